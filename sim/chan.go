@@ -1,0 +1,217 @@
+package sim
+
+import "fmt"
+
+// Chan is a valid/ready handshake channel: a bounded FIFO that carries
+// transactions from one producer unit to one consumer unit.
+//
+// The producer calls Ready and then Send; the consumer calls Valid, Peek and
+// Recv. An item sent at time t becomes valid at the consumer's first edge at
+// or after t+latency (at least one edge later); space freed by Recv at time t
+// is seen by the producer from its next edge on. Both views depend only on
+// state at the start of the time step and the caller's own actions, which is
+// what makes evaluation order irrelevant.
+type Chan[T any] struct {
+	eng   *Engine
+	name  string
+	depth int
+	lat   Tick // extra latency in ps beyond the minimum of one edge
+	latCy int  // latency in consumer cycles, resolved at Connect
+
+	buf  []T
+	vis  []Tick
+	head int
+	n    int
+
+	lastPop Tick // time of the latest Recv
+	popsNow int  // Recvs at lastPop
+	waiting bool // the producer found the channel full
+
+	prod, cons *Unit
+
+	transfers *Counter
+	stalls    *Counter
+
+	sigValid, sigReady, sigFire, sigID, sigCount *signal
+}
+
+// ChanOption configures a channel.
+type ChanOption func(*chanCfg)
+
+type chanCfg struct {
+	latPS  Tick
+	cycles int
+}
+
+// LatencyCycles delays visibility to the consumer by n of its cycles
+// (n ≥ 1; 1 is the default: visible on the next edge).
+func LatencyCycles(n int) ChanOption { return func(c *chanCfg) { c.cycles = n } }
+
+// LatencyPS delays visibility by d picoseconds beyond the push time.
+func LatencyPS(d Tick) ChanOption { return func(c *chanCfg) { c.latPS = d } }
+
+// NewChan creates a channel of the given FIFO depth between prod and cons.
+// Its traced signals are name.valid, .ready, .fire, .id (the head
+// transaction's ID, x when not valid) and .count.
+func NewChan[T any](prod, cons *Unit, name string, depth int, opts ...ChanOption) *Chan[T] {
+	if depth < 1 {
+		panic(fmt.Sprintf("sim: channel %s: depth %d must be at least 1", name, depth))
+	}
+	e := prod.eng
+	if cons.eng != e {
+		panic(fmt.Sprintf("sim: channel %s joins units of two engines", name))
+	}
+	e.claim(name)
+	cfg := chanCfg{cycles: 1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.cycles < 1 {
+		panic(fmt.Sprintf("sim: channel %s: latency of %d cycles, want at least 1", name, cfg.cycles))
+	}
+	c := &Chan[T]{
+		eng: e, name: name, depth: depth,
+		buf: make([]T, depth), vis: make([]Tick, depth),
+		prod: prod, cons: cons, lastPop: Never,
+	}
+	// One cycle = visible on the consumer's next edge; each further cycle
+	// adds one consumer period.
+	c.lat = 1 + Tick(cfg.cycles-1)*cons.clk.period + cfg.latPS
+	st := e.stats
+	c.transfers = st.Counter(name+".transfers", "transactions", "transfers through the channel")
+	c.stalls = st.Counter(name+".full_stalls", "events", "times the producer found the channel full")
+
+	c.sigValid = e.declare(name+".valid", 1, func() (uint64, bool) { return b2u(c.Valid()), true })
+	c.sigReady = e.declare(name+".ready", 1, func() (uint64, bool) { return b2u(c.occupancyForProducer() < c.depth), true })
+	c.sigFire = e.declare(name+".fire", 1, func() (uint64, bool) { return 0, true })
+	c.sigID = e.declare(name+".id", 64, c.headID)
+	c.sigCount = e.declare(name+".count", widthFor(depth), func() (uint64, bool) { return uint64(c.n), true })
+	cons.addSampler(func(Tick) { c.traceHead() })
+	prod.addSampler(func(Tick) {
+		e.set(c.sigReady, b2u(c.occupancyForProducer() < c.depth), true)
+	})
+	return c
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Name of the channel.
+func (c *Chan[T]) Name() string { return c.name }
+
+// Depth is the FIFO capacity.
+func (c *Chan[T]) Depth() int { return c.depth }
+
+// Len is the number of items in the FIFO, visible or not.
+func (c *Chan[T]) Len() int { return c.n }
+
+func (c *Chan[T]) occupancyForProducer() int {
+	if c.lastPop == c.eng.now {
+		return c.n + c.popsNow
+	}
+	return c.n
+}
+
+// Ready reports whether the producer may Send in this cycle.
+func (c *Chan[T]) Ready() bool {
+	if c.occupancyForProducer() < c.depth {
+		return true
+	}
+	if c.n < c.depth {
+		// Full only because of this step's pops, which the producer sees
+		// from its next edge on: the pop has already happened, so nothing
+		// else would wake it.
+		c.prod.wake(c.eng.now + 1)
+	} else {
+		c.waiting = true
+	}
+	c.stalls.Inc()
+	return false
+}
+
+// Send pushes v. Sending on a channel that is not Ready is a programming error
+// in the block and panics.
+func (c *Chan[T]) Send(v T) {
+	if c.occupancyForProducer() >= c.depth {
+		panic(fmt.Sprintf("sim: %s: Send on a full channel at %v (check Ready first)", c.name, c.eng.now))
+	}
+	i := c.head + c.n
+	if i >= c.depth {
+		i -= c.depth
+	}
+	at := c.eng.now + c.lat
+	c.buf[i] = v
+	c.vis[i] = at
+	c.n++
+	c.cons.wake(at)
+	if c.eng.tr != nil {
+		c.eng.set(c.sigCount, uint64(c.n), true)
+		if c.occupancyForProducer() >= c.depth {
+			c.eng.set(c.sigReady, 0, true)
+		}
+	}
+}
+
+// Valid reports whether the consumer has a transaction at the head.
+func (c *Chan[T]) Valid() bool { return c.n > 0 && c.vis[c.head] <= c.eng.now }
+
+// Peek returns a pointer to the head transaction, or nil when not valid. The
+// pointer is good until the next Recv.
+func (c *Chan[T]) Peek() *T {
+	if !c.Valid() {
+		return nil
+	}
+	return &c.buf[c.head]
+}
+
+// Recv takes the head transaction. Receiving when not Valid panics.
+func (c *Chan[T]) Recv() T {
+	if !c.Valid() {
+		panic(fmt.Sprintf("sim: %s: Recv with nothing valid at %v", c.name, c.eng.now))
+	}
+	now := c.eng.now
+	v := c.buf[c.head]
+	var zero T
+	c.buf[c.head] = zero
+	c.head++
+	if c.head == c.depth {
+		c.head = 0
+	}
+	c.n--
+	if c.lastPop != now {
+		c.lastPop, c.popsNow = now, 0
+	}
+	c.popsNow++
+	c.transfers.Inc()
+	if c.waiting {
+		c.waiting = false
+		c.prod.wake(now + 1)
+	}
+	if c.eng.tr != nil {
+		c.eng.set(c.sigCount, uint64(c.n), true)
+		c.eng.startPulse(c.sigFire, c.cons.clk.period)
+		c.traceHead()
+	}
+	return v
+}
+
+func (c *Chan[T]) headID() (uint64, bool) {
+	if !c.Valid() {
+		return 0, false
+	}
+	if tx, ok := any(c.buf[c.head]).(Transaction); ok {
+		return uint64(tx.TxnInfo().ID), true
+	}
+	return 0, true
+}
+
+func (c *Chan[T]) traceHead() {
+	e := c.eng
+	e.set(c.sigValid, b2u(c.Valid()), true)
+	id, known := c.headID()
+	e.set(c.sigID, id, known)
+}

@@ -1,0 +1,421 @@
+package sim
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Block is one hardware block's behaviour on a clock edge. Tick is called at
+// the rising edge at time now; it returns true when the block wants to be
+// evaluated on the next edge too (it has work in flight), false to sleep until
+// something wakes it.
+type Block interface {
+	Tick(now Tick) bool
+}
+
+// BlockFunc adapts a function to Block.
+type BlockFunc func(now Tick) bool
+
+// Tick calls f.
+func (f BlockFunc) Tick(now Tick) bool { return f(now) }
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// NoIdleSkip evaluates every unit on every edge of its clock, as a naive
+// cycle-by-cycle simulator would. It exists to check idle skipping against.
+func NoIdleSkip() Option { return func(e *Engine) { e.noIdleSkip = true } }
+
+// ReverseOrder evaluates the units of a time step in reverse order. Results
+// must not change; tests use it to prove that.
+func ReverseOrder() Option { return func(e *Engine) { e.reverse = true } }
+
+// Engine runs one simulation on one goroutine. Parallelism in aaemu means
+// many independent engines (seeds, sweep points), never one engine on many
+// threads, so that same-time events always run in the same order.
+type Engine struct {
+	seed  uint64
+	now   Tick
+	clks  []*Clock
+	units []*Unit
+	names map[string]bool
+
+	timers  timerHeap
+	timerSq uint64
+	dirty   []committer
+	running []*Clock // clocks evaluated in the current time step
+
+	stopped    bool
+	noIdleSkip bool
+	reverse    bool
+
+	lastTxn TxnID
+	txnLog  []TxnRecord
+
+	stats *Stats
+	tr    Tracer
+	sigs  []*signal
+
+	steps     uint64 // time steps with work
+	unitTicks uint64 // Block.Tick calls
+}
+
+// NewEngine creates an engine whose random generators all derive from seed.
+func NewEngine(seed uint64, opts ...Option) *Engine {
+	e := &Engine{seed: seed, names: map[string]bool{}, stats: newStats()}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+// Seed is the root seed of the run.
+func (e *Engine) Seed() uint64 { return e.seed }
+
+// Now is the current simulated time.
+func (e *Engine) Now() Tick { return e.now }
+
+// Stats is the run's statistics registry.
+func (e *Engine) Stats() *Stats { return e.stats }
+
+// Clocks lists the clock domains in creation order.
+func (e *Engine) Clocks() []*Clock { return e.clks }
+
+// UnitTicks is the number of Block.Tick calls so far: the work actually done.
+func (e *Engine) UnitTicks() uint64 { return e.unitTicks }
+
+// Steps is the number of time steps that had work.
+func (e *Engine) Steps() uint64 { return e.steps }
+
+// Stop ends Run after the current time step.
+func (e *Engine) Stop() { e.stopped = true }
+
+// Rand returns a generator for the component called name, derived from the
+// engine's seed, so that adding a component never changes another's stream.
+func (e *Engine) Rand(name string) *Rand { return NewRand(e.seed, name) }
+
+var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?)*$`)
+
+// CheckName validates a hierarchical instance name such as
+// "cluster.node0.iommu" or "node.nic[1].tx".
+func CheckName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("invalid name %q: want dot-separated identifiers, optionally indexed like nic[1]", name)
+	}
+	return nil
+}
+
+func (e *Engine) claim(name string) {
+	if err := CheckName(name); err != nil {
+		panic(err)
+	}
+	if e.names[name] {
+		panic(fmt.Sprintf("sim: name %q declared twice", name))
+	}
+	e.names[name] = true
+}
+
+// Clock is a clock domain: rising edges at Phase + k·Period.
+type Clock struct {
+	eng    *Engine
+	name   string
+	period Tick
+	phase  Tick
+
+	next     []*Unit // units due at nextEdge
+	cur      []*Unit // units being evaluated
+	nextEdge Tick
+	edges    uint64 // edges evaluated (idle edges are skipped)
+	units    []*Unit
+}
+
+// NewClock adds a clock domain with the given period and phase (the time of
+// its first edge, which must be below the period).
+func (e *Engine) NewClock(name string, period, phase Tick) *Clock {
+	e.claim(name)
+	if period == 0 {
+		panic(fmt.Sprintf("sim: clock %s: period must be positive", name))
+	}
+	if phase >= period {
+		panic(fmt.Sprintf("sim: clock %s: phase %v must be below the period %v", name, phase, period))
+	}
+	c := &Clock{eng: e, name: name, period: period, phase: phase}
+	e.clks = append(e.clks, c)
+	return c
+}
+
+// Name of the clock domain.
+func (c *Clock) Name() string { return c.name }
+
+// Period of the clock.
+func (c *Clock) Period() Tick { return c.period }
+
+// Phase is the time of the first edge.
+func (c *Clock) Phase() Tick { return c.phase }
+
+// EdgesEvaluated counts the edges on which at least one unit ran.
+func (c *Clock) EdgesEvaluated() uint64 { return c.edges }
+
+// Cycles is the number of clock cycles that elapsed up to time t, idle or
+// not: the simulated cycle count.
+func (c *Clock) Cycles(t Tick) uint64 {
+	if t < c.phase {
+		return 0
+	}
+	return uint64((t-c.phase)/c.period) + 1
+}
+
+// EdgeAtOrAfter returns the first edge at or after t.
+func (c *Clock) EdgeAtOrAfter(t Tick) Tick {
+	if t <= c.phase {
+		return c.phase
+	}
+	k := (t - c.phase + c.period - 1) / c.period
+	return c.phase + k*c.period
+}
+
+// Unit is a block placed in a clock domain: the kernel's handle for
+// scheduling it.
+type Unit struct {
+	eng  *Engine
+	clk  *Clock
+	name string
+	blk  Block
+
+	queuedAt Tick // edge it is queued for on clk.next, or Never
+	timerAt  Tick // latest timer pushed for it (dedupe), or Never
+	samplers []func(now Tick)
+	probes   []*probe
+}
+
+// Add places block b, called name, in clock domain c. The unit starts awake:
+// it is evaluated on the first edge.
+func (c *Clock) Add(name string, b Block) *Unit {
+	e := c.eng
+	e.claim(name)
+	u := &Unit{eng: e, clk: c, name: name, blk: b, queuedAt: Never, timerAt: Never}
+	e.units = append(e.units, u)
+	c.units = append(c.units, u)
+	u.wake(e.horizon())
+	return u
+}
+
+// Name is the unit's hierarchical name.
+func (u *Unit) Name() string { return u.name }
+
+// Clock is the unit's domain.
+func (u *Unit) Clock() *Clock { return u.clk }
+
+// Engine is the engine the unit runs on.
+func (u *Unit) Engine() *Engine { return u.eng }
+
+// WakeAt asks for an evaluation at the first edge at or after t (a timer).
+// t must lie in the future.
+func (u *Unit) WakeAt(t Tick) {
+	if t < u.eng.horizon() {
+		panic(fmt.Sprintf("sim: %s: WakeAt(%v) is not after now (%v)", u.name, t, u.eng.now))
+	}
+	u.wake(t)
+}
+
+// WakeIn asks for an evaluation d picoseconds from now (at least one edge on).
+func (u *Unit) WakeIn(d Tick) {
+	if d == 0 {
+		d = 1
+	}
+	u.wake(u.eng.now + d)
+}
+
+// horizon is the earliest time a wake may target: now itself before the run
+// has started, the future after that.
+func (e *Engine) horizon() Tick {
+	if e.steps == 0 {
+		return e.now
+	}
+	return e.now + 1
+}
+
+// wake schedules u on the first edge of its clock at or after t (t > now).
+func (u *Unit) wake(t Tick) {
+	u.wakeEdge(u.clk.EdgeAtOrAfter(t))
+}
+
+func (u *Unit) wakeEdge(edge Tick) {
+	c := u.clk
+	e := u.eng
+	immediate := c.EdgeAtOrAfter(e.horizon())
+	if edge <= immediate {
+		if u.queuedAt == immediate {
+			return
+		}
+		if len(c.next) == 0 {
+			c.nextEdge = immediate
+		}
+		u.queuedAt = immediate
+		c.next = append(c.next, u)
+		return
+	}
+	if u.timerAt == edge {
+		return
+	}
+	u.timerAt = edge
+	e.timerSq++
+	e.timers.push(timer{at: edge, seq: e.timerSq, u: u})
+}
+
+// addSampler registers a function run just before the unit's Tick while a
+// tracer is attached (it samples state the unit sees at this edge).
+func (u *Unit) addSampler(f func(now Tick)) { u.samplers = append(u.samplers, f) }
+
+// Run simulates until nothing is left to do, Stop is called, or the next
+// time step would lie beyond limit. It returns the time it stopped at.
+func (e *Engine) Run(limit Tick) Tick {
+	e.stopped = false
+	for !e.stopped {
+		t := Never
+		if len(e.timers) > 0 {
+			t = e.timers[0].at
+		}
+		for _, c := range e.clks {
+			if len(c.next) > 0 && c.nextEdge < t {
+				t = c.nextEdge
+			}
+		}
+		if t == Never || t > limit {
+			break
+		}
+		e.step(t)
+	}
+	return e.now
+}
+
+func (e *Engine) step(t Tick) {
+	e.now = t
+	e.steps++
+	// Timers due now join their clock's list for this edge.
+	for len(e.timers) > 0 && e.timers[0].at == t {
+		tm := e.timers.pop()
+		if tm.sig != nil {
+			tm.sig.endPulse(e, t)
+			continue
+		}
+		u := tm.u
+		if u.timerAt == t {
+			u.timerAt = Never
+		}
+		c := u.clk
+		if u.queuedAt == t {
+			continue
+		}
+		if len(c.next) == 0 {
+			c.nextEdge = t
+		}
+		u.queuedAt = t
+		c.next = append(c.next, u)
+	}
+	// Phase 1: take every clock's due units off its list, so that wakes made
+	// while evaluating go to the next edge.
+	e.running = e.running[:0]
+	for _, c := range e.clks {
+		if len(c.next) > 0 && c.nextEdge == t {
+			c.cur, c.next = c.next, c.cur[:0]
+			for _, u := range c.cur {
+				u.queuedAt = Never // wakes from now on are for the next edge
+			}
+			c.edges++
+			e.running = append(e.running, c)
+		}
+	}
+	// Phase 2: evaluate.
+	for _, c := range e.running {
+		cur := c.cur
+		n := len(cur)
+		for i := 0; i < n; i++ {
+			u := cur[i]
+			if e.reverse {
+				u = cur[n-1-i]
+			}
+			if e.tr != nil {
+				for _, s := range u.samplers {
+					s(t)
+				}
+			}
+			e.unitTicks++
+			busy := u.blk.Tick(t)
+			if e.tr != nil {
+				for _, p := range u.probes {
+					p.sample(e)
+				}
+			}
+			if busy || e.noIdleSkip {
+				u.wakeEdge(t + c.period)
+			}
+		}
+	}
+	// Phase 3: the clock edge. Registers take their next values.
+	for i, r := range e.dirty {
+		r.commit(t)
+		e.dirty[i] = nil
+	}
+	e.dirty = e.dirty[:0]
+}
+
+type timer struct {
+	at  Tick
+	seq uint64
+	u   *Unit   // unit to wake, or
+	sig *signal // pulse to end (tracing only)
+}
+
+// timerHeap is a binary min-heap on (at, seq): time ties break by insertion
+// order, so the schedule is deterministic. Hand-written to avoid the
+// interface boxing of container/heap on the hot path.
+type timerHeap []timer
+
+func (h timerHeap) less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+
+func (h *timerHeap) push(t timer) {
+	*h = append(*h, t)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *timerHeap) pop() timer {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s[last] = timer{}
+	s = s[:last]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(s) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(s) && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}

@@ -1,0 +1,154 @@
+package sim
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// Tracer receives signal declarations and value changes. The VCD writer in
+// package waveforms implements it; the kernel does not import it, so tracing
+// attaches from outside the models.
+type Tracer interface {
+	// Declare is called once per signal when the tracer is attached, in
+	// declaration order. ok=false means the tracer filtered the signal out;
+	// it then costs nothing.
+	Declare(path string, width int) (id int, ok bool)
+	// Set records that signal id has value v from time t (picoseconds) on.
+	// Times never go backwards. A tracer drops values equal to the last one.
+	Set(t uint64, id int, v uint64)
+	// SetXZ records an undefined (x) or high-impedance (z) value.
+	SetXZ(t uint64, id int, z bool)
+}
+
+// signal is one traced value inside the kernel.
+type signal struct {
+	path  string
+	width int
+	id    int
+	on    bool
+	get   func() (v uint64, known bool) // current value, for the initial dump
+	pulse Tick                          // end time of the pulse in flight
+}
+
+func (e *Engine) declare(path string, width int, get func() (uint64, bool)) *signal {
+	if err := CheckName(path); err != nil {
+		panic(err)
+	}
+	if width < 1 || width > 64 {
+		panic(fmt.Sprintf("sim: signal %s: width %d out of 1..64", path, width))
+	}
+	s := &signal{path: path, width: width, get: get}
+	e.sigs = append(e.sigs, s)
+	return s
+}
+
+// AttachTracer connects a tracer: every declared signal is offered to it,
+// and the current value of each accepted one is recorded at the current time.
+func (e *Engine) AttachTracer(tr Tracer) {
+	e.tr = tr
+	for _, s := range e.sigs {
+		s.id, s.on = tr.Declare(s.path, s.width)
+		if s.on {
+			v, known := s.get()
+			e.set(s, v, known)
+		}
+	}
+}
+
+// Tracing reports whether a tracer is attached.
+func (e *Engine) Tracing() bool { return e.tr != nil }
+
+func (e *Engine) set(s *signal, v uint64, known bool) {
+	if !s.on {
+		return
+	}
+	if known {
+		e.tr.Set(uint64(e.now), s.id, v)
+	} else {
+		e.tr.SetXZ(uint64(e.now), s.id, false)
+	}
+}
+
+// startPulse drives s to 1 now and back to 0 after d, unless pulsed again.
+func (e *Engine) startPulse(s *signal, d Tick) {
+	if !s.on {
+		return
+	}
+	e.tr.Set(uint64(e.now), s.id, 1)
+	end := e.now + d
+	if s.pulse != end {
+		s.pulse = end
+		e.timerSq++
+		e.timers.push(timer{at: end, seq: e.timerSq, sig: s})
+	}
+}
+
+func (s *signal) endPulse(e *Engine, t Tick) {
+	if s.pulse == t {
+		e.tr.Set(uint64(t), s.id, 0)
+	}
+}
+
+type probe struct {
+	sig *signal
+	get func() (uint64, bool)
+}
+
+func (p *probe) sample(e *Engine) {
+	if p.sig.on {
+		v, known := p.get()
+		e.set(p.sig, v, known)
+	}
+}
+
+// Probe declares a traced signal of the unit, sampled after each evaluation
+// of the unit: get returns the value and whether it is defined (x if not).
+// Probes cost nothing when no tracer is attached.
+func (u *Unit) Probe(name string, width int, get func() (v uint64, known bool)) {
+	p := &probe{sig: u.eng.declare(u.name+"."+name, width, get), get: get}
+	u.probes = append(u.probes, p)
+}
+
+// widthFor returns the number of bits needed to count up to n.
+func widthFor(n int) int {
+	if n <= 1 {
+		return 1
+	}
+	return bits.Len(uint(n))
+}
+
+// bitsOf converts an integer or boolean value to bits and its natural width.
+func bitsOf(v any) (uint64, int, bool) {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return 1, 1, true
+		}
+		return 0, 1, true
+	case uint8:
+		return uint64(x), 8, true
+	case uint16:
+		return uint64(x), 16, true
+	case uint32:
+		return uint64(x), 32, true
+	case uint64:
+		return x, 64, true
+	case uint:
+		return uint64(x), 64, true
+	case int8:
+		return uint64(uint8(x)), 8, true
+	case int16:
+		return uint64(uint16(x)), 16, true
+	case int32:
+		return uint64(uint32(x)), 32, true
+	case int64:
+		return uint64(x), 64, true
+	case int:
+		return uint64(x), 64, true
+	case Tick:
+		return uint64(x), 64, true
+	case TxnID:
+		return uint64(x), 64, true
+	}
+	return 0, 0, false
+}
