@@ -48,6 +48,9 @@ func (e *Engine) AttachTracer(tr Tracer) {
 	e.tr = tr
 	for _, s := range e.sigs {
 		s.id, s.on = tr.Declare(s.path, s.width)
+	}
+	// All declarations come first: a VCD header closes at the first value.
+	for _, s := range e.sigs {
 		if s.on {
 			v, known := s.get()
 			e.set(s, v, known)

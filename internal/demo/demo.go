@@ -98,13 +98,13 @@ type Received struct {
 
 // Sink takes items whenever its randomised ready allows and keeps them.
 type Sink struct {
-	u         *sim.Unit
-	In        *sim.Chan[Item]
-	rng       *sim.Rand
-	readyPct  int
-	got       []Received
-	ready     *sim.Reg[bool]
-	latency   *sim.Histogram
+	u        *sim.Unit
+	In       *sim.Chan[Item]
+	rng      *sim.Rand
+	readyPct int
+	got      []Received
+	ready    *sim.Reg[bool]
+	latency  *sim.Histogram
 }
 
 // Tick takes the head item if ready this cycle.

@@ -1,0 +1,236 @@
+package waveforms_test
+
+// Independent acceptance: tools that are not ours must read back what the
+// writer produced, value for value. `make deps` installs them; under CI a
+// missing tool fails the test instead of skipping it.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/aaemu/aaemu/internal/demo"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/waveforms"
+)
+
+func needTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed; `make deps` installs it", name)
+		}
+		t.Skipf("%s is not installed; run `make deps`", name)
+	}
+	return p
+}
+
+// tee records what the model traced, per signal path, one value per time
+// step (the last one), while the VCD writer writes the file.
+type tee struct {
+	w       *waveforms.Writer
+	paths   []string
+	widths  []int
+	history map[string][]waveforms.Change
+	ids     []int
+}
+
+func (tr *tee) Declare(path string, width int) (int, bool) {
+	id, ok := tr.w.Declare(path, width)
+	if ok {
+		tr.paths = append(tr.paths, path)
+		tr.widths = append(tr.widths, width)
+	}
+	return id, ok
+}
+
+func (tr *tee) record(t uint64, id int, v string) {
+	p := tr.paths[id]
+	h := tr.history[p]
+	if n := len(h); n > 0 && h[n-1].T == t {
+		h[n-1].V = v
+		if n > 1 && h[n-2].V == v {
+			h = h[:n-1]
+		}
+	} else if n == 0 || h[n-1].V != v {
+		h = append(h, waveforms.Change{T: t, V: v})
+	}
+	tr.history[p] = h
+}
+
+func (tr *tee) Set(t uint64, id int, v uint64) {
+	tr.w.Set(t, id, v)
+	tr.record(t, id, fmt.Sprintf("%0*b", tr.widths[id], v))
+}
+
+func (tr *tee) SetXZ(t uint64, id int, z bool) {
+	tr.w.SetXZ(t, id, z)
+	c := "x"
+	if z {
+		c = "z"
+	}
+	tr.record(t, id, strings.Repeat(c, tr.widths[id]))
+}
+
+// traceDemo runs the demonstration pipeline and returns the VCD path and
+// what the model traced.
+func traceDemo(t *testing.T) (string, *tee) {
+	t.Helper()
+	e := sim.NewEngine(42)
+	cfg := demo.DefaultConfig()
+	cfg.Items = 40
+	p, err := demo.Build(e, "top", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "demo.vcd")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &tee{w: waveforms.NewWriter(f, waveforms.Options{Version: "aaemu test", Comment: "seed 42"}), history: map[string][]waveforms.Change{}}
+	e.AttachTracer(tr)
+	end := e.Run(sim.MS)
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.w.Close(uint64(end)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, tr
+}
+
+func compareHistories(t *testing.T, who string, want map[string][]waveforms.Change, got func(path string) []waveforms.Change) {
+	t.Helper()
+	if len(want) == 0 {
+		t.Fatal("nothing traced")
+	}
+	changes := 0
+	for path, w := range want {
+		g := got(path)
+		if len(g) != len(w) {
+			t.Fatalf("%s: %s has %d value changes, the model traced %d\n got %v\nwant %v", who, path, len(g), len(w), g, w)
+		}
+		for i := range w {
+			if g[i] != w[i] {
+				t.Fatalf("%s: %s change %d is %v, the model traced %v", who, path, i, g[i], w[i])
+			}
+		}
+		changes += len(w)
+	}
+	t.Logf("%s: %d signals, %d value changes identical", who, len(want), changes)
+}
+
+// Our strict reader agrees with the model (a baseline for the others).
+func TestStrictReaderReadsModelTrace(t *testing.T) {
+	path, tr := traceDemo(t)
+	f := mustParse(t, path)
+	compareHistories(t, "strict reader", tr.history, f.History)
+}
+
+func mustParse(t *testing.T, path string) *waveforms.File {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := waveforms.Parse(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return f
+}
+
+// GTKWave: vcd2fst then fst2vcd must keep every value change.
+func TestGTKWaveFSTRoundTrip(t *testing.T) {
+	vcd2fst := needTool(t, "vcd2fst")
+	fst2vcd := needTool(t, "fst2vcd")
+	path, tr := traceDemo(t)
+	fst := strings.TrimSuffix(path, ".vcd") + ".fst"
+	if out, err := exec.Command(vcd2fst, path, fst).CombinedOutput(); err != nil {
+		t.Fatalf("vcd2fst: %v\n%s", err, out)
+	}
+	back, err := exec.Command(fst2vcd, fst).Output()
+	if err != nil {
+		t.Fatalf("fst2vcd: %v", err)
+	}
+	f, err := waveforms.Parse(bytes.NewReader(back))
+	if err != nil {
+		t.Fatalf("fst2vcd output: %v", err)
+	}
+	compareHistories(t, "vcd2fst+fst2vcd", tr.history, f.History)
+}
+
+// vcd-stream (WaveDrom's parser, Node.js) reads the same values.
+func TestVCDStreamReadsModelTrace(t *testing.T) {
+	node := needTool(t, "node")
+	script, _ := filepath.Abs("../tools/vcdstream/parse.js")
+	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "vcd-stream")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("vcd-stream is not installed; `make deps` installs it")
+		}
+		t.Skip("vcd-stream is not installed; run `make deps`")
+	}
+	path, tr := traceDemo(t)
+	out, err := exec.Command(node, script, path).Output()
+	if err != nil {
+		t.Fatalf("vcd-stream: %v", err)
+	}
+	var res struct {
+		Vars []struct {
+			Path  string
+			Width int
+			Code  string
+		}
+		Changes [][3]any
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("vcd-stream output: %v", err)
+	}
+	byCode := map[string][]waveforms.Change{}
+	for _, c := range res.Changes {
+		code, tm, v := c[0].(string), uint64(c[1].(float64)), c[2].(string)
+		h := byCode[code]
+		if n := len(h); n > 0 && h[n-1].V == v {
+			continue
+		}
+		byCode[code] = append(h, waveforms.Change{T: tm, V: v})
+	}
+	codeOf := map[string]string{}
+	for _, v := range res.Vars {
+		codeOf[v.Path] = v.Code
+	}
+	compareHistories(t, "vcd-stream", tr.history, func(p string) []waveforms.Change { return byCode[codeOf[p]] })
+}
+
+// GTKWave's own loaders open the file without a warning.
+func TestGTKWaveLoadsWithoutWarnings(t *testing.T) {
+	xvfb := needTool(t, "xvfb-run")
+	needTool(t, "gtkwave")
+	vcd2lxt2 := needTool(t, "vcd2lxt2")
+	path, _ := traceDemo(t)
+	bad := regexp.MustCompile(`Unknown (VCD )?identifier|backtracking|parse error|malformed|glitch`)
+	for _, args := range [][]string{{"-a", "gtkwave", "-x", path}, {"-a", "gtkwave", "-L", "-x", path}} {
+		out, err := exec.Command(xvfb, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("gtkwave %v: %v\n%s", args, err, out)
+		}
+		if m := bad.Find(out); m != nil {
+			t.Fatalf("gtkwave %v warns %q:\n%s", args, m, out)
+		}
+	}
+	out, err := exec.Command(vcd2lxt2, path, path+".lxt2").CombinedOutput()
+	if err != nil || regexp.MustCompile(`Unknown|Exiting`).Match(out) {
+		t.Fatalf("vcd2lxt2: %v\n%s", err, out)
+	}
+}
