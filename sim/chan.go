@@ -33,6 +33,7 @@ type Chan[T any] struct {
 	stalls    *Counter
 
 	sigValid, sigReady, sigFire, sigID, sigCount *signal
+	retrace                                      func()
 }
 
 // ChanOption configures a channel.
@@ -51,8 +52,12 @@ func LatencyCycles(n int) ChanOption { return func(c *chanCfg) { c.cycles = n } 
 func LatencyPS(d Tick) ChanOption { return func(c *chanCfg) { c.latPS = d } }
 
 // NewChan creates a channel of the given FIFO depth between prod and cons.
-// Its traced signals are name.valid, .ready, .fire, .id (the head
-// transaction's ID, x when not valid) and .count.
+//
+// Its traced signals show, like RTL, the state in the cycle after each edge:
+// valid (the consumer sees a transaction at its next edge), ready (the
+// producer may send at its next edge), id (the head transaction's ID, x when
+// not valid), count (FIFO occupancy) and fire (a transfer happened at the
+// edge that began this cycle).
 func NewChan[T any](prod, cons *Unit, name string, depth int, opts ...ChanOption) *Chan[T] {
 	if depth < 1 {
 		panic(fmt.Sprintf("sim: channel %s: depth %d must be at least 1", name, depth))
@@ -81,15 +86,12 @@ func NewChan[T any](prod, cons *Unit, name string, depth int, opts ...ChanOption
 	c.transfers = st.Counter(name+".transfers", "transactions", "transfers through the channel")
 	c.stalls = st.Counter(name+".full_stalls", "events", "times the producer found the channel full")
 
-	c.sigValid = e.declare(name+".valid", 1, func() (uint64, bool) { return b2u(c.Valid()), true })
-	c.sigReady = e.declare(name+".ready", 1, func() (uint64, bool) { return b2u(c.occupancyForProducer() < c.depth), true })
+	c.sigValid = e.declare(name+".valid", 1, func() (uint64, bool) { return b2u(c.validNext()), true })
+	c.sigReady = e.declare(name+".ready", 1, func() (uint64, bool) { return b2u(c.n < c.depth), true })
 	c.sigFire = e.declare(name+".fire", 1, func() (uint64, bool) { return 0, true })
 	c.sigID = e.declare(name+".id", 64, c.headID)
 	c.sigCount = e.declare(name+".count", widthFor(depth), func() (uint64, bool) { return uint64(c.n), true })
-	cons.addSampler(func(Tick) { c.traceHead() })
-	prod.addSampler(func(Tick) {
-		e.set(c.sigReady, b2u(c.occupancyForProducer() < c.depth), true)
-	})
+	c.retrace = c.trace
 	return c
 }
 
@@ -149,10 +151,7 @@ func (c *Chan[T]) Send(v T) {
 	c.n++
 	c.cons.wake(at)
 	if c.eng.tr != nil {
-		c.eng.set(c.sigCount, uint64(c.n), true)
-		if c.occupancyForProducer() >= c.depth {
-			c.eng.set(c.sigReady, 0, true)
-		}
+		c.trace()
 	}
 }
 
@@ -192,15 +191,19 @@ func (c *Chan[T]) Recv() T {
 		c.prod.wake(now + 1)
 	}
 	if c.eng.tr != nil {
-		c.eng.set(c.sigCount, uint64(c.n), true)
 		c.eng.startPulse(c.sigFire, c.cons.clk.period)
-		c.traceHead()
+		c.trace()
 	}
 	return v
 }
 
+// validNext reports whether the consumer will see the head at its next edge.
+func (c *Chan[T]) validNext() bool {
+	return c.n > 0 && c.vis[c.head] <= c.cons.clk.EdgeAtOrAfter(c.eng.horizon())
+}
+
 func (c *Chan[T]) headID() (uint64, bool) {
-	if !c.Valid() {
+	if !c.validNext() {
 		return 0, false
 	}
 	if tx, ok := any(c.buf[c.head]).(Transaction); ok {
@@ -209,9 +212,19 @@ func (c *Chan[T]) headID() (uint64, bool) {
 	return 0, true
 }
 
-func (c *Chan[T]) traceHead() {
+// trace records the channel's signals after a push or pop at this time.
+func (c *Chan[T]) trace() {
 	e := c.eng
-	e.set(c.sigValid, b2u(c.Valid()), true)
+	valid := c.validNext()
+	e.set(c.sigValid, b2u(valid), true)
 	id, known := c.headID()
 	e.set(c.sigID, id, known)
+	e.set(c.sigReady, b2u(c.n < c.depth), true)
+	e.set(c.sigCount, uint64(c.n), true)
+	if !valid && c.n > 0 {
+		// The head is still in flight (latency beyond one cycle): valid
+		// rises in the cycle before the edge at which it arrives.
+		at := c.cons.clk.EdgeAtOrAfter(c.vis[c.head]) - c.cons.clk.period
+		e.traceAt(at, c.retrace)
+	}
 }

@@ -184,8 +184,7 @@ type Unit struct {
 
 	queuedAt Tick // edge it is queued for on clk.next, or Never
 	timerAt  Tick // latest timer pushed for it (dedupe), or Never
-	samplers []func(now Tick)
-	probes   []*probe
+	probes []*probe
 }
 
 // Add places block b, called name, in clock domain c. The unit starts awake:
@@ -263,10 +262,6 @@ func (u *Unit) wakeEdge(edge Tick) {
 	e.timers.push(timer{at: edge, seq: e.timerSq, u: u})
 }
 
-// addSampler registers a function run just before the unit's Tick while a
-// tracer is attached (it samples state the unit sees at this edge).
-func (u *Unit) addSampler(f func(now Tick)) { u.samplers = append(u.samplers, f) }
-
 // Run simulates until nothing is left to do, Stop is called, or the next
 // time step would lie beyond limit. It returns the time it stopped at.
 func (e *Engine) Run(limit Tick) Tick {
@@ -295,8 +290,8 @@ func (e *Engine) step(t Tick) {
 	// Timers due now join their clock's list for this edge.
 	for len(e.timers) > 0 && e.timers[0].at == t {
 		tm := e.timers.pop()
-		if tm.sig != nil {
-			tm.sig.endPulse(e, t)
+		if tm.fn != nil {
+			tm.fn() // tracing only: a value that changes with no block running
 			continue
 		}
 		u := tm.u
@@ -335,11 +330,6 @@ func (e *Engine) step(t Tick) {
 			if e.reverse {
 				u = cur[n-1-i]
 			}
-			if e.tr != nil {
-				for _, s := range u.samplers {
-					s(t)
-				}
-			}
 			e.unitTicks++
 			busy := u.blk.Tick(t)
 			if e.tr != nil {
@@ -363,8 +353,8 @@ func (e *Engine) step(t Tick) {
 type timer struct {
 	at  Tick
 	seq uint64
-	u   *Unit   // unit to wake, or
-	sig *signal // pulse to end (tracing only)
+	u   *Unit  // unit to wake, or
+	fn  func() // trace update (tracing only)
 }
 
 // timerHeap is a binary min-heap on (at, seq): time ties break by insertion

@@ -28,6 +28,7 @@ type signal struct {
 	on    bool
 	get   func() (v uint64, known bool) // current value, for the initial dump
 	pulse Tick                          // end time of the pulse in flight
+	end   func()                        // ends the pulse; made once, so pulsing does not allocate
 }
 
 func (e *Engine) declare(path string, width int, get func() (uint64, bool)) *signal {
@@ -81,15 +82,21 @@ func (e *Engine) startPulse(s *signal, d Tick) {
 	end := e.now + d
 	if s.pulse != end {
 		s.pulse = end
-		e.timerSq++
-		e.timers.push(timer{at: end, seq: e.timerSq, sig: s})
+		if s.end == nil {
+			s.end = func() {
+				if s.pulse == e.now {
+					e.tr.Set(uint64(e.now), s.id, 0)
+				}
+			}
+		}
+		e.traceAt(end, s.end)
 	}
 }
 
-func (s *signal) endPulse(e *Engine, t Tick) {
-	if s.pulse == t {
-		e.tr.Set(uint64(t), s.id, 0)
-	}
+// traceAt runs fn at time t: a trace update with no block evaluation.
+func (e *Engine) traceAt(t Tick, fn func()) {
+	e.timerSq++
+	e.timers.push(timer{at: t, seq: e.timerSq, fn: fn})
 }
 
 type probe struct {

@@ -128,15 +128,14 @@ func (s *Sink) Got() []Received { return s.got }
 
 // Config describes a demonstration pipeline.
 type Config struct {
-	Stages        int    `yaml:"stages" json:"stages"`                 // pipeline stages between source and sink
-	Items         uint32 `yaml:"items" json:"items"`                   // transactions the source sends
-	Depth         int    `yaml:"depth" json:"depth"`                   // FIFO depth of every channel
-	CorePeriodPS  uint64 `yaml:"core_period_ps" json:"core_period_ps"` // source and stages clock
-	SinkPeriodPS  uint64 `yaml:"sink_period_ps" json:"sink_period_ps"` // sink clock (a second domain)
-	SinkPhasePS   uint64 `yaml:"sink_phase_ps" json:"sink_phase_ps"`   // first edge of the sink clock
-	IntervalCy    uint64 `yaml:"interval_cycles" json:"interval_cycles"`
-	SinkReadyPct  int    `yaml:"sink_ready_pct" json:"sink_ready_pct"` // chance the sink is ready in a cycle
-	IdleGapCycles uint64 `yaml:"idle_gap_cycles" json:"idle_gap_cycles"`
+	Stages       int    `yaml:"stages" json:"stages"`                 // pipeline stages between source and sink
+	Items        uint32 `yaml:"items" json:"items"`                   // transactions the source sends
+	Depth        int    `yaml:"depth" json:"depth"`                   // FIFO depth of every channel
+	CorePeriodPS uint64 `yaml:"core_period_ps" json:"core_period_ps"` // source and stages clock
+	SinkPeriodPS uint64 `yaml:"sink_period_ps" json:"sink_period_ps"` // sink clock (a second domain)
+	SinkPhasePS  uint64 `yaml:"sink_phase_ps" json:"sink_phase_ps"`   // first edge of the sink clock
+	IntervalCy   uint64 `yaml:"interval_cycles" json:"interval_cycles"`
+	SinkReadyPct int    `yaml:"sink_ready_pct" json:"sink_ready_pct"` // chance the sink is ready in a cycle
 }
 
 // DefaultConfig is the pipeline `aaemu run` runs by default.

@@ -1,0 +1,42 @@
+# aaemu — make run: the default scenario; make test: every test, external tools included.
+GO      ?= go
+BIN     := bin/aaemu
+OUT     ?= out
+
+.PHONY: all build run test deps bench lint fuzz screenshot clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/aaemu
+
+# Runs the built-in default scenario into $(OUT)/ (VCD, GTKWave save file, stats).
+run: build
+	./$(BIN) run --out $(OUT)
+
+# Installs missing external tools (apt-get, npm), then runs every test.
+test: deps
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+deps:
+	./tools/deps.sh
+
+# Benchmarks of the kernel and the waveform writer (see README: Speed).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./sim/... ./waveforms/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# A short fuzzing session on every decoder.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./waveforms
+
+# A picture of the default run's waveforms in GTKWave, without a display.
+screenshot: deps run
+	./tools/gtkwave/screenshot.sh $(OUT)/run.vcd $(OUT)/run.gtkw $(OUT)/wave.png
+
+clean:
+	rm -rf bin $(OUT)

@@ -1,0 +1,70 @@
+// Command aaemu is the Active Access hardware emulator: it runs scenarios on
+// cycle-level models and writes statistics, VCD waveforms and packet captures.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/aaemu/aaemu/internal/version"
+)
+
+func main() {
+	if err := newRoot(os.Stdout, os.Stderr).Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "aaemu: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// newRoot builds the command tree; tests run it with their own writers.
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	var level string
+	log := logrus.New()
+	log.SetOutput(stderr)
+	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
+
+	root := &cobra.Command{
+		Use:   "aaemu",
+		Short: "Active Access hardware emulator",
+		Long: `aaemu emulates Active Access: RDMA puts and gets that an extended IOMMU logs
+into per-process access logs for CPU handlers. Its blocks are cycle-level models
+that exchange PCIe TLPs and network packets; runs write statistics (JSON), VCD
+waveforms with a GTKWave save file, and packet captures.
+
+Start with:
+  aaemu run                  run the built-in default scenario into ./out
+  aaemu run --help           every option of a run
+  aaemu vcd check FILE.vcd   check a VCD file strictly`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			l, err := logrus.ParseLevel(level)
+			if err != nil {
+				return fmt.Errorf("--log-level %q: want panic, fatal, error, warn, info, debug or trace", level)
+			}
+			log.SetLevel(l)
+			return nil
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&level, "log-level", "warn", "log verbosity: error, warn, info, debug or trace")
+	root.AddCommand(newRunCmd(log), newVersionCmd(), newVCDCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print aaemu's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "aaemu %s\n", version.Version)
+			return nil
+		},
+	}
+}

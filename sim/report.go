@@ -1,0 +1,165 @@
+package sim
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// StatsFormatVersion is the version of the statistics file layout. It
+// changes whenever a field changes meaning or disappears.
+const StatsFormatVersion = 1
+
+// RunInfo is what the statistics file records about a run besides the
+// statistics themselves.
+type RunInfo struct {
+	Version string        // aaemu version
+	Config  any           // the full configuration, JSON-encodable
+	Wall    time.Duration // host wall time of the run
+	// Host includes the host's own speed (wall time, rates, peak memory).
+	// Leave it out to get a file that is byte-identical across runs.
+	Host bool
+}
+
+type statsFile struct {
+	Format        string               `json:"format"`
+	FormatVersion int                  `json:"format_version"`
+	AaemuVersion  string               `json:"aaemu_version"`
+	Seed          uint64               `json:"seed"`
+	Config        any                  `json:"config"`
+	Simulation    simSummary           `json:"simulation"`
+	Stats         map[string]statEntry `json:"stats"`
+	Host          *hostSummary         `json:"host,omitempty"`
+}
+
+type simSummary struct {
+	EndTimePS       uint64         `json:"end_time_ps"`
+	Transactions    uint64         `json:"transactions"`
+	TimeSteps       uint64         `json:"time_steps"`
+	UnitEvaluations uint64         `json:"unit_evaluations"`
+	Cycles          uint64         `json:"cycles"`
+	Clocks          []clockSummary `json:"clocks"`
+}
+
+type clockSummary struct {
+	Name           string `json:"name"`
+	PeriodPS       uint64 `json:"period_ps"`
+	PhasePS        uint64 `json:"phase_ps"`
+	Cycles         uint64 `json:"cycles"`
+	EdgesEvaluated uint64 `json:"edges_evaluated"`
+}
+
+type bucket struct {
+	LE    uint64 `json:"le"`
+	Count uint64 `json:"count"`
+}
+
+type statEntry struct {
+	Kind  string  `json:"kind"`
+	Unit  string  `json:"unit"`
+	Desc  string  `json:"desc"`
+	Value *uint64 `json:"value,omitempty"`
+	// histograms
+	Count    *uint64  `json:"count,omitempty"`
+	Sum      *uint64  `json:"sum,omitempty"`
+	Min      *uint64  `json:"min,omitempty"`
+	Max      *uint64  `json:"max,omitempty"`
+	Mean     *float64 `json:"mean,omitempty"`
+	Buckets  []bucket `json:"buckets,omitempty"`
+	Overflow *uint64  `json:"overflow,omitempty"`
+}
+
+type hostSummary struct {
+	WallSeconds       float64 `json:"wall_seconds"`
+	SimPSPerWallS     float64 `json:"sim_ps_per_wall_second"`
+	CyclesPerSecond   float64 `json:"cycles_per_wall_second"`
+	EvalsPerSecond    float64 `json:"unit_evaluations_per_wall_second"`
+	TxnPerSecond      float64 `json:"transactions_per_wall_second"`
+	PeakRSSBytes      uint64  `json:"peak_rss_bytes"`
+	GoVersion         string  `json:"go_version"`
+	Platform          string  `json:"platform"`
+	CPUs              int     `json:"cpus"`
+	SimulatedSeconds  float64 `json:"simulated_seconds"`
+	SlowdownVsRealHW  float64 `json:"slowdown_vs_real_time"`
+	UnitEvaluationsNS float64 `json:"ns_per_unit_evaluation"`
+}
+
+// TotalCycles is the number of clock cycles elapsed in all domains up to now.
+func (e *Engine) TotalCycles() uint64 {
+	var n uint64
+	for _, c := range e.clks {
+		n += c.Cycles(e.now)
+	}
+	return n
+}
+
+// WriteStatsJSON writes the statistics file: values with their units and
+// descriptions, the configuration, the seed, the version and, optionally, the
+// host's speed. Keys are sorted, so the file is deterministic without Host.
+func (e *Engine) WriteStatsJSON(w io.Writer, info RunInfo) error {
+	f := statsFile{Format: "aaemu-stats", FormatVersion: StatsFormatVersion, AaemuVersion: info.Version,
+		Seed: e.seed, Config: info.Config, Stats: map[string]statEntry{}}
+	f.Simulation = simSummary{EndTimePS: uint64(e.now), Transactions: e.Transactions(), TimeSteps: e.steps,
+		UnitEvaluations: e.unitTicks, Cycles: e.TotalCycles()}
+	for _, c := range e.clks {
+		f.Simulation.Clocks = append(f.Simulation.Clocks, clockSummary{Name: c.name, PeriodPS: uint64(c.period),
+			PhasePS: uint64(c.phase), Cycles: c.Cycles(e.now), EdgesEvaluated: c.edges})
+	}
+	for _, st := range e.stats.All() {
+		ent := statEntry{Unit: st.Unit(), Desc: st.Desc()}
+		switch s := st.(type) {
+		case *Counter:
+			ent.Kind = "counter"
+			v := s.v
+			ent.Value = &v
+		case *Histogram:
+			ent.Kind = "histogram"
+			n, sum, mn, mx, mean := s.n, s.sum, s.min, s.max, s.Mean()
+			if n == 0 {
+				mn = 0
+			}
+			ent.Count, ent.Sum, ent.Min, ent.Max, ent.Mean = &n, &sum, &mn, &mx, &mean
+			for i, b := range s.bounds {
+				ent.Buckets = append(ent.Buckets, bucket{LE: b, Count: s.counts[i]})
+			}
+			ov := s.counts[len(s.bounds)]
+			ent.Overflow = &ov
+		}
+		f.Stats[st.Name()] = ent
+	}
+	if info.Host {
+		wall := info.Wall.Seconds()
+		if wall <= 0 {
+			wall = math.SmallestNonzeroFloat64
+		}
+		h := &hostSummary{WallSeconds: info.Wall.Seconds(), GoVersion: runtime.Version(),
+			Platform: runtime.GOOS + "/" + runtime.GOARCH, CPUs: runtime.NumCPU(), PeakRSSBytes: peakRSS()}
+		h.SimPSPerWallS = float64(e.now) / wall
+		h.CyclesPerSecond = float64(f.Simulation.Cycles) / wall
+		h.EvalsPerSecond = float64(e.unitTicks) / wall
+		h.TxnPerSecond = float64(e.Transactions()) / wall
+		h.SimulatedSeconds = float64(e.now) / 1e12
+		if h.SimulatedSeconds > 0 {
+			h.SlowdownVsRealHW = wall / h.SimulatedSeconds
+		}
+		if e.unitTicks > 0 {
+			h.UnitEvaluationsNS = wall * 1e9 / float64(e.unitTicks)
+		}
+		f.Host = h
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(f)
+}
+
+// peakRSS is the process's peak resident set size in bytes.
+func peakRSS() uint64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return uint64(ru.Maxrss) * 1024 // Linux reports kilobytes
+}
