@@ -150,7 +150,7 @@ func (c *Chan[T]) Send(v T) {
 	c.vis[i] = at
 	c.n++
 	c.cons.wake(at)
-	if c.eng.tr != nil {
+	if traceHooks && c.eng.tr != nil && c.traced() {
 		c.trace()
 	}
 }
@@ -190,7 +190,7 @@ func (c *Chan[T]) Recv() T {
 		c.waiting = false
 		c.prod.wake(now + 1)
 	}
-	if c.eng.tr != nil {
+	if traceHooks && c.eng.tr != nil && c.traced() {
 		c.eng.startPulse(c.sigFire, c.cons.clk.period)
 		c.trace()
 	}
@@ -206,10 +206,16 @@ func (c *Chan[T]) headID() (uint64, bool) {
 	if !c.validNext() {
 		return 0, false
 	}
-	if tx, ok := any(c.buf[c.head]).(Transaction); ok {
+	// A pointer in an interface does not allocate; *T has T's methods.
+	if tx, ok := any(&c.buf[c.head]).(Transaction); ok {
 		return uint64(tx.TxnInfo().ID), true
 	}
 	return 0, true
+}
+
+// traced reports whether the attached tracer dumps any of the channel's signals.
+func (c *Chan[T]) traced() bool {
+	return c.sigValid.on || c.sigReady.on || c.sigFire.on || c.sigID.on || c.sigCount.on
 }
 
 // trace records the channel's signals after a push or pop at this time.

@@ -184,7 +184,7 @@ type Unit struct {
 
 	queuedAt Tick // edge it is queued for on clk.next, or Never
 	timerAt  Tick // latest timer pushed for it (dedupe), or Never
-	probes []*probe
+	probes   []*probe
 }
 
 // Add places block b, called name, in clock domain c. The unit starts awake:
@@ -332,7 +332,7 @@ func (e *Engine) step(t Tick) {
 			}
 			e.unitTicks++
 			busy := u.blk.Tick(t)
-			if e.tr != nil {
+			if traceHooks && e.tr != nil {
 				for _, p := range u.probes {
 					p.sample(e)
 				}

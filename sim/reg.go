@@ -72,7 +72,7 @@ func (r *Reg[T]) commit(t Tick) {
 	// A block whose state changed is evaluated on the next edge, so that a
 	// block cannot fall asleep on a state it has not looked at yet.
 	r.owner.wake(t + 1)
-	if r.sig != nil && r.sig.on {
+	if traceHooks && r.sig != nil && r.sig.on {
 		e := r.owner.eng
 		e.tr.Set(uint64(t), r.sig.id, r.enc(r.cur)&mask(r.sig.width))
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -86,13 +87,24 @@ func loadConfig(path string) (demo.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	return parseConfig(path, data)
+}
+
+// parseConfig decodes a scenario's YAML over the defaults.
+func parseConfig(name string, data []byte) (demo.Config, error) {
+	cfg := demo.DefaultConfig()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return cfg, fmt.Errorf("%s: %w", path, err)
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			// One line per problem from the decoder; keep the error on one line.
+			return cfg, fmt.Errorf("%s: %s", name, strings.Join(te.Errors, "; "))
+		}
+		return cfg, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, err)
+		return cfg, fmt.Errorf("%s: %w", name, err)
 	}
 	return cfg, nil
 }
