@@ -234,3 +234,87 @@ func TestGTKWaveLoadsWithoutWarnings(t *testing.T) {
 		t.Fatalf("vcd2lxt2: %v\n%s", err, out)
 	}
 }
+
+// The screenshot script renders the VCD with its save file in GTKWave on a
+// virtual display: the picture a person sees.
+func TestGTKWaveScreenshot(t *testing.T) {
+	needTool(t, "xvfb-run")
+	needTool(t, "gtkwave")
+	needTool(t, "import")
+	path, _ := traceDemo(t)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := waveforms.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sigs []waveforms.SignalInfo
+	for _, v := range parsed.Vars {
+		sigs = append(sigs, waveforms.SignalInfo{Path: v.Path, Width: v.Width, Code: v.Code})
+	}
+	gtkw := strings.TrimSuffix(path, ".vcd") + ".gtkw"
+	g, _ := os.Create(gtkw)
+	if _, err := (waveforms.SaveFile{DumpFile: filepath.Base(path), Signals: sigs}).WriteTo(g); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	png := filepath.Join(t.TempDir(), "wave.png")
+	script, _ := filepath.Abs("../tools/gtkwave/screenshot.sh")
+	if out, err := exec.Command(script, path, gtkw, png).CombinedOutput(); err != nil {
+		t.Fatalf("screenshot: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) || len(data) < 10_000 {
+		t.Fatalf("wave.png is not a picture of a waveform (%d bytes)", len(data))
+	}
+}
+
+// x, z and real values survive GTKWave's FST round trip too.
+func TestGTKWaveFSTRoundTripFourStateAndReal(t *testing.T) {
+	vcd2fst := needTool(t, "vcd2fst")
+	fst2vcd := needTool(t, "fst2vcd")
+	path := filepath.Join(t.TempDir(), "fourstate.vcd")
+	f, _ := os.Create(path)
+	w := waveforms.NewWriter(f, waveforms.Options{})
+	bus, _ := w.Declare("top.bus", 8)
+	bit, _ := w.Declare("top.oe", 1)
+	util, _ := w.DeclareReal("top.util")
+	w.SetXZ(0, bus, false)
+	w.SetXZ(0, bit, true)
+	w.SetReal(0, util, 0)
+	w.Set(10, bus, 0xa5)
+	w.Set(10, bit, 1)
+	w.SetReal(10, util, 0.375)
+	w.SetXZ(20, bus, true)
+	w.SetXZ(20, bit, false)
+	w.SetReal(20, util, 1.5e-3)
+	if err := w.Close(30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	ours := mustParse(t, path)
+	fst := path + ".fst"
+	if out, err := exec.Command(vcd2fst, path, fst).CombinedOutput(); err != nil {
+		t.Fatalf("vcd2fst: %v\n%s", err, out)
+	}
+	back, err := exec.Command(fst2vcd, fst).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := waveforms.Parse(bytes.NewReader(back))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"top.bus", "top.oe", "top.util"} {
+		a, b := fmt.Sprint(ours.History(p)), fmt.Sprint(theirs.History(p))
+		if a != b || a == "[]" {
+			t.Errorf("%s: ours %s, after FST %s", p, a, b)
+		}
+	}
+}
