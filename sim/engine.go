@@ -244,14 +244,7 @@ func (u *Unit) wakeEdge(edge Tick) {
 	e := u.eng
 	immediate := c.EdgeAtOrAfter(e.horizon())
 	if edge <= immediate {
-		if u.queuedAt == immediate {
-			return
-		}
-		if len(c.next) == 0 {
-			c.nextEdge = immediate
-		}
-		u.queuedAt = immediate
-		c.next = append(c.next, u)
+		c.enqueue(u, immediate)
 		return
 	}
 	if u.timerAt == edge {
@@ -260,6 +253,19 @@ func (u *Unit) wakeEdge(edge Tick) {
 	u.timerAt = edge
 	e.timerSq++
 	e.timers.push(timer{at: edge, seq: e.timerSq, u: u})
+}
+
+// enqueue puts u on the list for the clock's next edge, once. That list only
+// ever holds units for the immediate next edge; later ones wait as timers.
+func (c *Clock) enqueue(u *Unit, edge Tick) {
+	if u.queuedAt == edge {
+		return
+	}
+	if len(c.next) == 0 {
+		c.nextEdge = edge
+	}
+	u.queuedAt = edge
+	c.next = append(c.next, u)
 }
 
 // Run simulates until nothing is left to do, Stop is called, or the next
@@ -298,15 +304,7 @@ func (e *Engine) step(t Tick) {
 		if u.timerAt == t {
 			u.timerAt = Never
 		}
-		c := u.clk
-		if u.queuedAt == t {
-			continue
-		}
-		if len(c.next) == 0 {
-			c.nextEdge = t
-		}
-		u.queuedAt = t
-		c.next = append(c.next, u)
+		u.clk.enqueue(u, t)
 	}
 	// Phase 1: take every clock's due units off its list, so that wakes made
 	// while evaluating go to the next edge.
