@@ -341,3 +341,40 @@ func TestCausalLineage(t *testing.T) {
 		t.Fatalf("lineage %v", kinds)
 	}
 }
+
+type counterBlock struct {
+	n     uint64
+	limit uint64
+}
+
+func (c *counterBlock) Tick(sim.Tick) bool { c.n++; return c.n < c.limit }
+
+// A probe samples a block's own state after each evaluation; undefined values
+// trace as x, and nothing is sampled without a tracer.
+func TestProbe(t *testing.T) {
+	e := sim.NewEngine(1)
+	clk := e.NewClock("clk", 10, 0)
+	c := &counterBlock{limit: 4}
+	u := clk.Add("cnt", c)
+	calls := 0
+	u.Probe("n", 8, func() (uint64, bool) { calls++; return c.n, c.n != 2 })
+	rec := &recorder{}
+	e.AttachTracer(rec)
+	e.Run(sim.US)
+	rec.flush()
+	// Time 0 holds the initial value and then the value after the first
+	// evaluation; like a VCD, the recorder keeps the last one.
+	want := "0 cnt.n 1|10 cnt.n x|20 cnt.n 3|30 cnt.n 4"
+	if got := strings.Join(rec.log, "|"); got != want {
+		t.Fatalf("probe trace %s, want %s", got, want)
+	}
+	e2 := sim.NewEngine(1)
+	clk2 := e2.NewClock("clk", 10, 0)
+	c2 := &counterBlock{limit: 4}
+	calls = 0
+	clk2.Add("cnt", c2).Probe("n", 8, func() (uint64, bool) { calls++; return 0, true })
+	e2.Run(sim.US)
+	if calls != 0 {
+		t.Fatalf("probe sampled %d times with no tracer", calls)
+	}
+}

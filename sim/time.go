@@ -54,6 +54,21 @@ func (t Tick) String() string {
 	return strconv.FormatUint(uint64(t), 10) + "ps"
 }
 
+// Human prints a time for people, as a decimal in the largest unit not above
+// it ("365.8ns", "1.25us").
+func (t Tick) Human() string {
+	units := []struct {
+		name string
+		v    Tick
+	}{{"s", S}, {"ms", MS}, {"us", US}, {"ns", NS}}
+	for _, u := range units {
+		if t >= u.v {
+			return strconv.FormatFloat(float64(t)/float64(u.v), 'f', -1, 64) + u.name
+		}
+	}
+	return strconv.FormatUint(uint64(t), 10) + "ps"
+}
+
 // ParseTick reads a duration such as "250ns", "3us", "1500ps" or "12" (ps).
 func ParseTick(s string) (Tick, error) {
 	s = strings.TrimSpace(s)

@@ -209,7 +209,7 @@ func runScenario(stdout io.Writer, log *logrus.Logger, o runOpts) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "aaemu %s\tdemo pipeline, %d stages, seed %d\n", version.Version, cfg.Stages, o.seed)
 	fmt.Fprintf(tw, "  items delivered\t%d of %d\n", len(p.Sink.Got()), cfg.Items)
-	fmt.Fprintf(tw, "  simulated time\t%v\n", end)
+	fmt.Fprintf(tw, "  simulated time\t%s\n", end.Human())
 	fmt.Fprintf(tw, "  clock cycles\t%d (%d edges evaluated, idle edges skipped)\n", e.TotalCycles(), edges(e))
 	fmt.Fprintf(tw, "  wall time\t%v (%.0f cycles/s)\n", wall.Round(time.Microsecond), float64(e.TotalCycles())/wall.Seconds())
 	if vw != nil {
