@@ -188,7 +188,9 @@ func (id ID) Device() uint8 { return uint8(id>>3) & 0x1f }
 // Function number.
 func (id ID) Function() uint8 { return uint8(id) & 7 }
 
-func (id ID) String() string { return fmt.Sprintf("%02x:%02x.%x", id.Bus(), id.Device(), id.Function()) }
+func (id ID) String() string {
+	return fmt.Sprintf("%02x:%02x.%x", id.Bus(), id.Device(), id.Function())
+}
 
 var idRE = regexp.MustCompile(`^([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$`)
 
