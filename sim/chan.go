@@ -28,6 +28,7 @@ type Chan[T any] struct {
 	waiting bool // the producer found the channel full
 
 	prod, cons *Unit
+	onRecv     func(v *T)
 
 	transfers *Counter
 	stalls    *Counter
@@ -155,6 +156,11 @@ func (c *Chan[T]) Send(v T) {
 	}
 }
 
+// OnRecv registers f to run when the consumer takes a transaction: the
+// producer side's way to see its receive buffer drain (a PCIe link returns
+// flow-control credits this way).
+func (c *Chan[T]) OnRecv(f func(v *T)) { c.onRecv = f }
+
 // Valid reports whether the consumer has a transaction at the head.
 func (c *Chan[T]) Valid() bool { return c.n > 0 && c.vis[c.head] <= c.eng.now }
 
@@ -186,6 +192,9 @@ func (c *Chan[T]) Recv() T {
 	}
 	c.popsNow++
 	c.transfers.Inc()
+	if c.onRecv != nil {
+		c.onRecv(&v)
+	}
 	if c.waiting {
 		c.waiting = false
 		c.prod.wake(now + 1)

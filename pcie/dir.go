@@ -1,0 +1,364 @@
+package pcie
+
+import (
+	"github.com/aaemu/aaemu/pcie/tlp"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Dir is one direction of a PCIe link as a cycle-level block: the
+// transmitter's per-class queues, ordering and flow-control gate, the
+// serializer, the wire latency, and the receiver's buffer, which is the Out
+// channel. A TLP's credits return to the transmitter when the block behind
+// the receiver takes it from Out: a receiver that stops taking TLPs (the
+// IOMMU with a full access log) stops the flow of credits and so stalls the
+// sender, and nothing is lost.
+type Dir struct {
+	u    *sim.Unit
+	spec LinkSpec
+	ser  serializer
+
+	In  *sim.Chan[Packet] // from the transmitting port
+	Out *sim.Chan[Packet] // the receive buffer, drained by the receiving port
+
+	q        [3]queue // transmit queues: posted, non-posted, completion
+	seq      uint64   // arrival order across classes
+	avail    [6]int   // credits available: PH PD NPH NPD CplH CplD (−1: infinite)
+	wireFree sim.Tick // when the wire finishes the TLP being sent
+
+	flight  []inFlight // on the wire, in delivery order
+	returns []creditReturn
+
+	// DLLPs this direction owes the reverse one (Ack, UpdateFC), counted in
+	// bytes by a register so the reverse direction reads them race-free.
+	dllpOut  *sim.Reg[uint64]
+	reverse  *Dir
+	dllpSeen uint64 // of reverse.dllpOut, already put on this wire
+	sinceAck int
+
+	last lastTLP // the TLP most recently put on the wire, for tracing
+
+	tlps, payload, wireBytes, dllps *sim.Counter
+	creditStall                     [3]*sim.Counter
+}
+
+type queued struct {
+	p   Packet
+	seq uint64
+	at  sim.Tick // when it entered the queue
+}
+
+// queue is a bounded FIFO of one class.
+type queue struct {
+	buf        []queued
+	head, n    int
+	class      tlp.Class
+	stallSince sim.Tick
+}
+
+func (q *queue) push(x queued) {
+	i := (q.head + q.n) % len(q.buf)
+	q.buf[i] = x
+	q.n++
+}
+
+func (q *queue) front() *queued { return &q.buf[q.head] }
+
+func (q *queue) pop() queued {
+	x := q.buf[q.head]
+	q.buf[q.head] = queued{}
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	return x
+}
+
+type inFlight struct {
+	p  Packet
+	at sim.Tick
+}
+
+type creditReturn struct {
+	at       sim.Tick
+	class    tlp.Class
+	hdr, dat int
+}
+
+type lastTLP struct {
+	kind   tlp.Kind
+	tag    uint16
+	addr   uint64
+	length uint16
+	valid  bool
+}
+
+// NewDir places one link direction called name in clock clk, between the
+// transmitting unit tx and the receiving unit rx.
+func NewDir(clk *sim.Clock, name string, spec LinkSpec, tx, rx *sim.Unit) (*Dir, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.UpdateFCLatency == 0 {
+		spec.UpdateFCLatency = max(spec.LatencyPS, 1)
+	}
+	d := &Dir{spec: spec, ser: newSerializer(spec)}
+	d.u = clk.Add(name, d)
+	e := d.u.Engine()
+	for i := range d.q {
+		d.q[i] = queue{buf: make([]queued, spec.QueueTLPs), class: tlp.Class(i)}
+	}
+	c := spec.Credits
+	for i, v := range []int{c.PH, c.PD, c.NPH, c.NPD, c.CplH, c.CplD} {
+		d.avail[i] = v
+		if v == 0 {
+			d.avail[i] = -1
+		}
+	}
+	// The receive buffer holds every TLP the header credits allow.
+	rxDepth := 0
+	for _, h := range []int{c.PH, c.NPH, c.CplH} {
+		if h == 0 {
+			h = 64
+		}
+		rxDepth += h
+	}
+	d.In = sim.NewChan[Packet](tx, d.u, name+".tx", 2)
+	d.Out = sim.NewChan[Packet](d.u, rx, name+".rx", rxDepth)
+	d.Out.OnRecv(d.release)
+	d.dllpOut = sim.NewReg(d.u, "_dllp_bytes", uint64(0))
+	st := e.Stats()
+	d.tlps = st.Counter(name+".tlps", "TLPs", "TLPs sent over this link direction")
+	d.payload = st.Counter(name+".payload_bytes", "bytes", "payload bytes carried by TLPs")
+	d.wireBytes = st.Counter(name+".wire_bytes", "bytes", "bytes on the wire: TLPs with framing, and DLLPs")
+	d.dllps = st.Counter(name+".dllps", "DLLPs", "Ack and UpdateFC DLLPs sent for the reverse direction's traffic")
+	for i, n := range []string{"posted", "nonposted", "completion"} {
+		d.creditStall[i] = st.Counter(name+".credit_stall_"+n, "cycles",
+			"edges at which a "+n+" TLP waited for flow-control credits")
+	}
+	d.u.Probe("kind", 5, func() (uint64, bool) { return uint64(d.last.kind), d.last.valid })
+	d.u.Probe("tag", 10, func() (uint64, bool) { return uint64(d.last.tag), d.last.valid })
+	d.u.Probe("addr", 64, func() (uint64, bool) { return d.last.addr, d.last.valid && d.last.kind.IsMemory() })
+	d.u.Probe("length", 11, func() (uint64, bool) { return uint64(d.last.length), d.last.valid })
+	for i, n := range []string{"credits_ph", "credits_pd", "credits_nph", "credits_npd", "credits_cplh", "credits_cpld"} {
+		i := i
+		d.u.Probe(n, 16, func() (uint64, bool) { return uint64(d.avail[i]), d.avail[i] >= 0 })
+	}
+	d.u.Probe("wire_busy", 1, func() (uint64, bool) {
+		if d.wireFree > e.Now() {
+			return 1, true
+		}
+		return 0, true
+	})
+	return d, nil
+}
+
+// Pair makes d and r the two directions of one link, so that each carries
+// the other's DLLPs.
+func Pair(d, r *Dir) { d.reverse, r.reverse = r, d }
+
+// Spec is the link's configuration.
+func (d *Dir) Spec() LinkSpec { return d.spec }
+
+// Unit is the direction's kernel unit.
+func (d *Dir) Unit() *sim.Unit { return d.u }
+
+func credits(t *tlp.TLP) (class tlp.Class, hdr, dat int) {
+	return t.Kind.Class(), 1, dataCredits(t.PayloadBytes())
+}
+
+// release runs when the receiving port takes a TLP from the buffer: the
+// credits travel back to the transmitter (UpdateFC).
+func (d *Dir) release(p *Packet) {
+	class, h, dat := credits(&p.TLP)
+	at := d.u.Engine().Now() + d.spec.UpdateFCLatency
+	d.returns = append(d.returns, creditReturn{at: at, class: class, hdr: h, dat: dat})
+	d.u.WakeAt(at)
+}
+
+// mayPass applies the ordering rules to a TLP that would pass an earlier
+// posted request: posted requests pass nothing posted unless relaxed ordering
+// or ID-based ordering with another requester allow it (A2, B2, C2, D2).
+func mayPassPosted(t *tlp.TLP, earlier *tlp.TLP) bool {
+	switch {
+	case t.Kind.IsCompletion():
+		// D2b: relaxed ordering, or IDO with the completer ≠ the posted
+		// request's requester. (I/O and configuration write completions
+		// may pass as well.)
+		return t.RO || (t.IDO && t.CompleterID != earlier.RequesterID)
+	case t.Kind.Class() == tlp.NonPosted && t.Kind.HasData():
+		return t.RO || (t.IDO && t.RequesterID != earlier.RequesterID) // C2b
+	case t.Kind.Class() == tlp.NonPosted:
+		return t.IDO && t.RequesterID != earlier.RequesterID // B2b
+	default:
+		return t.RO || (t.IDO && t.RequesterID != earlier.RequesterID) // A2b
+	}
+}
+
+// eligible reports whether the head of queue c may go now by the ordering
+// rules: it must not pass an older posted request unless allowed. Posted
+// requests and completions may always pass non-posted ones (A3, A4, D3, D4),
+// and completions of different transactions may pass each other.
+func (d *Dir) eligible(c int) bool {
+	h := d.q[c].front()
+	p := &d.q[tlp.Posted]
+	for i := 0; i < p.n; i++ {
+		older := &p.buf[(p.head+i)%len(p.buf)]
+		if older.seq > h.seq {
+			break
+		}
+		if c == int(tlp.Posted) {
+			if older != h {
+				return false // FIFO within the posted queue
+			}
+			break
+		}
+		if !mayPassPosted(&h.p.TLP, &older.p.TLP) {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *Dir) haveCredits(c int, t *tlp.TLP) bool {
+	_, h, dat := credits(t)
+	hi, di := 2*c, 2*c+1
+	return (d.avail[hi] < 0 || d.avail[hi] >= h) && (d.avail[di] < 0 || d.avail[di] >= dat)
+}
+
+func (d *Dir) take(c int, t *tlp.TLP) {
+	_, h, dat := credits(t)
+	if d.avail[2*c] >= 0 {
+		d.avail[2*c] -= h
+	}
+	if d.avail[2*c+1] >= 0 {
+		d.avail[2*c+1] -= dat
+	}
+}
+
+// Tick moves the link one edge on.
+func (d *Dir) Tick(now sim.Tick) bool {
+	// Credits that came back.
+	keep := d.returns[:0]
+	for _, r := range d.returns {
+		if r.at > now {
+			keep = append(keep, r)
+			continue
+		}
+		c := int(r.class)
+		if d.avail[2*c] >= 0 {
+			d.avail[2*c] += r.hdr
+		}
+		if d.avail[2*c+1] >= 0 {
+			d.avail[2*c+1] += r.dat
+		}
+		if d.reverse != nil && d.spec.DLLP {
+			d.sendDLLP(1) // UpdateFC
+		}
+	}
+	d.returns = keep
+
+	// TLPs that reached the receiver enter its buffer, in order.
+	for len(d.flight) > 0 && d.flight[0].at <= now && d.Out.Ready() {
+		d.Out.Send(d.flight[0].p)
+		d.flight[0] = inFlight{}
+		d.flight = d.flight[1:]
+		if d.reverse != nil && d.spec.DLLP {
+			d.sinceAck++
+			if d.sinceAck >= d.spec.AckEvery {
+				d.sinceAck = 0
+				d.sendDLLP(1) // Ack
+			}
+		}
+	}
+
+	// Take one TLP from the transmitting port into its class queue.
+	if d.In.Valid() {
+		c := int(d.In.Peek().TLP.Kind.Class())
+		if d.q[c].n < len(d.q[c].buf) {
+			d.seq++
+			d.q[c].push(queued{p: d.In.Recv(), seq: d.seq, at: now})
+		}
+	}
+
+	// Put the oldest eligible TLP with credits on the wire once it is free.
+	d.sendOwedDLLPs(now)
+	if d.wireFree <= now {
+		best := -1
+		for c := 0; c < 3; c++ {
+			if d.q[c].n == 0 || !d.eligible(c) {
+				continue
+			}
+			if !d.haveCredits(c, &d.q[c].front().p.TLP) {
+				d.creditStall[c].Inc()
+				continue
+			}
+			if best < 0 || d.q[c].front().seq < d.q[best].front().seq {
+				best = c
+			}
+		}
+		if best >= 0 {
+			x := d.q[best].pop()
+			d.take(best, &x.p.TLP)
+			d.transmit(x, now)
+		}
+	}
+	return d.schedule(now)
+}
+
+// sendDLLP accounts n DLLPs this direction's receiver sends on the reverse
+// wire.
+func (d *Dir) sendDLLP(n int) {
+	d.dllpOut.D(d.dllpOut.Next() + uint64(n*DLLPBytes))
+	d.dllps.Add(uint64(n))
+	d.reverse.u.WakeAt(d.u.Engine().Now() + 1)
+}
+
+// sendOwedDLLPs puts the DLLPs the reverse direction's receiver owes on this
+// wire; they take wire time ahead of the next TLP.
+func (d *Dir) sendOwedDLLPs(now sim.Tick) {
+	if d.reverse == nil {
+		return
+	}
+	if owed := d.reverse.dllpOut.Q() - d.dllpSeen; owed > 0 {
+		d.dllpSeen += owed
+		d.wireFree = max(d.wireFree, now) + d.ser.time(int(owed))
+		d.wireBytes.Add(owed)
+	}
+}
+
+func (d *Dir) transmit(x queued, now sim.Tick) {
+	t := &x.p.TLP
+	// Back to back: a TLP queued before the wire freed starts when it frees.
+	start := max(d.wireFree, x.at)
+	wb := d.spec.WireBytes(t)
+	d.wireFree = start + d.ser.time(wb)
+	d.flight = append(d.flight, inFlight{p: x.p, at: d.wireFree + d.spec.LatencyPS})
+	d.tlps.Inc()
+	d.payload.Add(uint64(t.PayloadBytes()))
+	d.wireBytes.Add(uint64(wb))
+	d.last = lastTLP{kind: t.Kind, tag: t.Tag, addr: t.Addr, length: t.Length, valid: true}
+}
+
+// schedule decides when the direction next has something to do: another
+// edge if a TLP waits at its input with room to queue it, else a timer at the
+// next wire, arrival or credit event. A receiver that drains its buffer, or a
+// new TLP at the input, wakes the block through its channels.
+func (d *Dir) schedule(now sim.Tick) bool {
+	if d.In.Valid() {
+		if q := &d.q[d.In.Peek().TLP.Kind.Class()]; q.n < len(q.buf) {
+			return true
+		}
+	}
+	next := sim.Never
+	if d.q[0].n+d.q[1].n+d.q[2].n > 0 && d.wireFree > now {
+		next = d.wireFree
+	}
+	if len(d.flight) > 0 && d.flight[0].at > now {
+		next = min(next, d.flight[0].at)
+	}
+	for _, r := range d.returns {
+		next = min(next, r.at)
+	}
+	if next != sim.Never {
+		d.u.WakeAt(next)
+	}
+	return false
+}
