@@ -53,7 +53,7 @@ Start with:
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&level, "log-level", "warn", "log verbosity: error, warn, info, debug or trace")
-	root.AddCommand(newRunCmd(log), newVersionCmd(), newVCDCmd())
+	root.AddCommand(newRunCmd(log), newVersionCmd(), newVCDCmd(), newTLPCmd())
 	return root
 }
 
