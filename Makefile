@@ -26,7 +26,7 @@ deps:
 # The second run builds without the tracing hooks (-tags notrace): the
 # difference in BenchmarkChain8 is what the hooks cost when tracing is off.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sim/... ./waveforms/...
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sim/... ./waveforms/... ./pcie/...
 	$(GO) test -tags notrace -run '^$$' -bench 'Chain8$$' -benchmem -count 3 ./sim/
 
 lint:
@@ -36,6 +36,9 @@ lint:
 # A short fuzzing session on every decoder.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./waveforms
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./pcie/tlp
+	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 15s ./cmd/aaemu
+	$(GO) test -run '^$$' -fuzz FuzzParseTick -fuzztime 15s ./sim
 
 # A picture of the default run's waveforms in GTKWave, without a display.
 screenshot: deps run

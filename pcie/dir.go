@@ -25,7 +25,8 @@ type Dir struct {
 	avail    [6]int   // credits available: PH PD NPH NPD CplH CplD (−1: infinite)
 	wireFree sim.Tick // when the wire finishes the TLP being sent
 
-	flight  []inFlight // on the wire, in delivery order
+	flight     []inFlight // on the wire, in delivery order, from flightHead
+	flightHead int
 	returns []creditReturn
 
 	// DLLPs this direction owes the reverse one (Ack, UpdateFC), counted in
@@ -256,10 +257,13 @@ func (d *Dir) Tick(now sim.Tick) bool {
 	d.returns = keep
 
 	// TLPs that reached the receiver enter its buffer, in order.
-	for len(d.flight) > 0 && d.flight[0].at <= now && d.Out.Ready() {
-		d.Out.Send(d.flight[0].p)
-		d.flight[0] = inFlight{}
-		d.flight = d.flight[1:]
+	for d.flightHead < len(d.flight) && d.flight[d.flightHead].at <= now && d.Out.Ready() {
+		d.Out.Send(d.flight[d.flightHead].p)
+		d.flight[d.flightHead] = inFlight{}
+		d.flightHead++
+		if d.flightHead == len(d.flight) {
+			d.flight, d.flightHead = d.flight[:0], 0 // reuse the array
+		}
 		if d.reverse != nil && d.spec.DLLP {
 			d.sinceAck++
 			if d.sinceAck >= d.spec.AckEvery {
@@ -330,6 +334,11 @@ func (d *Dir) transmit(x queued, now sim.Tick) {
 	start := max(d.wireFree, x.at)
 	wb := d.spec.WireBytes(t)
 	d.wireFree = start + d.ser.time(wb)
+	if d.flightHead > 0 && len(d.flight) == cap(d.flight) {
+		n := copy(d.flight, d.flight[d.flightHead:])
+		clear(d.flight[n:])
+		d.flight, d.flightHead = d.flight[:n], 0
+	}
 	d.flight = append(d.flight, inFlight{p: x.p, at: d.wireFree + d.spec.LatencyPS})
 	d.tlps.Inc()
 	d.payload.Add(uint64(t.PayloadBytes()))
@@ -351,8 +360,8 @@ func (d *Dir) schedule(now sim.Tick) bool {
 	if d.q[0].n+d.q[1].n+d.q[2].n > 0 && d.wireFree > now {
 		next = d.wireFree
 	}
-	if len(d.flight) > 0 && d.flight[0].at > now {
-		next = min(next, d.flight[0].at)
+	if d.flightHead < len(d.flight) && d.flight[d.flightHead].at > now {
+		next = min(next, d.flight[d.flightHead].at)
 	}
 	for _, r := range d.returns {
 		next = min(next, r.at)

@@ -179,6 +179,9 @@ func (c *Chan[T]) Recv() T {
 		panic(fmt.Sprintf("sim: %s: Recv with nothing valid at %v", c.name, c.eng.now))
 	}
 	now := c.eng.now
+	if c.onRecv != nil {
+		c.onRecv(&c.buf[c.head]) // a pointer into the buffer: no copy escapes
+	}
 	v := c.buf[c.head]
 	var zero T
 	c.buf[c.head] = zero
@@ -192,9 +195,6 @@ func (c *Chan[T]) Recv() T {
 	}
 	c.popsNow++
 	c.transfers.Inc()
-	if c.onRecv != nil {
-		c.onRecv(&v)
-	}
 	if c.waiting {
 		c.waiting = false
 		c.prod.wake(now + 1)

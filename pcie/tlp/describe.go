@@ -29,7 +29,9 @@ func (t *TLP) String() string {
 // analyser would, followed by the payload in DWs.
 func (t *TLP) Describe() string {
 	var b strings.Builder
-	w := func(name, format string, a ...any) { fmt.Fprintf(&b, "  %-13s "+format+"\n", append([]any{name}, a...)...) }
+	w := func(name, format string, a ...any) {
+		fmt.Fprintf(&b, "  %-13s "+format+"\n", append([]any{name}, a...)...)
+	}
 	hdr := "3DW"
 	if t.HeaderDW() == 4 {
 		hdr = "4DW"
