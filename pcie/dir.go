@@ -27,7 +27,7 @@ type Dir struct {
 
 	flight     []inFlight // on the wire, in delivery order, from flightHead
 	flightHead int
-	returns []creditReturn
+	returns    []creditReturn
 
 	// DLLPs this direction owes the reverse one (Ack, UpdateFC), counted in
 	// bytes by a register so the reverse direction reads them race-free.
