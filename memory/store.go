@@ -1,0 +1,93 @@
+// Package memory is a node's main memory: a sparse byte-addressed store and
+// a memory controller block that completes DMA requests with a latency.
+package memory
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"slices"
+)
+
+const pageBits = 12
+
+// Store is a sparse, byte-addressed memory. Untouched bytes read as zero.
+type Store struct {
+	pages map[uint64]*[1 << pageBits]byte
+	last  uint64 // page number of the last access (a one-entry lookup cache)
+	lastP *[1 << pageBits]byte
+}
+
+// NewStore returns an empty memory.
+func NewStore() *Store { return &Store{pages: map[uint64]*[1 << pageBits]byte{}, last: ^uint64(0)} }
+
+func (s *Store) page(pn uint64, create bool) *[1 << pageBits]byte {
+	if pn == s.last {
+		return s.lastP
+	}
+	p := s.pages[pn]
+	if p == nil {
+		if !create {
+			return nil
+		}
+		p = new([1 << pageBits]byte)
+		s.pages[pn] = p
+	}
+	s.last, s.lastP = pn, p
+	return p
+}
+
+// Read copies len(b) bytes at addr into b.
+func (s *Store) Read(addr uint64, b []byte) {
+	for len(b) > 0 {
+		off := addr & (1<<pageBits - 1)
+		n := min(uint64(len(b)), 1<<pageBits-off)
+		if p := s.page(addr>>pageBits, false); p != nil {
+			copy(b[:n], p[off:off+n])
+		} else {
+			clear(b[:n])
+		}
+		b, addr = b[n:], addr+n
+	}
+}
+
+// Write copies data to addr.
+func (s *Store) Write(addr uint64, data []byte) {
+	for len(data) > 0 {
+		off := addr & (1<<pageBits - 1)
+		n := min(uint64(len(data)), 1<<pageBits-off)
+		copy(s.page(addr>>pageBits, true)[off:off+n], data[:n])
+		data, addr = data[n:], addr+n
+	}
+}
+
+// Load64 reads a little-endian 64-bit word.
+func (s *Store) Load64(addr uint64) uint64 {
+	var b [8]byte
+	s.Read(addr, b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// Store64 writes a little-endian 64-bit word.
+func (s *Store) Store64(addr, v uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	s.Write(addr, b[:])
+}
+
+// Checksum is FNV-1a 64 over every page that was ever written, in address
+// order, with its page number: equal contents give equal sums.
+func (s *Store) Checksum() uint64 {
+	keys := make([]uint64, 0, len(s.pages))
+	for k := range s.pages {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	h := fnv.New64a()
+	var pn [8]byte
+	for _, k := range keys {
+		binary.LittleEndian.PutUint64(pn[:], k)
+		h.Write(pn[:])
+		h.Write(s.pages[k][:])
+	}
+	return h.Sum64()
+}
