@@ -47,9 +47,16 @@ func Index(iova uint64, level int) uint64 { return iova >> (12 + 9*uint(level-1)
 // PageSize of a leaf at level: 4 KB, 2 MB or 1 GB.
 func PageSize(level int) uint64 { return 1 << (12 + 9*uint(level-1)) }
 
-// Present reports whether a paging entry is present (R or W set: VT-d has
-// no present bit).
+// Present reports whether a non-leaf or large-page entry is present: R or
+// W set (VT-d has no present bit).
 func Present(e uint64) bool { return e&(R|W) != 0 }
+
+// LeafPresent reports whether a 4 KB leaf is present. VT-d would say R or W;
+// Active Access needs pages that are present with R = W = 0 (the active put
+// targets a page a device may not write), so aaemu counts any non-zero leaf
+// as present: a mapped frame, an AA bit, E or an IUID. Drivers clear a leaf
+// to zero to unmap it, so unmapped pages still fault as VT-d says.
+func LeafPresent(e uint64) bool { return e != 0 }
 
 // IUID extracts the IOMMU user domain ID of a leaf.
 func IUID(e uint64) uint16 { return uint16(e & IUIDMask >> IUIDShift) }

@@ -1,0 +1,404 @@
+package iommu
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/memory"
+	"github.com/aaemu/aaemu/pcie"
+	"github.com/aaemu/aaemu/pcie/tlp"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// SPWrite is what the IOMMU's scratchpad port carries: a new visible tail of
+// an access log in SP mode, for the CPU's polling hyperthread.
+type SPWrite struct {
+	Slot uint32
+	IUID uint16
+	Tail uint64
+}
+
+// port is one device side: TLPs from the device's link, completions back.
+type port struct {
+	in, out *sim.Chan[pcie.Packet]
+	queue   []pcie.Packet // completions waiting for room on out
+	stalled bool          // the head TLP waits (full log, full buffers)
+}
+
+// IOMMU is the extended IOMMU as a cycle-level block. It takes TLPs from
+// device ports one at a time, translates and decides, forwards the allowed
+// accesses to the memory controller, intercepts the completions coming back
+// (tag buffer), writes access-log records, and withholds flow-control
+// credits — by not taking the next TLP from a port — when a log is full.
+type IOMMU struct {
+	u    *sim.Unit
+	spec Spec
+	mem  *memory.Store
+
+	ports  []*port
+	portOf map[tlp.ID]int // where a requester's completions go
+
+	MemReq *sim.Chan[memory.Req]
+	MemCpl *sim.Chan[pcie.Packet]
+	Irq    *sim.Chan[pcie.Packet] // MSIs: fault events, log notifications (optional)
+	SP     *sim.Chan[SPWrite]     // scratchpad port (optional)
+
+	ctxCache *sim.Cache[tlp.ID, ctxEntry]
+	iotlb    *sim.Cache[tlbKey, tlbEntry]
+	logs     *sim.CAM[uint16, *logState]
+	tagBuf   *sim.CAM[tagKey, *readCtx]
+	flushBuf *sim.CAM[uint64, *flushEntry]
+	faults   faultRegs
+
+	cur       *job
+	busyUntil sim.Tick
+	rr        int
+
+	memOut    []memory.Req
+	irqOut    []pcie.Packet
+	spOut     []SPWrite
+	nextPoll  sim.Tick
+	intervals []intervalTimer
+
+	last lastDecision
+
+	stTLPs, stWrites, stReads, stAtomics, stUnsupported *sim.Counter
+	stTLBHits, stTLBMisses, stCtxHits, stCtxMisses      *sim.Counter
+	stWalkReads, stFaults, stFaultsDropped, stRecords   *sim.Counter
+	stLogHits, stLogMisses, stTailMoves, stLogMSIs      *sim.Counter
+	stBlocked, stStallCycles, stHeadPolls, stFlushes    *sim.Counter
+	stDataLogged                                        *sim.Counter
+	hLatency                                            *sim.Histogram
+}
+
+type intervalTimer struct {
+	at   sim.Tick
+	iuid uint16
+}
+
+// lastDecision is what the traced signals show about the latest TLP.
+type lastDecision struct {
+	valid                  bool
+	kind                   tlp.Kind
+	tlbHit                 bool
+	walk                   int
+	leaf                   uint64
+	perform, logged, fault bool
+}
+
+// New places an IOMMU called name in clock clk, over memory mem.
+func New(clk *sim.Clock, name string, spec Spec, mem *memory.Store) (*IOMMU, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	m := &IOMMU{spec: spec, mem: mem, portOf: map[tlp.ID]int{}}
+	m.u = clk.Add(name, m)
+	e := m.u.Engine()
+	var err error
+	m.ctxCache, err = sim.NewCache[tlp.ID, ctxEntry](spec.CtxSets, spec.CtxWays, spec.CtxEviction,
+		func(id tlp.ID) uint64 { return uint64(id) }, e.Rand(name+".context_cache"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: context cache: %w", name, err)
+	}
+	m.iotlb, err = sim.NewCache[tlbKey, tlbEntry](spec.IOTLBSets, spec.IOTLBWays, spec.IOTLBEviction,
+		func(k tlbKey) uint64 { return k.vpn }, e.Rand(name+".iotlb"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: IOTLB: %w", name, err)
+	}
+	m.logs = sim.NewCAM[uint16, *logState](spec.LogCAMEntries)
+	m.tagBuf = sim.NewCAM[tagKey, *readCtx](spec.TagBufferEntries)
+	m.flushBuf = sim.NewCAM[uint64, *flushEntry](spec.FlushBufferEntries)
+	m.faults = faultRegs{recs: make([]FaultRecord, spec.FaultRecords), im: true}
+
+	s := e.Stats()
+	c := func(n, unit, desc string) *sim.Counter { return s.Counter(name+"."+n, unit, desc) }
+	m.stTLPs = c("tlps", "TLPs", "TLPs taken from device ports")
+	m.stWrites = c("writes", "TLPs", "memory writes (MWr) processed")
+	m.stReads = c("reads", "TLPs", "memory reads (MRd) processed")
+	m.stAtomics = c("atomics", "TLPs", "AtomicOps processed")
+	m.stUnsupported = c("unsupported", "TLPs", "TLPs other than memory requests and AtomicOps (dropped or answered UR)")
+	m.stTLBHits = c("iotlb.hits", "lookups", "IOTLB hits")
+	m.stTLBMisses = c("iotlb.misses", "lookups", "IOTLB misses (page walks)")
+	m.stCtxHits = c("context_cache.hits", "lookups", "context-cache hits")
+	m.stCtxMisses = c("context_cache.misses", "lookups", "context-cache misses (root and context entries read)")
+	m.stWalkReads = c("walk_reads", "accesses", "paging-entry reads of page walks")
+	m.stFaults = c("faults", "faults", "faults recorded in the fault recording registers")
+	m.stFaultsDropped = c("faults_dropped", "faults", "faults not recorded: overflow (PFO) or FPD")
+	m.stRecords = c("records", "records", "access-log records written")
+	m.stDataLogged = c("data_logged", "bytes", "bytes of data copied into access logs")
+	m.stLogHits = c("log_table.hits", "lookups", "access-log table (CAM) hits")
+	m.stLogMisses = c("log_table.misses", "lookups", "access-log table misses (descriptor read from memory)")
+	m.stTailMoves = c("tail_updates", "updates", "visible-tail advances written to memory")
+	m.stLogMSIs = c("log_msis", "MSIs", "access-log notifications by MSI (Int mode)")
+	m.stBlocked = c("blocked", "TLPs", "accesses not performed (blocked writes, UR reads)")
+	m.stStallCycles = c("stalls", "edges", "edges at which a port's TLP waited: full access log or buffers (credits withheld)")
+	m.stHeadPolls = c("head_polls", "reads", "re-reads of a log's head while waiting for the consumer")
+	m.stFlushes = c("flushes", "flushes", "flush gets completed")
+	m.hLatency = s.Histogram(name+".latency", "ns", "time a TLP spends in the IOMMU (processing and memory accesses)",
+		[]uint64{5, 10, 80, 150, 300, 600})
+
+	m.u.Probe("tlp_kind", 5, func() (uint64, bool) { return uint64(m.last.kind), m.last.valid })
+	m.u.Probe("iotlb_hit", 1, func() (uint64, bool) { return b2u(m.last.tlbHit), m.last.valid })
+	m.u.Probe("walk_levels", 3, func() (uint64, bool) { return uint64(m.last.walk), m.last.valid })
+	m.u.Probe("pte_aa_bits", 5, func() (uint64, bool) { return m.last.leaf >> 7 & 0xf, m.last.valid })
+	m.u.Probe("pte_e", 1, func() (uint64, bool) { return m.last.leaf >> 63, m.last.valid })
+	m.u.Probe("iuid", 10, func() (uint64, bool) { return m.last.leaf >> 52 & 0x3ff, m.last.valid })
+	m.u.Probe("performed", 1, func() (uint64, bool) { return b2u(m.last.perform), m.last.valid })
+	m.u.Probe("logged", 1, func() (uint64, bool) { return b2u(m.last.logged), m.last.valid })
+	m.u.Probe("fault", 1, func() (uint64, bool) { return b2u(m.last.fault), m.last.valid })
+	m.u.Probe("busy", 1, func() (uint64, bool) { return b2u(m.cur != nil), true })
+	m.u.Probe("stalled", 1, func() (uint64, bool) { return b2u(m.anyStalled()), true })
+	m.u.Probe("log_cam_occupancy", 11, func() (uint64, bool) { return uint64(m.logs.Occupancy()), true })
+	m.u.Probe("tag_buffer_occupancy", 11, func() (uint64, bool) { return uint64(m.tagBuf.Occupancy()), true })
+	m.u.Probe("flush_buffer_active", 8, func() (uint64, bool) { return uint64(m.activeFlushes()), true })
+	for i := 0; i < spec.LogCAMEntries && i < 16; i++ {
+		slot := i
+		get := func(f func(*logState) uint64) func() (uint64, bool) {
+			return func() (uint64, bool) {
+				_, v, ok := m.logs.Slot(slot)
+				if !ok {
+					return 0, false
+				}
+				return f(*v), true
+			}
+		}
+		p := fmt.Sprintf("log%d.", slot)
+		m.u.Probe(p+"iuid", 10, get(func(l *logState) uint64 { return uint64(l.iuid) }))
+		m.u.Probe(p+"head", 64, get(func(l *logState) uint64 { return l.head }))
+		m.u.Probe(p+"reserved", 64, get(func(l *logState) uint64 { return l.reserved }))
+		m.u.Probe(p+"tail", 64, get(func(l *logState) uint64 { return l.tail }))
+	}
+	return m, nil
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Unit is the IOMMU's kernel unit, for the blocks that connect to it.
+func (m *IOMMU) Unit() *sim.Unit { return m.u }
+
+// Spec is the configuration.
+func (m *IOMMU) Spec() Spec { return m.spec }
+
+// AddPort connects a device side: in carries the device's TLPs (the
+// receive buffer of its link; the IOMMU is its consumer), out the
+// completions back to the device.
+func (m *IOMMU) AddPort(in, out *sim.Chan[pcie.Packet]) int {
+	m.ports = append(m.ports, &port{in: in, out: out})
+	return len(m.ports) - 1
+}
+
+// ConnectMemory connects the memory controller's request and completion
+// channels.
+func (m *IOMMU) ConnectMemory(req *sim.Chan[memory.Req], cpl *sim.Chan[pcie.Packet]) {
+	m.MemReq, m.MemCpl = req, cpl
+}
+
+func (m *IOMMU) anyStalled() bool {
+	for _, p := range m.ports {
+		if p.stalled {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *IOMMU) memWrite(addr uint64, data []byte) {
+	m.memOut = append(m.memOut, memory.Req{Kind: memory.Write, Addr: addr, Data: data})
+}
+
+func (m *IOMMU) sendMSI(addr uint64, data uint32, cause sim.TxnID) {
+	if m.Irq == nil {
+		return
+	}
+	tx := m.u.Engine().NewTxn(cause, "msi", m.u.Name())
+	m.irqOut = append(m.irqOut, pcie.Packet{Txn: tx, TLP: tlp.NewMSI(m.spec.ID, addr, data)})
+}
+
+// Tick is one edge of the IOMMU.
+func (m *IOMMU) Tick(now sim.Tick) bool {
+	m.drain()
+	m.takeCompletions(now)
+	m.pollHeads(now)
+	m.fireIntervals(now)
+	if m.cur != nil && now >= m.busyUntil {
+		m.finish(m.cur, now)
+		m.cur = nil
+	}
+	if m.cur == nil && len(m.memOut) < m.spec.MemQueue {
+		m.start(now)
+	}
+	m.drain()
+	return m.schedule(now)
+}
+
+// drain moves queued outputs into their channels as they have room.
+func (m *IOMMU) drain() {
+	n := 0
+	for n < len(m.memOut) && m.MemReq.Ready() {
+		m.MemReq.Send(m.memOut[n])
+		n++
+	}
+	m.memOut = shift(m.memOut, n)
+	for _, p := range m.ports {
+		n = 0
+		for n < len(p.queue) && p.out.Ready() {
+			p.out.Send(p.queue[n])
+			n++
+		}
+		p.queue = shift(p.queue, n)
+	}
+	if m.Irq != nil {
+		n = 0
+		for n < len(m.irqOut) && m.Irq.Ready() {
+			m.Irq.Send(m.irqOut[n])
+			n++
+		}
+		m.irqOut = shift(m.irqOut, n)
+	}
+	if m.SP != nil {
+		n = 0
+		for n < len(m.spOut) && m.SP.Ready() {
+			m.SP.Send(m.spOut[n])
+			n++
+		}
+		m.spOut = shift(m.spOut, n)
+	} else {
+		m.spOut = m.spOut[:0]
+	}
+}
+
+// shift drops the first n elements, reusing the array.
+func shift[T any](s []T, n int) []T {
+	if n == 0 {
+		return s
+	}
+	k := copy(s, s[n:])
+	clear(s[k:])
+	return s[:k]
+}
+
+// start takes the next TLP, round robin over the ports, that can be
+// accepted now. A port whose TLP must wait (its access log is full) keeps it
+// — its link gets no credits back — while other ports go on.
+func (m *IOMMU) start(now sim.Tick) {
+	for i := 0; i < len(m.ports); i++ {
+		pi := (m.rr + i) % len(m.ports)
+		p := m.ports[pi]
+		if !p.in.Valid() {
+			p.stalled = false
+			continue
+		}
+		j, ok := m.begin(pi, p.in.Peek(), now)
+		if !ok {
+			if !p.stalled {
+				p.stalled = true
+			}
+			m.stStallCycles.Inc()
+			continue
+		}
+		p.stalled = false
+		j.p = p.in.Recv()
+		m.rr = (pi + 1) % len(m.ports)
+		m.cur = j
+		m.busyUntil = now + m.spec.ProcessPS + sim.Tick(j.accesses)*m.spec.MemAccessPS
+		m.hLatency.Observe(uint64((m.busyUntil - now) / sim.NS))
+		m.stTLPs.Inc()
+		return
+	}
+}
+
+// schedule says when the IOMMU next has work.
+func (m *IOMMU) schedule(now sim.Tick) bool {
+	if m.MemCpl != nil && m.MemCpl.Valid() {
+		return true
+	}
+	pending := len(m.memOut) > 0 && m.MemReq.Ready()
+	for _, p := range m.ports {
+		if len(p.queue) > 0 && p.out.Ready() {
+			pending = true
+		}
+		if m.cur == nil && p.in.Valid() && !p.stalled && len(m.memOut) < m.spec.MemQueue {
+			pending = true
+		}
+	}
+	if pending || (m.Irq != nil && len(m.irqOut) > 0 && m.Irq.Ready()) || (m.SP != nil && len(m.spOut) > 0 && m.SP.Ready()) {
+		return true
+	}
+	next := sim.Never
+	if m.cur != nil {
+		next = m.busyUntil
+	}
+	if m.waitingOnHead() {
+		next = min(next, m.nextPoll)
+	}
+	for _, t := range m.intervals {
+		next = min(next, t.at)
+	}
+	if next != sim.Never {
+		m.u.WakeAt(max(next, now+1))
+	}
+	return false
+}
+
+func (m *IOMMU) waitingOnHead() bool {
+	if m.activeFlushes() > 0 {
+		return true
+	}
+	for _, p := range m.ports {
+		if p.stalled {
+			return true
+		}
+	}
+	return false
+}
+
+// pollHeads re-reads the head of every log something waits on, every
+// HeadPollPS: the consumer moves head in memory, the IOMMU only sees it by
+// reading.
+func (m *IOMMU) pollHeads(now sim.Tick) {
+	if !m.waitingOnHead() {
+		m.nextPoll = 0
+		return
+	}
+	if m.nextPoll == 0 {
+		m.nextPoll = now + m.spec.HeadPollPS
+		return
+	}
+	if now < m.nextPoll {
+		return
+	}
+	m.nextPoll = now + m.spec.HeadPollPS
+	m.logs.Each(func(_ int, iuid uint16, v **logState) {
+		ls := *v
+		ls.head = m.mem.Load64(m.spec.LogTable + uint64(iuid)*logEntrySize + offHead)
+		m.stHeadPolls.Inc()
+	})
+	for _, p := range m.ports {
+		p.stalled = false // retry: start() decides again
+	}
+	m.releaseFlushes(now)
+}
+
+func (m *IOMMU) fireIntervals(now sim.Tick) {
+	keep := m.intervals[:0]
+	for _, t := range m.intervals {
+		if t.at > now {
+			keep = append(keep, t)
+			continue
+		}
+		if v, _ := m.logs.Lookup(t.iuid); v != nil {
+			ls := *v
+			ls.timerSet = false
+			if ls.tail > ls.notified {
+				ls.notified = ls.tail
+				m.sendMSI(ls.msiAddr, ls.msiData, 0)
+				m.stLogMSIs.Inc()
+			}
+		}
+	}
+	m.intervals = keep
+}

@@ -1,0 +1,193 @@
+package iommu
+
+import (
+	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/memory"
+	"github.com/aaemu/aaemu/pcie"
+	"github.com/aaemu/aaemu/pcie/tlp"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// tagKey identifies an outstanding read: two devices use the same tags, so
+// the requester ID is part of the key.
+type tagKey struct {
+	rid tlp.ID
+	tag uint16
+}
+
+// readCtx is a tag-buffer entry: where the completions' data goes in the
+// access log, and how much is still to come.
+type readCtx struct {
+	ls       *logState
+	recAddr  uint64 // record header
+	recEnd   uint64
+	expected int
+	got      int
+}
+
+// flushEntry is a flushing-buffer entry: the flushing page of one IUID's
+// log and, while a flush get is active, the requester and tag whose
+// completion is withheld and the log position the consumer must pass.
+type flushEntry struct {
+	iuid     uint16
+	page     uint64
+	active   bool
+	released bool
+	rid      tlp.ID
+	tag      uint16
+	target   uint64 // reservation pointer when the flush arrived
+	held     []pcie.Packet
+	port     int
+}
+
+func (m *IOMMU) addFlushPage(iuid uint16, page uint64) error {
+	_, err := m.flushBuf.Insert(page, &flushEntry{iuid: iuid, page: page})
+	return err
+}
+
+func (m *IOMMU) flushPage(iova uint64) *flushEntry {
+	if v, _ := m.flushBuf.Lookup(iova &^ 0xfff); v != nil {
+		return *v
+	}
+	return nil
+}
+
+func (m *IOMMU) flushWaitsOn(iuid uint16) bool {
+	w := false
+	m.flushBuf.Each(func(_ int, _ uint64, v **flushEntry) { w = w || ((*v).active && (*v).iuid == iuid) })
+	return w
+}
+
+func (m *IOMMU) activeFlushes() int {
+	n := 0
+	m.flushBuf.Each(func(_ int, _ uint64, v **flushEntry) {
+		if (*v).active && !(*v).released {
+			n++
+		}
+	})
+	return n
+}
+
+// finishRead is the read path. A blocked read gets an Unsupported Request
+// completion. An allowed one goes to memory translated; its completions
+// come back through takeCompletions, which copies the data into the reserved
+// record when the page says RLD. A read of a flushing page is held there
+// until the log is consumed.
+func (m *IOMMU) finishRead(j *job, now sim.Tick) {
+	t := &j.p.TLP
+	performed := j.tr.fault == 0 && j.act.perform
+	if !performed {
+		m.stBlocked.Inc()
+		m.reply(j, tlp.UR)
+		m.logRecord(j, record.Get, true, nil, now)
+		return
+	}
+	req := *t
+	req.Addr = j.tr.pa &^ 3
+	m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.DeviceRead, TLP: req})
+	if j.flush != nil {
+		fe := j.flush
+		fe.active, fe.released, fe.rid, fe.tag, fe.port, fe.held = true, false, t.RequesterID, t.Tag, j.port, fe.held[:0]
+		fe.target = j.flushLog.reserved
+	}
+	if j.faultFR != 0 {
+		m.recordFault(j, now)
+	}
+	if j.ls == nil {
+		return
+	}
+	h := m.header(j, record.Get, false)
+	m.stRecords.Inc()
+	if j.recData == 0 {
+		m.writeHeader(j.recAddr, &h, nil)
+		m.complete(j.ls, j.recEnd, now)
+		return
+	}
+	// Header now, data as the completions pass; the record stays a hole
+	// until the last byte is in.
+	m.writeHeader(j.recAddr, &h, nil)
+	m.tagBuf.Insert(tagKey{t.RequesterID, t.Tag}, &readCtx{ls: j.ls, recAddr: j.recAddr, recEnd: j.recEnd, expected: j.recData})
+}
+
+// takeCompletions intercepts completions from memory on their way to the
+// device: the tag buffer matches them to their reads, logged data is copied
+// into the access log, and a flush's completion is withheld.
+func (m *IOMMU) takeCompletions(now sim.Tick) {
+	if m.MemCpl == nil {
+		return
+	}
+	for m.MemCpl.Valid() {
+		c := &m.MemCpl.Peek().TLP
+		key := tagKey{c.RequesterID, c.Tag}
+		if v, _ := m.tagBuf.Lookup(key); v != nil {
+			rc := *v
+			if c.Status == tlp.SC && len(c.Data) > 0 {
+				off := rc.expected - int(c.ByteCount) // bytes of the read already seen
+				skip := int(c.LowerAddr & 3)
+				n := min(len(c.Data)-skip, int(c.ByteCount), rc.expected-off)
+				if n > 0 && off >= 0 {
+					m.memWrite(rc.recAddr+record.HeaderSize+uint64(off), append([]byte(nil), c.Data[skip:skip+n]...))
+					rc.got += n
+					m.stDataLogged.Add(uint64(n))
+				}
+			}
+			if rc.got >= rc.expected || c.Status != tlp.SC {
+				m.tagBuf.Remove(key)
+				m.complete(rc.ls, rc.recEnd, now)
+			}
+		}
+		pkt := m.MemCpl.Recv()
+		last := int(pkt.TLP.ByteCount) <= len(pkt.TLP.Data)-int(pkt.TLP.LowerAddr&3) || pkt.TLP.Status != tlp.SC
+		if fe := m.heldBy(key); fe != nil {
+			if !fe.released {
+				fe.held = append(fe.held, pkt)
+				continue
+			}
+			if last {
+				fe.active = false
+				m.stFlushes.Inc()
+			}
+		}
+		pi, ok := m.portOf[pkt.TLP.RequesterID]
+		if !ok {
+			continue // no port ever sent a request with this ID
+		}
+		p := m.ports[pi]
+		p.queue = append(p.queue, pkt)
+	}
+}
+
+func (m *IOMMU) heldBy(k tagKey) *flushEntry {
+	var out *flushEntry
+	m.flushBuf.Each(func(_ int, _ uint64, v **flushEntry) {
+		if fe := *v; fe.active && fe.rid == k.rid && fe.tag == k.tag {
+			out = fe
+		}
+	})
+	return out
+}
+
+// releaseFlushes lets go of the withheld completions of every flush whose
+// log the consumer has drained up to the flush's target.
+func (m *IOMMU) releaseFlushes(now sim.Tick) {
+	m.flushBuf.Each(func(_ int, _ uint64, v **flushEntry) {
+		fe := *v
+		if !fe.active || fe.released {
+			return
+		}
+		if lv, _ := m.logs.Lookup(fe.iuid); lv == nil || (*lv).head < fe.target {
+			return // a log with an active flush stays in the table
+		}
+		fe.released = true
+		p := m.ports[fe.port]
+		for _, pkt := range fe.held {
+			p.queue = append(p.queue, pkt)
+			c := &pkt.TLP
+			if int(c.ByteCount) <= len(c.Data)-int(c.LowerAddr&3) || c.Status != tlp.SC {
+				fe.active = false
+				m.stFlushes.Inc()
+			}
+		}
+		fe.held = fe.held[:0]
+	})
+}

@@ -1,0 +1,85 @@
+// Package iommu is a VT-d style IOMMU (legacy mode) with the Active Access
+// extensions, as a cycle-level block. Read it in this order:
+//
+//   - spec.go: every parameter, with its default.
+//   - driver.go: the OS side: root, context and page tables written into
+//     simulated memory in their real formats; access logs and flushing pages
+//     registered; invalidations.
+//   - translate.go: context cache, IOTLB and the 4-level page walk.
+//   - decide.go: the AA decision tables (DESIGN.md §2.2, §2.3).
+//   - write.go: the path of a device write (MWr, AtomicOp) through the IOMMU.
+//   - read.go: the path of a device read (MRd) and its completions.
+//   - accesslog.go: access-log table, reservations, holes, wrap, notification.
+//   - faults.go: VT-d fault recording registers and the fault event.
+//   - iommu.go: the block: ports, the processing pipeline, tracing.
+package iommu
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/pcie/tlp"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Spec is the IOMMU's configuration.
+type Spec struct {
+	// IOTLB: sets × ways (1 × N is fully associative, N × 1 direct-mapped).
+	IOTLBSets, IOTLBWays int          // default 16 × 4
+	IOTLBEviction        sim.Eviction // default LRU
+	// Context cache, keyed by source ID.
+	CtxSets, CtxWays int // default 1 × 16
+	CtxEviction      sim.Eviction
+
+	ProcessPS   sim.Tick // IOMMU processing per TLP (default 5 ns)
+	MemAccessPS sim.Tick // each memory access of the IOMMU: walk level, table read (default 70 ns)
+
+	LogCAMEntries      int      // access-log table entries on chip (default 16)
+	TagBufferEntries   int      // outstanding logged or flush reads (default 64)
+	FlushBufferEntries int      // flushing pages (default 8)
+	FaultRecords       int      // NFR: fault recording registers (default 8)
+	MaxActiveBytes     int      // largest active put/get (default 4096)
+	HeadPollPS         sim.Tick // re-read a log's head this often while waiting on it (default 100 ns)
+	NotifyIntervalPS   sim.Tick // Int mode: notify records below the threshold after this long (default 10 µs)
+	MemQueue           int      // IOMMU writes to memory waiting for the controller before input stalls (default 64)
+
+	RootTable uint64 // RTADDR: physical address of the root table
+	LogTable  uint64 // physical address of the in-memory access-log table (1024 × 64 bytes)
+
+	ID tlp.ID // the root complex / IOMMU's ID in the completions it makes (default 00:00.0)
+}
+
+// DefaultSpec returns the defaults of DESIGN.md §3.
+func DefaultSpec() Spec {
+	return Spec{IOTLBSets: 16, IOTLBWays: 4, IOTLBEviction: sim.LRU, CtxSets: 1, CtxWays: 16, CtxEviction: sim.LRU,
+		ProcessPS: 5 * sim.NS, MemAccessPS: 70 * sim.NS, LogCAMEntries: 16, TagBufferEntries: 64,
+		FlushBufferEntries: 8, FaultRecords: 8, MaxActiveBytes: 4096, HeadPollPS: 100 * sim.NS,
+		NotifyIntervalPS: 10 * sim.US, MemQueue: 64,
+		RootTable: 0x10_0000, LogTable: 0x20_0000}
+}
+
+// Validate checks the configuration and names the wrong field.
+func (s Spec) Validate() error {
+	switch {
+	case s.IOTLBSets < 1 || s.IOTLBWays < 1:
+		return fmt.Errorf("iotlb: %d sets × %d ways", s.IOTLBSets, s.IOTLBWays)
+	case s.CtxSets < 1 || s.CtxWays < 1:
+		return fmt.Errorf("context cache: %d sets × %d ways", s.CtxSets, s.CtxWays)
+	case s.LogCAMEntries < 1:
+		return fmt.Errorf("log_cam_entries: %d", s.LogCAMEntries)
+	case s.TagBufferEntries < 1:
+		return fmt.Errorf("tag_buffer_entries: %d", s.TagBufferEntries)
+	case s.FlushBufferEntries < 1:
+		return fmt.Errorf("flush_buffer_entries: %d", s.FlushBufferEntries)
+	case s.FaultRecords < 1 || s.FaultRecords > 256:
+		return fmt.Errorf("fault_records: %d out of 1..256", s.FaultRecords)
+	case s.MaxActiveBytes < 4 || s.MaxActiveBytes > 1<<20:
+		return fmt.Errorf("max_active_bytes: %d", s.MaxActiveBytes)
+	case s.RootTable&0xfff != 0 || s.LogTable&0xfff != 0:
+		return fmt.Errorf("root_table and log_table must be 4 KB aligned")
+	case s.HeadPollPS == 0:
+		return fmt.Errorf("head_poll_ps must be positive")
+	case s.MemQueue < 1:
+		return fmt.Errorf("mem_queue: %d", s.MemQueue)
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+package iommu
+
+import (
+	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/memory"
+	"github.com/aaemu/aaemu/pcie"
+	"github.com/aaemu/aaemu/pcie/tlp"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// job is one TLP in the IOMMU: decided when it is taken from its port,
+// performed when its processing time has passed.
+type job struct {
+	port     int
+	p        pcie.Packet
+	iova     uint64 // first byte accessed
+	n        int    // bytes accessed
+	tr       translation
+	act      action
+	accesses int
+
+	// An access-log record reserved for it.
+	ls      *logState
+	recAddr uint64
+	recSeq  uint64
+	recEnd  uint64
+	recData int // bytes of data the record carries
+
+	faultFR  uint8 // a record for the fault log (0: none)
+	flush    *flushEntry
+	flushLog *logState
+}
+
+// accessed returns the first byte and byte count a memory request touches.
+func accessed(t *tlp.TLP) (uint64, int) {
+	first := t.Addr + uint64(t.FirstByteOffset())
+	if t.Kind.IsAtomic() {
+		n := len(t.Data)
+		if t.Kind == tlp.CAS {
+			n /= 2
+		}
+		return t.Addr, n
+	}
+	if t.Length == 1 && t.FirstBE == 0 {
+		return first, 0 // zero-length access
+	}
+	return first, t.EnabledBytes()
+}
+
+// begin decides what to do with the TLP at the head of port pi. It returns
+// ok=false, changing nothing the TLP depends on, when the TLP must wait:
+// its access log is full or a buffer it needs is.
+func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
+	t := &pkt.TLP
+	j := &job{port: pi}
+	if !t.Kind.IsMemory() {
+		return j, true // not a DMA request: answered in finish
+	}
+	m.portOf[t.RequesterID] = pi
+	j.iova, j.n = accessed(t)
+	write := t.Kind == tlp.MWr || t.Kind.IsAtomic()
+	j.tr = m.translate(t.RequesterID, t.Addr, write)
+	j.accesses = j.tr.accesses
+	if j.tr.fault != 0 {
+		j.faultFR = j.tr.fault
+		return j, true
+	}
+	switch {
+	case t.Kind == tlp.MWr:
+		j.act = decideWrite(j.tr.leaf, j.tr.w)
+	case t.Kind.IsAtomic():
+		j.act = decideAtomic(j.tr.leaf, j.tr.r, j.tr.w)
+	default:
+		j.act = decideRead(j.tr.leaf, j.tr.r)
+		if fe := m.flushPage(j.iova); fe != nil && j.act.perform {
+			if fe.active {
+				return nil, false // one flush per page at a time
+			}
+			ls, ok := m.logFor(fe.iuid, &j.accesses)
+			if !ok {
+				return nil, false
+			}
+			j.flush, j.flushLog = fe, ls
+		}
+	}
+	if j.act.log == logNone {
+		return j, true
+	}
+	if !j.act.toAccess {
+		j.faultFR = loggedReason(t.Kind, j.act.perform)
+		return j, true
+	}
+	if j.n > m.spec.MaxActiveBytes {
+		j.faultFR = FRAATooLarge
+		return j, true
+	}
+	iuid := pte.IUID(j.tr.leaf)
+	ls, ok := m.logFor(iuid, &j.accesses)
+	if !ok {
+		return nil, false
+	}
+	if !ls.present {
+		j.faultFR = FRAANoAccessLog // never into another IUID's log
+		return j, true
+	}
+	if j.act.log == logMetaData {
+		j.recData = j.n
+		if t.Kind == tlp.MRd || t.Kind == tlp.MRdLk {
+			if m.tagBuf.Full() {
+				return nil, false
+			}
+		}
+	}
+	addr, seq, ok := m.reserve(ls, record.Size(j.recData), &j.accesses)
+	if !ok {
+		ls.waiting = true
+		return nil, false
+	}
+	ls.waiting = false
+	j.ls, j.recAddr, j.recSeq, j.recEnd = ls, addr, seq, ls.reserved
+	return j, true
+}
+
+// loggedReason is the fault-log reason of an E=0 record: a standard
+// permission fault when the access was blocked, aaemu's AA reason when it
+// was performed and only logged.
+func loggedReason(k tlp.Kind, performed bool) uint8 {
+	read := k == tlp.MRd || k == tlp.MRdLk
+	switch {
+	case performed && read:
+		return FRAALoggedRead
+	case performed:
+		return FRAALoggedWrite
+	case read:
+		return FRRead
+	}
+	return FRWrite
+}
+
+// finish performs a decided TLP: the write path for MWr and AtomicOps,
+// the read path (read.go) for MRd.
+func (m *IOMMU) finish(j *job, now sim.Tick) {
+	t := &j.p.TLP
+	m.last = lastDecision{valid: true, kind: t.Kind, tlbHit: j.tr.tlbHit, leaf: j.tr.leaf,
+		perform: j.tr.fault == 0 && j.act.perform, logged: j.ls != nil || j.faultFR != 0, fault: j.faultFR != 0}
+	if !j.tr.tlbHit && j.tr.fault == 0 && j.tr.level > 0 {
+		m.last.walk = pte.Levels - j.tr.level + 1
+	}
+	switch {
+	case !t.Kind.IsMemory():
+		m.stUnsupported.Inc()
+		if t.Kind.Class() == tlp.NonPosted {
+			m.reply(j, tlp.UR)
+		}
+		return
+	case t.Kind == tlp.MWr:
+		m.stWrites.Inc()
+		m.finishWrite(j, now)
+	case t.Kind.IsAtomic():
+		m.stAtomics.Inc()
+		m.finishAtomic(j, now)
+	default:
+		m.stReads.Inc()
+		m.finishRead(j, now)
+	}
+}
+
+// finishWrite is the write path: memory is written if the page allows it,
+// then the record (header, and the data for WLD) is written into the
+// reserved space of the access log, or a record goes to the fault log.
+func (m *IOMMU) finishWrite(j *job, now sim.Tick) {
+	t := &j.p.TLP
+	performed := j.tr.fault == 0 && j.act.perform
+	data := t.Data[t.FirstByteOffset() : t.FirstByteOffset()+j.n]
+	if performed {
+		if j.n > 0 {
+			m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.Write,
+				Addr: j.tr.pa + uint64(t.FirstByteOffset()), Data: data})
+		}
+	} else {
+		m.stBlocked.Inc()
+	}
+	m.logRecord(j, record.Put, !performed, data, now)
+}
+
+// finishAtomic performs an AtomicOp at memory when the page has R and W;
+// otherwise it answers UR. Records follow the write bits, with the
+// operands as data.
+func (m *IOMMU) finishAtomic(j *job, now sim.Tick) {
+	t := &j.p.TLP
+	performed := j.tr.fault == 0 && j.act.perform
+	if performed {
+		req := *t
+		req.Addr = j.tr.pa
+		m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.DeviceAtomic, TLP: req})
+	} else {
+		m.stBlocked.Inc()
+		m.reply(j, tlp.UR)
+	}
+	m.logRecord(j, record.Atomic, !performed, t.Data, now)
+}
+
+// logRecord writes the job's record: whole into its access log, or as a
+// fault record.
+func (m *IOMMU) logRecord(j *job, kind record.Kind, blocked bool, data []byte, now sim.Tick) {
+	if j.faultFR != 0 {
+		m.recordFault(j, now)
+	}
+	if j.ls == nil {
+		return
+	}
+	h := m.header(j, kind, blocked)
+	var d []byte
+	if j.recData > 0 {
+		d = data[:j.recData]
+		m.stDataLogged.Add(uint64(j.recData))
+	}
+	m.writeHeader(j.recAddr, &h, d)
+	m.stRecords.Inc()
+	m.complete(j.ls, j.recEnd, now)
+}
+
+func (m *IOMMU) header(j *job, kind record.Kind, blocked bool) record.Header {
+	t := &j.p.TLP
+	h := record.Header{Kind: kind, IUID: j.ls.iuid, Requester: uint16(t.RequesterID), Tag: t.Tag,
+		IOVA: j.iova, Length: uint32(j.n), DataLen: uint32(j.recData), Seq: j.recSeq}
+	if j.recData > 0 {
+		h.Flags |= record.FlagData
+	}
+	if blocked {
+		h.Flags |= record.FlagBlocked
+	}
+	return h
+}
+
+// recordFault writes a fault recording register and raises the fault
+// event when VT-d says so.
+func (m *IOMMU) recordFault(j *job, now sim.Tick) {
+	t := &j.p.TLP
+	read := t.Kind == tlp.MRd || t.Kind == tlp.MRdLk || t.Kind.IsAtomic()
+	event, dropped := m.faults.record(t.RequesterID, j.iova, j.faultFR, read, j.tr.fpd)
+	if dropped {
+		m.stFaultsDropped.Inc()
+	} else {
+		m.stFaults.Inc()
+	}
+	if event {
+		m.sendMSI(m.faults.addr, m.faults.data, j.p.ID)
+	}
+}
+
+// reply sends a completion without data with status st for the job's
+// request back to its device.
+func (m *IOMMU) reply(j *job, st tlp.Status) {
+	t := &j.p.TLP
+	if t.Kind.Class() != tlp.NonPosted {
+		return
+	}
+	var c tlp.TLP
+	if t.Kind.IsMemory() && !t.Kind.IsAtomic() {
+		c = pcie.ErrorCompletion(t, m.spec.ID, st)
+	} else {
+		c = tlp.NewCompletion(t, m.spec.ID, st, 4, 0, nil)
+	}
+	tx := m.u.Engine().NewTxn(j.p.ID, "cpl", m.u.Name())
+	p := m.ports[j.port]
+	p.queue = append(p.queue, pcie.Packet{Txn: tx, TLP: c})
+}
