@@ -127,6 +127,9 @@ func (m *IOMMU) complete(ls *logState, end uint64, now sim.Tick) {
 	for i := range ls.pend {
 		if ls.pend[i].end == end {
 			ls.pend[i].done = true
+			if i > 0 && !ls.pend[0].done {
+				m.stHoles.Inc() // finished behind an unfinished record
+			}
 			break
 		}
 	}

@@ -59,8 +59,10 @@ func (f *faultRegs) record(sid tlp.ID, addr uint64, fr uint8, read, fpd bool) (e
 		return false, true
 	}
 	if f.recs[f.next].F {
+		// Overflow. A record is pending (PPF), so the event for it is
+		// already out: no new interrupt.
 		f.pfo = true
-		return f.interrupt(), true
+		return false, true
 	}
 	wasPending := f.ppf()
 	f.recs[f.next] = FaultRecord{FI: addr &^ 0xfff, SID: sid, FR: fr, Read: read, F: true}

@@ -14,13 +14,13 @@ import (
 // device is a test device: it sends its packets to the IOMMU in order, as
 // fast as the port takes them, and keeps the completions it gets back.
 type device struct {
-	u    *sim.Unit
-	id   tlp.ID
-	out  *sim.Chan[pcie.Packet]
-	in   *sim.Chan[pcie.Packet]
-	send []pcie.Packet
-	i    int
-	got  []pcie.Packet
+	u     *sim.Unit
+	id    tlp.ID
+	out   *sim.Chan[pcie.Packet]
+	in    *sim.Chan[pcie.Packet]
+	send  []pcie.Packet
+	i     int
+	got   []pcie.Packet
 	gotAt []sim.Tick
 }
 
@@ -139,4 +139,37 @@ func (s *system) records(iuid uint16, consume bool) []recordWithData {
 type recordWithData struct {
 	record.Header
 	Data []byte
+}
+
+// consumer is a test CPU handler: every period it reads the published tail
+// of its log, checks each new record as it becomes visible, and moves head.
+type consumer struct {
+	s      *system
+	u      *sim.Unit
+	iuid   uint16
+	period sim.Tick
+	check  func(r recordWithData, now sim.Tick)
+	seen   []recordWithData
+	seenAt []sim.Tick
+	stop   bool
+}
+
+func (c *consumer) Tick(now sim.Tick) bool {
+	for _, r := range c.s.records(c.iuid, true) {
+		if c.check != nil {
+			c.check(r, now)
+		}
+		c.seen = append(c.seen, r)
+		c.seenAt = append(c.seenAt, now)
+	}
+	if !c.stop {
+		c.u.WakeAt(now + c.period)
+	}
+	return false
+}
+
+func (s *system) addConsumer(iuid uint16, period sim.Tick) *consumer {
+	c := &consumer{s: s, iuid: iuid, period: period}
+	c.u = s.clk.Add(fmt.Sprintf("cpu%d", iuid), c)
+	return c
 }

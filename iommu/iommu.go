@@ -66,7 +66,7 @@ type IOMMU struct {
 	stWalkReads, stFaults, stFaultsDropped, stRecords   *sim.Counter
 	stLogHits, stLogMisses, stTailMoves, stLogMSIs      *sim.Counter
 	stBlocked, stStallCycles, stHeadPolls, stFlushes    *sim.Counter
-	stDataLogged                                        *sim.Counter
+	stDataLogged, stHoles                               *sim.Counter
 	hLatency                                            *sim.Histogram
 }
 
@@ -127,6 +127,7 @@ func New(clk *sim.Clock, name string, spec Spec, mem *memory.Store) (*IOMMU, err
 	m.stDataLogged = c("data_logged", "bytes", "bytes of data copied into access logs")
 	m.stLogHits = c("log_table.hits", "lookups", "access-log table (CAM) hits")
 	m.stLogMisses = c("log_table.misses", "lookups", "access-log table misses (descriptor read from memory)")
+	m.stHoles = c("holes", "records", "records completed while an earlier reservation was still a hole")
 	m.stTailMoves = c("tail_updates", "updates", "visible-tail advances written to memory")
 	m.stLogMSIs = c("log_msis", "MSIs", "access-log notifications by MSI (Int mode)")
 	m.stBlocked = c("blocked", "TLPs", "accesses not performed (blocked writes, UR reads)")

@@ -14,9 +14,9 @@ type ReqKind uint8
 
 // Memory request kinds.
 const (
-	Write      ReqKind = iota // write Data at Addr (a DMA write or the IOMMU's own)
-	DeviceRead                // a device's MRd, already translated: complete it
-	DeviceAtomic              // a device's AtomicOp, already translated: perform and complete it
+	Write        ReqKind = iota // write Data at Addr (a DMA write or the IOMMU's own)
+	DeviceRead                  // a device's MRd, already translated: complete it
+	DeviceAtomic                // a device's AtomicOp, already translated: perform and complete it
 )
 
 // Req is a request to the memory controller. Addresses are physical.
