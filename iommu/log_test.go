@@ -2,7 +2,6 @@ package iommu
 
 import (
 	"bytes"
-	"fmt"
 	"testing"
 
 	"github.com/aaemu/aaemu/iommu/pte"
@@ -415,5 +414,4 @@ func TestSpecValidation(t *testing.T) {
 			t.Errorf("%+v accepted", s)
 		}
 	}
-	_ = fmt.Sprint()
 }
