@@ -107,7 +107,9 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 	if j.act.log == logMetaData {
 		j.recData = j.n
 		if t.Kind == tlp.MRd || t.Kind == tlp.MRdLk {
-			if m.tagBuf.Full() {
+			// A full tag buffer, or a tag still outstanding (a device may
+			// not reuse it), makes the read wait.
+			if v, _ := m.tagBuf.Lookup(tagKey{t.RequesterID, t.Tag}); m.tagBuf.Full() || v != nil {
 				return nil, false
 			}
 		}
