@@ -26,7 +26,7 @@ deps:
 # The second run builds without the tracing hooks (-tags notrace): the
 # difference in BenchmarkChain8 is what the hooks cost when tracing is off.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sim/... ./waveforms/... ./pcie/...
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sim/... ./waveforms/... ./pcie/... ./iommu/...
 	$(GO) test -tags notrace -run '^$$' -bench 'Chain8$$' -benchmem -count 3 ./sim/
 
 lint:
@@ -37,6 +37,7 @@ lint:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./waveforms
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./pcie/tlp
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15s ./iommu/record
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 15s ./cmd/aaemu
 	$(GO) test -run '^$$' -fuzz FuzzParseTick -fuzztime 15s ./sim
 
