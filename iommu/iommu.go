@@ -19,9 +19,10 @@ type SPWrite struct {
 
 // port is one device side: TLPs from the device's link, completions back.
 type port struct {
-	in, out *sim.Chan[pcie.Packet]
-	queue   []pcie.Packet // completions waiting for room on out
-	stalled bool          // the head TLP waits (full log, full buffers)
+	in, out   *sim.Chan[pcie.Packet]
+	queue     []pcie.Packet // completions waiting for room on out
+	stalled   bool          // the head TLP waits (full log, full buffers)
+	dataUntil sim.Tick      // the port's data path is busy until then
 }
 
 // IOMMU is the extended IOMMU as a cycle-level block. It takes TLPs from
@@ -53,11 +54,12 @@ type IOMMU struct {
 	busyUntil sim.Tick
 	rr        int
 
-	memOut    []memory.Req
-	irqOut    []pcie.Packet
-	spOut     []SPWrite
-	nextPoll  sim.Tick
-	intervals []intervalTimer
+	memOut     []memory.Req
+	irqOut     []pcie.Packet
+	spOut      []SPWrite
+	nextPoll   sim.Tick
+	intervals  []intervalTimer
+	dataPhases []dataPhase
 
 	last lastDecision
 
@@ -225,6 +227,7 @@ func (m *IOMMU) Tick(now sim.Tick) bool {
 	m.takeCompletions(now)
 	m.pollHeads(now)
 	m.fireIntervals(now)
+	m.endDataPhases(now)
 	if m.cur != nil && now >= m.busyUntil {
 		m.finish(m.cur, now)
 		m.cur = nil
@@ -293,6 +296,9 @@ func (m *IOMMU) start(now sim.Tick) {
 			p.stalled = false
 			continue
 		}
+		if p.dataUntil > now {
+			continue // still taking the previous TLP's payload
+		}
 		j, ok := m.begin(pi, p.in.Peek(), now)
 		if !ok {
 			if !p.stalled {
@@ -317,21 +323,27 @@ func (m *IOMMU) schedule(now sim.Tick) bool {
 	if m.MemCpl != nil && m.MemCpl.Valid() {
 		return true
 	}
+	next := sim.Never
 	pending := len(m.memOut) > 0 && m.MemReq.Ready()
 	for _, p := range m.ports {
 		if len(p.queue) > 0 && p.out.Ready() {
 			pending = true
 		}
-		if m.cur == nil && p.in.Valid() && !p.stalled && len(m.memOut) < m.spec.MemQueue {
+		if m.cur == nil && p.in.Valid() && !p.stalled && len(m.memOut) < m.spec.MemQueue && p.dataUntil <= now {
 			pending = true
+		}
+		if p.dataUntil > now {
+			next = min(next, p.dataUntil)
 		}
 	}
 	if pending || (m.Irq != nil && len(m.irqOut) > 0 && m.Irq.Ready()) || (m.SP != nil && len(m.spOut) > 0 && m.SP.Ready()) {
 		return true
 	}
-	next := sim.Never
 	if m.cur != nil {
-		next = m.busyUntil
+		next = min(next, m.busyUntil)
+	}
+	for _, d := range m.dataPhases {
+		next = min(next, d.at)
 	}
 	if m.waitingOnHead() {
 		next = min(next, m.nextPoll)

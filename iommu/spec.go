@@ -41,6 +41,7 @@ type Spec struct {
 	HeadPollPS         sim.Tick // re-read a log's head this often while waiting on it (default 100 ns)
 	NotifyIntervalPS   sim.Tick // Int mode: notify records below the threshold after this long (default 10 µs)
 	MemQueue           int      // IOMMU writes to memory waiting for the controller before input stalls (default 64)
+	DataPathBytes      int      // payload bytes a port's data path moves per cycle (default 32)
 
 	RootTable uint64 // RTADDR: physical address of the root table
 	LogTable  uint64 // physical address of the in-memory access-log table (1024 × 64 bytes)
@@ -53,7 +54,7 @@ func DefaultSpec() Spec {
 	return Spec{IOTLBSets: 16, IOTLBWays: 4, IOTLBEviction: sim.LRU, CtxSets: 1, CtxWays: 16, CtxEviction: sim.LRU,
 		ProcessPS: 5 * sim.NS, MemAccessPS: 70 * sim.NS, LogCAMEntries: 16, TagBufferEntries: 64,
 		FlushBufferEntries: 8, FaultRecords: 8, MaxActiveBytes: 4096, HeadPollPS: 100 * sim.NS,
-		NotifyIntervalPS: 10 * sim.US, MemQueue: 64,
+		NotifyIntervalPS: 10 * sim.US, MemQueue: 64, DataPathBytes: 32,
 		RootTable: 0x10_0000, LogTable: 0x20_0000}
 }
 
@@ -80,6 +81,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("head_poll_ps must be positive")
 	case s.MemQueue < 1:
 		return fmt.Errorf("mem_queue: %d", s.MemQueue)
+	case s.DataPathBytes < 4:
+		return fmt.Errorf("data_path_bytes: %d, want at least 4", s.DataPathBytes)
 	}
 	return nil
 }

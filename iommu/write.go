@@ -168,10 +168,45 @@ func (m *IOMMU) finish(j *job, now sim.Tick) {
 	}
 }
 
-// finishWrite is the write path: memory is written if the page allows it,
-// then the record (header, and the data for WLD) is written into the
-// reserved space of the access log, or a record goes to the fault log.
+// finishWrite starts the data phase of a write: its payload streams in
+// over the port's data path, DataPathBytes a cycle, while other ports'
+// headers go on. Only then is memory written and the record complete, so
+// the records of several ports' writes finish out of reservation order and
+// leave holes the visible tail waits at.
 func (m *IOMMU) finishWrite(j *job, now sim.Tick) {
+	beats := (j.p.TLP.PayloadBytes() + m.spec.DataPathBytes - 1) / m.spec.DataPathBytes
+	at := now + sim.Tick(max(beats-1, 0))*m.u.Clock().Period()
+	m.ports[j.port].dataUntil = at
+	if at <= now {
+		m.writeData(j, now)
+		return
+	}
+	m.dataPhases = append(m.dataPhases, dataPhase{at: at, j: j})
+}
+
+type dataPhase struct {
+	at sim.Tick
+	j  *job
+}
+
+// endDataPhases completes the writes whose payload has fully arrived.
+func (m *IOMMU) endDataPhases(now sim.Tick) {
+	keep := m.dataPhases[:0]
+	for _, d := range m.dataPhases {
+		if d.at > now {
+			keep = append(keep, d)
+			continue
+		}
+		m.writeData(d.j, now)
+	}
+	clear(m.dataPhases[len(keep):])
+	m.dataPhases = keep
+}
+
+// writeData is the end of the write path: memory is written if the page
+// allows it, then the record (header, and the data for WLD) into the
+// reserved space of the access log, or a record goes to the fault log.
+func (m *IOMMU) writeData(j *job, now sim.Tick) {
 	t := &j.p.TLP
 	performed := j.tr.fault == 0 && j.act.perform
 	data := t.Data[t.FirstByteOffset() : t.FirstByteOffset()+j.n]
