@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the external tools aaemu's tests run, when they are missing:
 # GTKWave (vcd2fst, fst2vcd, vcd2lxt2, gtkwave), Xvfb and ImageMagick for the
-# headless waveform screenshot, and the vcd-stream parser from npm.
+# headless waveform screenshot, tshark (decodes the RoCE captures), Debian's
+# python3-scapy (checks their ICRCs), and the vcd-stream parser from npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,11 +13,15 @@ command -v xvfb-run >/dev/null || need+=(xvfb xauth)
 command -v import   >/dev/null || need+=(imagemagick)
 command -v node     >/dev/null || need+=(nodejs)
 command -v npm      >/dev/null || need+=(npm)
+command -v tshark   >/dev/null || need+=(tshark)
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import scapy.contrib.roce' 2>/dev/null || need+=(python3 python3-scapy)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "deps: installing ${need[*]}"
   $sudo apt-get update -qq
+  # tshark asks whether non-root users may capture: answer no, without a prompt.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
