@@ -23,6 +23,8 @@ type port struct {
 	queue     []pcie.Packet // completions waiting for room on out
 	stalled   bool          // the head TLP waits (full log, full buffers)
 	dataUntil sim.Tick      // the port's data path is busy until then
+	barBase   uint64        // the device's memory-mapped registers
+	barSize   uint64
 }
 
 // IOMMU is the extended IOMMU as a cycle-level block. It takes TLPs from
@@ -42,6 +44,7 @@ type IOMMU struct {
 	MemCpl *sim.Chan[pcie.Packet]
 	Irq    *sim.Chan[pcie.Packet] // MSIs: fault events, log notifications (optional)
 	SP     *sim.Chan[SPWrite]     // scratchpad port (optional)
+	host   *sim.Chan[pcie.Packet] // CPUs' MMIO requests (optional)
 
 	ctxCache *sim.Cache[tlp.ID, ctxEntry]
 	iotlb    *sim.Cache[tlbKey, tlbEntry]
@@ -194,6 +197,36 @@ func (m *IOMMU) AddPort(in, out *sim.Chan[pcie.Packet]) int {
 	return len(m.ports) - 1
 }
 
+// SetBAR gives port pi's device a memory-mapped register window: host
+// writes into it are routed down to that device (they are not remapped: the
+// IOMMU translates device requests only).
+func (m *IOMMU) SetBAR(pi int, base, size uint64) { m.ports[pi].barBase, m.ports[pi].barSize = base, size }
+
+// ConnectHost connects the CPUs' MMIO requests (doorbells) to the root
+// complex, which routes them to the device whose BAR they hit.
+func (m *IOMMU) ConnectHost(in *sim.Chan[pcie.Packet]) { m.host = in }
+
+// takeHost routes host MMIO writes down to their device.
+func (m *IOMMU) takeHost() {
+	if m.host == nil {
+		return
+	}
+	for m.host.Valid() {
+		pkt := m.host.Recv()
+		routed := false
+		for _, p := range m.ports {
+			if a := pkt.TLP.Addr; a >= p.barBase && a < p.barBase+p.barSize {
+				p.queue = append(p.queue, pkt)
+				routed = true
+				break
+			}
+		}
+		if !routed {
+			m.stUnsupported.Inc() // no device decodes the address: dropped (a master abort)
+		}
+	}
+}
+
 // ConnectMemory connects the memory controller's request and completion
 // channels.
 func (m *IOMMU) ConnectMemory(req *sim.Chan[memory.Req], cpl *sim.Chan[pcie.Packet]) {
@@ -224,6 +257,7 @@ func (m *IOMMU) sendMSI(addr uint64, data uint32, cause sim.TxnID) {
 // Tick is one edge of the IOMMU.
 func (m *IOMMU) Tick(now sim.Tick) bool {
 	m.drain()
+	m.takeHost()
 	m.takeCompletions(now)
 	m.pollHeads(now)
 	m.fireIntervals(now)
@@ -320,7 +354,7 @@ func (m *IOMMU) start(now sim.Tick) {
 
 // schedule says when the IOMMU next has work.
 func (m *IOMMU) schedule(now sim.Tick) bool {
-	if m.MemCpl != nil && m.MemCpl.Valid() {
+	if (m.MemCpl != nil && m.MemCpl.Valid()) || (m.host != nil && m.host.Valid()) {
 		return true
 	}
 	next := sim.Never

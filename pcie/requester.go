@@ -64,6 +64,19 @@ func (r *Requester) Issue(addr uint64, n int) (req tlp.TLP, ok bool) {
 	return tlp.NewMemRead(r.id, tag, addr, n), true
 }
 
+// IssueNonPosted gives the non-posted request t (an AtomicOp, say) a free
+// tag and expects n bytes back at addr; ok is false when every tag is in use.
+func (r *Requester) IssueNonPosted(t tlp.TLP, addr uint64, n int) (tlp.TLP, bool) {
+	if len(r.free) == 0 {
+		return t, false
+	}
+	tag := r.free[len(r.free)-1]
+	r.free = r.free[:len(r.free)-1]
+	r.st[tag-r.base] = readState{busy: true, addr: addr, n: n, remaining: n, buf: make([]byte, n)}
+	t.RequesterID, t.Tag = r.id, tag
+	return t, true
+}
+
 // Complete takes one completion. done is true when the read is complete
 // (its data is returned) or failed (err says why). A completion that does not
 // match an outstanding read, or whose Byte Count or Lower Address disagrees

@@ -1,0 +1,349 @@
+package nic
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/aaemu/aaemu/nic/roce"
+	"github.com/aaemu/aaemu/pcie"
+	"github.com/aaemu/aaemu/pcie/tlp"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Spec configures an RDMA NIC.
+type Spec struct {
+	ID           tlp.ID     // PCIe requester ID
+	Node, Index  int        // node number and NIC number in the node (addresses)
+	PMTU         int        // path MTU: 256, 512, 1024 (default: 1500-byte Ethernet), 2048 or 4096
+	Sizes        pcie.Sizes // MPS and MRRS of the NIC's DMA
+	TagBits      int        // 5, 8 or 10 (default 8)
+	BAR          uint64     // doorbells at BAR + 8 × QPN
+	RetransmitPS sim.Tick   // retransmission timeout (default 200 µs)
+	Window       int        // unacknowledged packets per QP (default 64)
+	ProcessPS    sim.Tick   // per-packet processing (default 50 ns)
+	QueueTLPs    int        // DMA TLPs waiting for the PCIe link before the NIC stops taking frames (default 32)
+}
+
+// DefaultSpec is a 1 GbE RoCE NIC on PCIe.
+func DefaultSpec() Spec {
+	return Spec{PMTU: 1024, Sizes: pcie.Sizes{MPS: 256, MRRS: 512, RCB: 64}, TagBits: 8, BAR: 0xf000_0000,
+		RetransmitPS: 200 * sim.US, Window: 64, ProcessPS: 50 * sim.NS, QueueTLPs: 32}
+}
+
+// Validate checks the spec.
+func (s Spec) Validate() error {
+	switch s.PMTU {
+	case 256, 512, 1024, 2048, 4096:
+	default:
+		return fmt.Errorf("pmtu %d: want 256, 512, 1024, 2048 or 4096", s.PMTU)
+	}
+	if err := s.Sizes.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case s.Window < 1:
+		return fmt.Errorf("window %d", s.Window)
+	case s.RetransmitPS == 0:
+		return fmt.Errorf("retransmit timeout must be positive")
+	case s.QueueTLPs < 1:
+		return fmt.Errorf("queue_tlps %d", s.QueueTLPs)
+	}
+	return nil
+}
+
+// QPConfig connects a reliable-connection queue pair to its peer and to its
+// rings in host memory.
+type QPConfig struct {
+	QPN        uint32
+	RemoteNode int
+	RemoteNIC  int
+	RemoteQPN  uint32
+	SQBase     uint64 // send queue: SQSize work requests of 64 bytes
+	SQSize     int
+	CQBase     uint64 // completion queue: CQSize entries of 32 bytes
+	CQSize     int
+}
+
+// NIC is an RDMA NIC as a cycle-level block: doorbells arrive as MMIO
+// writes, work requests and payloads are read by DMA through the IOMMU,
+// messages leave as RoCEv2 frames over a reliable connection (PSNs, ACKs,
+// NAKs, go-back-N retransmission on timeout), and incoming requests become
+// MWr, MRd and AtomicOp TLPs towards the host.
+type NIC struct {
+	u    *sim.Unit
+	spec Spec
+	name string
+
+	DMAOut *sim.Chan[pcie.Packet] // TLPs to the host (the PCIe link's input)
+	DMAIn  *sim.Chan[pcie.Packet] // completions and doorbells from the host
+	NetOut *sim.Chan[Frame]
+	NetIn  *sim.Chan[Frame]
+
+	req          *pcie.Requester
+	tags         map[uint16]dmaPurpose // what each outstanding DMA read is for
+	atomicsByTag map[uint16]*atomicServe
+	qps          map[uint32]*qp
+	order        []uint32 // QPNs in creation order: deterministic iteration
+
+	tlpQ   []pcie.Packet // TLPs waiting for DMAOut
+	ctrlQ  []Frame       // ACKs and responses: sent before requests
+	busy   sim.Tick      // the packet processor is busy until then
+	timers []sim.Tick
+
+	stFrames, stFramesIn, stRetrans, stNAKs, stWQEs, stCQEs, stDupes *sim.Counter
+	stTLPs                                                           *sim.Counter
+}
+
+type purposeKind uint8
+
+const (
+	fetchWQE purposeKind = iota
+	readPayload
+	serveRead
+	serveAtomic
+)
+
+type dmaPurpose struct {
+	kind purposeKind
+	qp   *qp
+	w    *wqeState
+	rr   *readResp
+	off  int
+	txn  sim.Txn
+}
+
+// NewNIC places a NIC in clk. Connect its channels with the PCIe link and
+// the wires before the run.
+func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
+	if spec.PMTU == 0 {
+		d := DefaultSpec()
+		d.ID, d.Node, d.Index, d.BAR = spec.ID, spec.Node, spec.Index, spec.BAR
+		spec = d
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	n := &NIC{spec: spec, name: name, tags: map[uint16]dmaPurpose{}, qps: map[uint32]*qp{}, atomicsByTag: map[uint16]*atomicServe{}}
+	n.u = clk.Add(name, n)
+	var err error
+	if n.req, err = pcie.NewRequester(spec.ID, spec.TagBits); err != nil {
+		return nil, err
+	}
+	st := n.u.Engine().Stats()
+	c := func(s, unit, desc string) *sim.Counter { return st.Counter(name+"."+s, unit, desc) }
+	n.stFrames = c("frames_out", "frames", "frames sent (requests, responses, ACKs, retransmissions)")
+	n.stFramesIn = c("frames_in", "frames", "frames received")
+	n.stRetrans = c("retransmissions", "packets", "request packets sent again after a timeout or NAK")
+	n.stNAKs = c("naks", "NAKs", "NAKs sent for PSN sequence errors")
+	n.stDupes = c("duplicates", "packets", "duplicate request packets received (answered, not re-executed)")
+	n.stWQEs = c("wqes", "work requests", "work requests fetched")
+	n.stCQEs = c("cqes", "completions", "completion entries written")
+	n.stTLPs = c("tlps", "TLPs", "TLPs sent to the host")
+	n.u.Probe("sq_pending", 16, func() (uint64, bool) { return uint64(n.pendingWQEs()), true })
+	n.u.Probe("tlp_queue", 16, func() (uint64, bool) { return uint64(len(n.tlpQ)), true })
+	n.u.Probe("tags_outstanding", 11, func() (uint64, bool) { return uint64(n.req.Outstanding()), true })
+	return n, nil
+}
+
+// Unit is the NIC's kernel unit.
+func (n *NIC) Unit() *sim.Unit { return n.u }
+
+// Spec is the NIC's configuration.
+func (n *NIC) Spec() Spec { return n.spec }
+
+// CreateQP creates a connected queue pair.
+func (n *NIC) CreateQP(c QPConfig) error {
+	if _, dup := n.qps[c.QPN]; dup || c.QPN == 0 || c.QPN > 0xffffff {
+		return fmt.Errorf("%s: QPN %d is taken or invalid", n.name, c.QPN)
+	}
+	if c.SQSize < 1 || c.CQSize < 1 {
+		return fmt.Errorf("%s: QP %d needs a send and a completion queue", n.name, c.QPN)
+	}
+	q := &qp{cfg: c, n: n}
+	n.qps[c.QPN] = q
+	n.order = append(n.order, c.QPN)
+	psnProbe := func(f func() uint32) func() (uint64, bool) { return func() (uint64, bool) { return uint64(f()), true } }
+	n.u.Probe(fmt.Sprintf("qp%d.next_psn", c.QPN), 24, psnProbe(func() uint32 { return q.nextPSN }))
+	n.u.Probe(fmt.Sprintf("qp%d.acked_psn", c.QPN), 24, psnProbe(func() uint32 { return q.ackedPSN }))
+	n.u.Probe(fmt.Sprintf("qp%d.expected_psn", c.QPN), 24, psnProbe(func() uint32 { return q.expPSN }))
+	return nil
+}
+
+func (n *NIC) pendingWQEs() int {
+	t := 0
+	for _, k := range n.order {
+		t += len(n.qps[k].wqes)
+	}
+	return t
+}
+
+func (n *NIC) endpoint(node, nic int) roce.Endpoint { return roce.NodeEndpoint(node, nic) }
+
+// sendTLP queues a TLP for the host.
+func (n *NIC) sendTLP(t tlp.TLP, tx sim.Txn) {
+	n.tlpQ = append(n.tlpQ, pcie.Packet{Txn: tx, TLP: t})
+	n.stTLPs.Inc()
+}
+
+// dmaRead issues reads of n bytes at addr, split at MRRS, for purpose p.
+// It returns false when tags ran out (the caller retries later).
+func (n *NIC) dmaRead(addr uint64, size int, p dmaPurpose) bool {
+	chunks := n.spec.Sizes.ReadChunks(addr, size)
+	if n.req.Tags()-n.req.Outstanding() < len(chunks) {
+		return false
+	}
+	off := 0
+	for _, c := range chunks {
+		t, _ := n.req.Issue(c.Addr, c.N)
+		pp := p
+		pp.off = p.off + off
+		n.tags[t.Tag] = pp
+		e := n.u.Engine()
+		n.sendTLP(t, e.NewTxn(p.txn.ID, "tlp.MRd", n.name))
+		off += c.N
+	}
+	return true
+}
+
+// dmaWrite writes data at addr, split into MWr TLPs.
+func (n *NIC) dmaWrite(addr uint64, data []byte, cause sim.TxnID) {
+	e := n.u.Engine()
+	for _, w := range n.spec.Sizes.SegmentWrite(n.spec.ID, addr, data) {
+		n.sendTLP(w, e.NewTxn(cause, "tlp.MWr", n.name))
+	}
+}
+
+func (n *NIC) send(f Frame) {
+	n.ctrlQ = append(n.ctrlQ, f)
+}
+
+func (n *NIC) frame(q *qp, p roce.Packet, cause sim.TxnID, kind string) Frame {
+	p.PKey = 0xffff
+	p.DestQP = q.cfg.RemoteQPN
+	return Frame{Txn: n.u.Engine().NewTxn(cause, kind, n.name), SrcNode: n.spec.Node, DstNode: q.cfg.RemoteNode,
+		Frame: roce.Frame{Src: n.endpoint(n.spec.Node, n.spec.Index), Dst: n.endpoint(q.cfg.RemoteNode, q.cfg.RemoteNIC),
+			SrcPort: uint16(0xc000 | q.cfg.QPN&0x3fff), Packet: p}}
+}
+
+// Tick is one edge of the NIC.
+func (n *NIC) Tick(now sim.Tick) bool {
+	// Host side: completions of our reads, and doorbells.
+	for n.DMAIn.Valid() {
+		p := n.DMAIn.Recv()
+		n.fromHost(&p, now)
+	}
+	// TLPs to the host, in order.
+	k := 0
+	for k < len(n.tlpQ) && n.DMAOut.Ready() {
+		n.DMAOut.Send(n.tlpQ[k])
+		k++
+	}
+	n.tlpQ = shift(n.tlpQ, k)
+
+	// Network side: one frame per processing slot, only while the host side
+	// keeps up (a stalled IOMMU stops the NIC, the NIC stops the wire).
+	if n.busy <= now && n.NetIn.Valid() && len(n.tlpQ) < n.spec.QueueTLPs {
+		f := n.NetIn.Recv()
+		n.stFramesIn.Inc()
+		n.busy = now + n.spec.ProcessPS
+		n.fromNet(&f, now)
+	}
+	for _, id := range n.order {
+		n.qps[id].progress(now)
+	}
+	// Frames out: responses and ACKs first, then requests, one per slot.
+	if n.NetOut.Ready() {
+		if len(n.ctrlQ) > 0 {
+			n.NetOut.Send(n.ctrlQ[0])
+			n.ctrlQ = shift(n.ctrlQ, 1)
+			n.stFrames.Inc()
+		} else {
+			for _, id := range n.order {
+				if f, ok := n.qps[id].nextRequest(now); ok {
+					n.NetOut.Send(f)
+					n.stFrames.Inc()
+					break
+				}
+			}
+		}
+	}
+	return n.schedule(now)
+}
+
+func (n *NIC) schedule(now sim.Tick) bool {
+	if len(n.tlpQ) > 0 && n.DMAOut.Ready() || len(n.ctrlQ) > 0 && n.NetOut.Ready() {
+		return true
+	}
+	if n.NetIn.Valid() && len(n.tlpQ) < n.spec.QueueTLPs {
+		if n.busy <= now {
+			return true
+		}
+		n.u.WakeAt(n.busy)
+	}
+	next := sim.Never
+	for _, id := range n.order {
+		q := n.qps[id]
+		if q.hasRequest() && n.NetOut.Ready() {
+			return true
+		}
+		if q.needsFetch() && n.req.Outstanding() < n.req.Tags() {
+			return true
+		}
+		if d := q.deadline(); d != 0 {
+			next = min(next, d)
+		}
+	}
+	if next != sim.Never {
+		n.u.WakeAt(max(next, now+1))
+	}
+	return false
+}
+
+// fromHost handles a TLP from the host: a doorbell or a completion.
+func (n *NIC) fromHost(p *pcie.Packet, now sim.Tick) {
+	t := &p.TLP
+	if t.Kind == tlp.MWr {
+		off := t.Addr + uint64(t.FirstByteOffset()) - n.spec.BAR
+		q := n.qps[uint32(off/8)]
+		if q == nil || len(t.Data) < 8 {
+			return // a doorbell for no QP: ignored, as hardware drops it
+		}
+		q.sqTail = binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():])
+		q.doorbell = p.Txn
+		return
+	}
+	if !t.Kind.IsCompletion() {
+		return
+	}
+	purpose, ok := n.tags[t.Tag]
+	done, data, err := n.req.Complete(t)
+	if !ok || (err != nil && !done) {
+		return // unexpected completion: dropped
+	}
+	if purpose.kind == serveAtomic {
+		delete(n.tags, t.Tag)
+		n.atomicDone(purpose, t, err, now)
+		return
+	}
+	if !done {
+		return
+	}
+	delete(n.tags, t.Tag)
+	switch purpose.kind {
+	case fetchWQE:
+		purpose.qp.wqeFetched(data, err, p.Txn, now)
+	case readPayload:
+		purpose.w.payloadArrived(purpose.off, data, err)
+	case serveRead:
+		purpose.rr.arrived(purpose.off, data, err)
+	}
+}
+
+func shift[T any](s []T, k int) []T {
+	if k == 0 {
+		return s
+	}
+	m := copy(s, s[k:])
+	clear(s[m:])
+	return s[:m]
+}

@@ -1,0 +1,601 @@
+package nic
+
+import (
+	"encoding/binary"
+
+	"github.com/aaemu/aaemu/nic/roce"
+	"github.com/aaemu/aaemu/pcie/tlp"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// qp is a reliable-connection queue pair: the requester side (work
+// requests out, ACKs and responses in) and the responder side (requests in,
+// ACKs and responses out).
+type qp struct {
+	cfg QPConfig
+	n   *NIC
+
+	// Requester.
+	sqHead, sqTail uint64
+	doorbell       sim.Txn
+	fetching       bool
+	wqes           []*wqeState // fetched and not yet completed, in order
+	nextPSN        uint32
+	ackedPSN       uint32    // every PSN before this one is acknowledged
+	sent           []sentPkt // packets with PSNs, not acknowledged, in PSN order
+	txPos          int       // next packet of sent to put on the wire
+	deadlineAt     sim.Tick  // retransmission timer (0: off)
+	cqTail         uint64
+
+	// Responder.
+	expPSN   uint32
+	msn      uint32
+	writeVA  uint64 // the incoming RDMA WRITE message
+	writeOff uint64
+	reads    []*readResp
+	atomics  []*atomicServe
+	nakSent  bool
+}
+
+type wqeState struct {
+	q        *qp
+	w        WQE
+	txn      sim.Txn
+	payload  []byte
+	got      int
+	err      bool
+	issued   bool // payload reads issued
+	packets  bool // given PSNs
+	firstPSN uint32
+	lastPSN  uint32
+	nextResp uint32 // read: next response PSN expected
+	done     bool
+	status   uint32
+	value    uint64
+}
+
+type sentPkt struct {
+	psn uint32
+	f   Frame
+	w   *wqeState
+}
+
+// readResp is a READ the responder serves: memory is read by DMA, then the
+// response packets go out in PSN order.
+type readResp struct {
+	q      *qp
+	psn    uint32
+	va     uint64
+	n      int
+	buf    []byte
+	got    int
+	err    bool
+	issued bool
+	cause  sim.TxnID
+}
+
+type atomicServe struct {
+	psn    uint32
+	p      roce.Packet
+	done   bool
+	issued bool
+	err    bool
+	value  uint64
+	cause  sim.TxnID
+}
+
+// psnCmp compares 24-bit PSNs modulo 2^24.
+func psnCmp(a, b uint32) int {
+	d := (a - b) & 0xffffff
+	switch {
+	case d == 0:
+		return 0
+	case d < 1<<23:
+		return 1
+	}
+	return -1
+}
+
+func (q *qp) needsFetch() bool {
+	return q.sqHead < q.sqTail && !q.fetching && len(q.wqes) < q.n.spec.Window
+}
+
+func (q *qp) hasRequest() bool { return q.txPos < len(q.sent) && q.txPos < q.n.spec.Window }
+
+func (q *qp) deadline() sim.Tick {
+	d := q.deadlineAt
+	for _, w := range q.wqes {
+		if !w.issued && w.w.Opcode == OpWrite {
+			return q.n.u.Engine().Now() + 1 // waiting for tags: retry next edge
+		}
+	}
+	for _, r := range q.reads {
+		if !r.issued {
+			return q.n.u.Engine().Now() + 1
+		}
+	}
+	for _, a := range q.atomics {
+		if !a.issued {
+			return q.n.u.Engine().Now() + 1
+		}
+	}
+	return d
+}
+
+// progress fetches work requests, reads payloads, gives packets PSNs, and
+// runs the retransmission timer.
+func (q *qp) progress(now sim.Tick) {
+	n := q.n
+	if q.needsFetch() {
+		addr := q.cfg.SQBase + (q.sqHead%uint64(q.cfg.SQSize))*WQESize
+		if n.dmaRead(addr, WQESize, dmaPurpose{kind: fetchWQE, qp: q, txn: q.doorbell}) {
+			q.fetching = true
+		}
+	}
+	for _, w := range q.wqes {
+		if w.w.Opcode == OpWrite && !w.issued && !w.err {
+			w.issued = n.dmaRead(w.w.Local, int(w.w.Length), dmaPurpose{kind: readPayload, qp: q, w: w, txn: w.txn})
+		}
+	}
+	// PSNs in work-request order.
+	for _, w := range q.wqes {
+		if w.packets {
+			continue
+		}
+		if w.w.Opcode == OpWrite && w.got < len(w.payload) && !w.err {
+			break
+		}
+		q.packetize(w)
+	}
+	// Responder work that waited for tags.
+	for _, r := range q.reads {
+		if !r.issued {
+			r.issued = n.dmaRead(r.va, r.n, dmaPurpose{kind: serveRead, qp: q, rr: r, txn: sim.Txn{ID: r.cause}})
+		}
+	}
+	for _, a := range q.atomics {
+		if !a.issued && !a.done {
+			q.issueAtomic(a)
+		}
+	}
+	if q.deadlineAt != 0 && now >= q.deadlineAt && q.txPos > 0 {
+		// Go back N: everything not acknowledged goes again.
+		n.stRetrans.Add(uint64(q.txPos))
+		q.txPos = 0
+		q.deadlineAt = now + n.spec.RetransmitPS
+	}
+}
+
+// packetize turns a work request into request packets with PSNs.
+func (q *qp) packetize(w *wqeState) {
+	n := q.n
+	w.packets = true
+	w.firstPSN = q.nextPSN
+	if w.err {
+		w.done, w.status = true, StatusLocalError
+		q.completeInOrder()
+		return
+	}
+	add := func(p roce.Packet, kind string) {
+		p.PSN = q.nextPSN
+		q.nextPSN = (q.nextPSN + 1) & 0xffffff
+		q.sent = append(q.sent, sentPkt{psn: p.PSN, f: n.frame(q, p, w.txn.ID, kind), w: w})
+	}
+	switch w.w.Opcode {
+	case OpWrite:
+		mtu := n.spec.PMTU
+		total := len(w.payload)
+		for off := 0; off < total || off == 0; off += mtu {
+			end := min(off+mtu, total)
+			var p roce.Packet
+			switch {
+			case off == 0 && end == total:
+				p.Opcode = roce.WriteOnly
+			case off == 0:
+				p.Opcode = roce.WriteFirst
+			case end == total:
+				p.Opcode = roce.WriteLast
+			default:
+				p.Opcode = roce.WriteMiddle
+			}
+			if off == 0 {
+				p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, uint32(total)
+			}
+			p.AckReq = end == total
+			p.Payload = w.payload[off:end]
+			add(p, "frame."+roce.OpName(p.Opcode))
+			if end == total {
+				break
+			}
+		}
+	case OpRead:
+		var p roce.Packet
+		p.Opcode, p.AckReq = roce.ReadRequest, true
+		p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, w.w.Length
+		add(p, "frame.READ")
+		count := (int(w.w.Length) + n.spec.PMTU - 1) / n.spec.PMTU
+		w.nextResp = w.firstPSN
+		q.nextPSN = (w.firstPSN + uint32(count)) & 0xffffff
+	case OpCAS, OpFetchOp:
+		var p roce.Packet
+		p.Opcode, p.AckReq = roce.FetchAdd, true
+		if w.w.Opcode == OpCAS {
+			p.Opcode = roce.CmpSwap
+		}
+		p.AtomicETH.VA, p.AtomicETH.RKey = w.w.Remote, w.w.RKey
+		if w.w.Opcode == OpCAS {
+			p.AtomicETH.Compare, p.AtomicETH.SwapAdd = w.w.Compare, w.w.Swap
+		} else {
+			p.AtomicETH.SwapAdd = w.w.Compare
+		}
+		add(p, "frame.ATOMIC")
+	}
+	w.lastPSN = (q.nextPSN - 1) & 0xffffff
+}
+
+// nextRequest returns the next request packet to send, within the window.
+func (q *qp) nextRequest(now sim.Tick) (Frame, bool) {
+	if !q.hasRequest() {
+		return Frame{}, false
+	}
+	f := q.sent[q.txPos].f
+	q.txPos++
+	if q.deadlineAt == 0 {
+		q.deadlineAt = now + q.n.spec.RetransmitPS
+	}
+	return f, true
+}
+
+// wqeFetched parses a fetched work request.
+func (q *qp) wqeFetched(data []byte, err error, dbTxn sim.Txn, now sim.Tick) {
+	q.fetching = false
+	q.sqHead++
+	n := q.n
+	n.stWQEs.Inc()
+	txn := n.u.Engine().NewTxn(q.doorbell.ID, "wqe", n.name)
+	w := &wqeState{q: q, txn: txn}
+	if err != nil {
+		w.err, w.packets, w.done, w.status = true, true, true, StatusLocalError
+		q.wqes = append(q.wqes, w)
+		q.completeInOrder()
+		return
+	}
+	wq, perr := ParseWQE(data)
+	w.w = wq
+	if perr != nil {
+		w.packets, w.done, w.status = true, true, StatusBadRequest
+		q.wqes = append(q.wqes, w)
+		q.completeInOrder()
+		return
+	}
+	if wq.Opcode == OpWrite {
+		w.payload = make([]byte, wq.Length)
+	}
+	q.wqes = append(q.wqes, w)
+}
+
+func (w *wqeState) payloadArrived(off int, data []byte, err error) {
+	if err != nil {
+		w.err = true
+		return
+	}
+	copy(w.payload[off:], data)
+	w.got += len(data)
+}
+
+// ackThrough acknowledges every sent packet up to and including psn.
+func (q *qp) ackThrough(psn uint32, now sim.Tick) {
+	k := 0
+	for k < len(q.sent) && psnCmp(q.sent[k].psn, psn) <= 0 {
+		s := &q.sent[k]
+		if s.w.w.Opcode == OpWrite && s.psn == s.w.lastPSN {
+			s.w.done = true
+		}
+		k++
+	}
+	if k == 0 {
+		return
+	}
+	q.ackedPSN = (psn + 1) & 0xffffff
+	q.sent = shift(q.sent, k)
+	q.txPos = max(q.txPos-k, 0)
+	if q.txPos == 0 {
+		q.deadlineAt = 0
+	} else {
+		q.deadlineAt = now + q.n.spec.RetransmitPS
+	}
+	q.completeInOrder()
+}
+
+// completeInOrder writes the completion entries of finished work requests,
+// in posting order, as RC requires.
+func (q *qp) completeInOrder() {
+	n := q.n
+	k := 0
+	for k < len(q.wqes) && q.wqes[k].done {
+		w := q.wqes[k]
+		if w.w.Signaled || w.status != StatusOK {
+			q.cqTail++
+			c := CQE{WRID: w.w.WRID, Status: w.status, Length: w.w.Length, Value: w.value, Seq: q.cqTail}
+			b := make([]byte, CQESize)
+			c.Put(b)
+			addr := q.cfg.CQBase + ((q.cqTail-1)%uint64(q.cfg.CQSize))*CQESize
+			n.dmaWrite(addr, b, w.txn.ID)
+			n.stCQEs.Inc()
+		}
+		k++
+	}
+	q.wqes = shift(q.wqes, k)
+}
+
+// fromNet handles a received frame.
+func (n *NIC) fromNet(f *Frame, now sim.Tick) {
+	p := &f.Packet
+	q := n.qps[p.DestQP]
+	if q == nil {
+		return // no such QP: silently dropped, as a NIC does
+	}
+	switch p.Opcode {
+	case roce.Ack:
+		q.onAck(p, now)
+	case roce.ReadRespFirst, roce.ReadRespMiddle, roce.ReadRespLast, roce.ReadRespOnly:
+		q.onReadResponse(f, now)
+	case roce.AtomicAck:
+		q.onAtomicAck(f, now)
+	default:
+		q.onRequest(f, now)
+	}
+}
+
+func (q *qp) onAck(p *roce.Packet, now sim.Tick) {
+	switch {
+	case p.AETH.Syndrome>>5 == 0: // ACK
+		q.ackThrough(p.PSN, now)
+	case p.AETH.Syndrome == roce.SyndromeNAKSeq:
+		// Everything before the NAK's PSN arrived; go back to it.
+		q.ackThrough((p.PSN-1)&0xffffff, now)
+		q.txPos = 0
+		q.n.stRetrans.Inc()
+	case p.AETH.Syndrome>>5 == 3: // other NAKs: the request failed at the responder
+		for k := range q.sent {
+			if q.sent[k].psn == p.PSN {
+				w := q.sent[k].w
+				w.done, w.status = true, StatusRemoteError
+				q.ackThrough(w.lastPSN, now)
+				break
+			}
+		}
+		for _, w := range q.wqes {
+			if w.firstPSN == p.PSN && w.packets && !w.done {
+				w.done, w.status = true, StatusRemoteError
+			}
+		}
+		q.completeInOrder()
+	}
+}
+
+func (q *qp) onReadResponse(f *Frame, now sim.Tick) {
+	p := &f.Packet
+	var w *wqeState
+	for _, x := range q.wqes {
+		if x.w.Opcode == OpRead && x.packets && !x.done && psnCmp(p.PSN, x.firstPSN) >= 0 && psnCmp(p.PSN, x.lastPSN) <= 0 {
+			w = x
+			break
+		}
+	}
+	if w == nil || p.PSN != w.nextResp {
+		return // a duplicate or a response after a lost one: the timer resends the request
+	}
+	// A response acknowledges every request before its READ.
+	q.ackThrough((w.firstPSN-1)&0xffffff, now)
+	off := int((p.PSN-w.firstPSN)&0xffffff) * q.n.spec.PMTU
+	if len(p.Payload) > 0 {
+		q.n.dmaWrite(w.w.Local+uint64(off), p.Payload, f.ID)
+	}
+	w.nextResp = (w.nextResp + 1) & 0xffffff
+	if p.PSN == w.lastPSN {
+		w.done = true
+		q.ackThrough(w.firstPSN, now)
+		q.completeInOrder()
+	}
+}
+
+func (q *qp) onAtomicAck(f *Frame, now sim.Tick) {
+	p := &f.Packet
+	for _, w := range q.wqes {
+		if (w.w.Opcode == OpCAS || w.w.Opcode == OpFetchOp) && w.packets && !w.done && w.firstPSN == p.PSN {
+			w.value = p.AtomicAckETH
+			if w.w.Local != 0 {
+				var b [8]byte
+				binary.LittleEndian.PutUint64(b[:], w.value)
+				q.n.dmaWrite(w.w.Local, b[:], f.ID)
+			}
+			w.done = true
+			q.ackThrough(p.PSN, now)
+			return
+		}
+	}
+}
+
+func (q *qp) ack(psn uint32, syndrome uint8, cause sim.TxnID) {
+	var a roce.Packet
+	a.Opcode, a.PSN = roce.Ack, psn
+	a.AETH.Syndrome, a.AETH.MSN = syndrome, q.msn&0xffffff
+	q.n.send(q.n.frame(q, a, cause, "frame.ACK"))
+}
+
+// onRequest is the responder: requests in PSN order become TLPs to the host.
+func (q *qp) onRequest(f *Frame, now sim.Tick) {
+	n := q.n
+	p := &f.Packet
+	switch c := psnCmp(p.PSN, q.expPSN); {
+	case c > 0:
+		if !q.nakSent {
+			q.nakSent = true
+			n.stNAKs.Inc()
+			q.ack(q.expPSN, roce.SyndromeNAKSeq, f.ID)
+		}
+		return
+	case c < 0:
+		n.stDupes.Inc()
+		q.duplicate(f)
+		return
+	}
+	q.nakSent = false
+	switch p.Opcode {
+	case roce.WriteFirst, roce.WriteOnly, roce.WriteMiddle, roce.WriteLast:
+		if p.Opcode == roce.WriteFirst || p.Opcode == roce.WriteOnly {
+			q.writeVA, q.writeOff = p.RETH.VA, 0
+		}
+		if len(p.Payload) > 0 {
+			n.dmaWrite(q.writeVA+q.writeOff, p.Payload, f.ID)
+			q.writeOff += uint64(len(p.Payload))
+		}
+		q.expPSN = (q.expPSN + 1) & 0xffffff
+		if p.Opcode == roce.WriteLast || p.Opcode == roce.WriteOnly {
+			q.msn++
+		}
+		if p.AckReq {
+			q.ack(p.PSN, roce.SyndromeAck, f.ID)
+		}
+	case roce.ReadRequest:
+		count := max((int(p.RETH.DMALen)+n.spec.PMTU-1)/n.spec.PMTU, 1)
+		r := &readResp{q: q, psn: p.PSN, va: p.RETH.VA, n: int(p.RETH.DMALen), buf: make([]byte, p.RETH.DMALen), cause: f.ID}
+		q.reads = append(q.reads, r)
+		r.issued = n.dmaRead(r.va, r.n, dmaPurpose{kind: serveRead, qp: q, rr: r, txn: f.Txn})
+		q.expPSN = (q.expPSN + uint32(count)) & 0xffffff
+	case roce.CmpSwap, roce.FetchAdd:
+		a := &atomicServe{psn: p.PSN, p: *p, cause: f.ID}
+		q.atomics = append(q.atomics, a)
+		if len(q.atomics) > 16 {
+			q.atomics = shift(q.atomics, 1) // keep recent results for duplicates
+		}
+		q.issueAtomic(a)
+		q.expPSN = (q.expPSN + 1) & 0xffffff
+	}
+}
+
+// duplicate answers a request the responder already executed: an ACK for
+// writes, the read again (reads are idempotent), the saved result of an
+// atomic (which must not run twice).
+func (q *qp) duplicate(f *Frame) {
+	p := &f.Packet
+	switch p.Opcode {
+	case roce.ReadRequest:
+		r := &readResp{q: q, psn: p.PSN, va: p.RETH.VA, n: int(p.RETH.DMALen), buf: make([]byte, p.RETH.DMALen), cause: f.ID}
+		q.reads = append(q.reads, r)
+		r.issued = q.n.dmaRead(r.va, r.n, dmaPurpose{kind: serveRead, qp: q, rr: r, txn: f.Txn})
+	case roce.CmpSwap, roce.FetchAdd:
+		for _, a := range q.atomics {
+			if a.psn == p.PSN && a.done {
+				q.atomicAck(a)
+			}
+		}
+	default:
+		q.ack((q.expPSN-1)&0xffffff, roce.SyndromeAck, f.ID)
+	}
+}
+
+func (q *qp) issueAtomic(a *atomicServe) {
+	n := q.n
+	t := tlp.TLP{Kind: tlp.FetchAdd, Addr: a.p.AtomicETH.VA, Addr64: a.p.AtomicETH.VA >= 1<<32}
+	var data [16]byte
+	if a.p.Opcode == roce.CmpSwap {
+		t.Kind, t.Length = tlp.CAS, 4
+		binary.LittleEndian.PutUint64(data[:], a.p.AtomicETH.Compare)
+		binary.LittleEndian.PutUint64(data[8:], a.p.AtomicETH.SwapAdd)
+		t.Data = append([]byte(nil), data[:]...)
+	} else {
+		t.Length = 2
+		binary.LittleEndian.PutUint64(data[:], a.p.AtomicETH.SwapAdd)
+		t.Data = append([]byte(nil), data[:8]...)
+	}
+	t, ok := n.req.IssueNonPosted(t, a.p.AtomicETH.VA, 8)
+	if !ok {
+		return
+	}
+	a.issued = true
+	n.tags[t.Tag] = dmaPurpose{kind: serveAtomic, qp: q}
+	n.atomicsByTag[t.Tag] = a
+	n.sendTLP(t, n.u.Engine().NewTxn(a.cause, "tlp."+t.Kind.String(), n.name))
+}
+
+func (n *NIC) atomicDone(p dmaPurpose, c *tlp.TLP, err error, now sim.Tick) {
+	a := n.atomicsByTag[c.Tag]
+	delete(n.atomicsByTag, c.Tag)
+	if a == nil {
+		return
+	}
+	a.done = true
+	if err != nil || c.Status != tlp.SC {
+		a.err = true
+		p.qp.ack(a.psn, roce.SyndromeNAKAccess, a.cause)
+		return
+	}
+	if len(c.Data) >= 8 {
+		a.value = binary.LittleEndian.Uint64(c.Data)
+	}
+	p.qp.atomicAck(a)
+}
+
+func (q *qp) atomicAck(a *atomicServe) {
+	var r roce.Packet
+	r.Opcode, r.PSN = roce.AtomicAck, a.psn
+	r.AETH.Syndrome, r.AETH.MSN = roce.SyndromeAck, q.msn&0xffffff
+	r.AtomicAckETH = a.value
+	q.n.send(q.n.frame(q, r, a.cause, "frame.ATOMIC_ACK"))
+}
+
+// arrived takes read data from the host; when the read is whole, its
+// responses go out, and so do those of the reads after it that are whole.
+func (r *readResp) arrived(off int, data []byte, err error) {
+	if err != nil {
+		r.err = true
+	} else {
+		copy(r.buf[off:], data)
+	}
+	r.got += len(data)
+	if err != nil {
+		r.got = r.n
+	}
+	q := r.q
+	for len(q.reads) > 0 && q.reads[0].got >= q.reads[0].n {
+		q.respond(q.reads[0])
+		q.reads = shift(q.reads, 1)
+	}
+}
+
+func (q *qp) respond(r *readResp) {
+	n := q.n
+	if r.err {
+		q.ack(r.psn, roce.SyndromeNAKAccess, r.cause)
+		return
+	}
+	q.msn++
+	mtu := n.spec.PMTU
+	psn := r.psn
+	for off := 0; off < r.n || off == 0; off += mtu {
+		end := min(off+mtu, r.n)
+		var p roce.Packet
+		switch {
+		case off == 0 && end == r.n:
+			p.Opcode = roce.ReadRespOnly
+		case off == 0:
+			p.Opcode = roce.ReadRespFirst
+		case end == r.n:
+			p.Opcode = roce.ReadRespLast
+		default:
+			p.Opcode = roce.ReadRespMiddle
+		}
+		if p.Opcode != roce.ReadRespMiddle {
+			p.AETH.Syndrome, p.AETH.MSN = roce.SyndromeAck, q.msn&0xffffff
+		}
+		p.PSN = psn
+		p.Payload = r.buf[off:end]
+		n.send(n.frame(q, p, r.cause, "frame.READ_RESPONSE"))
+		psn = (psn + 1) & 0xffffff
+		if end == r.n {
+			break
+		}
+	}
+}

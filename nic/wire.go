@@ -1,0 +1,143 @@
+// Package nic models RDMA NICs speaking RoCEv2 and the network between them:
+// Ethernet wires with bandwidth, latency and optional loss, and a switch with
+// per-port queues. The wire format is package nic/roce.
+package nic
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/nic/roce"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Frame is a RoCEv2 frame in flight between NICs.
+type Frame struct {
+	sim.Txn
+	roce.Frame
+	SrcNode, DstNode int
+}
+
+// Len is the frame's size without FCS: Ethernet, IPv4, UDP, the transport
+// packet and the ICRC.
+func (f *Frame) Len() int { return 14 + 20 + 8 + f.Packet.Len() + roce.ICRCSize }
+
+// WireSpec describes one direction of a network link.
+type WireSpec struct {
+	RateMbps  uint64   // line rate in Mbit/s (default 1000: the paper's 1 GbE)
+	LatencyPS sim.Tick // propagation and PHY latency (default 1 µs)
+	LossPPM   uint32   // frames lost per million (default 0)
+}
+
+// DefaultWireSpec is 1 Gb/s Ethernet.
+func DefaultWireSpec() WireSpec { return WireSpec{RateMbps: 1000, LatencyPS: sim.US} }
+
+// Validate checks the spec.
+func (s WireSpec) Validate() error {
+	switch {
+	case s.RateMbps == 0:
+		return fmt.Errorf("wire rate must be positive")
+	case s.LossPPM > 1_000_000:
+		return fmt.Errorf("loss of %d ppm exceeds one million", s.LossPPM)
+	}
+	return nil
+}
+
+// Wire is one direction of an Ethernet link: frames are serialized at the
+// line rate (with preamble, FCS and inter-frame gap), delayed by the
+// latency, and lost with the configured probability. A full receiver
+// backpressures the wire (lossless Ethernet, as RoCE deployments use PFC).
+type Wire struct {
+	u    *sim.Unit
+	spec WireSpec
+	rng  *sim.Rand
+	In   *sim.Chan[Frame]
+	Out  *sim.Chan[Frame]
+
+	busyUntil sim.Tick
+	acc       uint64 // fractional picoseconds carried over
+	flight    []wireFrame
+	head      int
+	tap       Tap
+
+	frames, bytes, lost *sim.Counter
+}
+
+type wireFrame struct {
+	f  Frame
+	at sim.Tick
+}
+
+// Tap sees every frame a wire transmits (the capture).
+type Tap func(t sim.Tick, f *Frame, lost bool)
+
+// NewWire places a wire in clk between the units tx and rx.
+func NewWire(clk *sim.Clock, name string, spec WireSpec, tx, rx *sim.Unit) (*Wire, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	w := &Wire{spec: spec}
+	w.u = clk.Add(name, w)
+	e := w.u.Engine()
+	w.rng = e.Rand(name)
+	w.In = sim.NewChan[Frame](tx, w.u, name+".tx", 2)
+	w.Out = sim.NewChan[Frame](w.u, rx, name+".rx", 16)
+	st := e.Stats()
+	w.frames = st.Counter(name+".frames", "frames", "frames sent")
+	w.bytes = st.Counter(name+".wire_bytes", "bytes", "bytes on the wire, with preamble, FCS and inter-frame gap")
+	w.lost = st.Counter(name+".lost", "frames", "frames lost (injected loss)")
+	return w, nil
+}
+
+// SetTap attaches a capture to the wire.
+func (w *Wire) SetTap(t Tap) { w.tap = t }
+
+// Tick sends one frame when the wire is free and delivers arrived frames.
+func (w *Wire) Tick(now sim.Tick) bool {
+	for w.head < len(w.flight) && w.flight[w.head].at <= now && w.Out.Ready() {
+		w.Out.Send(w.flight[w.head].f)
+		w.flight[w.head] = wireFrame{}
+		w.head++
+	}
+	if w.head == len(w.flight) {
+		w.flight, w.head = w.flight[:0], 0
+	}
+	if w.In.Valid() && w.busyUntil <= now && len(w.flight)-w.head < 64 {
+		f := w.In.Recv()
+		bytes := roce.WireBytes(f.Len())
+		w.acc += uint64(bytes) * 8 * 1_000_000
+		d := w.acc / w.spec.RateMbps
+		w.acc %= w.spec.RateMbps
+		w.busyUntil = now + sim.Tick(d)
+		lost := w.spec.LossPPM > 0 && w.rng.Uint32N(1_000_000) < w.spec.LossPPM
+		if w.tap != nil {
+			w.tap(now, &f, lost)
+		}
+		w.frames.Inc()
+		w.bytes.Add(uint64(bytes))
+		if lost {
+			w.lost.Inc()
+		} else {
+			w.flight = append(w.flight, wireFrame{f: f, at: w.busyUntil + w.spec.LatencyPS})
+		}
+	}
+	next := sim.Never
+	if w.head < len(w.flight) {
+		if w.flight[w.head].at <= now {
+			if w.Out.Ready() {
+				return true
+			}
+		} else {
+			next = w.flight[w.head].at
+		}
+	}
+	if w.In.Valid() {
+		if w.busyUntil <= now {
+			return true
+		}
+		next = min(next, w.busyUntil)
+	}
+	if next != sim.Never {
+		w.u.WakeAt(next)
+	}
+	return false
+}
