@@ -1,0 +1,310 @@
+// Package cpu models CPU cores as timing models, not instruction-set
+// simulators: workload code is ordinary sequential Go that calls costed
+// operations (compute, local memory access, local atomic, MMIO, polling).
+// Each process runs as a coroutine that the core resumes from its clock edge
+// and that yields back with the time its next operation takes, so processes
+// are scheduled deterministically by the kernel and never run concurrently.
+package cpu
+
+import (
+	"fmt"
+	"iter"
+
+	"github.com/aaemu/aaemu/memory"
+	"github.com/aaemu/aaemu/pcie"
+	"github.com/aaemu/aaemu/pcie/tlp"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Spec is a core's timing.
+type Spec struct {
+	PeriodPS       sim.Tick // clock period (default 500 ps: 2 GHz)
+	MemAccessPS    sim.Tick // a local memory access that misses the caches (default 70 ns)
+	AtomicPS       sim.Tick // a local atomic (default 100 ns)
+	MMIOPS         sim.Tick // issuing an MMIO write (default 100 ns)
+	InterruptPS    sim.Tick // interrupt entry until the handler runs (default 3 µs)
+	ScratchpadPS   sim.Tick // a scratchpad access (default 15 ns)
+	PollIntervalPS sim.Tick // time between two checks of a polling loop (default 50 ns)
+}
+
+// DefaultSpec are the timings of DESIGN.md §3.
+func DefaultSpec() Spec {
+	return Spec{PeriodPS: 500, MemAccessPS: 70 * sim.NS, AtomicPS: 100 * sim.NS, MMIOPS: 100 * sim.NS,
+		InterruptPS: 3 * sim.US, ScratchpadPS: 15 * sim.NS, PollIntervalPS: 50 * sim.NS}
+}
+
+// Core runs processes and interrupt handlers, one operation at a time.
+type Core struct {
+	u     *sim.Unit
+	spec  Spec
+	mem   *memory.Store
+	id    tlp.ID
+	procs []*Proc // handlers first when runnable, then processes in order
+
+	Host *sim.Chan[pcie.Packet] // MMIO writes to the root complex
+	Irq  *sim.Chan[pcie.Packet] // MSIs from the IOMMU (optional)
+
+	irqHandlers []irqHandler
+	busyUntil   sim.Tick
+
+	stOps, stIrqs, stBusy *sim.Counter
+}
+
+type irqHandler struct {
+	addr uint64
+	data uint32
+	name string
+	run  func(p *Proc)
+}
+
+// Proc is a process or a handler running on a core.
+type Proc struct {
+	core    *Core
+	name    string
+	handler bool
+	next    func() (sim.Tick, bool)
+	stop    func()
+	yield   func(sim.Tick) bool
+	wakeAt  sim.Tick
+	done    bool
+	idle    bool // the last operation waits without using the core
+	Txn     sim.Txn // the operation the process is in, for causal IDs
+}
+
+// NewCore places a core called name in clk, over node memory mem.
+func NewCore(clk *sim.Clock, name string, spec Spec, mem *memory.Store) *Core {
+	c := &Core{spec: spec, mem: mem}
+	c.u = clk.Add(name, c)
+	st := c.u.Engine().Stats()
+	c.stOps = st.Counter(name+".ops", "operations", "costed operations executed")
+	c.stIrqs = st.Counter(name+".interrupts", "interrupts", "MSIs taken")
+	c.stBusy = st.Counter(name+".busy_ps", "ps", "time the core spent executing operations")
+	c.u.Probe("running", 8, func() (uint64, bool) {
+		for i, p := range c.procs {
+			if !p.done && p.wakeAt <= c.u.Engine().Now() {
+				return uint64(i), true
+			}
+		}
+		return 0, false
+	})
+	return c
+}
+
+// Unit is the core's kernel unit.
+func (c *Core) Unit() *sim.Unit { return c.u }
+
+// Spec is the core's timing.
+func (c *Core) Spec() Spec { return c.spec }
+
+// Spawn starts body as a process on the core.
+func (c *Core) Spawn(name string, body func(p *Proc)) *Proc {
+	p := c.newProc(name, body, false)
+	c.procs = append(c.procs, p)
+	c.u.WakeAt(c.u.Engine().Now() + 1)
+	return p
+}
+
+func (c *Core) newProc(name string, body func(p *Proc), handler bool) *Proc {
+	p := &Proc{core: c, name: name, handler: handler}
+	seq := func(yield func(sim.Tick) bool) {
+		p.yield = yield
+		body(p)
+	}
+	p.next, p.stop = iter.Pull(seq)
+	return p
+}
+
+// OnInterrupt runs handler, after the interrupt latency, whenever an MSI
+// with this address and data arrives.
+func (c *Core) OnInterrupt(addr uint64, data uint32, name string, handler func(p *Proc)) {
+	c.irqHandlers = append(c.irqHandlers, irqHandler{addr: addr, data: data, name: name, run: handler})
+}
+
+// Tick resumes the first runnable process for one operation.
+func (c *Core) Tick(now sim.Tick) bool {
+	if c.Irq != nil {
+		for c.Irq.Valid() {
+			m := c.Irq.Recv()
+			c.interrupt(&m, now)
+		}
+	}
+	if now < c.busyUntil {
+		c.u.WakeAt(c.busyUntil)
+		return false
+	}
+	var run *Proc
+	for _, p := range c.procs {
+		if !p.done && p.wakeAt <= now && (run == nil || p.handler && !run.handler) {
+			run = p
+		}
+	}
+	if run != nil {
+		d, ok := run.next()
+		if !ok {
+			run.done = true
+		} else {
+			c.stOps.Inc()
+			d = max(d, c.spec.PeriodPS)
+			run.wakeAt = now + d
+			if !run.idle {
+				c.busyUntil = now + d
+				c.stBusy.Add(uint64(d))
+			}
+			run.idle = false
+		}
+	}
+	// Drop finished handlers; keep processes for their names.
+	k := 0
+	for _, p := range c.procs {
+		if !(p.done && p.handler) {
+			c.procs[k] = p
+			k++
+		}
+	}
+	clear(c.procs[k:])
+	c.procs = c.procs[:k]
+	next := sim.Never
+	for _, p := range c.procs {
+		if !p.done {
+			next = min(next, max(p.wakeAt, c.busyUntil))
+		}
+	}
+	if next != sim.Never {
+		c.u.WakeAt(max(next, now+1))
+	}
+	return false
+}
+
+func (c *Core) interrupt(m *pcie.Packet, now sim.Tick) {
+	t := &m.TLP
+	if len(t.Data) < 4 {
+		return
+	}
+	data := uint32(t.Data[0]) | uint32(t.Data[1])<<8 | uint32(t.Data[2])<<16 | uint32(t.Data[3])<<24
+	for _, h := range c.irqHandlers {
+		if h.addr == t.Addr && h.data == data {
+			c.stIrqs.Inc()
+			p := c.newProc(h.name, h.run, true)
+			p.wakeAt = now + c.spec.InterruptPS
+			p.Txn = c.u.Engine().NewTxn(m.ID, "irq."+h.name, c.u.Name())
+			c.procs = append(c.procs, p)
+			c.u.WakeAt(p.wakeAt)
+		}
+	}
+}
+
+// Done reports whether every process (not handler) has finished.
+func (c *Core) Done() bool {
+	for _, p := range c.procs {
+		if !p.done && !p.handler {
+			return false
+		}
+	}
+	return true
+}
+
+// --- costed operations, called from process code ---
+
+func (p *Proc) wait(d sim.Tick) {
+	if !p.yield(d) {
+		panic(fmt.Sprintf("cpu: process %s resumed after its core stopped it", p.name))
+	}
+}
+
+// Now is the current simulated time.
+func (p *Proc) Now() sim.Tick { return p.core.u.Engine().Now() }
+
+// Name of the process.
+func (p *Proc) Name() string { return p.name }
+
+// Core the process runs on.
+func (p *Proc) Core() *Core { return p.core }
+
+// Compute spends n core cycles.
+func (p *Proc) Compute(cycles int) { p.wait(sim.Tick(cycles) * p.core.spec.PeriodPS) }
+
+// Sleep waits d without using the core.
+func (p *Proc) Sleep(d sim.Tick) {
+	p.idle = true
+	p.wait(d)
+}
+
+// Load64 reads a 64-bit word of local memory.
+func (p *Proc) Load64(addr uint64) uint64 {
+	v := p.core.mem.Load64(addr)
+	p.wait(p.core.spec.MemAccessPS)
+	return v
+}
+
+// Store64 writes a 64-bit word of local memory.
+func (p *Proc) Store64(addr, v uint64) {
+	p.core.mem.Store64(addr, v)
+	p.wait(p.core.spec.MemAccessPS)
+}
+
+// Read copies local memory into b (one access per 64-byte line).
+func (p *Proc) Read(addr uint64, b []byte) {
+	p.core.mem.Read(addr, b)
+	p.wait(p.core.spec.MemAccessPS * sim.Tick((len(b)+63)/64))
+}
+
+// Write copies b into local memory (one access per 64-byte line).
+func (p *Proc) Write(addr uint64, b []byte) {
+	p.core.mem.Write(addr, b)
+	p.wait(p.core.spec.MemAccessPS * sim.Tick((len(b)+63)/64))
+}
+
+// CAS is a local compare-and-swap on a 64-bit word; it returns the old value.
+func (p *Proc) CAS(addr, cmp, swap uint64) uint64 {
+	old := p.core.mem.Load64(addr)
+	if old == cmp {
+		p.core.mem.Store64(addr, swap)
+	}
+	p.wait(p.core.spec.AtomicPS)
+	return old
+}
+
+// FetchAdd is a local fetch-and-add; it returns the old value.
+func (p *Proc) FetchAdd(addr, v uint64) uint64 {
+	old := p.core.mem.Load64(addr)
+	p.core.mem.Store64(addr, old+v)
+	p.wait(p.core.spec.AtomicPS)
+	return old
+}
+
+// MMIOWrite writes data (4 or 8 bytes) to a device register: a posted
+// memory write down the root complex. cause is the operation it belongs to.
+func (p *Proc) MMIOWrite(addr uint64, data []byte, cause sim.TxnID) sim.Txn {
+	c := p.core
+	for !c.Host.Ready() {
+		p.wait(c.spec.PeriodPS)
+	}
+	t := tlp.NewMemWrite(c.id, 0, addr, data)
+	tx := c.u.Engine().NewTxn(cause, "tlp.MWr.doorbell", p.name)
+	c.Host.Send(pcie.Packet{Txn: tx, TLP: t})
+	p.wait(c.spec.MMIOPS)
+	return tx
+}
+
+// Poll checks cond every PollIntervalPS (each check costs a memory access)
+// until it holds.
+func (p *Proc) Poll(cond func() bool) {
+	for !cond() {
+		p.wait(p.core.spec.PollIntervalPS)
+	}
+}
+
+// ScratchpadPoll checks cond every scratchpad access time until it holds:
+// the polling hyperthread of the SP notification mode.
+func (p *Proc) ScratchpadPoll(cond func() bool) {
+	for !cond() {
+		p.wait(p.core.spec.ScratchpadPS)
+	}
+}
+
+// Op starts a new operation of the process (a put, an insert): its
+// transaction becomes the cause of what the process does next.
+func (p *Proc) Op(kind string) sim.Txn {
+	p.Txn = p.core.u.Engine().NewTxn(0, kind, p.name)
+	return p.Txn
+}
