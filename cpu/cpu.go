@@ -68,6 +68,7 @@ type Proc struct {
 	wakeAt  sim.Tick
 	done    bool
 	idle    bool // the last operation waits without using the core
+	daemon  bool
 	Txn     sim.Txn // the operation the process is in, for causal IDs
 }
 
@@ -193,14 +194,23 @@ func (c *Core) interrupt(m *pcie.Packet, now sim.Tick) {
 	}
 }
 
-// Done reports whether every process (not handler) has finished.
-func (c *Core) Done() bool {
+// AppsDone reports whether every process spawned as an application (not a
+// handler, not a daemon) has finished.
+func (c *Core) AppsDone() bool {
 	for _, p := range c.procs {
-		if !p.done && !p.handler {
+		if !p.done && !p.handler && !p.daemon {
 			return false
 		}
 	}
 	return true
+}
+
+// SpawnDaemon starts body as a background process (a log poller) that does
+// not keep a run going.
+func (c *Core) SpawnDaemon(name string, body func(p *Proc)) *Proc {
+	p := c.Spawn(name, body)
+	p.daemon = true
+	return p
 }
 
 // --- costed operations, called from process code ---

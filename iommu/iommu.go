@@ -42,9 +42,9 @@ type IOMMU struct {
 
 	MemReq *sim.Chan[memory.Req]
 	MemCpl *sim.Chan[pcie.Packet]
-	Irq    *sim.Chan[pcie.Packet] // MSIs: fault events, log notifications (optional)
-	SP     *sim.Chan[SPWrite]     // scratchpad port (optional)
-	host   *sim.Chan[pcie.Packet] // CPUs' MMIO requests (optional)
+	Irq    *sim.Chan[pcie.Packet]   // MSIs: fault events, log notifications (optional)
+	SP     *sim.Chan[SPWrite]       // scratchpad port (optional)
+	host   []*sim.Chan[pcie.Packet] // CPUs' MMIO requests (optional)
 
 	ctxCache *sim.Cache[tlp.ID, ctxEntry]
 	iotlb    *sim.Cache[tlbKey, tlbEntry]
@@ -200,31 +200,31 @@ func (m *IOMMU) AddPort(in, out *sim.Chan[pcie.Packet]) int {
 // SetBAR gives port pi's device a memory-mapped register window: host
 // writes into it are routed down to that device (they are not remapped: the
 // IOMMU translates device requests only).
-func (m *IOMMU) SetBAR(pi int, base, size uint64) { m.ports[pi].barBase, m.ports[pi].barSize = base, size }
+func (m *IOMMU) SetBAR(pi int, base, size uint64) {
+	m.ports[pi].barBase, m.ports[pi].barSize = base, size
+}
 
 // ConnectHost connects the CPUs' MMIO requests (doorbells) to the root
 // complex, which routes them to the device whose BAR they hit.
-func (m *IOMMU) ConnectHost(in *sim.Chan[pcie.Packet]) { m.host = in }
+func (m *IOMMU) ConnectHost(in *sim.Chan[pcie.Packet]) { m.host = append(m.host, in) }
 
 // takeHost routes host MMIO writes down to their device.
 func (m *IOMMU) takeHost() {
-	if m.host == nil {
-		return
-	}
-	for m.host.Valid() {
-		pkt := m.host.Recv()
-		routed := false
-		for _, p := range m.ports {
-			if a := pkt.TLP.Addr; a >= p.barBase && a < p.barBase+p.barSize {
-				p.queue = append(p.queue, pkt)
-				routed = true
-				break
-			}
-		}
-		if !routed {
-			m.stUnsupported.Inc() // no device decodes the address: dropped (a master abort)
+	for _, h := range m.host {
+		for h.Valid() {
+			m.routeHost(h.Recv())
 		}
 	}
+}
+
+func (m *IOMMU) routeHost(pkt pcie.Packet) {
+	for _, p := range m.ports {
+		if a := pkt.TLP.Addr; a >= p.barBase && a < p.barBase+p.barSize {
+			p.queue = append(p.queue, pkt)
+			return
+		}
+	}
+	m.stUnsupported.Inc() // no device decodes the address: dropped (a master abort)
 }
 
 // ConnectMemory connects the memory controller's request and completion
@@ -354,8 +354,13 @@ func (m *IOMMU) start(now sim.Tick) {
 
 // schedule says when the IOMMU next has work.
 func (m *IOMMU) schedule(now sim.Tick) bool {
-	if (m.MemCpl != nil && m.MemCpl.Valid()) || (m.host != nil && m.host.Valid()) {
+	if m.MemCpl != nil && m.MemCpl.Valid() {
 		return true
+	}
+	for _, h := range m.host {
+		if h.Valid() {
+			return true
+		}
 	}
 	next := sim.Never
 	pending := len(m.memOut) > 0 && m.MemReq.Ready()

@@ -1,0 +1,175 @@
+package aa
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/iommu"
+	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/nic"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// qpHandle is a node's connected queue pair to one remote node, with its
+// rings in host memory.
+type qpHandle struct {
+	qpn          uint32
+	sqBase       uint64
+	cqBase       uint64
+	size         int
+	posted       uint64 // work requests posted (the SQ producer index)
+	completed    uint64 // completion entries consumed
+	doorbellAddr uint64
+}
+
+func (c *Cluster) connect(a, b *Node) error {
+	size := c.Spec.SQSize
+	h := &qpHandle{qpn: a.nextQP, size: size}
+	a.nextQP++
+	h.sqBase = a.Alloc(uint64(size * nic.WQESize))
+	h.cqBase = a.Alloc(uint64(size * nic.CQESize))
+	rw := iommu.Perm{Bits: pte.R | pte.W}
+	if err := a.Register(h.sqBase, uint64(size*nic.WQESize), rw); err != nil {
+		return err
+	}
+	if err := a.Register(h.cqBase, uint64(size*nic.CQESize), rw); err != nil {
+		return err
+	}
+	h.doorbellAddr = barBase + uint64(h.qpn)*8
+	a.qps[b.ID] = h
+	// QPN n on node a talks to QPN n on node b (both are created in the
+	// same order, one per peer).
+	return a.NIC.CreateQP(nic.QPConfig{QPN: h.qpn, RemoteNode: b.ID, RemoteQPN: h.qpn,
+		SQBase: h.sqBase, SQSize: size, CQBase: h.cqBase, CQSize: size})
+}
+
+// Ctx is what a process uses to talk to the cluster: the AA and RMA verbs.
+type Ctx struct {
+	N *Node
+	P *cpu.Proc
+}
+
+// WR is a posted work request.
+type WR struct {
+	dst int
+	seq uint64 // its completion entry's sequence number
+}
+
+// Spawn starts body as a process on core k of node n.
+func (n *Node) Spawn(core int, name string, body func(c *Ctx)) {
+	n.Cores[core].Spawn(name, func(p *cpu.Proc) { body(&Ctx{N: n, P: p}) })
+}
+
+func (c *Ctx) post(dst int, w nic.WQE) WR {
+	h := c.N.qps[dst]
+	if h == nil {
+		panic(fmt.Sprintf("aa: node %d has no connection to node %d", c.N.ID, dst))
+	}
+	// A full send queue waits for completions to free slots.
+	for h.posted-h.completed >= uint64(h.size) {
+		c.reap(dst)
+	}
+	w.Signaled = true
+	w.WRID = h.posted
+	var b [nic.WQESize]byte
+	w.Put(b[:])
+	c.P.Write(h.sqBase+(h.posted%uint64(h.size))*nic.WQESize, b[:])
+	h.posted++
+	var db [8]byte
+	binary.LittleEndian.PutUint64(db[:], h.posted)
+	c.P.MMIOWrite(h.doorbellAddr, db[:], c.P.Txn.ID)
+	return WR{dst: dst, seq: h.posted}
+}
+
+// reap waits for the next completion entry of the connection to dst.
+func (c *Ctx) reap(dst int) nic.CQE {
+	h := c.N.qps[dst]
+	addr := h.cqBase + (h.completed%uint64(h.size))*nic.CQESize
+	want := h.completed + 1
+	c.P.Poll(func() bool { return c.N.Mem.Load64(addr+24) == want })
+	b := make([]byte, nic.CQESize)
+	c.P.Read(addr, b)
+	h.completed++
+	return nic.ParseCQE(b)
+}
+
+// Wait blocks until the work request has completed and returns its
+// completion. Completions arrive in posting order per connection.
+func (c *Ctx) Wait(w WR) (nic.CQE, error) {
+	var last nic.CQE
+	h := c.N.qps[w.dst]
+	for h.completed < w.seq {
+		last = c.reap(w.dst)
+		if last.Status != nic.StatusOK && h.completed == w.seq {
+			return last, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, last.Status)
+		}
+	}
+	return last, nil
+}
+
+// Put writes size bytes at local to remote on node dst (an RDMA WRITE). On a
+// page with active bits the target's IOMMU logs it: an active put.
+func (c *Ctx) Put(dst int, local, remote uint64, size int) WR {
+	return c.post(dst, nic.WQE{Opcode: nic.OpWrite, Length: uint32(size), Local: local, Remote: remote})
+}
+
+// Get reads size bytes at remote on node dst into local (an RDMA READ).
+func (c *Ctx) Get(dst int, local, remote uint64, size int) WR {
+	return c.post(dst, nic.WQE{Opcode: nic.OpRead, Length: uint32(size), Local: local, Remote: remote})
+}
+
+// CAS compares the 64-bit word at remote on dst with cmp and, if equal,
+// replaces it with swap; it returns the old value.
+func (c *Ctx) CAS(dst int, remote, cmp, swap uint64) (uint64, error) {
+	cqe, err := c.Wait(c.post(dst, nic.WQE{Opcode: nic.OpCAS, Remote: remote, Compare: cmp, Swap: swap}))
+	return cqe.Value, err
+}
+
+// FetchAdd adds v to the 64-bit word at remote on dst and returns the old value.
+func (c *Ctx) FetchAdd(dst int, remote, v uint64) (uint64, error) {
+	cqe, err := c.Wait(c.post(dst, nic.WQE{Opcode: nic.OpFetchOp, Remote: remote, Compare: v}))
+	return cqe.Value, err
+}
+
+// Flush (RMA) returns when every operation posted to dst has completed:
+// the data of every put is in dst's memory.
+func (c *Ctx) Flush(dst int) error {
+	h := c.N.qps[dst]
+	var err error
+	for h.completed < h.posted {
+		if cqe := c.reap(dst); cqe.Status != nic.StatusOK && err == nil {
+			err = fmt.Errorf("an operation to node %d failed with status %d", dst, cqe.Status)
+		}
+	}
+	return err
+}
+
+// ActiveFlush returns when every active access this process issued to the
+// log iuid on dst has been processed by dst's handler: an active get of the
+// log's flushing page, whose completion dst's IOMMU withholds until the log
+// is consumed (DESIGN.md §2.6).
+func (c *Ctx) ActiveFlush(dst int, iuid uint16) error {
+	page, ok := c.N.c.Nodes[dst].flush[iuid]
+	if !ok {
+		return fmt.Errorf("node %d's log %d has no flushing page", dst, iuid)
+	}
+	buf := c.N.scratch()
+	_, err := c.Wait(c.Get(dst, buf, page, 8))
+	return err
+}
+
+// scratch returns a registered 4 KB buffer of the node for the library's
+// own use.
+func (n *Node) scratch() uint64 {
+	if n.scratchBuf == 0 {
+		n.scratchBuf = n.Alloc(4096)
+		if err := n.Register(n.scratchBuf, 4096, iommu.Perm{Bits: pte.R | pte.W}); err != nil {
+			panic(err)
+		}
+	}
+	return n.scratchBuf
+}
+
+// Now is the current simulated time.
+func (c *Ctx) Now() sim.Tick { return c.P.Now() }

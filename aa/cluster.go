@@ -1,0 +1,182 @@
+// Package aa is the Active Access programming interface and the machine it
+// runs on: nodes (memory, IOMMU, memory controller, RDMA NIC on a PCIe link,
+// CPU cores, a scratchpad) joined into a cluster by Ethernet wires; Put,
+// Get, atomics and flushes for processes; access logs with their handlers;
+// and the paper's workloads.
+package aa
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/iommu"
+	"github.com/aaemu/aaemu/memory"
+	"github.com/aaemu/aaemu/nic"
+	"github.com/aaemu/aaemu/pcie"
+	"github.com/aaemu/aaemu/pcie/tlp"
+	"github.com/aaemu/aaemu/scratchpad"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Spec describes a cluster.
+type Spec struct {
+	Nodes     int
+	Cores     int // cores per node running processes (a polling hyperthread is extra)
+	CPU       cpu.Spec
+	IOMMU     iommu.Spec
+	Memory    memory.Spec
+	NIC       nic.Spec
+	PCIe      pcie.LinkSpec
+	Wire      nic.WireSpec
+	FabricMHz uint64 // clock of the IOMMU, memory controller, NIC, links (default 1000)
+	SQSize    int    // send-queue entries per QP (default 256)
+}
+
+// DefaultSpec is the paper's two-node set-up: 1 GbE NICs on PCIe Gen3 x8.
+func DefaultSpec() Spec {
+	return Spec{Nodes: 2, Cores: 1, CPU: cpu.DefaultSpec(), IOMMU: iommu.DefaultSpec(), Memory: memory.DefaultSpec(),
+		NIC: nic.DefaultSpec(), PCIe: pcie.DefaultLinkSpec(), Wire: nic.DefaultWireSpec(), FabricMHz: 1000, SQSize: 256}
+}
+
+// Memory map of every node (physical addresses; the NIC's IO virtual
+// addresses are the same, mapped one to one when memory is registered).
+const (
+	heapBase   = 0x1000_0000
+	tablesBase = 0x0100_0000
+	tablesSize = 0x0100_0000
+	barBase    = 0xf000_0000
+	nicDomain  = 1
+)
+
+// Node is one machine of the cluster.
+type Node struct {
+	ID         int
+	c          *Cluster
+	Mem        *memory.Store
+	IOMMU      *iommu.IOMMU
+	Driver     *iommu.Driver
+	MC         *memory.Controller
+	NIC        *nic.NIC
+	Up         *pcie.Dir // NIC → root complex
+	Cores      []*cpu.Core
+	Poller     *cpu.Core // the polling hyperthread (SP mode)
+	SP         *scratchpad.Scratchpad
+	heap       uint64
+	qps        map[int]*qpHandle // by remote node
+	logs       map[uint16]*Log
+	nextQP     uint32
+	flush      map[uint16]uint64 // IUID → flushing page
+	scratchBuf uint64
+}
+
+// Cluster is the whole machine.
+type Cluster struct {
+	Eng    *sim.Engine
+	Spec   Spec
+	Fabric *sim.Clock
+	CPUClk *sim.Clock
+	Nodes  []*Node
+	Wires  []*nic.Wire
+}
+
+// New builds a cluster on engine e.
+func New(e *sim.Engine, s Spec) (*Cluster, error) {
+	if s.Nodes != 2 {
+		return nil, fmt.Errorf("nodes: %d; this version connects exactly two nodes by a direct link", s.Nodes)
+	}
+	if s.Cores < 1 {
+		return nil, fmt.Errorf("cores: %d, want at least 1", s.Cores)
+	}
+	fabric, err := sim.PeriodOfMHz(s.FabricMHz)
+	if err != nil {
+		return nil, fmt.Errorf("fabric_mhz: %w", err)
+	}
+	c := &Cluster{Eng: e, Spec: s, Fabric: e.NewClock("clk_fabric", fabric, 0), CPUClk: e.NewClock("clk_cpu", s.CPU.PeriodPS, 0)}
+	for i := 0; i < s.Nodes; i++ {
+		n, err := c.newNode(i)
+		if err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	// Wires: node 0 ↔ node 1.
+	for i := 0; i < 2; i++ {
+		a, b := c.Nodes[i], c.Nodes[1-i]
+		w, err := nic.NewWire(c.Fabric, fmt.Sprintf("net.wire%d%d", i, 1-i), s.Wire, a.NIC.Unit(), b.NIC.Unit())
+		if err != nil {
+			return nil, err
+		}
+		a.NIC.NetOut, b.NIC.NetIn = w.In, w.Out
+		c.Wires = append(c.Wires, w)
+	}
+	// One connected QP per direction of each node pair.
+	for i := 0; i < 2; i++ {
+		if err := c.connect(c.Nodes[i], c.Nodes[1-i]); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) newNode(id int) (*Node, error) {
+	s := c.Spec
+	p := fmt.Sprintf("node%d.", id)
+	n := &Node{ID: id, c: c, Mem: memory.NewStore(), heap: heapBase, qps: map[int]*qpHandle{}, logs: map[uint16]*Log{}, nextQP: 1, flush: map[uint16]uint64{}}
+	var err error
+	if n.IOMMU, err = iommu.New(c.Fabric, p+"iommu", s.IOMMU, n.Mem); err != nil {
+		return nil, err
+	}
+	if n.MC, err = memory.NewController(c.Fabric, p+"mem", s.Memory, n.Mem, n.IOMMU.Unit(), n.IOMMU.Unit()); err != nil {
+		return nil, err
+	}
+	n.IOMMU.ConnectMemory(n.MC.In, n.MC.Cpl)
+	ns := s.NIC
+	ns.ID, ns.Node, ns.Index, ns.BAR = tlp.NewID(1, 0, 0), id, 0, barBase
+	if n.NIC, err = nic.NewNIC(c.Fabric, p+"nic0", ns); err != nil {
+		return nil, err
+	}
+	if n.Up, err = pcie.NewDir(c.Fabric, p+"pcie0.up", s.PCIe, n.NIC.Unit(), n.IOMMU.Unit()); err != nil {
+		return nil, err
+	}
+	down := sim.NewChan[pcie.Packet](n.IOMMU.Unit(), n.NIC.Unit(), p+"pcie0.down", 8)
+	n.NIC.DMAOut, n.NIC.DMAIn = n.Up.In, down
+	port := n.IOMMU.AddPort(n.Up.Out, down)
+	n.IOMMU.SetBAR(port, barBase, 0x10_0000)
+	n.Driver = iommu.NewDriver(n.IOMMU, tablesBase, tablesSize)
+	if err := n.Driver.Attach(ns.ID, nicDomain); err != nil {
+		return nil, err
+	}
+	// Every core has its own MMIO path into the root complex.
+	for k := 0; k < s.Cores; k++ {
+		core := cpu.NewCore(c.CPUClk, fmt.Sprintf("%scpu%d", p, k), s.CPU, n.Mem)
+		core.Host = sim.NewChan[pcie.Packet](core.Unit(), n.IOMMU.Unit(), fmt.Sprintf("%scpu%d.mmio", p, k), 4)
+		n.IOMMU.ConnectHost(core.Host)
+		n.Cores = append(n.Cores, core)
+	}
+	n.Poller = cpu.NewCore(c.CPUClk, p+"cpu_poll", s.CPU, n.Mem)
+	irq := sim.NewChan[pcie.Packet](n.IOMMU.Unit(), n.Cores[0].Unit(), p+"irq", 8)
+	n.IOMMU.Irq = irq
+	n.Cores[0].Irq = irq
+	n.SP = scratchpad.New(c.CPUClk, p+"scratchpad", 64, n.IOMMU.Unit())
+	n.IOMMU.SP = n.SP.In
+	return n, nil
+}
+
+// Alloc returns size bytes of the node's memory, page aligned.
+func (n *Node) Alloc(size uint64) uint64 {
+	a := n.heap
+	n.heap += (size + 0xfff) &^ 0xfff
+	return a
+}
+
+// Register maps [addr, addr+size) for the NIC, one to one, with bits (pte.R,
+// W, and Active Access bits with an IUID on 4 KB pages).
+func (n *Node) Register(addr, size uint64, p iommu.Perm) error {
+	return n.Driver.Map(nicDomain, addr, addr, (size+0xfff)&^0xfff, 4096, p)
+}
+
+// AssocPage changes the bits of a registered page: it makes the page active
+// (AA bits, IUID) or plain again.
+func (n *Node) AssocPage(addr uint64, p iommu.Perm) error {
+	return n.Driver.SetBits(nicDomain, addr&^0xfff, p)
+}

@@ -1,0 +1,151 @@
+package aa
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/iommu"
+	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Record is one access-log record as a handler gets it.
+type Record struct {
+	record.Header
+	Data []byte
+}
+
+// Handler processes one record on the node that owns the log.
+type Handler func(c *Ctx, r Record)
+
+// Log is an access log and the handler that consumes it.
+type Log struct {
+	n         *Node
+	IUID      uint16
+	Base      uint64
+	Size      uint64
+	Mode      iommu.Notify
+	handler   Handler
+	head      uint64
+	Processed uint64 // records handled
+	entry     uint64 // the descriptor in memory
+	stopped   bool
+}
+
+// CreateLog gives the node an access log of size bytes for IUID, consumed by
+// h with the notification mode: Poll (a process polls the tail in memory on
+// core 0), Int (an MSI; the handler runs on core 0 after the interrupt
+// latency), SP (the polling hyperthread polls the scratchpad).
+func (n *Node) CreateLog(iuid uint16, size uint64, mode iommu.Notify, h Handler) (*Log, error) {
+	if _, dup := n.logs[iuid]; dup {
+		return nil, fmt.Errorf("node %d already has a log for IUID %d", n.ID, iuid)
+	}
+	l := &Log{n: n, IUID: iuid, Base: n.Alloc(size), Size: size, Mode: mode, handler: h, entry: n.Driver.LogEntryAddr(iuid)}
+	cfg := iommu.LogConfig{Base: l.Base, Size: size, Mode: mode}
+	switch mode {
+	case iommu.Int:
+		cfg.MSIAddr, cfg.MSIData = 0xfee0_0000|uint64(n.ID)<<12, 0x40+uint32(iuid)
+		n.Cores[0].OnInterrupt(cfg.MSIAddr, cfg.MSIData, fmt.Sprintf("log%d", iuid), func(p *cpu.Proc) {
+			l.drain(&Ctx{N: n, P: p})
+		})
+	case iommu.SP:
+		cfg.SPSlot = uint32(len(n.logs))
+		n.Poller.SpawnDaemon(fmt.Sprintf("log%d_sp", iuid), func(p *cpu.Proc) {
+			c := &Ctx{N: n, P: p}
+			for !l.stopped {
+				p.ScratchpadPoll(func() bool { return l.stopped || n.SP.Read(int(cfg.SPSlot)) > l.head })
+				l.drain(c)
+			}
+		})
+	case iommu.Poll:
+		n.Cores[0].SpawnDaemon(fmt.Sprintf("log%d_poll", iuid), func(p *cpu.Proc) {
+			c := &Ctx{N: n, P: p}
+			for !l.stopped {
+				p.Poll(func() bool { return l.stopped || n.Mem.Load64(l.entry+24) > l.head })
+				l.drain(c)
+			}
+		})
+	default:
+		return nil, fmt.Errorf("notification mode %v", mode)
+	}
+	if err := n.Driver.RegisterLog(iuid, cfg); err != nil {
+		return nil, err
+	}
+	n.logs[iuid] = l
+	return l, nil
+}
+
+// drain hands every visible record to the handler and publishes the new
+// head: the IOMMU sees it the next time it reads head.
+func (l *Log) drain(c *Ctx) {
+	p := c.P
+	tail := p.Load64(l.entry + 24)
+	for l.head < tail {
+		hdr := make([]byte, record.HeaderSize)
+		p.Read(l.Base+l.head%l.Size, hdr)
+		h, err := record.Parse(hdr)
+		if err != nil {
+			panic(fmt.Sprintf("node %d log %d at %d: %v", l.n.ID, l.IUID, l.head, err))
+		}
+		r := Record{Header: h}
+		if h.DataLen > 0 {
+			r.Data = make([]byte, h.DataLen)
+			p.Read(l.Base+l.head%l.Size+record.HeaderSize, r.Data)
+		}
+		if h.Kind != record.Pad {
+			c.P.Op("handler." + h.Kind.String())
+			l.handler(c, r)
+			l.Processed++
+		}
+		l.head += uint64(h.Size())
+	}
+	p.Store64(l.entry+16, l.head)
+}
+
+// Stop ends the log's polling consumer (at the end of a run).
+func (l *Log) Stop() { l.stopped = true }
+
+// CreateFlushPage gives IUID's log a flushing page, for ActiveFlush.
+func (n *Node) CreateFlushPage(iuid uint16) (uint64, error) {
+	page := n.Alloc(4096)
+	if err := n.Register(page, 4096, iommu.Perm{Bits: pte.R}); err != nil {
+		return 0, err
+	}
+	if err := n.Driver.RegisterFlushPage(iuid, page); err != nil {
+		return 0, err
+	}
+	n.flush[iuid] = page
+	return page, nil
+}
+
+// Run simulates until done returns true (checked every slice of simulated
+// time) or limit passes, then stops the log consumers.
+func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
+	const slice = 5 * sim.US
+	for c.Eng.Now() < limit {
+		c.Eng.Run(min(c.Eng.Now()+slice, limit))
+		if done() {
+			break
+		}
+	}
+	for _, n := range c.Nodes {
+		for _, l := range n.logs {
+			l.Stop()
+		}
+	}
+	return c.Eng.Now()
+}
+
+// AppsDone reports whether every process spawned on the nodes' cores has
+// finished (log consumers excluded).
+func (c *Cluster) AppsDone() bool {
+	for _, n := range c.Nodes {
+		for _, core := range n.Cores {
+			if !core.AppsDone() {
+				return false
+			}
+		}
+	}
+	return true
+}
