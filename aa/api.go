@@ -23,10 +23,21 @@ type qpHandle struct {
 	doorbellAddr uint64
 }
 
+// connect creates one queue pair per core of a towards b: QPN k+1 on a
+// talks to QPN k+1 on b, so every process has its own send and completion
+// queues (sharing a QP between threads would need locks).
 func (c *Cluster) connect(a, b *Node) error {
+	for k := 0; k < c.Spec.Cores; k++ {
+		if err := c.connectQP(a, b, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) connectQP(a, b *Node, core int) error {
 	size := c.Spec.SQSize
-	h := &qpHandle{qpn: a.nextQP, size: size}
-	a.nextQP++
+	h := &qpHandle{qpn: uint32(core + 1), size: size}
 	h.sqBase = a.Alloc(uint64(size * nic.WQESize))
 	h.cqBase = a.Alloc(uint64(size * nic.CQESize))
 	rw := iommu.Perm{Bits: pte.R | pte.W}
@@ -37,17 +48,24 @@ func (c *Cluster) connect(a, b *Node) error {
 		return err
 	}
 	h.doorbellAddr = barBase + uint64(h.qpn)*8
-	a.qps[b.ID] = h
-	// QPN n on node a talks to QPN n on node b (both are created in the
-	// same order, one per peer).
+	a.qps[b.ID] = append(a.qps[b.ID], h)
 	return a.NIC.CreateQP(nic.QPConfig{QPN: h.qpn, RemoteNode: b.ID, RemoteQPN: h.qpn,
 		SQBase: h.sqBase, SQSize: size, CQBase: h.cqBase, CQSize: size})
 }
 
 // Ctx is what a process uses to talk to the cluster: the AA and RMA verbs.
 type Ctx struct {
-	N *Node
-	P *cpu.Proc
+	N    *Node
+	P    *cpu.Proc
+	core int
+}
+
+func (c *Ctx) qp(dst int) *qpHandle {
+	hs := c.N.qps[dst]
+	if len(hs) == 0 {
+		panic(fmt.Sprintf("aa: node %d has no connection to node %d", c.N.ID, dst))
+	}
+	return hs[c.core]
 }
 
 // WR is a posted work request.
@@ -58,14 +76,11 @@ type WR struct {
 
 // Spawn starts body as a process on core k of node n.
 func (n *Node) Spawn(core int, name string, body func(c *Ctx)) {
-	n.Cores[core].Spawn(name, func(p *cpu.Proc) { body(&Ctx{N: n, P: p}) })
+	n.Cores[core].Spawn(name, func(p *cpu.Proc) { body(&Ctx{N: n, P: p, core: core}) })
 }
 
 func (c *Ctx) post(dst int, w nic.WQE) WR {
-	h := c.N.qps[dst]
-	if h == nil {
-		panic(fmt.Sprintf("aa: node %d has no connection to node %d", c.N.ID, dst))
-	}
+	h := c.qp(dst)
 	// A full send queue waits for completions to free slots.
 	for h.posted-h.completed >= uint64(h.size) {
 		c.reap(dst)
@@ -84,7 +99,7 @@ func (c *Ctx) post(dst int, w nic.WQE) WR {
 
 // reap waits for the next completion entry of the connection to dst.
 func (c *Ctx) reap(dst int) nic.CQE {
-	h := c.N.qps[dst]
+	h := c.qp(dst)
 	addr := h.cqBase + (h.completed%uint64(h.size))*nic.CQESize
 	want := h.completed + 1
 	c.P.Poll(func() bool { return c.N.Mem.Load64(addr+24) == want })
@@ -98,7 +113,7 @@ func (c *Ctx) reap(dst int) nic.CQE {
 // completion. Completions arrive in posting order per connection.
 func (c *Ctx) Wait(w WR) (nic.CQE, error) {
 	var last nic.CQE
-	h := c.N.qps[w.dst]
+	h := c.qp(w.dst)
 	for h.completed < w.seq {
 		last = c.reap(w.dst)
 		if last.Status != nic.StatusOK && h.completed == w.seq {
@@ -135,7 +150,7 @@ func (c *Ctx) FetchAdd(dst int, remote, v uint64) (uint64, error) {
 // Flush (RMA) returns when every operation posted to dst has completed:
 // the data of every put is in dst's memory.
 func (c *Ctx) Flush(dst int) error {
-	h := c.N.qps[dst]
+	h := c.qp(dst)
 	var err error
 	for h.completed < h.posted {
 		if cqe := c.reap(dst); cqe.Status != nic.StatusOK && err == nil {

@@ -62,9 +62,8 @@ type Node struct {
 	Poller     *cpu.Core // the polling hyperthread (SP mode)
 	SP         *scratchpad.Scratchpad
 	heap       uint64
-	qps        map[int]*qpHandle // by remote node
+	qps        map[int][]*qpHandle // by remote node, one per core
 	logs       map[uint16]*Log
-	nextQP     uint32
 	flush      map[uint16]uint64 // IUID → flushing page
 	scratchBuf uint64
 }
@@ -121,7 +120,7 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 func (c *Cluster) newNode(id int) (*Node, error) {
 	s := c.Spec
 	p := fmt.Sprintf("node%d.", id)
-	n := &Node{ID: id, c: c, Mem: memory.NewStore(), heap: heapBase, qps: map[int]*qpHandle{}, logs: map[uint16]*Log{}, nextQP: 1, flush: map[uint16]uint64{}}
+	n := &Node{ID: id, c: c, Mem: memory.NewStore(), heap: heapBase, qps: map[int][]*qpHandle{}, logs: map[uint16]*Log{}, flush: map[uint16]uint64{}}
 	var err error
 	if n.IOMMU, err = iommu.New(c.Fabric, p+"iommu", s.IOMMU, n.Mem); err != nil {
 		return nil, err
