@@ -1,0 +1,45 @@
+package aa
+
+import (
+	"testing"
+
+	"github.com/aaemu/aaemu/sim"
+)
+
+func runDHT(t testing.TB, scheme Scheme, coll float64, inserts int) DHTResult {
+	c := newCluster(t, nil)
+	d, err := SetupDHT(c, DHTConfig{Scheme: scheme, Inserts: inserts, Cells: 1 << 12, Collisions: coll, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Run(sim.S, c.AppsDone)
+	if err := d.Verify(); err != nil {
+		t.Fatalf("%s at %.0f%%: %v", scheme, coll*100, err)
+	}
+	return d.Result()
+}
+
+// The table holds exactly the inserted keys, whatever the scheme; AA beats
+// RMA by several times, and RMA loses more to collisions.
+func TestDHTInserts(t *testing.T) {
+	res := map[Scheme]map[float64]DHTResult{}
+	for _, s := range []Scheme{AAPoll, AAInt, AASP, RMA} {
+		res[s] = map[float64]DHTResult{}
+		for _, coll := range []float64{0.05, 0.25} {
+			r := runDHT(t, s, coll, 400)
+			res[s][coll] = r
+			t.Logf("%-8s %3.0f%%: %8.0f inserts/s, %.2f remote ops, %.1f TLPs, %.0f wire bytes per insert",
+				s, coll*100, r.InsertsPerSec, r.RemoteOps, r.TLPs, r.WireBytes)
+		}
+	}
+	for _, coll := range []float64{0.05, 0.25} {
+		if ratio := res[AASP][coll].InsertsPerSec / res[RMA][coll].InsertsPerSec; ratio < 2 {
+			t.Errorf("AA-SP / RMA at %.0f%% collisions = %.2f: AA should be several times faster", coll*100, ratio)
+		}
+	}
+	dropRMA := res[RMA][0.05].InsertsPerSec / res[RMA][0.25].InsertsPerSec
+	dropAA := res[AASP][0.05].InsertsPerSec / res[AASP][0.25].InsertsPerSec
+	if dropRMA <= dropAA {
+		t.Errorf("RMA slows by %.2f× from 5%% to 25%% collisions, AA by %.2f×: RMA should degrade more", dropRMA, dropAA)
+	}
+}
