@@ -23,8 +23,8 @@ type qpHandle struct {
 	doorbellAddr uint64
 }
 
-// connect creates one queue pair per core of a towards b: QPN k+1 on a
-// talks to QPN k+1 on b, so every process has its own send and completion
+// connect creates one queue pair per core of a towards b: QPN 0x100+k on a
+// talks to QPN 0x100+k on b, so every process has its own send and completion
 // queues (sharing a QP between threads would need locks).
 func (c *Cluster) connect(a, b *Node) error {
 	for k := 0; k < c.Spec.Cores; k++ {
@@ -37,7 +37,9 @@ func (c *Cluster) connect(a, b *Node) error {
 
 func (c *Cluster) connectQP(a, b *Node, core int) error {
 	size := c.Spec.SQSize
-	h := &qpHandle{qpn: uint32(core + 1), size: size}
+	// QPNs start at 0x100: QP0 and QP1 are the subnet and general
+	// management QPs of InfiniBand, and analyzers decode them as such.
+	h := &qpHandle{qpn: uint32(0x100 + core), size: size}
 	h.sqBase = a.Alloc(uint64(size * nic.WQESize))
 	h.cqBase = a.Alloc(uint64(size * nic.CQESize))
 	rw := iommu.Perm{Bits: pte.R | pte.W}

@@ -82,6 +82,10 @@ func (l *Log) drain(c *Ctx) {
 	p := c.P
 	tail := p.Load64(l.entry + 24)
 	for l.head < tail {
+		if skip := record.SkipAtEnd(l.head, l.Size); skip > 0 {
+			l.head += skip
+			continue
+		}
 		hdr := make([]byte, record.HeaderSize)
 		p.Read(l.Base+l.head%l.Size, hdr)
 		h, err := record.Parse(hdr)
@@ -94,7 +98,7 @@ func (l *Log) drain(c *Ctx) {
 			p.Read(l.Base+l.head%l.Size+record.HeaderSize, r.Data)
 		}
 		if h.Kind != record.Pad {
-			c.P.Op("handler." + h.Kind.String())
+			c.P.Txn = c.N.c.Eng.NewTxn(l.n.IOMMU.RecordTxn(l.IUID, h.Seq), "handler."+h.Kind.String(), c.P.Name())
 			l.handler(c, r)
 			l.Processed++
 		}

@@ -95,9 +95,13 @@ func (m *IOMMU) reserve(ls *logState, size int, accesses *int) (addr, seq uint64
 		}
 	}
 	if pad > 0 {
-		h := record.Header{Kind: record.Pad, IUID: ls.iuid, Length: uint32(pad), Seq: ls.seq}
-		m.writeHeader(ls.base+pos, &h, nil)
-		ls.seq++
+		// A PAD record fills the rest of the ring; less room than a header
+		// is skipped without one (record.SkipAtEnd).
+		if pad >= record.HeaderSize {
+			h := record.Header{Kind: record.Pad, IUID: ls.iuid, Length: uint32(pad), Seq: ls.seq}
+			m.writeHeader(ls.base+pos, &h, nil)
+			ls.seq++
+		}
 		ls.reserved += pad
 		ls.pend = append(ls.pend, resv{end: ls.reserved, done: true})
 	}

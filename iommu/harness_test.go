@@ -114,6 +114,10 @@ func (s *system) records(iuid uint16, consume bool) []recordWithData {
 	head, tail := s.mem.Load64(a+offHead), s.mem.Load64(a+offTail)
 	var out []recordWithData
 	for head < tail {
+		if skip := record.SkipAtEnd(head, size); skip > 0 {
+			head += skip
+			continue
+		}
 		b := make([]byte, record.HeaderSize)
 		s.mem.Read(base+head%size, b)
 		h, err := record.Parse(b)

@@ -64,7 +64,8 @@ type IOMMU struct {
 	intervals  []intervalTimer
 	dataPhases []dataPhase
 
-	last lastDecision
+	last   lastDecision
+	recTxn map[uint64]sim.TxnID // (IUID, seq) → the decision that made the record (transaction log only)
 
 	stTLPs, stWrites, stReads, stAtomics, stUnsupported *sim.Counter
 	stTLBHits, stTLBMisses, stCtxHits, stCtxMisses      *sim.Counter
@@ -95,7 +96,7 @@ func New(clk *sim.Clock, name string, spec Spec, mem *memory.Store) (*IOMMU, err
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	m := &IOMMU{spec: spec, mem: mem, portOf: map[tlp.ID]int{}}
+	m := &IOMMU{spec: spec, mem: mem, portOf: map[tlp.ID]int{}, recTxn: map[uint64]sim.TxnID{}}
 	m.u = clk.Add(name, m)
 	e := m.u.Engine()
 	var err error

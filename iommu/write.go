@@ -1,6 +1,8 @@
 package iommu
 
 import (
+	"fmt"
+
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
 	"github.com/aaemu/aaemu/memory"
@@ -124,6 +126,31 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 	return j, true
 }
 
+// describe names a decision for the transaction log.
+func (m *IOMMU) describe(j *job) string {
+	s := "pass"
+	switch {
+	case j.tr.fault != 0:
+		s = fmt.Sprintf("fault(%#x)", j.tr.fault)
+	case !j.act.perform:
+		s = "blocked"
+	}
+	if j.ls != nil {
+		s += fmt.Sprintf("+record(iuid=%d,seq=%d)", j.ls.iuid, j.recSeq)
+	} else if j.faultFR != 0 && j.tr.fault == 0 {
+		s += fmt.Sprintf("+faultlog(%#x)", j.faultFR)
+	}
+	if j.tr.tlbHit {
+		return s + ",iotlb-hit"
+	}
+	return s + ",iotlb-miss"
+}
+
+// RecordTxn is the transaction that wrote record seq of IUID's log, when the
+// run records transactions (0 otherwise): handlers use it as their cause, so
+// an operation can be followed into the handler that processed it.
+func (m *IOMMU) RecordTxn(iuid uint16, seq uint64) sim.TxnID { return m.recTxn[uint64(iuid)<<48|seq] }
+
 // loggedReason is the fault-log reason of an E=0 record: a standard
 // permission fault when the access was blocked, aaemu's AA reason when it
 // was performed and only logged.
@@ -148,6 +175,12 @@ func (m *IOMMU) finish(j *job, now sim.Tick) {
 		perform: j.tr.fault == 0 && j.act.perform, logged: j.ls != nil || j.faultFR != 0, fault: j.faultFR != 0}
 	if !j.tr.tlbHit && j.tr.fault == 0 && j.tr.level > 0 {
 		m.last.walk = pte.Levels - j.tr.level + 1
+	}
+	if e := m.u.Engine(); e.TxnLogEnabled() {
+		d := e.NewTxn(j.p.ID, "iommu."+m.describe(j), m.u.Name())
+		if j.ls != nil {
+			m.recTxn[uint64(j.ls.iuid)<<48|j.recSeq] = d.ID
+		}
 	}
 	switch {
 	case !t.Kind.IsMemory():

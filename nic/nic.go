@@ -197,9 +197,9 @@ func (n *NIC) dmaRead(addr uint64, size int, p dmaPurpose) bool {
 		t, _ := n.req.Issue(c.Addr, c.N)
 		pp := p
 		pp.off = p.off + off
+		pp.txn = n.u.Engine().NewTxn(p.txn.ID, "tlp.MRd", n.name)
 		n.tags[t.Tag] = pp
-		e := n.u.Engine()
-		n.sendTLP(t, e.NewTxn(p.txn.ID, "tlp.MRd", n.name))
+		n.sendTLP(t, pp.txn)
 		off += c.N
 	}
 	return true
@@ -309,7 +309,7 @@ func (n *NIC) fromHost(p *pcie.Packet, now sim.Tick) {
 			return // a doorbell for no QP: ignored, as hardware drops it
 		}
 		q.sqTail = binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():])
-		q.doorbell = p.Txn
+		q.doorbells = append(q.doorbells, doorbell{tail: q.sqTail, txn: p.Txn})
 		return
 	}
 	if !t.Kind.IsCompletion() {
@@ -331,7 +331,7 @@ func (n *NIC) fromHost(p *pcie.Packet, now sim.Tick) {
 	delete(n.tags, t.Tag)
 	switch purpose.kind {
 	case fetchWQE:
-		purpose.qp.wqeFetched(data, err, p.Txn, now)
+		purpose.qp.wqeFetched(data, err, purpose.txn, now)
 	case readPayload:
 		purpose.w.payloadArrived(purpose.off, data, err)
 	case serveRead:

@@ -17,7 +17,7 @@ type qp struct {
 
 	// Requester.
 	sqHead, sqTail uint64
-	doorbell       sim.Txn
+	doorbells      []doorbell // doorbells whose work requests are not all fetched
 	fetching       bool
 	wqes           []*wqeState // fetched and not yet completed, in order
 	nextPSN        uint32
@@ -35,6 +35,24 @@ type qp struct {
 	reads    []*readResp
 	atomics  []*atomicServe
 	nakSent  bool
+}
+
+type doorbell struct {
+	tail uint64 // the producer index it published
+	txn  sim.Txn
+}
+
+// doorbellOf is the doorbell that published work request i.
+func (q *qp) doorbellOf(i uint64) sim.Txn {
+	k := 0
+	for k < len(q.doorbells) && q.doorbells[k].tail <= i {
+		k++
+	}
+	q.doorbells = shift(q.doorbells, k)
+	if len(q.doorbells) == 0 {
+		return sim.Txn{}
+	}
+	return q.doorbells[0].txn
 }
 
 type wqeState struct {
@@ -128,7 +146,7 @@ func (q *qp) progress(now sim.Tick) {
 	n := q.n
 	if q.needsFetch() {
 		addr := q.cfg.SQBase + (q.sqHead%uint64(q.cfg.SQSize))*WQESize
-		if n.dmaRead(addr, WQESize, dmaPurpose{kind: fetchWQE, qp: q, txn: q.doorbell}) {
+		if n.dmaRead(addr, WQESize, dmaPurpose{kind: fetchWQE, qp: q, txn: q.doorbellOf(q.sqHead)}) {
 			q.fetching = true
 		}
 	}
@@ -247,12 +265,12 @@ func (q *qp) nextRequest(now sim.Tick) (Frame, bool) {
 }
 
 // wqeFetched parses a fetched work request.
-func (q *qp) wqeFetched(data []byte, err error, dbTxn sim.Txn, now sim.Tick) {
+func (q *qp) wqeFetched(data []byte, err error, fetch sim.Txn, now sim.Tick) {
 	q.fetching = false
 	q.sqHead++
 	n := q.n
 	n.stWQEs.Inc()
-	txn := n.u.Engine().NewTxn(q.doorbell.ID, "wqe", n.name)
+	txn := n.u.Engine().NewTxn(fetch.ID, "wqe", n.name)
 	w := &wqeState{q: q, txn: txn}
 	if err != nil {
 		w.err, w.packets, w.done, w.status = true, true, true, StatusLocalError

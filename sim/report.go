@@ -22,6 +22,9 @@ type RunInfo struct {
 	// Host includes the host's own speed (wall time, rates, peak memory).
 	// Leave it out to get a file that is byte-identical across runs.
 	Host bool
+	// Results are the run's own measurements (a workload's table), written
+	// as they are.
+	Results any
 }
 
 type statsFile struct {
@@ -32,6 +35,7 @@ type statsFile struct {
 	Config        any                  `json:"config"`
 	Simulation    simSummary           `json:"simulation"`
 	Stats         map[string]statEntry `json:"stats"`
+	Results       any                  `json:"results,omitempty"`
 	Host          *hostSummary         `json:"host,omitempty"`
 }
 
@@ -101,7 +105,7 @@ func (e *Engine) TotalCycles() uint64 {
 // host's speed. Keys are sorted, so the file is deterministic without Host.
 func (e *Engine) WriteStatsJSON(w io.Writer, info RunInfo) error {
 	f := statsFile{Format: "aaemu-stats", FormatVersion: StatsFormatVersion, AaemuVersion: info.Version,
-		Seed: e.seed, Config: info.Config, Stats: map[string]statEntry{}}
+		Seed: e.seed, Config: info.Config, Stats: map[string]statEntry{}, Results: info.Results}
 	f.Simulation = simSummary{EndTimePS: uint64(e.now), Transactions: e.Transactions(), TimeSteps: e.steps,
 		UnitEvaluations: e.unitTicks, Cycles: e.TotalCycles()}
 	for _, c := range e.clks {

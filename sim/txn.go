@@ -51,6 +51,11 @@ func (e *Engine) EnableTxnLog() {
 	}
 }
 
+// TxnLogEnabled reports whether transactions are being recorded: models
+// that create transactions only for the log (a decision, a handler run)
+// check it first.
+func (e *Engine) TxnLogEnabled() bool { return e.txnLog != nil }
+
 // TxnLog returns the recorded transactions in allocation order.
 func (e *Engine) TxnLog() []TxnRecord { return e.txnLog }
 

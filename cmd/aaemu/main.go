@@ -36,9 +36,12 @@ that exchange PCIe TLPs and network packets; runs write statistics (JSON), VCD
 waveforms with a GTKWave save file, and packet captures.
 
 Start with:
-  aaemu run                  run the built-in default scenario into ./out
-  aaemu run --help           every option of a run
-  aaemu vcd check FILE.vcd   check a VCD file strictly`,
+  aaemu run                  the default scenario: two nodes, DHT inserts with AA and RMA, into ./out
+  aaemu run scenario.yaml    a scenario of yours (see examples/)
+  aaemu trace --op 5         the life of one operation, stage by stage
+  aaemu tlp decode HEX       every field of a TLP
+  aaemu vcd check FILE.vcd   check a VCD file strictly
+  aaemu demo                 the simulation kernel's demonstration pipeline`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -53,7 +56,7 @@ Start with:
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&level, "log-level", "warn", "log verbosity: error, warn, info, debug or trace")
-	root.AddCommand(newRunCmd(log), newVersionCmd(), newVCDCmd(), newTLPCmd())
+	root.AddCommand(newRunCmd(log), newDemoCmd(log), newTraceCmd(log), newVersionCmd(), newVCDCmd(), newTLPCmd())
 	return root
 }
 

@@ -24,7 +24,7 @@ func aaemu(t *testing.T, args ...string) (string, error) {
 // strict reader accepts, a save file and the statistics.
 func TestRunDefaultScenario(t *testing.T) {
 	dir := t.TempDir()
-	out, err := aaemu(t, "run", "--out", dir)
+	out, err := aaemu(t, "demo", "--out", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -87,7 +87,7 @@ func TestRunIsDeterministic(t *testing.T) {
 	var dirs []string
 	for _, seed := range []string{"9", "9", "10"} {
 		d := t.TempDir()
-		if out, err := aaemu(t, "run", "--out", d, "--seed", seed, "--no-host-stats"); err != nil {
+		if out, err := aaemu(t, "demo", "--out", d, "--seed", seed, "--no-host-stats"); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
 		dirs = append(dirs, d)
@@ -104,7 +104,7 @@ func TestRunIsDeterministic(t *testing.T) {
 
 func TestRunTraceSelectionAndWindow(t *testing.T) {
 	dir := t.TempDir()
-	if out, err := aaemu(t, "run", "--out", dir, "--trace", "demo.stage1", "--trace-from", "100ns", "--trace-to", "200ns", "--txn-log"); err != nil {
+	if out, err := aaemu(t, "demo", "--out", dir, "--trace", "demo.stage1", "--trace-from", "100ns", "--trace-to", "200ns", "--txn-log"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "run.vcd"))
@@ -143,13 +143,13 @@ func TestBadInputGivesClearErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown field", []string{"run", "--out", dir, "--config", write("a.yaml", "stages: 3\nstagez: 4\n")}, "line 2: field stagez not found"},
-		{"bad value", []string{"run", "--out", dir, "--config", write("b.yaml", "depth: 0\n")}, "b.yaml: depth: 0 out of 1..65536"},
-		{"wrong type", []string{"run", "--out", dir, "--config", write("c.yaml", "items: many\n")}, "line 1: cannot unmarshal"},
-		{"missing file", []string{"run", "--config", filepath.Join(dir, "nope.yaml")}, "no such file"},
-		{"bad time", []string{"run", "--out", dir, "--until", "3 parsecs"}, "--until"},
-		{"window backwards", []string{"run", "--out", dir, "--trace-from", "2us", "--trace-to", "1us"}, "lies before"},
-		{"bad pattern", []string{"run", "--out", dir, "--trace", "demo..x"}, "signal pattern"},
+		{"unknown field", []string{"demo", "--out", dir, "--config", write("a.yaml", "stages: 3\nstagez: 4\n")}, "line 2: field stagez not found"},
+		{"bad value", []string{"demo", "--out", dir, "--config", write("b.yaml", "depth: 0\n")}, "b.yaml: depth: 0 out of 1..65536"},
+		{"wrong type", []string{"demo", "--out", dir, "--config", write("c.yaml", "items: many\n")}, "line 1: cannot unmarshal"},
+		{"missing file", []string{"demo", "--config", filepath.Join(dir, "nope.yaml")}, "no such file"},
+		{"bad time", []string{"demo", "--out", dir, "--until", "3 parsecs"}, "--until"},
+		{"window backwards", []string{"demo", "--out", dir, "--trace-from", "2us", "--trace-to", "1us"}, "lies before"},
+		{"bad pattern", []string{"demo", "--out", dir, "--trace", "demo..x"}, "signal pattern"},
 		{"bad log level", []string{"--log-level", "loud", "version"}, "--log-level"},
 		{"malformed vcd", []string{"vcd", "check", write("bad.vcd", "$timescale 1ps $end\n$scope module a $end\n$var wire 1 ! b $end\n$upscope $end\n$enddefinitions $end\n#0\n1?\n")}, "vcd line 7: value change for undeclared identifier"},
 	}

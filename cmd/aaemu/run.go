@@ -1,252 +1,303 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
-	"github.com/aaemu/aaemu/internal/demo"
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/internal/version"
+	"github.com/aaemu/aaemu/nic"
+	"github.com/aaemu/aaemu/nic/roce"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/waveforms"
 )
 
-type runOpts struct {
-	config       string
+type scenarioOpts struct {
 	seed         uint64
+	seedSet      bool
 	out          string
 	noVCD        bool
+	noPcap       bool
 	trace        string
 	traceExclude string
 	traceFrom    string
 	traceTo      string
-	showHidden   bool
 	until        string
 	noHost       bool
 	txnLog       bool
 }
 
 func newRunCmd(log *logrus.Logger) *cobra.Command {
-	var o runOpts
+	var o scenarioOpts
 	cmd := &cobra.Command{
-		Use:   "run",
-		Short: "Run a scenario (the built-in default when no --config is given)",
-		Long: `Run simulates a scenario and writes into the output directory:
-  run.vcd      waveforms of every traced signal (IEEE 1364 VCD, 1 ps timescale)
-  run.gtkw     a GTKWave save file that opens run.vcd grouped by block
-  stats.json   statistics with units and descriptions, the configuration,
-               the seed, the version and the host's speed
-  txns.jsonl   with --txn-log: every transaction with the one that caused it
+		Use:   "run [scenario.yaml]",
+		Short: "Run a scenario (the built-in default without a file)",
+		Long: `Run simulates a scenario: a cluster of nodes (CPU cores, memory, an IOMMU with
+the Active Access extensions, an RDMA NIC on PCIe) joined by Ethernet, running
+a workload under each scheme it names. It prints a table and writes into the
+output directory, for the first experiment (the first scheme at the first
+collision ratio):
+  run.vcd       waveforms of the selected signals in the selected window
+  run.gtkw      a GTKWave save file that opens run.vcd grouped by block
+  run.pcapng    every RoCEv2 frame, with its transaction IDs as comments
+  stats.json    statistics, configuration, seed, version, host speed, and
+                the results of every experiment
 
-The built-in scenario is a demonstration pipeline of kernel blocks (a source,
-registered stages, a sink with a random ready in a second clock domain) until
-the full machine lands. --config reads its parameters from a YAML file.`,
+The default scenario: two nodes on 1 GbE, one process inserting into a
+hashtable on the other node, with AA (scratchpad notification) and plain RMA,
+at 5% and 25% collisions. See examples/ for scenario files.`,
 		Example: `  aaemu run
-  aaemu run --seed 7 --trace 'demo.stage*' --trace-from 20ns --trace-to 400ns
-  aaemu run --config pipeline.yaml --out /tmp/run1`,
-		Args: cobra.NoArgs,
+  aaemu run examples/dht-modes.yaml --out /tmp/modes
+  aaemu run --trace 'node1.iommu' --trace-from 10us --trace-to 20us`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runScenario(cmd.OutOrStdout(), log, o)
+			o.seedSet = cmd.Flags().Changed("seed")
+			file := ""
+			if len(args) == 1 {
+				file = args[0]
+			}
+			return runScenario(cmd.OutOrStdout(), log, file, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.config, "config", "", "YAML file with the scenario's parameters")
-	f.Uint64Var(&o.seed, "seed", 1, "root seed of every random choice in the run")
+	f.Uint64Var(&o.seed, "seed", 1, "root seed (overrides the scenario's)")
 	f.StringVar(&o.out, "out", "out", "output directory")
 	f.BoolVar(&o.noVCD, "no-vcd", false, "do not write waveforms")
-	f.StringVar(&o.trace, "trace", "", "comma-separated signal patterns to dump (* within a level, ** across levels); empty: all")
-	f.StringVar(&o.traceExclude, "trace-exclude", "", "comma-separated signal patterns to leave out")
-	f.StringVar(&o.traceFrom, "trace-from", "0", "first simulated time written to the VCD (e.g. 200ns)")
-	f.StringVar(&o.traceTo, "trace-to", "", "last simulated time written to the VCD (default: the end)")
-	f.BoolVar(&o.showHidden, "trace-hidden", false, "also dump signals whose name starts with an underscore")
-	f.StringVar(&o.until, "until", "1s", "stop the simulation at this simulated time")
+	f.BoolVar(&o.noPcap, "no-pcap", false, "do not write the packet capture")
+	f.StringVar(&o.trace, "trace", "", "signal patterns to dump (overrides the scenario's outputs.trace)")
+	f.StringVar(&o.traceExclude, "trace-exclude", "", "signal patterns to leave out")
+	f.StringVar(&o.traceFrom, "trace-from", "", "first time in the VCD (overrides outputs.trace_from)")
+	f.StringVar(&o.traceTo, "trace-to", "", "last time in the VCD (overrides outputs.trace_to)")
+	f.StringVar(&o.until, "until", "10s", "stop every experiment at this simulated time")
 	f.BoolVar(&o.noHost, "no-host-stats", false, "leave the host's speed out of stats.json (byte-identical reruns)")
-	f.BoolVar(&o.txnLog, "txn-log", false, "write txns.jsonl: every transaction and its cause")
+	f.BoolVar(&o.txnLog, "txn-log", false, "write txns.jsonl: every transaction of the first experiment and its cause")
 	return cmd
 }
 
-// loadConfig reads a scenario file strictly: unknown fields are errors with
-// their line number.
-func loadConfig(path string) (demo.Config, error) {
-	cfg := demo.DefaultConfig()
-	if path == "" {
-		return cfg, nil
+func loadScenario(file string) (aa.Scenario, error) {
+	if file == "" {
+		return aa.DefaultScenario(), nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(file)
 	if err != nil {
-		return cfg, err
+		return aa.Scenario{}, err
 	}
-	return parseConfig(path, data)
+	return aa.ParseScenario(file, data)
 }
 
-// parseConfig decodes a scenario's YAML over the defaults.
-func parseConfig(name string, data []byte) (demo.Config, error) {
-	cfg := demo.DefaultConfig()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			// One line per problem from the decoder; keep the error on one line.
-			return cfg, fmt.Errorf("%s: %s", name, strings.Join(te.Errors, "; "))
-		}
-		return cfg, fmt.Errorf("%s: %w", name, err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("%s: %w", name, err)
-	}
-	return cfg, nil
-}
-
-func runScenario(stdout io.Writer, log *logrus.Logger, o runOpts) error {
-	cfg, err := loadConfig(o.config)
+func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOpts) error {
+	sc, err := loadScenario(file)
 	if err != nil {
 		return err
 	}
+	if o.seedSet {
+		sc.Seed = o.seed
+	}
+	if o.trace != "" {
+		sc.Outputs.Trace = o.trace
+	}
+	if o.traceFrom != "" {
+		sc.Outputs.TraceFrom = o.traceFrom
+	}
+	if o.traceTo != "" {
+		sc.Outputs.TraceTo = o.traceTo
+	}
+	sc.Outputs.VCD = sc.Outputs.VCD && !o.noVCD
+	sc.Outputs.Pcap = sc.Outputs.Pcap && !o.noPcap
 	until, err := sim.ParseTick(o.until)
 	if err != nil {
 		return fmt.Errorf("--until: %w", err)
 	}
-	from, err := sim.ParseTick(o.traceFrom)
-	if err != nil {
-		return fmt.Errorf("--trace-from: %w", err)
-	}
-	var to sim.Tick
-	if o.traceTo != "" {
-		if to, err = sim.ParseTick(o.traceTo); err != nil {
-			return fmt.Errorf("--trace-to: %w", err)
-		}
-		if to < from {
-			return fmt.Errorf("--trace-to %v lies before --trace-from %v", to, from)
-		}
-	}
-	filter, err := waveforms.NewFilter(o.trace, o.traceExclude, o.showHidden)
-	if err != nil {
-		return fmt.Errorf("--trace: %w", err)
+	if key, err := sc.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-
-	e := sim.NewEngine(o.seed)
-	if o.txnLog {
-		e.EnableTxnLog()
-	}
-	p, err := demo.Build(e, "demo", cfg)
-	if err != nil {
-		return err
-	}
-	log.WithFields(logrus.Fields{"seed": o.seed, "stages": cfg.Stages, "items": cfg.Items}).Info("elaborated the demonstration pipeline")
-
-	var vw *waveforms.Writer
-	var vcdFile *os.File
-	vcdPath := filepath.Join(o.out, "run.vcd")
-	if !o.noVCD {
-		if vcdFile, err = os.Create(vcdPath); err != nil {
-			return err
-		}
-		defer vcdFile.Close()
-		vw = waveforms.NewWriter(vcdFile, waveforms.Options{Filter: filter, From: uint64(from), To: uint64(to),
-			Version: "aaemu " + version.Version, Comment: fmt.Sprintf("scenario demo-pipeline, seed %d", o.seed)})
-		e.AttachTracer(vw)
-		if len(vw.Signals()) == 0 {
-			log.Warnf("--trace %q selects no signal", o.trace)
-		}
-	}
-
+	var results []aa.DHTResult
+	var first *sim.Engine
+	var traced *tracedOutputs
 	start := time.Now()
-	end := e.Run(until)
-	wall := time.Since(start)
-	checkErr := p.Check()
-
-	if vw != nil {
-		if err := vw.Close(uint64(end)); err != nil {
-			return fmt.Errorf("%s: %w", vcdPath, err)
+	for i, x := range sc.Experiments() {
+		e := sim.NewEngine(sc.Seed)
+		if i == 0 && o.txnLog {
+			e.EnableTxnLog()
 		}
-		if err := vcdFile.Close(); err != nil {
+		c, w, err := sc.Build(e, x)
+		if err != nil {
 			return err
 		}
-		gtkwPath := filepath.Join(o.out, "run.gtkw")
-		if err := writeGTKW(gtkwPath, "run.vcd", vw.Signals()); err != nil {
-			return err
+		if i == 0 {
+			if traced, err = attachOutputs(e, c, sc, o); err != nil {
+				return err
+			}
+			first = e
+		}
+		log.WithFields(logrus.Fields{"scheme": x.Scheme, "collisions": x.Collisions}).Info("running")
+		end := c.Run(until, c.AppsDone)
+		r := w.Result()
+		if !r.Verified {
+			return fmt.Errorf("%s at %.0f%% collisions: the hashtable is wrong: %v", x.Scheme, 100*x.Collisions, w.Verify())
+		}
+		if !c.AppsDone() {
+			return fmt.Errorf("%s at %.0f%% collisions did not finish by %v", x.Scheme, 100*x.Collisions, end)
+		}
+		results = append(results, r)
+		if i == 0 {
+			if err := traced.close(uint64(end)); err != nil {
+				return err
+			}
 		}
 	}
+	wall := time.Since(start)
 	statsPath := filepath.Join(o.out, "stats.json")
 	if err := writeFile(statsPath, func(w io.Writer) error {
-		return e.WriteStatsJSON(w, sim.RunInfo{Version: version.Version, Config: struct {
-			Scenario string      `json:"scenario"`
-			Pipeline demo.Config `json:"pipeline"`
-			Until    uint64      `json:"until_ps"`
-		}{"demo-pipeline", cfg, uint64(until)}, Wall: wall, Host: !o.noHost})
+		return first.WriteStatsJSON(w, sim.RunInfo{Version: version.Version, Config: sc, Wall: wall, Host: !o.noHost, Results: results})
 	}); err != nil {
 		return err
 	}
 	if o.txnLog {
-		if err := writeFile(filepath.Join(o.out, "txns.jsonl"), func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			for _, r := range e.TxnLog() {
-				if err := enc.Encode(r); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
+		if err := writeTxnLog(filepath.Join(o.out, "txns.jsonl"), first); err != nil {
 			return err
 		}
 	}
-
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "aaemu %s\tdemo pipeline, %d stages, seed %d\n", version.Version, cfg.Stages, o.seed)
-	fmt.Fprintf(tw, "  items delivered\t%d of %d\n", len(p.Sink.Got()), cfg.Items)
-	fmt.Fprintf(tw, "  simulated time\t%s\n", end.Human())
-	fmt.Fprintf(tw, "  clock cycles\t%d (%d edges evaluated, idle edges skipped)\n", e.TotalCycles(), edges(e))
-	fmt.Fprintf(tw, "  wall time\t%v (%.0f cycles/s)\n", wall.Round(time.Microsecond), float64(e.TotalCycles())/wall.Seconds())
-	if vw != nil {
-		fmt.Fprintf(tw, "  waveforms\t%s: %d signals, %d value changes\n", vcdPath, len(vw.Signals()), vw.Changes())
-		fmt.Fprintf(tw, "  view with\tgtkwave %s %s\n", vcdPath, filepath.Join(o.out, "run.gtkw"))
+	printResults(stdout, sc, results, wall)
+	fmt.Fprintf(stdout, "\noutputs in %s/:", o.out)
+	if traced.vcd != nil {
+		fmt.Fprintf(stdout, " run.vcd (%d signals, %d changes), run.gtkw,", len(traced.vcd.Signals()), traced.vcd.Changes())
 	}
-	fmt.Fprintf(tw, "  statistics\t%s\n", statsPath)
-	tw.Flush()
-	if checkErr != nil {
-		return fmt.Errorf("the pipeline's result is wrong: %w", checkErr)
+	if traced.pcap != nil {
+		fmt.Fprintf(stdout, " run.pcapng (%d frames),", traced.frames)
+	}
+	fmt.Fprintf(stdout, " stats.json\n")
+	if traced.vcd != nil {
+		fmt.Fprintf(stdout, "view: gtkwave %s %s; wireshark %s\n", filepath.Join(o.out, "run.vcd"), filepath.Join(o.out, "run.gtkw"), filepath.Join(o.out, "run.pcapng"))
 	}
 	return nil
 }
 
-func edges(e *sim.Engine) uint64 {
-	var n uint64
-	for _, c := range e.Clocks() {
-		n += c.EdgesEvaluated()
+func printResults(w io.Writer, sc aa.Scenario, rs []aa.DHTResult, wall time.Duration) {
+	d := sc.Workload.DHT
+	fmt.Fprintf(w, "aaemu %s · DHT inserts: %d keys, %d cells, 1 process on node 0 → table on node 1 · %d Mb/s links · seed %d\n\n",
+		version.Version, d.Inserts, d.Cells, sc.Machine.Wire.RateMbps, sc.Seed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scheme\tcollisions\tinserts/s\tremote ops/insert\tPCIe TLPs/insert\twire bytes/insert\tsim time\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%.0f%%\t%.0f\t%.2f\t%.1f\t%.0f\t%s\t\n", r.Scheme, 100*r.Collisions, r.InsertsPerSec, r.RemoteOps,
+			r.TLPs, r.WireBytes, sim.Tick(r.SimTimePS).Human())
 	}
-	return n
+	tw.Flush()
+	// Speed-ups of each AA scheme over RMA at the same collision ratio.
+	for _, r := range rs {
+		if r.Scheme == aa.RMA {
+			continue
+		}
+		for _, b := range rs {
+			if b.Scheme == aa.RMA && b.Collisions == r.Collisions {
+				fmt.Fprintf(w, "%s is %.1f× as fast as RMA at %.0f%% collisions\n", r.Scheme, r.InsertsPerSec/b.InsertsPerSec, 100*r.Collisions)
+			}
+		}
+	}
+	fmt.Fprintf(w, "(%d experiments in %v wall time)\n", len(rs), wall.Round(time.Millisecond))
 }
 
-func writeGTKW(path, vcd string, sigs []waveforms.SignalInfo) error {
-	return writeFile(path, func(w io.Writer) error {
-		_, err := waveforms.SaveFile{DumpFile: vcd, Signals: sigs}.WriteTo(w)
-		return err
-	})
+// tracedOutputs are the files the first experiment writes.
+type tracedOutputs struct {
+	dir     string
+	vcdFile *os.File
+	vcd     *waveforms.Writer
+	pcapF   *os.File
+	pcap    *roce.Capture
+	frames  int
+	err     error
 }
 
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+func attachOutputs(e *sim.Engine, c *aa.Cluster, sc aa.Scenario, o scenarioOpts) (*tracedOutputs, error) {
+	t := &tracedOutputs{dir: o.out}
+	if sc.Outputs.Pcap {
+		f, err := os.Create(filepath.Join(o.out, "run.pcapng"))
+		if err != nil {
+			return t, err
+		}
+		cp, err := roce.NewCapture(f)
+		if err != nil {
+			return t, err
+		}
+		t.pcapF, t.pcap = f, cp
+		for _, w := range c.Wires {
+			w.SetTap(func(now sim.Tick, fr *nic.Frame, lost bool) {
+				b, err := fr.Serialize()
+				if err == nil {
+					comment := fmt.Sprintf("txn=%d cause=%d", fr.ID, fr.Cause)
+					if lost {
+						comment += " lost"
+					}
+					err = cp.Write(uint64(now), b, comment)
+				}
+				if err != nil && t.err == nil {
+					t.err = err
+				}
+				t.frames++
+			})
+		}
 	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
+	if sc.Outputs.VCD {
+		filter, err := waveforms.NewFilter(sc.Outputs.Trace, o.traceExclude, false)
+		if err != nil {
+			return t, fmt.Errorf("outputs.trace: %w", err)
+		}
+		from, _ := sim.ParseTick(sc.Outputs.TraceFrom)
+		var to sim.Tick
+		if sc.Outputs.TraceTo != "" {
+			to, _ = sim.ParseTick(sc.Outputs.TraceTo)
+		}
+		if to != 0 && to < from {
+			return t, fmt.Errorf("outputs.trace_to %v lies before trace_from %v", to, from)
+		}
+		f, err := os.Create(filepath.Join(o.out, "run.vcd"))
+		if err != nil {
+			return t, err
+		}
+		x := sc.Experiments()[0]
+		t.vcdFile = f
+		t.vcd = waveforms.NewWriter(f, waveforms.Options{Filter: filter, From: uint64(from), To: uint64(to),
+			Version: "aaemu " + version.Version, Comment: fmt.Sprintf("DHT %s at %.0f%% collisions, seed %d", x.Scheme, 100*x.Collisions, sc.Seed)})
+		e.AttachTracer(t.vcd)
 	}
-	return f.Close()
+	return t, nil
+}
+
+// close finishes the files; frames written after close (none: the run is
+// over) would be lost.
+func (t *tracedOutputs) close(end uint64) error {
+	if t.pcap != nil {
+		if err := t.pcap.Flush(); err != nil {
+			return err
+		}
+		if err := t.pcapF.Close(); err != nil {
+			return err
+		}
+		if t.err != nil {
+			return fmt.Errorf("run.pcapng: %w", t.err)
+		}
+	}
+	if t.vcd != nil {
+		if err := t.vcd.Close(end); err != nil {
+			return fmt.Errorf("run.vcd: %w", err)
+		}
+		if err := t.vcdFile.Close(); err != nil {
+			return err
+		}
+		if err := writeGTKW(filepath.Join(t.dir, "run.gtkw"), "run.vcd", t.vcd.Signals()); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -20,7 +20,9 @@
 //
 // A PAD record fills the space from its position to the end of the ring when
 // the next record does not fit there; its byte length is the size of that
-// space, header included, and it carries no data.
+// space, header included, and it carries no data. When less than a header's
+// size remains before the end of the ring, there is no PAD record: a reader
+// skips to the base (SkipAtEnd).
 package record
 
 import (
@@ -30,6 +32,16 @@ import (
 
 // HeaderSize is the size of a record header in bytes.
 const HeaderSize = 32
+
+// SkipAtEnd returns how many bytes a reader at offset pos of a ring of size
+// bytes skips before the next record: the rest of the ring when it is too
+// short for a header, else 0.
+func SkipAtEnd(pos, size uint64) uint64 {
+	if rest := size - pos%size; rest < HeaderSize {
+		return rest
+	}
+	return 0
+}
 
 // Kind of a record.
 type Kind uint8

@@ -1,0 +1,324 @@
+package aa
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Scenario is what `aaemu run` runs: a machine, a workload and the outputs.
+type Scenario struct {
+	Seed     uint64       `yaml:"seed" json:"seed"`
+	Machine  MachineSpec  `yaml:"machine" json:"machine"`
+	Workload WorkloadSpec `yaml:"workload" json:"workload"`
+	Outputs  OutputSpec   `yaml:"outputs" json:"outputs"`
+}
+
+// MachineSpec is the part of the cluster a scenario may change.
+type MachineSpec struct {
+	Nodes     int    `yaml:"nodes" json:"nodes"`
+	Cores     int    `yaml:"cores" json:"cores"`
+	FabricMHz uint64 `yaml:"fabric_mhz" json:"fabric_mhz"`
+	Wire      struct {
+		RateMbps  uint64 `yaml:"rate_mbps" json:"rate_mbps"`
+		LatencyNS uint64 `yaml:"latency_ns" json:"latency_ns"`
+		LossPPM   uint32 `yaml:"loss_ppm" json:"loss_ppm"`
+	} `yaml:"wire" json:"wire"`
+	PCIe struct {
+		Gen       int    `yaml:"gen" json:"gen"`
+		Width     int    `yaml:"width" json:"width"`
+		LatencyNS uint64 `yaml:"latency_ns" json:"latency_ns"`
+	} `yaml:"pcie" json:"pcie"`
+	NIC struct {
+		PMTU         int    `yaml:"pmtu" json:"pmtu"`
+		RetransmitUS uint64 `yaml:"retransmit_us" json:"retransmit_us"`
+	} `yaml:"nic" json:"nic"`
+	IOMMU struct {
+		IOTLBSets     int    `yaml:"iotlb_sets" json:"iotlb_sets"`
+		IOTLBWays     int    `yaml:"iotlb_ways" json:"iotlb_ways"`
+		IOTLBEviction string `yaml:"iotlb_eviction" json:"iotlb_eviction"`
+		LogCAMEntries int    `yaml:"log_cam_entries" json:"log_cam_entries"`
+		ProcessNS     uint64 `yaml:"process_ns" json:"process_ns"`
+		MemAccessNS   uint64 `yaml:"mem_access_ns" json:"mem_access_ns"`
+	} `yaml:"iommu" json:"iommu"`
+	CPU struct {
+		InterruptNS  uint64 `yaml:"interrupt_ns" json:"interrupt_ns"`
+		ScratchpadNS uint64 `yaml:"scratchpad_ns" json:"scratchpad_ns"`
+	} `yaml:"cpu" json:"cpu"`
+}
+
+// WorkloadSpec selects the workload.
+type WorkloadSpec struct {
+	DHT DHTSpec `yaml:"dht" json:"dht"`
+}
+
+// DHTSpec is the hashtable insert benchmark: every scheme at every
+// collision ratio.
+type DHTSpec struct {
+	Inserts       int       `yaml:"inserts" json:"inserts"`
+	Cells         int       `yaml:"cells" json:"cells"`
+	Collisions    []float64 `yaml:"collisions" json:"collisions"`
+	Schemes       []string  `yaml:"schemes" json:"schemes"`
+	ComputeCycles int       `yaml:"compute_cycles" json:"compute_cycles"`
+}
+
+// OutputSpec chooses what the traced experiment (the first scheme at the
+// first collision ratio) writes.
+type OutputSpec struct {
+	VCD       bool   `yaml:"vcd" json:"vcd"`
+	Trace     string `yaml:"trace" json:"trace"` // signal patterns
+	TraceFrom string `yaml:"trace_from" json:"trace_from"`
+	TraceTo   string `yaml:"trace_to" json:"trace_to"`
+	Pcap      bool   `yaml:"pcap" json:"pcap"`
+}
+
+// DefaultScenario is `aaemu run` without a file: two nodes on 1 GbE, one
+// process inserting into a remote hashtable with AA and with plain RMA at 5%
+// and 25% collisions.
+func DefaultScenario() Scenario {
+	var s Scenario
+	s.Seed = 1
+	m := &s.Machine
+	m.Nodes, m.Cores, m.FabricMHz = 2, 1, 1000
+	m.Wire.RateMbps, m.Wire.LatencyNS = 1000, 1000
+	m.PCIe.Gen, m.PCIe.Width, m.PCIe.LatencyNS = 3, 8, 100
+	m.NIC.PMTU, m.NIC.RetransmitUS = 1024, 200
+	m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays, m.IOMMU.IOTLBEviction = 16, 4, "lru"
+	m.IOMMU.LogCAMEntries, m.IOMMU.ProcessNS, m.IOMMU.MemAccessNS = 16, 5, 70
+	m.CPU.InterruptNS, m.CPU.ScratchpadNS = 3000, 15
+	s.Workload.DHT = DHTSpec{Inserts: 2000, Cells: 1 << 14, Collisions: []float64{0.05, 0.25}, Schemes: []string{"AA-SP", "RMA"}}
+	s.Outputs = OutputSpec{VCD: true, Trace: "node1.iommu,node1.nic0,node0.nic0,net", TraceFrom: "0", TraceTo: "40us", Pcap: true}
+	return s
+}
+
+// ParseScenario reads a scenario file over the defaults. Unknown keys, bad
+// types and bad values are errors that name the file, the line and the key.
+func ParseScenario(name string, data []byte) (Scenario, error) {
+	s := DefaultScenario()
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return s, fmt.Errorf("%s: %s", name, flatYAML(err))
+	}
+	// YAML replaces a list rather than merging it into the default.
+	s.Workload.DHT.Collisions, s.Workload.DHT.Schemes = nil, nil
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
+		return s, fmt.Errorf("%s: %s", name, flatYAML(err))
+	}
+	d := DefaultScenario()
+	if s.Workload.DHT.Collisions == nil {
+		s.Workload.DHT.Collisions = d.Workload.DHT.Collisions
+	}
+	if s.Workload.DHT.Schemes == nil {
+		s.Workload.DHT.Schemes = d.Workload.DHT.Schemes
+	}
+	if key, err := s.Validate(); err != nil {
+		if line := lineOf(&root, strings.Split(key, ".")); line > 0 {
+			return s, fmt.Errorf("%s:%d: %s: %w", name, line, key, err)
+		}
+		return s, fmt.Errorf("%s: %s: %w", name, key, err)
+	}
+	return s, nil
+}
+
+func flatYAML(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return strings.Join(te.Errors, "; ")
+	}
+	return err.Error()
+}
+
+// lineOf finds the line of a dotted key in a YAML document.
+func lineOf(n *yaml.Node, path []string) int {
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := 0
+	for _, k := range path {
+		if n.Kind != yaml.MappingNode {
+			return line
+		}
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				line, n, found = n.Content[i].Line, n.Content[i+1], true
+				break
+			}
+		}
+		if !found {
+			return line
+		}
+	}
+	return line
+}
+
+// Validate checks the scenario; it returns the dotted key of the first bad
+// value and what is wrong with it.
+func (s *Scenario) Validate() (string, error) {
+	m := &s.Machine
+	pos := func(key string, v uint64) (string, error) {
+		if v == 0 {
+			return key, fmt.Errorf("must be positive")
+		}
+		return "", nil
+	}
+	checks := []func() (string, error){
+		func() (string, error) {
+			if m.Nodes != 2 {
+				return "machine.nodes", fmt.Errorf("%d: this version runs two nodes joined by a direct link", m.Nodes)
+			}
+			return "", nil
+		},
+		func() (string, error) {
+			if m.Cores < 1 || m.Cores > 64 {
+				return "machine.cores", fmt.Errorf("%d out of 1..64", m.Cores)
+			}
+			return "", nil
+		},
+		func() (string, error) {
+			if _, err := sim.PeriodOfMHz(m.FabricMHz); err != nil {
+				return "machine.fabric_mhz", err
+			}
+			return "", nil
+		},
+		func() (string, error) { return pos("machine.wire.rate_mbps", m.Wire.RateMbps) },
+		func() (string, error) {
+			if m.Wire.LossPPM > 1_000_000 {
+				return "machine.wire.loss_ppm", fmt.Errorf("%d exceeds one million", m.Wire.LossPPM)
+			}
+			return "", nil
+		},
+		func() (string, error) {
+			if m.PCIe.Gen < 1 || m.PCIe.Gen > 5 {
+				return "machine.pcie.gen", fmt.Errorf("%d out of 1..5", m.PCIe.Gen)
+			}
+			return "", nil
+		},
+		func() (string, error) {
+			switch m.PCIe.Width {
+			case 1, 2, 4, 8, 16:
+				return "", nil
+			}
+			return "machine.pcie.width", fmt.Errorf("x%d: want 1, 2, 4, 8 or 16", m.PCIe.Width)
+		},
+		func() (string, error) {
+			switch m.NIC.PMTU {
+			case 256, 512, 1024, 2048, 4096:
+				return "", nil
+			}
+			return "machine.nic.pmtu", fmt.Errorf("%d: want 256, 512, 1024, 2048 or 4096", m.NIC.PMTU)
+		},
+		func() (string, error) { return pos("machine.nic.retransmit_us", m.NIC.RetransmitUS) },
+		func() (string, error) { return pos("machine.iommu.iotlb_sets", uint64(max(m.IOMMU.IOTLBSets, 0))) },
+		func() (string, error) { return pos("machine.iommu.iotlb_ways", uint64(max(m.IOMMU.IOTLBWays, 0))) },
+		func() (string, error) {
+			if _, err := sim.ParseEviction(m.IOMMU.IOTLBEviction); err != nil {
+				return "machine.iommu.iotlb_eviction", err
+			}
+			return "", nil
+		},
+		func() (string, error) {
+			return pos("machine.iommu.log_cam_entries", uint64(max(m.IOMMU.LogCAMEntries, 0)))
+		},
+		func() (string, error) {
+			d := &s.Workload.DHT
+			switch {
+			case d.Inserts < 1:
+				return "workload.dht.inserts", fmt.Errorf("%d, want at least 1", d.Inserts)
+			case d.Cells < 1 || d.Cells&(d.Cells-1) != 0:
+				return "workload.dht.cells", fmt.Errorf("%d is not a power of two", d.Cells)
+			case len(d.Schemes) == 0:
+				return "workload.dht.schemes", fmt.Errorf("empty")
+			case len(d.Collisions) == 0:
+				return "workload.dht.collisions", fmt.Errorf("empty")
+			case d.ComputeCycles < 0:
+				return "workload.dht.compute_cycles", fmt.Errorf("negative")
+			}
+			for _, c := range d.Collisions {
+				if c < 0 || c > 1 {
+					return "workload.dht.collisions", fmt.Errorf("%v out of 0..1", c)
+				}
+			}
+			for _, sc := range d.Schemes {
+				if _, err := ParseScheme(sc); err != nil {
+					return "workload.dht.schemes", err
+				}
+			}
+			return "", nil
+		},
+		func() (string, error) {
+			for _, t := range []struct{ key, v string }{{"outputs.trace_from", s.Outputs.TraceFrom}, {"outputs.trace_to", s.Outputs.TraceTo}} {
+				if t.v == "" {
+					continue
+				}
+				if _, err := sim.ParseTick(t.v); err != nil {
+					return t.key, err
+				}
+			}
+			return "", nil
+		},
+	}
+	for _, c := range checks {
+		if key, err := c(); err != nil {
+			return key, err
+		}
+	}
+	return "", nil
+}
+
+// ClusterSpec turns the machine part into a cluster spec.
+func (s *Scenario) ClusterSpec() Spec {
+	c := DefaultSpec()
+	m := &s.Machine
+	c.Nodes, c.Cores, c.FabricMHz = m.Nodes, m.Cores, m.FabricMHz
+	c.Wire.RateMbps, c.Wire.LatencyPS, c.Wire.LossPPM = m.Wire.RateMbps, sim.Tick(m.Wire.LatencyNS)*sim.NS, m.Wire.LossPPM
+	c.PCIe.Gen, c.PCIe.Width, c.PCIe.LatencyPS = m.PCIe.Gen, m.PCIe.Width, sim.Tick(m.PCIe.LatencyNS)*sim.NS
+	c.NIC.PMTU, c.NIC.RetransmitPS = m.NIC.PMTU, sim.Tick(m.NIC.RetransmitUS)*sim.US
+	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays
+	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)
+	c.IOMMU.LogCAMEntries = m.IOMMU.LogCAMEntries
+	c.IOMMU.ProcessPS, c.IOMMU.MemAccessPS = sim.Tick(m.IOMMU.ProcessNS)*sim.NS, sim.Tick(m.IOMMU.MemAccessNS)*sim.NS
+	c.CPU.InterruptPS, c.CPU.ScratchpadPS = sim.Tick(m.CPU.InterruptNS)*sim.NS, sim.Tick(m.CPU.ScratchpadNS)*sim.NS
+	return c
+}
+
+// Experiment is one scheme at one collision ratio.
+type Experiment struct {
+	Scheme     Scheme
+	Collisions float64
+}
+
+// Experiments lists the scenario's runs in order; the first is traced.
+func (s *Scenario) Experiments() []Experiment {
+	var out []Experiment
+	for _, sc := range s.Workload.DHT.Schemes {
+		k, _ := ParseScheme(sc)
+		for _, c := range s.Workload.DHT.Collisions {
+			out = append(out, Experiment{Scheme: k, Collisions: c})
+		}
+	}
+	return out
+}
+
+// Build makes the cluster and the workload of one experiment on engine e.
+func (s *Scenario) Build(e *sim.Engine, x Experiment) (*Cluster, *dht, error) {
+	c, err := New(e, s.ClusterSpec())
+	if err != nil {
+		return nil, nil, err
+	}
+	d := s.Workload.DHT
+	w, err := SetupDHT(c, DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
+		Compute: d.ComputeCycles, Seed: s.Seed})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, w, nil
+}

@@ -1,0 +1,28 @@
+package aa
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestScenarioErrors(t *testing.T) {
+	cases := []struct{ yaml, want string }{
+		{"machine:\n  wire:\n    rate_mbps: 0\n", "s.yaml:3: machine.wire.rate_mbps: must be positive"},
+		{"machine:\n  wyre: {}\n", "line 2: field wyre not found"},
+		{"workload:\n  dht:\n    cells: 1000\n", "s.yaml:3: workload.dht.cells: 1000 is not a power of two"},
+		{"workload:\n  dht:\n    schemes: [AA-SP, MPI]\n", `s.yaml:3: workload.dht.schemes: scheme "MPI"`},
+		{"machine:\n  nodes: 3\n", "s.yaml:2: machine.nodes: 3"},
+		{"machine: [1, 2]\n", "cannot unmarshal"},
+		{"outputs:\n  trace_to: soon\n", "s.yaml:2: outputs.trace_to"},
+	}
+	for _, c := range cases {
+		_, err := ParseScenario("s.yaml", []byte(c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.yaml, err, c.want)
+		}
+	}
+	s, err := ParseScenario("s.yaml", []byte("workload:\n  dht:\n    inserts: 10\n    schemes: [RMA]\n"))
+	if err != nil || s.Workload.DHT.Inserts != 10 || len(s.Experiments()) != 2 || s.Machine.Wire.RateMbps != 1000 {
+		t.Fatalf("%+v %v", s.Workload, err)
+	}
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/aaemu/aaemu/internal/demo"
+	"github.com/aaemu/aaemu/internal/version"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/waveforms"
+)
+
+type runOpts struct {
+	config       string
+	seed         uint64
+	out          string
+	noVCD        bool
+	trace        string
+	traceExclude string
+	traceFrom    string
+	traceTo      string
+	showHidden   bool
+	until        string
+	noHost       bool
+	txnLog       bool
+}
+
+func newDemoCmd(log *logrus.Logger) *cobra.Command {
+	var o runOpts
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the kernel's demonstration pipeline (no AA machine)",
+		Long: `Demo runs a small pipeline of kernel blocks — a source, registered stages and a
+sink with a random ready in a second clock domain — and writes into the output
+directory:
+  run.vcd      waveforms of every traced signal (IEEE 1364 VCD, 1 ps timescale)
+  run.gtkw     a GTKWave save file that opens run.vcd grouped by block
+  stats.json   statistics with units and descriptions, the configuration,
+               the seed, the version and the host's speed
+  txns.jsonl   with --txn-log: every transaction with the one that caused it
+
+It shows the kernel's handshakes, registers and clock domains in a waveform
+viewer. --config reads its parameters from a YAML file.`,
+		Example: `  aaemu demo
+  aaemu demo --seed 7 --trace 'demo.stage*' --trace-from 20ns --trace-to 400ns
+  aaemu demo --config pipeline.yaml --out /tmp/run1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDemo(cmd.OutOrStdout(), log, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.config, "config", "", "YAML file with the scenario's parameters")
+	f.Uint64Var(&o.seed, "seed", 1, "root seed of every random choice in the run")
+	f.StringVar(&o.out, "out", "out", "output directory")
+	f.BoolVar(&o.noVCD, "no-vcd", false, "do not write waveforms")
+	f.StringVar(&o.trace, "trace", "", "comma-separated signal patterns to dump (* within a level, ** across levels); empty: all")
+	f.StringVar(&o.traceExclude, "trace-exclude", "", "comma-separated signal patterns to leave out")
+	f.StringVar(&o.traceFrom, "trace-from", "0", "first simulated time written to the VCD (e.g. 200ns)")
+	f.StringVar(&o.traceTo, "trace-to", "", "last simulated time written to the VCD (default: the end)")
+	f.BoolVar(&o.showHidden, "trace-hidden", false, "also dump signals whose name starts with an underscore")
+	f.StringVar(&o.until, "until", "1s", "stop the simulation at this simulated time")
+	f.BoolVar(&o.noHost, "no-host-stats", false, "leave the host's speed out of stats.json (byte-identical reruns)")
+	f.BoolVar(&o.txnLog, "txn-log", false, "write txns.jsonl: every transaction and its cause")
+	return cmd
+}
+
+// loadConfig reads a scenario file strictly: unknown fields are errors with
+// their line number.
+func loadConfig(path string) (demo.Config, error) {
+	cfg := demo.DefaultConfig()
+	if path == "" {
+		return cfg, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	return parseConfig(path, data)
+}
+
+// parseConfig decodes a scenario's YAML over the defaults.
+func parseConfig(name string, data []byte) (demo.Config, error) {
+	cfg := demo.DefaultConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			// One line per problem from the decoder; keep the error on one line.
+			return cfg, fmt.Errorf("%s: %s", name, strings.Join(te.Errors, "; "))
+		}
+		return cfg, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%s: %w", name, err)
+	}
+	return cfg, nil
+}
+
+func runDemo(stdout io.Writer, log *logrus.Logger, o runOpts) error {
+	cfg, err := loadConfig(o.config)
+	if err != nil {
+		return err
+	}
+	until, err := sim.ParseTick(o.until)
+	if err != nil {
+		return fmt.Errorf("--until: %w", err)
+	}
+	from, err := sim.ParseTick(o.traceFrom)
+	if err != nil {
+		return fmt.Errorf("--trace-from: %w", err)
+	}
+	var to sim.Tick
+	if o.traceTo != "" {
+		if to, err = sim.ParseTick(o.traceTo); err != nil {
+			return fmt.Errorf("--trace-to: %w", err)
+		}
+		if to < from {
+			return fmt.Errorf("--trace-to %v lies before --trace-from %v", to, from)
+		}
+	}
+	filter, err := waveforms.NewFilter(o.trace, o.traceExclude, o.showHidden)
+	if err != nil {
+		return fmt.Errorf("--trace: %w", err)
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+
+	e := sim.NewEngine(o.seed)
+	if o.txnLog {
+		e.EnableTxnLog()
+	}
+	p, err := demo.Build(e, "demo", cfg)
+	if err != nil {
+		return err
+	}
+	log.WithFields(logrus.Fields{"seed": o.seed, "stages": cfg.Stages, "items": cfg.Items}).Info("elaborated the demonstration pipeline")
+
+	var vw *waveforms.Writer
+	var vcdFile *os.File
+	vcdPath := filepath.Join(o.out, "run.vcd")
+	if !o.noVCD {
+		if vcdFile, err = os.Create(vcdPath); err != nil {
+			return err
+		}
+		defer vcdFile.Close()
+		vw = waveforms.NewWriter(vcdFile, waveforms.Options{Filter: filter, From: uint64(from), To: uint64(to),
+			Version: "aaemu " + version.Version, Comment: fmt.Sprintf("scenario demo-pipeline, seed %d", o.seed)})
+		e.AttachTracer(vw)
+		if len(vw.Signals()) == 0 {
+			log.Warnf("--trace %q selects no signal", o.trace)
+		}
+	}
+
+	start := time.Now()
+	end := e.Run(until)
+	wall := time.Since(start)
+	checkErr := p.Check()
+
+	if vw != nil {
+		if err := vw.Close(uint64(end)); err != nil {
+			return fmt.Errorf("%s: %w", vcdPath, err)
+		}
+		if err := vcdFile.Close(); err != nil {
+			return err
+		}
+		gtkwPath := filepath.Join(o.out, "run.gtkw")
+		if err := writeGTKW(gtkwPath, "run.vcd", vw.Signals()); err != nil {
+			return err
+		}
+	}
+	statsPath := filepath.Join(o.out, "stats.json")
+	if err := writeFile(statsPath, func(w io.Writer) error {
+		return e.WriteStatsJSON(w, sim.RunInfo{Version: version.Version, Config: struct {
+			Scenario string      `json:"scenario"`
+			Pipeline demo.Config `json:"pipeline"`
+			Until    uint64      `json:"until_ps"`
+		}{"demo-pipeline", cfg, uint64(until)}, Wall: wall, Host: !o.noHost})
+	}); err != nil {
+		return err
+	}
+	if o.txnLog {
+		if err := writeTxnLog(filepath.Join(o.out, "txns.jsonl"), e); err != nil {
+			return err
+		}
+	}
+
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "aaemu %s\tdemo pipeline, %d stages, seed %d\n", version.Version, cfg.Stages, o.seed)
+	fmt.Fprintf(tw, "  items delivered\t%d of %d\n", len(p.Sink.Got()), cfg.Items)
+	fmt.Fprintf(tw, "  simulated time\t%s\n", end.Human())
+	fmt.Fprintf(tw, "  clock cycles\t%d (%d edges evaluated, idle edges skipped)\n", e.TotalCycles(), edges(e))
+	fmt.Fprintf(tw, "  wall time\t%v (%.0f cycles/s)\n", wall.Round(time.Microsecond), float64(e.TotalCycles())/wall.Seconds())
+	if vw != nil {
+		fmt.Fprintf(tw, "  waveforms\t%s: %d signals, %d value changes\n", vcdPath, len(vw.Signals()), vw.Changes())
+		fmt.Fprintf(tw, "  view with\tgtkwave %s %s\n", vcdPath, filepath.Join(o.out, "run.gtkw"))
+	}
+	fmt.Fprintf(tw, "  statistics\t%s\n", statsPath)
+	tw.Flush()
+	if checkErr != nil {
+		return fmt.Errorf("the pipeline's result is wrong: %w", checkErr)
+	}
+	return nil
+}
+
+func edges(e *sim.Engine) uint64 {
+	var n uint64
+	for _, c := range e.Clocks() {
+		n += c.EdgesEvaluated()
+	}
+	return n
+}
+
+func writeTxnLog(path string, e *sim.Engine) error {
+	return writeFile(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		for _, r := range e.TxnLog() {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func writeGTKW(path, vcd string, sigs []waveforms.SignalInfo) error {
+	return writeFile(path, func(w io.Writer) error {
+		_, err := waveforms.SaveFile{DumpFile: vcd, Signals: sigs}.WriteTo(w)
+		return err
+	})
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/aaemu/aaemu/sim"
+)
+
+func newTraceCmd(log *logrus.Logger) *cobra.Command {
+	var op int
+	var o scenarioOpts
+	cmd := &cobra.Command{
+		Use:   "trace [scenario.yaml] --op N",
+		Short: "Follow one operation end to end, stage by stage",
+		Long: `Trace runs the scenario's first experiment with every transaction recorded
+and prints the life of the N-th operation of its first process (1 = the first
+insert): the CPU call, the doorbell TLP, the work-request and payload DMA, each
+frame, each TLP at the target, the IOMMU's decision, the log record, the
+handler run, the ACK and the completion — each with its simulated time, the
+time since the operation began and since the step that caused it.`,
+		Example: `  aaemu trace --op 1
+  aaemu trace examples/dht-modes.yaml --op 100`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file := ""
+			if len(args) == 1 {
+				file = args[0]
+			}
+			return traceOp(cmd.OutOrStdout(), file, op, o)
+		},
+	}
+	cmd.Flags().IntVar(&op, "op", 1, "which operation of the first process (1-based)")
+	cmd.Flags().StringVar(&o.until, "until", "10s", "stop the simulation at this simulated time")
+	return cmd
+}
+
+func traceOp(w io.Writer, file string, op int, o scenarioOpts) error {
+	sc, err := loadScenario(file)
+	if err != nil {
+		return err
+	}
+	until, err := sim.ParseTick(o.until)
+	if err != nil {
+		return fmt.Errorf("--until: %w", err)
+	}
+	if op < 1 {
+		return fmt.Errorf("--op %d: operations count from 1", op)
+	}
+	x := sc.Experiments()[0]
+	e := sim.NewEngine(sc.Seed)
+	e.EnableTxnLog()
+	c, _, err := sc.Build(e, x)
+	if err != nil {
+		return err
+	}
+	c.Run(until, c.AppsDone)
+	log := e.TxnLog()
+	// The N-th operation started by a process: a transaction without a cause.
+	var root *sim.TxnRecord
+	n := 0
+	for i := range log {
+		if log[i].Cause == 0 && strings.HasPrefix(log[i].Kind, "dht.insert") {
+			n++
+			if n == op {
+				root = &log[i]
+				break
+			}
+		}
+	}
+	if root == nil {
+		return fmt.Errorf("--op %d: the run has %d operations", op, n)
+	}
+	children := map[sim.TxnID][]int{}
+	for i := range log {
+		if log[i].Cause != 0 {
+			children[log[i].Cause] = append(children[log[i].Cause], i)
+		}
+	}
+	fmt.Fprintf(w, "operation %d of %s (%s at %.0f%% collisions), txn %d\n", op, root.By, x.Scheme, 100*x.Collisions, root.ID)
+	fmt.Fprintf(w, "%12s %10s %10s  %-6s %s\n", "time", "+op", "+cause", "txn", "step")
+	type line struct {
+		r     sim.TxnRecord
+		depth int
+		since sim.Tick
+	}
+	var lines []line
+	var walk func(id sim.TxnID, at sim.Tick, depth int)
+	walk = func(id sim.TxnID, at sim.Tick, depth int) {
+		for _, i := range children[id] {
+			r := log[i]
+			lines = append(lines, line{r: r, depth: depth, since: r.At - at})
+			walk(r.ID, r.At, depth+1)
+		}
+	}
+	lines = append(lines, line{r: *root})
+	walk(root.ID, root.At, 1)
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].r.At < lines[j].r.At })
+	for _, l := range lines {
+		fmt.Fprintf(w, "%12s %10s %10s  %-6d %s%s  [%s]\n", l.r.At.Human(), (l.r.At - root.At).Human(), l.since.Human(), l.r.ID,
+			strings.Repeat("  ", l.depth), l.r.Kind, l.r.By)
+	}
+	last := lines[len(lines)-1].r.At
+	fmt.Fprintf(w, "%d steps over %s\n", len(lines), (last - root.At).Human())
+	return nil
+}
