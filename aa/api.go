@@ -23,9 +23,9 @@ type qpHandle struct {
 	doorbellAddr uint64
 }
 
-// connect creates one queue pair per core of a towards b: QPN 0x100+k on a
-// talks to QPN 0x100+k on b, so every process has its own send and completion
-// queues (sharing a QP between threads would need locks).
+// connect creates one queue pair per core of a towards b, so that every
+// process has its own send and completion queues (sharing a QP between
+// threads would need locks).
 func (c *Cluster) connect(a, b *Node) error {
 	for k := 0; k < c.Spec.Cores; k++ {
 		if err := c.connectQP(a, b, k); err != nil {
@@ -35,11 +35,13 @@ func (c *Cluster) connect(a, b *Node) error {
 	return nil
 }
 
+// qpn numbers node a's QP towards peer b for core k. QPNs start at 0x100:
+// QP0 and QP1 are InfiniBand's management QPs and analyzers decode them so.
+func (c *Cluster) qpn(peer, core int) uint32 { return uint32(0x100 + peer*c.Spec.Cores + core) }
+
 func (c *Cluster) connectQP(a, b *Node, core int) error {
 	size := c.Spec.SQSize
-	// QPNs start at 0x100: QP0 and QP1 are the subnet and general
-	// management QPs of InfiniBand, and analyzers decode them as such.
-	h := &qpHandle{qpn: uint32(0x100 + core), size: size}
+	h := &qpHandle{qpn: c.qpn(b.ID, core), size: size}
 	h.sqBase = a.Alloc(uint64(size * nic.WQESize))
 	h.cqBase = a.Alloc(uint64(size * nic.CQESize))
 	rw := iommu.Perm{Bits: pte.R | pte.W}
@@ -51,7 +53,7 @@ func (c *Cluster) connectQP(a, b *Node, core int) error {
 	}
 	h.doorbellAddr = barBase + uint64(h.qpn)*8
 	a.qps[b.ID] = append(a.qps[b.ID], h)
-	return a.NIC.CreateQP(nic.QPConfig{QPN: h.qpn, RemoteNode: b.ID, RemoteQPN: h.qpn,
+	return a.NIC.CreateQP(nic.QPConfig{QPN: h.qpn, RemoteNode: b.ID, RemoteQPN: c.qpn(a.ID, core),
 		SQBase: h.sqBase, SQSize: size, CQBase: h.cqBase, CQSize: size})
 }
 

@@ -30,12 +30,15 @@ type Spec struct {
 	Wire      nic.WireSpec
 	FabricMHz uint64 // clock of the IOMMU, memory controller, NIC, links (default 1000)
 	SQSize    int    // send-queue entries per QP (default 256)
+	// SwitchLatencyPS is the switch's forwarding latency (more than two nodes).
+	SwitchLatencyPS sim.Tick
 }
 
 // DefaultSpec is the paper's two-node set-up: 1 GbE NICs on PCIe Gen3 x8.
 func DefaultSpec() Spec {
 	return Spec{Nodes: 2, Cores: 1, CPU: cpu.DefaultSpec(), IOMMU: iommu.DefaultSpec(), Memory: memory.DefaultSpec(),
-		NIC: nic.DefaultSpec(), PCIe: pcie.DefaultLinkSpec(), Wire: nic.DefaultWireSpec(), FabricMHz: 1000, SQSize: 256}
+		NIC: nic.DefaultSpec(), PCIe: pcie.DefaultLinkSpec(), Wire: nic.DefaultWireSpec(), FabricMHz: 1000, SQSize: 256,
+		SwitchLatencyPS: 500 * sim.NS}
 }
 
 // Memory map of every node (physical addresses; the NIC's IO virtual
@@ -76,12 +79,13 @@ type Cluster struct {
 	CPUClk *sim.Clock
 	Nodes  []*Node
 	Wires  []*nic.Wire
+	Switch *nic.Switch // more than two nodes
 }
 
 // New builds a cluster on engine e.
 func New(e *sim.Engine, s Spec) (*Cluster, error) {
-	if s.Nodes != 2 {
-		return nil, fmt.Errorf("nodes: %d; this version connects exactly two nodes by a direct link", s.Nodes)
+	if s.Nodes < 2 || s.Nodes > 256 {
+		return nil, fmt.Errorf("nodes: %d out of 2..256", s.Nodes)
 	}
 	if s.Cores < 1 {
 		return nil, fmt.Errorf("cores: %d, want at least 1", s.Cores)
@@ -98,23 +102,57 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
-	// Wires: node 0 ↔ node 1.
-	for i := 0; i < 2; i++ {
-		a, b := c.Nodes[i], c.Nodes[1-i]
-		w, err := nic.NewWire(c.Fabric, fmt.Sprintf("net.wire%d%d", i, 1-i), s.Wire, a.NIC.Unit(), b.NIC.Unit())
-		if err != nil {
-			return nil, err
-		}
-		a.NIC.NetOut, b.NIC.NetIn = w.In, w.Out
-		c.Wires = append(c.Wires, w)
+	if err := c.network(); err != nil {
+		return nil, err
 	}
-	// One connected QP per direction of each node pair.
-	for i := 0; i < 2; i++ {
-		if err := c.connect(c.Nodes[i], c.Nodes[1-i]); err != nil {
-			return nil, err
+	// Connected QPs between every pair of nodes.
+	for _, a := range c.Nodes {
+		for _, b := range c.Nodes {
+			if a != b {
+				if err := c.connect(a, b); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	return c, nil
+}
+
+// network joins two nodes by a direct link (a wire each way), more through
+// a switch with a wire each way to every node.
+func (c *Cluster) network() error {
+	s := c.Spec
+	if s.Nodes == 2 {
+		for i := 0; i < 2; i++ {
+			a, b := c.Nodes[i], c.Nodes[1-i]
+			w, err := nic.NewWire(c.Fabric, fmt.Sprintf("net.wire%d%d", i, 1-i), s.Wire, a.NIC.Unit(), b.NIC.Unit())
+			if err != nil {
+				return err
+			}
+			a.NIC.NetOut, b.NIC.NetIn = w.In, w.Out
+			c.Wires = append(c.Wires, w)
+		}
+		return nil
+	}
+	sw, err := nic.NewSwitch(c.Fabric, "net.switch", nic.SwitchSpec{Ports: s.Nodes, LatencyPS: s.SwitchLatencyPS, QueueLen: 64})
+	if err != nil {
+		return err
+	}
+	c.Switch = sw
+	for _, n := range c.Nodes {
+		up, err := nic.NewWire(c.Fabric, fmt.Sprintf("net.up%d", n.ID), s.Wire, n.NIC.Unit(), sw.Unit())
+		if err != nil {
+			return err
+		}
+		down, err := nic.NewWire(c.Fabric, fmt.Sprintf("net.down%d", n.ID), s.Wire, sw.Unit(), n.NIC.Unit())
+		if err != nil {
+			return err
+		}
+		n.NIC.NetOut, n.NIC.NetIn = up.In, down.Out
+		sw.SetPort(n.ID, up.Out, down.In)
+		c.Wires = append(c.Wires, up, down)
+	}
+	return nil
 }
 
 func (c *Cluster) newNode(id int) (*Node, error) {
@@ -159,6 +197,16 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 	n.SP = scratchpad.New(c.CPUClk, p+"scratchpad", 64, n.IOMMU.Unit())
 	n.IOMMU.SP = n.SP.In
 	return n, nil
+}
+
+// WireBytes is every byte the network carried. Through a switch a frame
+// crosses two wires and counts twice, as it occupies both.
+func (c *Cluster) WireBytes() uint64 {
+	var t uint64
+	for _, w := range c.Wires {
+		t += w.Bytes()
+	}
+	return t
 }
 
 // Alloc returns size bytes of the node's memory, page aligned.

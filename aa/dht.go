@@ -324,7 +324,7 @@ func (d *dht) Result() DHTResult {
 	res := DHTResult{Scheme: d.cfg.Scheme, Collisions: d.cfg.Collisions, Inserts: len(d.keys), SimTimePS: uint64(end),
 		InsertsPerSec: n / (float64(end) / 1e12), RemoteOps: float64(d.ops) / n,
 		TLPs:      sum("node0.iommu.tlps", "node1.iommu.tlps") / n,
-		WireBytes: sum("net.wire01.wire_bytes", "net.wire10.wire_bytes") / n}
+		WireBytes: float64(d.c.WireBytes()) / n}
 	res.Verified = d.Verify() == nil
 	return res
 }

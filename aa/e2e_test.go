@@ -243,3 +243,48 @@ func TestLossRecovery(t *testing.T) {
 		t.Fatalf("%d of %d puts arrived", total, puts)
 	}
 }
+
+// More than two nodes go through a switch: every node puts to every other
+// node and the data lands.
+func TestFourNodesThroughASwitch(t *testing.T) {
+	c := newCluster(t, func(s *Spec) { s.Nodes = 4 })
+	if c.Switch == nil {
+		t.Fatal("no switch for four nodes")
+	}
+	bufs := make([]uint64, 4)
+	for i, n := range c.Nodes {
+		bufs[i] = n.Alloc(4096)
+		n.Register(bufs[i], 4096, iommu.Perm{Bits: pte.R | pte.W})
+	}
+	for i, n := range c.Nodes {
+		i := i
+		n.Mem.Store64(bufs[i], uint64(100+i))
+		n.Spawn(0, "app", func(x *Ctx) {
+			for j := range c.Nodes {
+				if j != i {
+					x.Put(j, bufs[i], bufs[j]+uint64(64+8*i), 8)
+				}
+			}
+			for j := range c.Nodes {
+				if j != i {
+					if err := x.Flush(j); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+	c.Run(10*sim.MS, c.AppsDone)
+	for j, n := range c.Nodes {
+		for i := range c.Nodes {
+			if i != j {
+				if v := n.Mem.Load64(bufs[j] + uint64(64+8*i)); v != uint64(100+i) {
+					t.Fatalf("node %d holds %d from node %d", j, v, i)
+				}
+			}
+		}
+	}
+	if st, _ := c.Eng.Stats().Get("net.switch.forwarded"); st.(*sim.Counter).Value() == 0 {
+		t.Fatal("nothing went through the switch")
+	}
+}

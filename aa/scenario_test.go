@@ -11,7 +11,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"machine:\n  wyre: {}\n", "line 2: field wyre not found"},
 		{"workload:\n  dht:\n    cells: 1000\n", "s.yaml:3: workload.dht.cells: 1000 is not a power of two"},
 		{"workload:\n  dht:\n    schemes: [AA-SP, MPI]\n", `s.yaml:3: workload.dht.schemes: scheme "MPI"`},
-		{"machine:\n  nodes: 3\n", "s.yaml:2: machine.nodes: 3"},
+		{"machine:\n  nodes: 65\n", "s.yaml:2: machine.nodes: 65 out of 2..64"},
 		{"machine: [1, 2]\n", "cannot unmarshal"},
 		{"outputs:\n  trace_to: soon\n", "s.yaml:2: outputs.trace_to"},
 	}

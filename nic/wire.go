@@ -88,6 +88,9 @@ func NewWire(clk *sim.Clock, name string, spec WireSpec, tx, rx *sim.Unit) (*Wir
 	return w, nil
 }
 
+// Bytes is the number of bytes the wire has carried (with Ethernet framing).
+func (w *Wire) Bytes() uint64 { return w.bytes.Value() }
+
 // SetTap attaches a capture to the wire.
 func (w *Wire) SetTap(t Tap) { w.tap = t }
 

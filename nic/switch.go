@@ -1,0 +1,104 @@
+package nic
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/sim"
+)
+
+// SwitchSpec configures an Ethernet switch.
+type SwitchSpec struct {
+	Ports     int
+	LatencyPS sim.Tick // from a frame fully received to ready to leave (default 500 ns)
+	QueueLen  int      // frames per output queue (default 64)
+}
+
+// Switch forwards frames by destination node with one queue per output
+// port. A full output queue stops its inputs (lossless, as with PFC), which
+// backpressures the senders.
+type Switch struct {
+	u    *sim.Unit
+	spec SwitchSpec
+	In   []*sim.Chan[Frame]
+	Out  []*sim.Chan[Frame]
+	q    [][]queuedFrame
+	rr   int
+
+	forwarded, stalls *sim.Counter
+}
+
+type queuedFrame struct {
+	f  Frame
+	at sim.Tick
+}
+
+// NewSwitch places a switch in clk; connect In[i] and Out[i] to the wires of
+// node i (SetPort).
+func NewSwitch(clk *sim.Clock, name string, spec SwitchSpec) (*Switch, error) {
+	if spec.Ports < 2 {
+		return nil, fmt.Errorf("%s: %d ports", name, spec.Ports)
+	}
+	if spec.QueueLen < 1 {
+		spec.QueueLen = 64
+	}
+	s := &Switch{spec: spec, In: make([]*sim.Chan[Frame], spec.Ports), Out: make([]*sim.Chan[Frame], spec.Ports),
+		q: make([][]queuedFrame, spec.Ports)}
+	s.u = clk.Add(name, s)
+	st := s.u.Engine().Stats()
+	s.forwarded = st.Counter(name+".forwarded", "frames", "frames forwarded")
+	s.stalls = st.Counter(name+".stalls", "edges", "edges at which an input waited for a full output queue")
+	for i := 0; i < spec.Ports && i < 16; i++ {
+		i := i
+		s.u.Probe(fmt.Sprintf("queue%d", i), 8, func() (uint64, bool) { return uint64(len(s.q[i])), true })
+	}
+	return s, nil
+}
+
+// Unit is the switch's kernel unit.
+func (s *Switch) Unit() *sim.Unit { return s.u }
+
+// SetPort connects port i: frames arrive on in and leave on out.
+func (s *Switch) SetPort(i int, in, out *sim.Chan[Frame]) { s.In[i], s.Out[i] = in, out }
+
+// Tick moves frames from inputs to output queues and out.
+func (s *Switch) Tick(now sim.Tick) bool {
+	n := len(s.In)
+	for k := 0; k < n; k++ {
+		i := (s.rr + k) % n
+		in := s.In[i]
+		for in != nil && in.Valid() {
+			d := in.Peek().DstNode
+			if d < 0 || d >= n {
+				in.Recv() // no such port: dropped, as a switch drops an unknown destination
+				continue
+			}
+			if len(s.q[d]) >= s.spec.QueueLen {
+				s.stalls.Inc()
+				break
+			}
+			s.q[d] = append(s.q[d], queuedFrame{f: in.Recv(), at: now + s.spec.LatencyPS})
+		}
+	}
+	s.rr = (s.rr + 1) % n
+	next := sim.Never
+	for d := range s.q {
+		k := 0
+		for k < len(s.q[d]) && s.q[d][k].at <= now && s.Out[d].Ready() {
+			s.Out[d].Send(s.q[d][k].f)
+			s.forwarded.Inc()
+			k++
+		}
+		s.q[d] = shift(s.q[d], k)
+		if len(s.q[d]) > 0 {
+			if s.q[d][0].at > now {
+				next = min(next, s.q[d][0].at)
+			} else if s.Out[d].Ready() {
+				return true
+			}
+		}
+	}
+	if next != sim.Never {
+		s.u.WakeAt(next)
+	}
+	return false
+}
