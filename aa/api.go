@@ -21,6 +21,10 @@ type qpHandle struct {
 	posted       uint64 // work requests posted (the SQ producer index)
 	completed    uint64 // completion entries consumed
 	doorbellAddr uint64
+	rqBase       uint64 // receive queue and its completions
+	rcqBase      uint64
+	rqPosted     uint64
+	rqDone       uint64
 }
 
 // connect creates one queue pair per core of a towards b, so that every
@@ -51,10 +55,18 @@ func (c *Cluster) connectQP(a, b *Node, core int) error {
 	if err := a.Register(h.cqBase, uint64(size*nic.CQESize), rw); err != nil {
 		return err
 	}
+	h.rqBase = a.Alloc(uint64(size * nic.RWQESize))
+	h.rcqBase = a.Alloc(uint64(size * nic.CQESize))
+	if err := a.Register(h.rqBase, uint64(size*nic.RWQESize), rw); err != nil {
+		return err
+	}
+	if err := a.Register(h.rcqBase, uint64(size*nic.CQESize), rw); err != nil {
+		return err
+	}
 	h.doorbellAddr = barBase + uint64(h.qpn)*8
 	a.qps[b.ID] = append(a.qps[b.ID], h)
 	return a.NIC.CreateQP(nic.QPConfig{QPN: h.qpn, RemoteNode: b.ID, RemoteQPN: c.qpn(a.ID, core),
-		SQBase: h.sqBase, SQSize: size, CQBase: h.cqBase, CQSize: size})
+		SQBase: h.sqBase, SQSize: size, CQBase: h.cqBase, CQSize: size, RQBase: h.rqBase, RQSize: size, RCQBase: h.rcqBase})
 }
 
 // Ctx is what a process uses to talk to the cluster: the AA and RMA verbs.
@@ -131,6 +143,38 @@ func (c *Ctx) Wait(w WR) (nic.CQE, error) {
 // page with active bits the target's IOMMU logs it: an active put.
 func (c *Ctx) Put(dst int, local, remote uint64, size int) WR {
 	return c.post(dst, nic.WQE{Opcode: nic.OpWrite, Length: uint32(size), Local: local, Remote: remote})
+}
+
+// Send sends size bytes at local to dst, into the next receive buffer the
+// peer's process posted on its connection to this one.
+func (c *Ctx) Send(dst int, local uint64, size int) WR {
+	return c.post(dst, nic.WQE{Opcode: nic.OpSend, Length: uint32(size), Local: local})
+}
+
+// PostRecv posts a receive buffer of size bytes at addr for SENDs from src.
+func (c *Ctx) PostRecv(src int, addr uint64, size int) {
+	h := c.qp(src)
+	var b [nic.RWQESize]byte
+	binary.LittleEndian.PutUint64(b[:], addr)
+	binary.LittleEndian.PutUint32(b[8:], uint32(size))
+	c.P.Write(h.rqBase+(h.rqPosted%uint64(h.size))*nic.RWQESize, b[:])
+	h.rqPosted++
+	var db [8]byte
+	binary.LittleEndian.PutUint64(db[:], h.rqPosted)
+	c.P.MMIOWrite(barBase+nic.RQDoorbells+uint64(h.qpn)*8, db[:], c.P.Txn.ID)
+}
+
+// Recv waits for the next message from src and returns its completion: the
+// receive request's index (in posting order) and the length.
+func (c *Ctx) Recv(src int) nic.CQE {
+	h := c.qp(src)
+	addr := h.rcqBase + (h.rqDone%uint64(h.size))*nic.CQESize
+	want := h.rqDone + 1
+	c.P.Poll(func() bool { return c.N.Mem.Load64(addr+24) == want })
+	b := make([]byte, nic.CQESize)
+	c.P.Read(addr, b)
+	h.rqDone++
+	return nic.ParseCQE(b)
 }
 
 // Get reads size bytes at remote on node dst into local (an RDMA READ).

@@ -288,3 +288,48 @@ func TestFourNodesThroughASwitch(t *testing.T) {
 		t.Fatal("nothing went through the switch")
 	}
 }
+
+// SEND into posted receive buffers; a SEND that finds no buffer is NAKed
+// (receiver not ready) and retried until one is posted.
+func TestSendReceive(t *testing.T) {
+	c := newCluster(t, nil)
+	src, dst := c.Nodes[0], c.Nodes[1]
+	buf := src.Alloc(8192)
+	src.Register(buf, 8192, iommu.Perm{Bits: pte.R | pte.W})
+	rbuf := dst.Alloc(8192)
+	dst.Register(rbuf, 8192, iommu.Perm{Bits: pte.R | pte.W})
+	msg := bytes.Repeat([]byte("message!"), 300) // 2400 bytes: three packets
+	src.Mem.Write(buf, msg)
+	var got [][]byte
+	src.Spawn(0, "sender", func(x *Ctx) {
+		for i := 0; i < 3; i++ {
+			if _, err := x.Wait(x.Send(1, buf, len(msg)-i*100)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	dst.Spawn(0, "receiver", func(x *Ctx) {
+		x.P.Sleep(30 * sim.US) // late: the first SEND finds no buffer
+		for i := 0; i < 3; i++ {
+			x.PostRecv(0, rbuf+uint64(i)*2560, 2560)
+		}
+		for i := 0; i < 3; i++ {
+			cqe := x.Recv(0)
+			b := make([]byte, cqe.Length)
+			x.P.Read(rbuf+cqe.WRID*2560, b)
+			got = append(got, b)
+		}
+	})
+	c.Run(10*sim.MS, c.AppsDone)
+	if len(got) != 3 {
+		t.Fatalf("received %d messages", len(got))
+	}
+	for i, g := range got {
+		if !bytes.Equal(g, msg[:len(msg)-i*100]) {
+			t.Fatalf("message %d: %d bytes, wrong content", i, len(g))
+		}
+	}
+	if st, _ := c.Eng.Stats().Get("node1.nic0.rnr_naks"); st.(*sim.Counter).Value() == 0 {
+		t.Fatal("the early SEND was not NAKed as receiver not ready")
+	}
+}

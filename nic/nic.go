@@ -51,6 +51,9 @@ func (s Spec) Validate() error {
 	return nil
 }
 
+// RQDoorbells is the offset in the BAR of the receive-queue doorbells.
+const RQDoorbells = 0x8_0000
+
 // QPConfig connects a reliable-connection queue pair to its peer and to its
 // rings in host memory.
 type QPConfig struct {
@@ -62,6 +65,11 @@ type QPConfig struct {
 	SQSize     int
 	CQBase     uint64 // completion queue: CQSize entries of 32 bytes
 	CQSize     int
+	// Receive queue for SENDs: RQSize receive requests of 16 bytes, and
+	// their completions in a receive completion queue of RQSize entries.
+	RQBase  uint64
+	RQSize  int
+	RCQBase uint64
 }
 
 // NIC is an RDMA NIC as a cycle-level block: doorbells arrive as MMIO
@@ -91,7 +99,7 @@ type NIC struct {
 	timers []sim.Tick
 
 	stFrames, stFramesIn, stRetrans, stNAKs, stWQEs, stCQEs, stDupes *sim.Counter
-	stTLPs                                                           *sim.Counter
+	stTLPs, stRNR                                                    *sim.Counter
 }
 
 type purposeKind uint8
@@ -101,6 +109,7 @@ const (
 	readPayload
 	serveRead
 	serveAtomic
+	fetchRWQE
 )
 
 type dmaPurpose struct {
@@ -139,6 +148,7 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	n.stWQEs = c("wqes", "work requests", "work requests fetched")
 	n.stCQEs = c("cqes", "completions", "completion entries written")
 	n.stTLPs = c("tlps", "TLPs", "TLPs sent to the host")
+	n.stRNR = c("rnr_naks", "NAKs", "receiver-not-ready NAKs sent or received (SEND without a posted receive buffer)")
 	n.u.Probe("sq_pending", 16, func() (uint64, bool) { return uint64(n.pendingWQEs()), true })
 	n.u.Probe("tlp_queue", 16, func() (uint64, bool) { return uint64(len(n.tlpQ)), true })
 	n.u.Probe("tags_outstanding", 11, func() (uint64, bool) { return uint64(n.req.Outstanding()), true })
@@ -303,12 +313,23 @@ func (n *NIC) schedule(now sim.Tick) bool {
 func (n *NIC) fromHost(p *pcie.Packet, now sim.Tick) {
 	t := &p.TLP
 	if t.Kind == tlp.MWr {
+		// Doorbells: BAR + 8 × QPN for the send queue, BAR + RQDoorbells +
+		// 8 × QPN for the receive queue; 8 bytes of new producer index.
 		off := t.Addr + uint64(t.FirstByteOffset()) - n.spec.BAR
+		rq := off >= RQDoorbells
+		if rq {
+			off -= RQDoorbells
+		}
 		q := n.qps[uint32(off/8)]
 		if q == nil || len(t.Data) < 8 {
 			return // a doorbell for no QP: ignored, as hardware drops it
 		}
-		q.sqTail = binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():])
+		v := binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():])
+		if rq {
+			q.rqTail = v
+			return
+		}
+		q.sqTail = v
 		q.doorbells = append(q.doorbells, doorbell{tail: q.sqTail, txn: p.Txn})
 		return
 	}
@@ -334,6 +355,8 @@ func (n *NIC) fromHost(p *pcie.Packet, now sim.Tick) {
 		purpose.qp.wqeFetched(data, err, purpose.txn, now)
 	case readPayload:
 		purpose.w.payloadArrived(purpose.off, data, err)
+	case fetchRWQE:
+		purpose.qp.rwqeFetched(data, err)
 	case serveRead:
 		purpose.rr.arrived(purpose.off, data, err)
 	}

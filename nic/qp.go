@@ -35,6 +35,20 @@ type qp struct {
 	reads    []*readResp
 	atomics  []*atomicServe
 	nakSent  bool
+
+	// Receive queue (SEND).
+	rqHead, rqTail uint64 // receive requests fetched, posted
+	rqFetching     bool
+	rwqes          []rwqe // fetched, not yet filled
+	sendOff        uint64 // bytes of the current SEND message received
+	rcqTail        uint64
+	rnrUntil       sim.Tick // requester: the peer had no receive buffer; wait
+}
+
+type rwqe struct {
+	index uint64
+	addr  uint64
+	len   uint32
 }
 
 type doorbell struct {
@@ -102,6 +116,22 @@ type atomicServe struct {
 	cause  sim.TxnID
 }
 
+func nz(t sim.Tick) sim.Tick {
+	if t == 0 {
+		return sim.Never
+	}
+	return t
+}
+
+func (q *qp) rwqeFetched(data []byte, err error) {
+	q.rqFetching = false
+	if err != nil || len(data) < RWQESize {
+		return // the receive request is unreadable: it is not used
+	}
+	q.rwqes = append(q.rwqes, rwqe{index: q.rqHead, addr: binary.LittleEndian.Uint64(data), len: binary.LittleEndian.Uint32(data[8:])})
+	q.rqHead++
+}
+
 // psnCmp compares 24-bit PSNs modulo 2^24.
 func psnCmp(a, b uint32) int {
 	d := (a - b) & 0xffffff
@@ -118,12 +148,20 @@ func (q *qp) needsFetch() bool {
 	return q.sqHead < q.sqTail && !q.fetching && len(q.wqes) < q.n.spec.Window
 }
 
-func (q *qp) hasRequest() bool { return q.txPos < len(q.sent) && q.txPos < q.n.spec.Window }
+func (q *qp) hasRequest() bool {
+	return q.txPos < len(q.sent) && q.txPos < q.n.spec.Window && q.n.u.Engine().Now() >= q.rnrUntil
+}
 
 func (q *qp) deadline() sim.Tick {
 	d := q.deadlineAt
+	if q.rnrUntil > q.n.u.Engine().Now() && q.txPos < len(q.sent) {
+		d = min(nz(d), q.rnrUntil)
+	}
+	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 {
+		return q.n.u.Engine().Now() + 1
+	}
 	for _, w := range q.wqes {
-		if !w.issued && w.w.Opcode == OpWrite {
+		if !w.issued && (w.w.Opcode == OpWrite || w.w.Opcode == OpSend) {
 			return q.n.u.Engine().Now() + 1 // waiting for tags: retry next edge
 		}
 	}
@@ -151,7 +189,7 @@ func (q *qp) progress(now sim.Tick) {
 		}
 	}
 	for _, w := range q.wqes {
-		if w.w.Opcode == OpWrite && !w.issued && !w.err {
+		if (w.w.Opcode == OpWrite || w.w.Opcode == OpSend) && !w.issued && !w.err {
 			w.issued = n.dmaRead(w.w.Local, int(w.w.Length), dmaPurpose{kind: readPayload, qp: q, w: w, txn: w.txn})
 		}
 	}
@@ -160,10 +198,17 @@ func (q *qp) progress(now sim.Tick) {
 		if w.packets {
 			continue
 		}
-		if w.w.Opcode == OpWrite && w.got < len(w.payload) && !w.err {
+		if (w.w.Opcode == OpWrite || w.w.Opcode == OpSend) && w.got < len(w.payload) && !w.err {
 			break
 		}
 		q.packetize(w)
+	}
+	// Receive requests, fetched ahead of the SENDs that will fill them.
+	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 && q.cfg.RQSize > 0 {
+		addr := q.cfg.RQBase + (q.rqHead%uint64(q.cfg.RQSize))*RWQESize
+		if n.dmaRead(addr, RWQESize, dmaPurpose{kind: fetchRWQE, qp: q}) {
+			q.rqFetching = true
+		}
 	}
 	// Responder work that waited for tags.
 	for _, r := range q.reads {
@@ -200,7 +245,8 @@ func (q *qp) packetize(w *wqeState) {
 		q.sent = append(q.sent, sentPkt{psn: p.PSN, f: n.frame(q, p, w.txn.ID, kind), w: w})
 	}
 	switch w.w.Opcode {
-	case OpWrite:
+	case OpWrite, OpSend:
+		send := w.w.Opcode == OpSend
 		mtu := n.spec.PMTU
 		total := len(w.payload)
 		for off := 0; off < total || off == 0; off += mtu {
@@ -216,7 +262,9 @@ func (q *qp) packetize(w *wqeState) {
 			default:
 				p.Opcode = roce.WriteMiddle
 			}
-			if off == 0 {
+			if send {
+				p.Opcode -= roce.WriteFirst - roce.SendFirst // the SEND opcodes mirror the WRITE ones
+			} else if off == 0 {
 				p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, uint32(total)
 			}
 			p.AckReq = end == total
@@ -286,7 +334,7 @@ func (q *qp) wqeFetched(data []byte, err error, fetch sim.Txn, now sim.Tick) {
 		q.completeInOrder()
 		return
 	}
-	if wq.Opcode == OpWrite {
+	if wq.Opcode == OpWrite || wq.Opcode == OpSend {
 		w.payload = make([]byte, wq.Length)
 	}
 	q.wqes = append(q.wqes, w)
@@ -306,7 +354,7 @@ func (q *qp) ackThrough(psn uint32, now sim.Tick) {
 	k := 0
 	for k < len(q.sent) && psnCmp(q.sent[k].psn, psn) <= 0 {
 		s := &q.sent[k]
-		if s.w.w.Opcode == OpWrite && s.psn == s.w.lastPSN {
+		if (s.w.w.Opcode == OpWrite || s.w.w.Opcode == OpSend) && s.psn == s.w.lastPSN {
 			s.w.done = true
 		}
 		k++
@@ -369,6 +417,11 @@ func (q *qp) onAck(p *roce.Packet, now sim.Tick) {
 	switch {
 	case p.AETH.Syndrome>>5 == 0: // ACK
 		q.ackThrough(p.PSN, now)
+	case p.AETH.Syndrome>>5 == 1: // RNR NAK: no receive buffer yet; resend after a pause
+		q.ackThrough((p.PSN-1)&0xffffff, now)
+		q.txPos = 0
+		q.rnrUntil = now + RNRDelayPS
+		q.n.stRNR.Inc()
 	case p.AETH.Syndrome == roce.SyndromeNAKSeq:
 		// Everything before the NAK's PSN arrived; go back to it.
 		q.ackThrough((p.PSN-1)&0xffffff, now)
@@ -476,6 +529,10 @@ func (q *qp) onRequest(f *Frame, now sim.Tick) {
 		if p.AckReq {
 			q.ack(p.PSN, roce.SyndromeAck, f.ID)
 		}
+	case roce.SendFirst, roce.SendMiddle, roce.SendLast, roce.SendOnly:
+		if !q.receive(f) {
+			return // RNR NAK sent; the PSN is not consumed
+		}
 	case roce.ReadRequest:
 		count := max((int(p.RETH.DMALen)+n.spec.PMTU-1)/n.spec.PMTU, 1)
 		r := &readResp{q: q, psn: p.PSN, va: p.RETH.VA, n: int(p.RETH.DMALen), buf: make([]byte, p.RETH.DMALen), cause: f.ID}
@@ -491,6 +548,57 @@ func (q *qp) onRequest(f *Frame, now sim.Tick) {
 		q.issueAtomic(a)
 		q.expPSN = (q.expPSN + 1) & 0xffffff
 	}
+}
+
+// RNRDelayPS is how long a requester waits after a receiver-not-ready NAK.
+const RNRDelayPS = 10 * sim.US
+
+// receive puts a SEND's payload into the next posted receive buffer and,
+// at the end of the message, writes its receive completion. Without a
+// receive buffer the requester gets an RNR NAK and sends again later.
+func (q *qp) receive(f *Frame) bool {
+	n := q.n
+	p := &f.Packet
+	first := p.Opcode == roce.SendFirst || p.Opcode == roce.SendOnly
+	if len(q.rwqes) == 0 {
+		if first {
+			q.ack(p.PSN, 0x20|0x0e, f.ID) // RNR NAK, timer code 14
+			n.stRNR.Inc()
+			return false
+		}
+		return false
+	}
+	if first {
+		q.sendOff = 0
+	}
+	r := q.rwqes[0]
+	room := int(r.len) - int(q.sendOff)
+	data := p.Payload
+	if len(data) > room {
+		data = data[:max(room, 0)] // a message longer than the buffer is cut (the completion says so)
+	}
+	if len(data) > 0 {
+		n.dmaWrite(r.addr+q.sendOff, data, f.ID)
+	}
+	q.sendOff += uint64(len(p.Payload))
+	q.expPSN = (q.expPSN + 1) & 0xffffff
+	if p.Opcode == roce.SendLast || p.Opcode == roce.SendOnly {
+		q.msn++
+		q.rcqTail++
+		status := StatusOK
+		if int(q.sendOff) > int(r.len) {
+			status = StatusLocalError
+		}
+		c := CQE{WRID: r.index, Status: status, Length: uint32(q.sendOff), Seq: q.rcqTail}
+		b := make([]byte, CQESize)
+		c.Put(b)
+		n.dmaWrite(q.cfg.RCQBase+((q.rcqTail-1)%uint64(q.cfg.RQSize))*CQESize, b, f.ID)
+		q.rwqes = shift(q.rwqes, 1)
+	}
+	if p.AckReq {
+		q.ack(p.PSN, roce.SyndromeAck, f.ID)
+	}
+	return true
 }
 
 // duplicate answers a request the responder already executed: an ACK for

@@ -11,7 +11,12 @@ const (
 	OpRead    uint8 = 2 // RDMA READ: remote memory → local buffer
 	OpCAS     uint8 = 3 // 64-bit compare-and-swap at the remote address
 	OpFetchOp uint8 = 4 // 64-bit fetch-and-add at the remote address
+	OpSend    uint8 = 5 // SEND: local buffer → the peer's next posted receive buffer
 )
+
+// RWQESize is the size of a receive work request: buffer address (8) and
+// length (4), little-endian, then 4 reserved bytes.
+const RWQESize = 16
 
 // WQESize and CQESize are the sizes of a send work request and of a
 // completion entry in host memory.
@@ -67,7 +72,7 @@ func ParseWQE(b []byte) (WQE, error) {
 		RKey: binary.LittleEndian.Uint32(b[24:]), Compare: binary.LittleEndian.Uint64(b[32:]),
 		Swap: binary.LittleEndian.Uint64(b[40:]), WRID: binary.LittleEndian.Uint64(b[48:])}
 	switch w.Opcode {
-	case OpWrite, OpRead:
+	case OpWrite, OpRead, OpSend:
 		if w.Length == 0 || w.Length > 1<<31 {
 			return w, fmt.Errorf("work request of %d bytes", w.Length)
 		}
