@@ -10,7 +10,7 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/aaemu
 
-# Runs the built-in default scenario into $(OUT)/ (VCD, GTKWave save file, stats).
+# Runs the built-in default scenario into $(OUT)/ (table, VCD, GTKWave save file, pcapng, stats).
 run: build
 	./$(BIN) run --out $(OUT)
 
@@ -26,7 +26,7 @@ deps:
 # The second run builds without the tracing hooks (-tags notrace): the
 # difference in BenchmarkChain8 is what the hooks cost when tracing is off.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sim/... ./waveforms/... ./pcie/... ./iommu/...
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sim/... ./waveforms/... ./pcie/... ./iommu/... ./aa/...
 	$(GO) test -tags notrace -run '^$$' -bench 'Chain8$$' -benchmem -count 3 ./sim/
 
 lint:
@@ -38,6 +38,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./waveforms
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./pcie/tlp
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15s ./iommu/record
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 15s ./nic/roce
+	$(GO) test -run '^$$' -fuzz FuzzParseFrame -fuzztime 15s ./nic/roce
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 15s ./cmd/aaemu
 	$(GO) test -run '^$$' -fuzz FuzzParseTick -fuzztime 15s ./sim
 

@@ -103,6 +103,25 @@ func TestRunScenarioDeterministic(t *testing.T) {
 	}
 }
 
+// The built-in default scenario is deterministic too.
+func TestDefaultScenarioDeterministic(t *testing.T) {
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		d := t.TempDir()
+		if out, err := aaemu(t, "run", "--out", d, "--no-host-stats"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		dirs = append(dirs, d)
+	}
+	for _, f := range []string{"stats.json", "run.vcd", "run.pcapng"} {
+		x, _ := os.ReadFile(filepath.Join(dirs[0], f))
+		y, _ := os.ReadFile(filepath.Join(dirs[1], f))
+		if len(x) == 0 || !bytes.Equal(x, y) {
+			t.Errorf("%s differs between two runs of the default scenario", f)
+		}
+	}
+}
+
 // tshark decodes the run's capture as RoCE: RDMA WRITE Only requests with
 // consecutive PSNs, RETH addresses in the table, 16-byte DMA lengths, ACKs
 // for them, and no malformed frame; scapy agrees with every ICRC.
