@@ -1,0 +1,95 @@
+package cpu
+
+import (
+	"testing"
+
+	"github.com/aaemu/aaemu/memory"
+	"github.com/aaemu/aaemu/pcie"
+	"github.com/aaemu/aaemu/pcie/tlp"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Costed operations advance simulated time by their cost, and a process
+// reads and writes node memory.
+func TestOperationsCostTime(t *testing.T) {
+	e := sim.NewEngine(1)
+	clk := e.NewClock("clk", 500, 0)
+	mem := memory.NewStore()
+	c := NewCore(clk, "cpu0", DefaultSpec(), mem)
+	var at []sim.Tick
+	c.Spawn("p", func(p *Proc) {
+		at = append(at, p.Now())
+		p.Compute(10) // 5 ns
+		at = append(at, p.Now())
+		p.Store64(0x1000, 42) // 70 ns
+		at = append(at, p.Now())
+		if p.Load64(0x1000) != 42 { // 70 ns
+			t.Error("load after store")
+		}
+		at = append(at, p.Now())
+		p.CAS(0x1000, 42, 7) // 100 ns
+		at = append(at, p.Now())
+	})
+	e.Run(sim.MS)
+	want := []sim.Tick{0, 5000, 75000, 145000, 245000}
+	for i := range want {
+		if at[i]-at[0] != want[i] {
+			t.Fatalf("times %v, want offsets %v", at, want)
+		}
+	}
+	if mem.Load64(0x1000) != 7 || !c.AppsDone() {
+		t.Fatal("CAS or completion")
+	}
+}
+
+// Two processes on one core take turns; a process that sleeps leaves the
+// core to the other.
+func TestProcessesShareACore(t *testing.T) {
+	e := sim.NewEngine(1)
+	clk := e.NewClock("clk", 500, 0)
+	c := NewCore(clk, "cpu0", DefaultSpec(), memory.NewStore())
+	var order []string
+	c.Spawn("a", func(p *Proc) {
+		p.Sleep(sim.US) // idle: b runs meanwhile
+		order = append(order, "a")
+	})
+	c.Spawn("b", func(p *Proc) {
+		p.Compute(100)
+		order = append(order, "b")
+	})
+	e.Run(sim.MS)
+	if len(order) != 2 || order[0] != "b" {
+		t.Fatalf("order %v", order)
+	}
+}
+
+type msiSource struct {
+	out  *sim.Chan[pcie.Packet]
+	sent bool
+}
+
+func (s *msiSource) Tick(sim.Tick) bool {
+	if !s.sent && s.out.Ready() {
+		s.out.Send(pcie.Packet{TLP: tlp.NewMSI(0, 0xfee0_0000, 0x41)})
+		s.sent = true
+	}
+	return false
+}
+
+// An MSI runs its handler after the interrupt latency, ahead of the process.
+func TestInterruptLatency(t *testing.T) {
+	e := sim.NewEngine(1)
+	clk := e.NewClock("clk", 500, 0)
+	c := NewCore(clk, "cpu0", DefaultSpec(), memory.NewStore())
+	src := &msiSource{}
+	su := clk.Add("ioapic", src)
+	c.Irq = sim.NewChan[pcie.Packet](su, c.Unit(), "irq", 2)
+	src.out = c.Irq
+	var ran sim.Tick
+	c.OnInterrupt(0xfee0_0000, 0x41, "h", func(p *Proc) { ran = p.Now() })
+	c.OnInterrupt(0xfee0_0000, 0x42, "other", func(p *Proc) { t.Error("wrong vector ran") })
+	e.Run(sim.MS)
+	if ran < 3*sim.US || ran > 3*sim.US+2*sim.NS {
+		t.Fatalf("handler ran at %v, want 3 µs after the MSI", ran)
+	}
+}
