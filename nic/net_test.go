@@ -52,7 +52,7 @@ func TestWireRateLatencyLoss(t *testing.T) {
 		src.out, snk.in = w.In, w.Out
 		e.Run(sim.S)
 		f := Frame{Frame: roce.Frame{Packet: roce.Packet{Opcode: roce.SendOnly, Payload: make([]byte, 1000)}}}
-		per := sim.Tick(roce.WireBytes(f.Len()) * 8) * sim.NS // bytes × 8 ns at 1 Gb/s
+		per := sim.Tick(roce.WireBytes(f.Len())*8) * sim.NS // bytes × 8 ns at 1 Gb/s
 		if loss == 0 {
 			if len(snk.got) != 200 {
 				t.Fatalf("%d of 200 frames", len(snk.got))
