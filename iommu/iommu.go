@@ -2,6 +2,7 @@ package iommu
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/aaemu/aaemu/memory"
 	"github.com/aaemu/aaemu/pcie"
@@ -276,48 +277,29 @@ func (m *IOMMU) Tick(now sim.Tick) bool {
 
 // drain moves queued outputs into their channels as they have room.
 func (m *IOMMU) drain() {
-	n := 0
-	for n < len(m.memOut) && m.MemReq.Ready() {
-		m.MemReq.Send(m.memOut[n])
-		n++
-	}
-	m.memOut = shift(m.memOut, n)
+	m.memOut = sendQueued(m.MemReq, m.memOut)
 	for _, p := range m.ports {
-		n = 0
-		for n < len(p.queue) && p.out.Ready() {
-			p.out.Send(p.queue[n])
-			n++
-		}
-		p.queue = shift(p.queue, n)
+		p.queue = sendQueued(p.out, p.queue)
 	}
 	if m.Irq != nil {
-		n = 0
-		for n < len(m.irqOut) && m.Irq.Ready() {
-			m.Irq.Send(m.irqOut[n])
-			n++
-		}
-		m.irqOut = shift(m.irqOut, n)
+		m.irqOut = sendQueued(m.Irq, m.irqOut)
 	}
 	if m.SP != nil {
-		n = 0
-		for n < len(m.spOut) && m.SP.Ready() {
-			m.SP.Send(m.spOut[n])
-			n++
-		}
-		m.spOut = shift(m.spOut, n)
+		m.spOut = sendQueued(m.SP, m.spOut)
 	} else {
 		m.spOut = m.spOut[:0]
 	}
 }
 
-// shift drops the first n elements, reusing the array.
-func shift[T any](s []T, n int) []T {
-	if n == 0 {
-		return s
+// sendQueued sends the front of q while ch has room and returns the rest,
+// in the same array.
+func sendQueued[T any](ch *sim.Chan[T], q []T) []T {
+	n := 0
+	for n < len(q) && ch.Ready() {
+		ch.Send(q[n])
+		n++
 	}
-	k := copy(s, s[n:])
-	clear(s[k:])
-	return s[:k]
+	return slices.Delete(q, 0, n)
 }
 
 // start takes the next TLP, round robin over the ports, that can be

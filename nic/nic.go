@@ -3,6 +3,7 @@ package nic
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/aaemu/aaemu/nic/roce"
 	"github.com/aaemu/aaemu/pcie"
@@ -248,7 +249,7 @@ func (n *NIC) Tick(now sim.Tick) bool {
 		n.DMAOut.Send(n.tlpQ[k])
 		k++
 	}
-	n.tlpQ = shift(n.tlpQ, k)
+	n.tlpQ = slices.Delete(n.tlpQ, 0, k)
 
 	// Network side: one frame per processing slot, only while the host side
 	// keeps up (a stalled IOMMU stops the NIC, the NIC stops the wire).
@@ -265,7 +266,7 @@ func (n *NIC) Tick(now sim.Tick) bool {
 	if n.NetOut.Ready() {
 		if len(n.ctrlQ) > 0 {
 			n.NetOut.Send(n.ctrlQ[0])
-			n.ctrlQ = shift(n.ctrlQ, 1)
+			n.ctrlQ = slices.Delete(n.ctrlQ, 0, 1)
 			n.stFrames.Inc()
 		} else {
 			for _, id := range n.order {
@@ -360,13 +361,4 @@ func (n *NIC) fromHost(p *pcie.Packet, now sim.Tick) {
 	case serveRead:
 		purpose.rr.arrived(purpose.off, data, err)
 	}
-}
-
-func shift[T any](s []T, k int) []T {
-	if k == 0 {
-		return s
-	}
-	m := copy(s, s[k:])
-	clear(s[m:])
-	return s[:m]
 }

@@ -2,6 +2,7 @@ package nic
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/aaemu/aaemu/nic/roce"
 	"github.com/aaemu/aaemu/pcie/tlp"
@@ -62,7 +63,7 @@ func (q *qp) doorbellOf(i uint64) sim.Txn {
 	for k < len(q.doorbells) && q.doorbells[k].tail <= i {
 		k++
 	}
-	q.doorbells = shift(q.doorbells, k)
+	q.doorbells = slices.Delete(q.doorbells, 0, k)
 	if len(q.doorbells) == 0 {
 		return sim.Txn{}
 	}
@@ -363,7 +364,7 @@ func (q *qp) ackThrough(psn uint32, now sim.Tick) {
 		return
 	}
 	q.ackedPSN = (psn + 1) & 0xffffff
-	q.sent = shift(q.sent, k)
+	q.sent = slices.Delete(q.sent, 0, k)
 	q.txPos = max(q.txPos-k, 0)
 	if q.txPos == 0 {
 		q.deadlineAt = 0
@@ -391,7 +392,7 @@ func (q *qp) completeInOrder() {
 		}
 		k++
 	}
-	q.wqes = shift(q.wqes, k)
+	q.wqes = slices.Delete(q.wqes, 0, k)
 }
 
 // fromNet handles a received frame.
@@ -543,7 +544,7 @@ func (q *qp) onRequest(f *Frame, now sim.Tick) {
 		a := &atomicServe{psn: p.PSN, p: *p, cause: f.ID}
 		q.atomics = append(q.atomics, a)
 		if len(q.atomics) > 16 {
-			q.atomics = shift(q.atomics, 1) // keep recent results for duplicates
+			q.atomics = slices.Delete(q.atomics, 0, 1) // keep recent results for duplicates
 		}
 		q.issueAtomic(a)
 		q.expPSN = (q.expPSN + 1) & 0xffffff
@@ -593,7 +594,7 @@ func (q *qp) receive(f *Frame) bool {
 		b := make([]byte, CQESize)
 		c.Put(b)
 		n.dmaWrite(q.cfg.RCQBase+((q.rcqTail-1)%uint64(q.cfg.RQSize))*CQESize, b, f.ID)
-		q.rwqes = shift(q.rwqes, 1)
+		q.rwqes = slices.Delete(q.rwqes, 0, 1)
 	}
 	if p.AckReq {
 		q.ack(p.PSN, roce.SyndromeAck, f.ID)
@@ -687,7 +688,7 @@ func (r *readResp) arrived(off int, data []byte, err error) {
 	q := r.q
 	for len(q.reads) > 0 && q.reads[0].got >= q.reads[0].n {
 		q.respond(q.reads[0])
-		q.reads = shift(q.reads, 1)
+		q.reads = slices.Delete(q.reads, 0, 1)
 	}
 }
 

@@ -2,6 +2,7 @@ package nic
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/aaemu/aaemu/sim"
 )
@@ -88,7 +89,7 @@ func (s *Switch) Tick(now sim.Tick) bool {
 			s.forwarded.Inc()
 			k++
 		}
-		s.q[d] = shift(s.q[d], k)
+		s.q[d] = slices.Delete(s.q[d], 0, k)
 		if len(s.q[d]) > 0 {
 			if s.q[d][0].at > now {
 				next = min(next, s.q[d][0].at)

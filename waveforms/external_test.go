@@ -16,21 +16,10 @@ import (
 	"testing"
 
 	"github.com/aaemu/aaemu/internal/demo"
+	"github.com/aaemu/aaemu/internal/testtool"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/waveforms"
 )
-
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed; `make deps` installs it", name)
-		}
-		t.Skipf("%s is not installed; run `make deps`", name)
-	}
-	return p
-}
 
 // tee records what the model traced, per signal path, one value per time
 // step (the last one), while the VCD writer writes the file.
@@ -153,8 +142,8 @@ func mustParse(t *testing.T, path string) *waveforms.File {
 
 // GTKWave: vcd2fst then fst2vcd must keep every value change.
 func TestGTKWaveFSTRoundTrip(t *testing.T) {
-	vcd2fst := needTool(t, "vcd2fst")
-	fst2vcd := needTool(t, "fst2vcd")
+	vcd2fst := testtool.Need(t, "vcd2fst")
+	fst2vcd := testtool.Need(t, "fst2vcd")
 	path, tr := traceDemo(t)
 	fst := strings.TrimSuffix(path, ".vcd") + ".fst"
 	if out, err := exec.Command(vcd2fst, path, fst).CombinedOutput(); err != nil {
@@ -173,7 +162,7 @@ func TestGTKWaveFSTRoundTrip(t *testing.T) {
 
 // vcd-stream (WaveDrom's parser, Node.js) reads the same values.
 func TestVCDStreamReadsModelTrace(t *testing.T) {
-	node := needTool(t, "node")
+	node := testtool.Need(t, "node")
 	script, _ := filepath.Abs("../tools/vcdstream/parse.js")
 	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "vcd-stream")); err != nil {
 		if os.Getenv("CI") != "" {
@@ -215,9 +204,9 @@ func TestVCDStreamReadsModelTrace(t *testing.T) {
 
 // GTKWave's own loaders open the file without a warning.
 func TestGTKWaveLoadsWithoutWarnings(t *testing.T) {
-	xvfb := needTool(t, "xvfb-run")
-	needTool(t, "gtkwave")
-	vcd2lxt2 := needTool(t, "vcd2lxt2")
+	xvfb := testtool.Need(t, "xvfb-run")
+	testtool.Need(t, "gtkwave")
+	vcd2lxt2 := testtool.Need(t, "vcd2lxt2")
 	path, _ := traceDemo(t)
 	bad := regexp.MustCompile(`Unknown (VCD )?identifier|backtracking|parse error|malformed|glitch`)
 	for _, args := range [][]string{{"-a", "gtkwave", "-x", path}, {"-a", "gtkwave", "-L", "-x", path}} {
@@ -238,9 +227,9 @@ func TestGTKWaveLoadsWithoutWarnings(t *testing.T) {
 // The screenshot script renders the VCD with its save file in GTKWave on a
 // virtual display: the picture a person sees.
 func TestGTKWaveScreenshot(t *testing.T) {
-	needTool(t, "xvfb-run")
-	needTool(t, "gtkwave")
-	needTool(t, "import")
+	testtool.Need(t, "xvfb-run")
+	testtool.Need(t, "gtkwave")
+	testtool.Need(t, "import")
 	path, _ := traceDemo(t)
 	f, err := os.Open(path)
 	if err != nil {
@@ -277,8 +266,8 @@ func TestGTKWaveScreenshot(t *testing.T) {
 
 // x, z and real values survive GTKWave's FST round trip too.
 func TestGTKWaveFSTRoundTripFourStateAndReal(t *testing.T) {
-	vcd2fst := needTool(t, "vcd2fst")
-	fst2vcd := needTool(t, "fst2vcd")
+	vcd2fst := testtool.Need(t, "vcd2fst")
+	fst2vcd := testtool.Need(t, "fst2vcd")
 	path := filepath.Join(t.TempDir(), "fourstate.vcd")
 	f, _ := os.Create(path)
 	w := waveforms.NewWriter(f, waveforms.Options{})

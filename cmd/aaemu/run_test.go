@@ -11,27 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aaemu/aaemu/internal/testtool"
 	"github.com/aaemu/aaemu/waveforms"
 )
 
 const smallScenario = "../../examples/dht-small.yaml"
-
-// noPayloadGuess turns off Wireshark's "Ethernet over IB" heuristic, which
-// takes payload data whose bytes 2–3 are zero (a small little-endian key,
-// say) for an EtherType and then calls the frame malformed.
-const noPayloadGuess = "--disable-heuristic"
-
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed; `make deps` installs it", name)
-		}
-		t.Skipf("%s is not installed; run `make deps`", name)
-	}
-	return p
-}
 
 func runSmall(t *testing.T, extra ...string) (string, string) {
 	t.Helper()
@@ -126,12 +110,12 @@ func TestDefaultScenarioDeterministic(t *testing.T) {
 // consecutive PSNs, RETH addresses in the table, 16-byte DMA lengths, ACKs
 // for them, and no malformed frame; scapy agrees with every ICRC.
 func TestRunCaptureDecodes(t *testing.T) {
-	tshark := needTool(t, "tshark")
+	tshark := testtool.Need(t, "tshark")
 	dir, _ := runSmall(t)
 	pcap := filepath.Join(dir, "run.pcapng")
-	out, err := exec.Command(tshark, noPayloadGuess, "eth_over_ib", "-r", pcap, "-T", "fields", "-E", "separator=,",
+	out, err := exec.Command(tshark, testtool.TsharkArgs("-r", pcap, "-T", "fields", "-E", "separator=,",
 		"-e", "ip.src", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.psn", "-e", "infiniband.reth.va",
-		"-e", "infiniband.reth.dmalen", "-e", "infiniband.aeth.syndrome", "-e", "frame.comment").Output()
+		"-e", "infiniband.reth.dmalen", "-e", "infiniband.aeth.syndrome", "-e", "frame.comment")...).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,11 +148,11 @@ func TestRunCaptureDecodes(t *testing.T) {
 	if writes != 200 || acks != 200 || flushes != 2 {
 		t.Fatalf("%d writes, %d ACKs, %d flush frames; want 200, 200, 2", writes, acks, flushes)
 	}
-	bad, _ := exec.Command(tshark, noPayloadGuess, "eth_over_ib", "-r", pcap, "-Y", "_ws.malformed || _ws.expert.severity >= warning").Output()
+	bad, _ := exec.Command(tshark, testtool.TsharkArgs("-r", pcap, "-Y", "_ws.malformed || _ws.expert.severity >= warning")...).Output()
 	if s := strings.TrimSpace(string(bad)); s != "" {
 		t.Fatalf("tshark flags frames:\n%s", s)
 	}
-	needTool(t, "python3")
+	testtool.Need(t, "python3")
 	script := "import sys\nfrom scapy.all import rdpcap\nfrom scapy.contrib.roce import BTH\nn=0\nfor p in rdpcap(sys.argv[1]):\n    b=p[BTH]\n    n += b.icrc == int.from_bytes(b.compute_icrc(None),'big')\nprint(n)\n"
 	res, err := exec.Command("/usr/bin/python3", "-c", script, pcap).Output()
 	if err != nil {

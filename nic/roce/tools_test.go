@@ -12,24 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aaemu/aaemu/internal/testtool"
 )
-
-// noPayloadGuess turns off Wireshark's "Ethernet over IB" heuristic, which
-// takes payload data whose bytes 2–3 are zero (a small little-endian key,
-// say) for an EtherType and then calls the frame malformed.
-const noPayloadGuess = "--disable-heuristic"
-
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed; `make deps` installs it", name)
-		}
-		t.Skipf("%s is not installed; run `make deps`", name)
-	}
-	return p
-}
 
 func writeSample(t *testing.T) string {
 	path := filepath.Join(t.TempDir(), "sample.pcapng")
@@ -59,13 +44,13 @@ func writeSample(t *testing.T) string {
 }
 
 func TestTsharkDecodesRoCE(t *testing.T) {
-	tshark := needTool(t, "tshark")
+	tshark := testtool.Need(t, "tshark")
 	path := writeSample(t)
-	out, err := exec.Command(tshark, noPayloadGuess, "eth_over_ib", "-r", path, "-T", "fields", "-E", "separator=,",
+	out, err := exec.Command(tshark, testtool.TsharkArgs("-r", path, "-T", "fields", "-E", "separator=,",
 		"-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn",
 		"-e", "infiniband.bth.padcnt", "-e", "infiniband.reth.va", "-e", "infiniband.reth.r_key",
 		"-e", "infiniband.reth.dmalen", "-e", "infiniband.aeth.syndrome", "-e", "infiniband.aeth.msn",
-		"-e", "frame.comment").Output()
+		"-e", "frame.comment")...).Output()
 	if err != nil {
 		t.Fatalf("tshark: %v", err)
 	}
@@ -95,7 +80,7 @@ func TestTsharkDecodesRoCE(t *testing.T) {
 			t.Errorf("frame %d comment %q", i+1, f[9])
 		}
 	}
-	bad, err := exec.Command(tshark, noPayloadGuess, "eth_over_ib", "-r", path, "-Y", "_ws.malformed || _ws.expert.severity >= warning").Output()
+	bad, err := exec.Command(tshark, testtool.TsharkArgs("-r", path, "-Y", "_ws.malformed || _ws.expert.severity >= warning")...).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +90,7 @@ func TestTsharkDecodesRoCE(t *testing.T) {
 }
 
 func TestScapyChecksICRC(t *testing.T) {
-	needTool(t, "python3")
+	testtool.Need(t, "python3")
 	path := writeSample(t)
 	script := `
 import sys
