@@ -116,12 +116,18 @@ func (c *Ctx) post(dst int, w nic.WQE) WR {
 // reap waits for the next completion entry of the connection to dst.
 func (c *Ctx) reap(dst int) nic.CQE {
 	h := c.qp(dst)
-	addr := h.cqBase + (h.completed%uint64(h.size))*nic.CQESize
-	want := h.completed + 1
+	return c.pollCQ(h.cqBase, h.size, &h.completed)
+}
+
+// pollCQ polls the ring at base (size entries) for entry *done+1, reads it
+// and counts it consumed. An entry is fresh when its sequence number says so.
+func (c *Ctx) pollCQ(base uint64, size int, done *uint64) nic.CQE {
+	addr := base + (*done%uint64(size))*nic.CQESize
+	want := *done + 1
 	c.P.Poll(func() bool { return c.N.Mem.Load64(addr+24) == want })
 	b := make([]byte, nic.CQESize)
 	c.P.Read(addr, b)
-	h.completed++
+	*done++
 	return nic.ParseCQE(b)
 }
 
@@ -168,13 +174,7 @@ func (c *Ctx) PostRecv(src int, addr uint64, size int) {
 // receive request's index (in posting order) and the length.
 func (c *Ctx) Recv(src int) nic.CQE {
 	h := c.qp(src)
-	addr := h.rcqBase + (h.rqDone%uint64(h.size))*nic.CQESize
-	want := h.rqDone + 1
-	c.P.Poll(func() bool { return c.N.Mem.Load64(addr+24) == want })
-	b := make([]byte, nic.CQESize)
-	c.P.Read(addr, b)
-	h.rqDone++
-	return nic.ParseCQE(b)
+	return c.pollCQ(h.rcqBase, h.size, &h.rqDone)
 }
 
 // Get reads size bytes at remote on node dst into local (an RDMA READ).
