@@ -128,9 +128,9 @@ func (n *Node) CreateFlushPage(iuid uint16) (uint64, error) {
 func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
 	const slice = 5 * sim.US
 	for c.Eng.Now() < limit {
-		c.Eng.Run(min(c.Eng.Now()+slice, limit))
-		if done() {
-			break
+		before := c.Eng.Now()
+		if c.Eng.Run(min(c.Eng.Now()+slice, limit)) == before || done() {
+			break // done, or nothing left to happen
 		}
 	}
 	for _, n := range c.Nodes {

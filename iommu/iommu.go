@@ -64,6 +64,11 @@ type IOMMU struct {
 	nextPoll   sim.Tick
 	intervals  []intervalTimer
 	dataPhases []dataPhase
+	commitQ    []*job // accepted requests whose memory side waits its turn
+
+	// OnAccept, when set, sees every TLP the IOMMU takes from a port, in the
+	// order it takes them: verification follows the DUT's order with it.
+	OnAccept func(port int, p *pcie.Packet)
 
 	last   lastDecision
 	recTxn map[uint64]sim.TxnID // (IUID, seq) → the decision that made the record (transaction log only)
@@ -268,6 +273,7 @@ func (m *IOMMU) Tick(now sim.Tick) bool {
 		m.finish(m.cur, now)
 		m.cur = nil
 	}
+	m.commit(now)
 	if m.cur == nil && len(m.memOut) < m.spec.MemQueue {
 		m.start(now)
 	}
@@ -326,6 +332,9 @@ func (m *IOMMU) start(now sim.Tick) {
 		}
 		p.stalled = false
 		j.p = p.in.Recv()
+		if m.OnAccept != nil {
+			m.OnAccept(pi, &j.p)
+		}
 		m.rr = (pi + 1) % len(m.ports)
 		m.cur = j
 		m.busyUntil = now + m.spec.ProcessPS + sim.Tick(j.accesses)*m.spec.MemAccessPS

@@ -2,7 +2,6 @@ package iommu
 
 import (
 	"github.com/aaemu/aaemu/iommu/record"
-	"github.com/aaemu/aaemu/memory"
 	"github.com/aaemu/aaemu/pcie"
 	"github.com/aaemu/aaemu/pcie/tlp"
 	"github.com/aaemu/aaemu/sim"
@@ -82,9 +81,8 @@ func (m *IOMMU) finishRead(j *job, now sim.Tick) {
 		m.logRecord(j, record.Get, true, nil, now)
 		return
 	}
-	req := *t
-	req.Addr = j.tr.pa &^ 3
-	m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.DeviceRead, TLP: req})
+	j.dataDone = true
+	m.commitQ = append(m.commitQ, j) // to memory after every write taken before it
 	if j.flush != nil {
 		fe := j.flush
 		fe.active, fe.released, fe.rid, fe.tag, fe.port, fe.held = true, false, t.RequesterID, t.Tag, j.port, fe.held[:0]

@@ -2,6 +2,7 @@ package iommu
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
@@ -30,6 +31,7 @@ type job struct {
 	recData int // bytes of data the record carries
 
 	faultFR  uint8 // a record for the fault log (0: none)
+	dataDone bool  // its payload is in: it may go to memory
 	flush    *flushEntry
 	flushLog *logState
 }
@@ -108,6 +110,9 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 	}
 	if j.act.log == logMetaData {
 		j.recData = j.n
+		if t.Kind.IsAtomic() {
+			j.recData = len(t.Data) // the operands: CAS carries compare and swap
+		}
 		if t.Kind == tlp.MRd || t.Kind == tlp.MRdLk {
 			// A full tag buffer, or a tag still outstanding (a device may
 			// not reuse it), makes the read wait.
@@ -115,6 +120,11 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 				return nil, false
 			}
 		}
+	}
+	if uint64(record.Size(j.recData)) > ls.size {
+		// The record can never fit this ring: a fault, not an endless stall.
+		j.faultFR = FRAATooLarge
+		return j, true
 	}
 	addr, seq, ok := m.reserve(ls, record.Size(j.recData), &j.accesses)
 	if !ok {
@@ -207,6 +217,15 @@ func (m *IOMMU) finish(j *job, now sim.Tick) {
 // the records of several ports' writes finish out of reservation order and
 // leave holes the visible tail waits at.
 func (m *IOMMU) finishWrite(j *job, now sim.Tick) {
+	// A fault is recorded when the header is decided, in the order TLPs
+	// were taken, not when the payload has streamed in.
+	if j.faultFR != 0 {
+		m.recordFault(j, now)
+		j.faultFR = 0
+	}
+	if j.tr.fault == 0 && j.act.perform {
+		m.commitQ = append(m.commitQ, j)
+	}
 	beats := (j.p.TLP.PayloadBytes() + m.spec.DataPathBytes - 1) / m.spec.DataPathBytes
 	at := now + sim.Tick(max(beats-1, 0))*m.u.Clock().Period()
 	m.ports[j.port].dataUntil = at
@@ -236,22 +255,52 @@ func (m *IOMMU) endDataPhases(now sim.Tick) {
 	m.dataPhases = keep
 }
 
-// writeData is the end of the write path: memory is written if the page
-// allows it, then the record (header, and the data for WLD) into the
-// reserved space of the access log, or a record goes to the fault log.
+// writeData ends a write's data phase. A blocked write (the active put)
+// completes its record now, so records of several ports finish out of order.
+// A performed write waits for its turn to go to memory (commit), and its
+// record completes after the memory write is on its way, so that a handler
+// never sees a record before the data it describes.
 func (m *IOMMU) writeData(j *job, now sim.Tick) {
 	t := &j.p.TLP
-	performed := j.tr.fault == 0 && j.act.perform
-	data := t.Data[t.FirstByteOffset() : t.FirstByteOffset()+j.n]
-	if performed {
-		if j.n > 0 {
-			m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.Write,
-				Addr: j.tr.pa + uint64(t.FirstByteOffset()), Data: data})
-		}
-	} else {
-		m.stBlocked.Inc()
+	j.dataDone = true
+	if j.tr.fault == 0 && j.act.perform {
+		return // commit writes memory, then the record
 	}
-	m.logRecord(j, record.Put, !performed, data, now)
+	m.stBlocked.Inc()
+	data := t.Data[t.FirstByteOffset() : t.FirstByteOffset()+j.n]
+	m.logRecord(j, record.Put, true, data, now)
+}
+
+// commit sends the memory side of accepted requests to the memory
+// controller strictly in the order the IOMMU took them: a read sees every
+// write taken before it, and writes to one address land in order, whatever
+// port they came from and however long their payload took to stream in.
+func (m *IOMMU) commit(now sim.Tick) {
+	k := 0
+	for k < len(m.commitQ) && m.commitQ[k].dataDone {
+		j := m.commitQ[k]
+		t := &j.p.TLP
+		switch {
+		case t.Kind == tlp.MWr:
+			data := t.Data[t.FirstByteOffset() : t.FirstByteOffset()+j.n]
+			if j.n > 0 {
+				m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.Write,
+					Addr: j.tr.pa + uint64(t.FirstByteOffset()), Data: data})
+			}
+			m.logRecord(j, record.Put, false, data, now)
+		case t.Kind.IsAtomic():
+			req := *t
+			req.Addr = j.tr.pa
+			m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.DeviceAtomic, TLP: req})
+		default:
+			req := *t
+			req.Addr = j.tr.pa &^ 3
+			m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.DeviceRead, TLP: req})
+		}
+		m.commitQ[k] = nil
+		k++
+	}
+	m.commitQ = slices.Delete(m.commitQ, 0, k)
 }
 
 // finishAtomic performs an AtomicOp at memory when the page has R and W;
@@ -261,9 +310,8 @@ func (m *IOMMU) finishAtomic(j *job, now sim.Tick) {
 	t := &j.p.TLP
 	performed := j.tr.fault == 0 && j.act.perform
 	if performed {
-		req := *t
-		req.Addr = j.tr.pa
-		m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.DeviceAtomic, TLP: req})
+		j.dataDone = true
+		m.commitQ = append(m.commitQ, j)
 	} else {
 		m.stBlocked.Inc()
 		m.reply(j, tlp.UR)

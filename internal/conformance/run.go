@@ -1,0 +1,288 @@
+// Package conformance runs a verification stimulus through the cycle-level
+// IOMMU (with its memory controller) and reports what it did as a
+// verify.Observation. It is the bridge between the models and the golden
+// model, which must not import the models.
+package conformance
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/aaemu/aaemu/iommu"
+	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/memory"
+	"github.com/aaemu/aaemu/pcie"
+	"github.com/aaemu/aaemu/pcie/tlp"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/verify"
+)
+
+// Options of a run.
+type Options struct {
+	Tracer sim.Tracer // a VCD writer for a failing run, or nil
+	Limit  sim.Tick   // simulated time limit (default 100 ms)
+}
+
+// device sends its ops in order and reassembles the completions it gets.
+type device struct {
+	u     *sim.Unit
+	out   *sim.Chan[pcie.Packet]
+	in    *sim.Chan[pcie.Packet]
+	ops   []pcie.Packet
+	next  int
+	parts map[uint16]*partial
+	obs   *verify.Observation
+	byTag map[uint16]int // tag → op
+}
+
+type partial struct {
+	data []byte
+	n    int // bytes the request asked for
+}
+
+func (d *device) Tick(now sim.Tick) bool {
+	if d.next < len(d.ops) && d.out.Ready() {
+		d.out.Send(d.ops[d.next])
+		d.next++
+	}
+	for d.in.Valid() {
+		p := d.in.Recv()
+		d.completion(&p.TLP, now)
+	}
+	return d.next < len(d.ops)
+}
+
+func (d *device) completion(c *tlp.TLP, now sim.Tick) {
+	op, ok := d.byTag[c.Tag]
+	if !ok {
+		return
+	}
+	pt := d.parts[c.Tag]
+	if c.Status != tlp.SC {
+		d.obs.Completions[op] = verify.Completion{Status: c.Status}
+		d.obs.CompletedAt[op] = uint64(now)
+		delete(d.byTag, c.Tag)
+		return
+	}
+	skip := int(c.LowerAddr & 3)
+	k := min(len(c.Data)-skip, int(c.ByteCount))
+	if pt.n > 0 && k > 0 {
+		pt.data = append(pt.data, c.Data[skip:skip+k]...)
+	}
+	if int(c.ByteCount) <= len(c.Data)-skip { // the last completion of the request
+		data := pt.data
+		if pt.n == 0 {
+			data = nil
+		} else if len(data) > pt.n {
+			data = data[:pt.n]
+		}
+		d.obs.Completions[op] = verify.Completion{Status: tlp.SC, Data: data}
+		d.obs.CompletedAt[op] = uint64(now)
+		delete(d.byTag, c.Tag)
+	}
+}
+
+// consumer drains every log at a period, as a handler would, and notes
+// every move of head.
+type consumer struct {
+	u      *sim.Unit
+	mem    *memory.Store
+	drv    *iommu.Driver
+	logs   []verify.Log
+	bases  []uint64
+	heads  []uint64
+	period sim.Tick
+	obs    *verify.Observation
+	err    error
+}
+
+func (c *consumer) Tick(now sim.Tick) bool {
+	for i, l := range c.logs {
+		entry := c.drv.LogEntryAddr(l.IUID)
+		tail := c.mem.Load64(entry + 24)
+		moved := false
+		for c.heads[i] < tail {
+			if skip := record.SkipAtEnd(c.heads[i], l.Size); skip > 0 {
+				c.heads[i] += skip
+				continue
+			}
+			b := make([]byte, record.HeaderSize)
+			c.mem.Read(c.bases[i]+c.heads[i]%l.Size, b)
+			h, err := record.Parse(b)
+			if err != nil {
+				if c.err == nil {
+					c.err = fmt.Errorf("IUID %d at %d: %w", l.IUID, c.heads[i], err)
+				}
+				return false
+			}
+			r := verify.Record{Header: h}
+			if h.DataLen > 0 {
+				r.Data = make([]byte, h.DataLen)
+				c.mem.Read(c.bases[i]+c.heads[i]%l.Size+record.HeaderSize, r.Data)
+			}
+			c.obs.Logs[l.IUID] = append(c.obs.Logs[l.IUID], r)
+			c.heads[i] += uint64(h.Size())
+			moved = true
+		}
+		if moved {
+			c.mem.Store64(entry+16, c.heads[i])
+			c.obs.Heads = append(c.obs.Heads, verify.HeadMove{IUID: l.IUID, Head: c.heads[i], At: uint64(now)})
+		}
+	}
+	c.u.WakeAt(now + c.period)
+	return false
+}
+
+// Run executes the stimulus on the DUT.
+func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
+	if o.Limit == 0 {
+		o.Limit = 100 * sim.MS
+	}
+	obs := &verify.Observation{Memory: map[uint64][]byte{}, Logs: map[uint16][]verify.Record{},
+		Completions: map[int]verify.Completion{}, CompletedAt: map[int]uint64{}}
+	e := sim.NewEngine(s.Seed)
+	clk := e.NewClock("clk", 1000, 0)
+	mem := memory.NewStore()
+	spec := iommu.DefaultSpec()
+	spec.FaultRecords = s.FaultRecords
+	spec.LogCAMEntries = 2 // more IUIDs than entries: the table spills to memory
+	m, err := iommu.New(clk, "iommu", spec, mem)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := memory.NewController(clk, "mem", memory.DefaultSpec(), mem, m.Unit(), m.Unit())
+	if err != nil {
+		return nil, err
+	}
+	m.ConnectMemory(mc.In, mc.Cpl)
+	m.OnAccept = func(_ int, p *pcie.Packet) {
+		obs.Accepted = append(obs.Accepted, int(p.ID)-1)
+		obs.AcceptedAt = append(obs.AcceptedAt, uint64(e.Now()))
+	}
+	drv := iommu.NewDriver(m, 0x100_0000, 0x100_0000)
+	for i := range s.Pages {
+		pg := &s.Pages[i]
+		b := make([]byte, 4096)
+		for k := range b {
+			b[k] = verify.Pattern(pg.PA + uint64(k))
+		}
+		mem.Write(pg.PA, b)
+	}
+	var devs []*device
+	for i, dv := range s.Devices {
+		d := &device{parts: map[uint16]*partial{}, obs: obs, byTag: map[uint16]int{}}
+		d.u = clk.Add(fmt.Sprintf("dev%d", i), d)
+		d.out = sim.NewChan[pcie.Packet](d.u, m.Unit(), fmt.Sprintf("dev%d.up", i), 4)
+		d.in = sim.NewChan[pcie.Packet](m.Unit(), d.u, fmt.Sprintf("dev%d.down", i), 4)
+		m.AddPort(d.out, d.in)
+		if dv.Attached {
+			if err := drv.Attach(dv.ID, 1); err != nil {
+				return nil, err
+			}
+		}
+		devs = append(devs, d)
+	}
+	for _, pg := range s.Pages {
+		if pg.Mapped {
+			if err := drv.Map(1, pg.IOVA, pg.PA, 4096, 4096, iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	c := &consumer{mem: mem, drv: drv, logs: s.Logs, period: sim.Tick(max(s.ConsumerNS, 1)) * sim.NS, obs: obs}
+	for i, l := range s.Logs {
+		base := uint64(verify.LogBase) + uint64(i)*0x10_0000
+		if err := drv.RegisterLog(l.IUID, iommu.LogConfig{Base: base, Size: l.Size, Mode: iommu.Notify(l.Mode), MSIAddr: 0xfee0_0000, MSIData: uint32(l.IUID)}); err != nil {
+			return nil, err
+		}
+		c.bases = append(c.bases, base)
+		c.heads = append(c.heads, 0)
+	}
+	for _, f := range s.Flushes {
+		if err := drv.RegisterFlushPage(f.IUID, f.IOVA); err != nil {
+			return nil, err
+		}
+	}
+	c.u = clk.Add("consumer", c)
+	for i, op := range s.Ops {
+		d := devs[op.Dev]
+		d.ops = append(d.ops, pcie.Packet{Txn: sim.Txn{ID: sim.TxnID(i + 1)}, TLP: op.TLP})
+		if op.TLP.Kind.Class() == tlp.NonPosted {
+			_, n := spanOf(&op.TLP)
+			d.byTag[op.TLP.Tag] = i
+			d.parts[op.TLP.Tag] = &partial{n: n}
+		}
+	}
+	if o.Tracer != nil {
+		e.AttachTracer(o.Tracer)
+	}
+	// Run until every TLP was taken, every completion came back and the
+	// consumer has drained every log.
+	done := func() bool {
+		if len(obs.Accepted) < len(s.Ops) {
+			return false
+		}
+		for _, d := range devs {
+			if len(d.byTag) > 0 {
+				return false
+			}
+		}
+		for i, l := range s.Logs {
+			if mem.Load64(drv.LogEntryAddr(l.IUID)+24) != c.heads[i] {
+				return false
+			}
+		}
+		return true
+	}
+	for e.Now() < o.Limit && !done() {
+		before := e.Now()
+		if e.Run(e.Now()+2*sim.US) == before {
+			break // nothing left to happen: what is missing never comes
+		}
+	}
+	// One more consumer period to see anything still in flight.
+	e.Run(e.Now() + c.period + sim.US)
+	obs.EndPS = uint64(e.Now())
+	if c.err != nil {
+		return obs, c.err
+	}
+	for _, pg := range s.Pages {
+		b := make([]byte, 4096)
+		mem.Read(pg.PA, b)
+		obs.Memory[pg.PA] = b
+	}
+	for _, f := range m.FaultRecords() {
+		if f.F {
+			obs.Faults = append(obs.Faults, verify.Fault{SID: f.SID, FR: f.FR, Read: f.Read, Page: f.FI})
+		}
+	}
+	obs.Overflow, _, _ = m.FaultStatus()
+	return obs, nil
+}
+
+func spanOf(t *tlp.TLP) (uint64, int) {
+	if t.Kind == tlp.FetchAdd || t.Kind == tlp.Swap || t.Kind == tlp.CAS {
+		n := len(t.Data)
+		if t.Kind == tlp.CAS {
+			n /= 2
+		}
+		return t.Addr, n
+	}
+	if t.Length == 1 && t.FirstBE == 0 {
+		return t.Addr, 0
+	}
+	return t.Addr + uint64(t.FirstByteOffset()), t.EnabledBytes()
+}
+
+// Check runs a stimulus and compares with the golden model.
+func Check(s *verify.Stimulus, o Options) (*verify.Mismatch, *verify.Observation, error) {
+	obs, err := Run(s, o)
+	if err != nil {
+		return nil, obs, err
+	}
+	pred := verify.Predict(s, obs.Accepted)
+	return verify.Compare(s, pred, obs), obs, nil
+}
+
+// Discard is a no-op writer for tracing benchmarks.
+var Discard io.Writer = io.Discard

@@ -1,0 +1,285 @@
+package verify
+
+import (
+	"encoding/binary"
+
+	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/pcie/tlp"
+)
+
+// Fault reasons the golden model predicts (VT-d legacy, and aaemu's AA
+// reasons in the implementation-specific range, README "The IOMMU").
+const (
+	frRootNotPresent = 0x1
+	frCtxNotPresent  = 0x2
+	frWrite          = 0x5
+	frRead           = 0x6
+	frLoggedWrite    = 0x80
+	frLoggedRead     = 0x81
+	frNoLog          = 0x82
+	frTooLarge       = 0x83
+)
+
+// Record is a predicted or observed access-log record.
+type Record struct {
+	record.Header
+	Data []byte
+}
+
+// Fault is a fault record: source, reason, read or write, page.
+type Fault struct {
+	SID  tlp.ID
+	FR   uint8
+	Read bool
+	Page uint64
+}
+
+// Completion is what a non-posted request got back: the status and, for a
+// successful read or AtomicOp, the bytes it asked for.
+type Completion struct {
+	Status tlp.Status
+	Data   []byte
+}
+
+// FlushWait says that op's completion may arrive only after the consumer of
+// IUID's log has moved head to Target bytes.
+type FlushWait struct {
+	Op     int
+	IUID   uint16
+	Target uint64
+}
+
+// Prediction is everything the golden model expects.
+type Prediction struct {
+	Memory      map[uint64][]byte   // frame PA → its 4 KB at the end
+	Logs        map[uint16][]Record // per IUID, every record in order (PAD included)
+	Completions map[int]Completion  // by op index
+	Faults      []Fault             // the fault recording registers, in order
+	Overflow    bool                // PFO
+	Flushes     []FlushWait
+}
+
+type goldLog struct {
+	size, reserved, seq uint64
+}
+
+// Predict runs the stimulus's TLPs through the golden model in order (the
+// order in which the DUT accepted them: op indices).
+func Predict(s *Stimulus, order []int) *Prediction {
+	p := &Prediction{Memory: map[uint64][]byte{}, Logs: map[uint16][]Record{}, Completions: map[int]Completion{}}
+	pages := map[uint64]*Page{}
+	for i := range s.Pages {
+		pg := &s.Pages[i]
+		pages[pg.IOVA] = pg
+		m := make([]byte, 4096)
+		for k := range m {
+			m[k] = Pattern(pg.PA + uint64(k))
+		}
+		p.Memory[pg.PA] = m
+	}
+	logs := map[uint16]*goldLog{}
+	for _, l := range s.Logs {
+		logs[l.IUID] = &goldLog{size: l.Size}
+		p.Logs[l.IUID] = nil
+	}
+	flush := map[uint64]uint16{}
+	for _, f := range s.Flushes {
+		flush[f.IOVA] = f.IUID
+	}
+	buses := map[uint8]bool{}
+	for _, d := range s.Devices {
+		if d.Attached {
+			buses[d.ID.Bus()] = true
+		}
+	}
+	fault := func(f Fault) {
+		if len(p.Faults) < s.FaultRecords && !p.Overflow {
+			p.Faults = append(p.Faults, f)
+		} else {
+			p.Overflow = true
+		}
+	}
+	for _, i := range order {
+		op := s.Ops[i]
+		t := op.TLP
+		dev := s.Devices[op.Dev]
+		read := t.Kind == tlp.MRd
+		atomic := t.Kind == tlp.FetchAdd || t.Kind == tlp.Swap || t.Kind == tlp.CAS
+		first, n := span(&t)
+		nonPosted := read || atomic
+		// Context: no root entry for the bus, or none for the device.
+		if !dev.Attached {
+			fr := uint8(frCtxNotPresent)
+			if !buses[dev.ID.Bus()] {
+				fr = frRootNotPresent
+			}
+			fault(Fault{SID: dev.ID, FR: fr, Read: read || atomic, Page: first &^ 0xfff})
+			if nonPosted {
+				p.Completions[i] = Completion{Status: tlp.UR}
+			}
+			continue
+		}
+		pg := pages[t.Addr&^0xfff]
+		if pg == nil || !pg.Mapped {
+			fr := uint8(frWrite)
+			if read {
+				fr = frRead
+			}
+			fault(Fault{SID: dev.ID, FR: fr, Read: read || atomic, Page: first &^ 0xfff})
+			if nonPosted {
+				p.Completions[i] = Completion{Status: tlp.UR}
+			}
+			continue
+		}
+		mem := p.Memory[pg.PA]
+		b := pg.Bits
+		r, w := b&pte.R != 0, b&pte.W != 0
+		e := b&pte.E != 0
+		// DESIGN.md §2.2 and §2.3, from the tables.
+		var allowed, meta, data bool
+		kind := record.Put
+		switch {
+		case read:
+			kind = record.Get
+			allowed = r
+			meta = b&(pte.RL|pte.RLD) != 0
+			data = r && b&pte.RLD != 0
+		case atomic:
+			kind = record.Atomic
+			allowed = r && w
+			meta = b&(pte.WL|pte.WLD) != 0
+			data = b&pte.WLD != 0
+		default:
+			allowed = w
+			meta = b&(pte.WL|pte.WLD) != 0
+			data = b&pte.WLD != 0
+		}
+		off := first & 0xfff
+		var logData []byte
+		switch {
+		case read && allowed:
+			got := append([]byte(nil), mem[off:off+uint64(n)]...)
+			if n == 0 {
+				got = nil
+			}
+			p.Completions[i] = Completion{Status: tlp.SC, Data: got}
+			logData = got
+			if iuid, ok := flush[t.Addr&^0xfff]; ok {
+				target := uint64(0)
+				if l := logs[iuid]; l != nil {
+					target = l.reserved
+				}
+				p.Flushes = append(p.Flushes, FlushWait{Op: i, IUID: iuid, Target: target})
+			}
+		case read:
+			p.Completions[i] = Completion{Status: tlp.UR}
+		case atomic && allowed:
+			p.Completions[i] = Completion{Status: tlp.SC, Data: doAtomic(&t, mem, off)}
+			logData = operands(&t)
+		case atomic:
+			p.Completions[i] = Completion{Status: tlp.UR}
+			logData = operands(&t)
+		default:
+			payload := t.Data[t.FirstByteOffset() : t.FirstByteOffset()+n]
+			if allowed {
+				copy(mem[off:], payload)
+			}
+			logData = payload
+		}
+		if !meta {
+			continue
+		}
+		if !e {
+			fr := map[[2]bool]uint8{{false, true}: frLoggedWrite, {false, false}: frWrite, {true, true}: frLoggedRead, {true, false}: frRead}[[2]bool{read, allowed}]
+			fault(Fault{SID: dev.ID, FR: fr, Read: read || atomic, Page: first &^ 0xfff})
+			continue
+		}
+		l := logs[pg.IUID]
+		if l == nil {
+			fault(Fault{SID: dev.ID, FR: frNoLog, Read: read || atomic, Page: first &^ 0xfff})
+			continue
+		}
+		dataLen := 0
+		if data {
+			dataLen = len(logData)
+		}
+		if uint64(record.Size(dataLen)) > l.size {
+			fault(Fault{SID: dev.ID, FR: frTooLarge, Read: read || atomic, Page: first &^ 0xfff})
+			continue
+		}
+		h := record.Header{Kind: kind, IUID: pg.IUID, Requester: uint16(dev.ID), Tag: t.Tag, IOVA: first, Length: uint32(n)}
+		if !allowed {
+			h.Flags |= record.FlagBlocked
+		}
+		var d []byte
+		if data {
+			d = logData
+			h.DataLen = uint32(len(d))
+			if len(d) > 0 {
+				h.Flags |= record.FlagData
+			}
+		}
+		p.Logs[pg.IUID] = l.append(p.Logs[pg.IUID], h, d)
+	}
+	return p
+}
+
+// append places a record in the ring as §2.4 says: a PAD to the end of the
+// ring when it does not fit before the end (no PAD when less than a header
+// remains: the reader skips), sequence numbers counting PADs.
+func (l *goldLog) append(recs []Record, h record.Header, d []byte) []Record {
+	size := uint64(record.Size(len(d)))
+	pos := l.reserved % l.size
+	if pos+size > l.size {
+		rest := l.size - pos
+		if rest >= record.HeaderSize {
+			recs = append(recs, Record{Header: record.Header{Kind: record.Pad, IUID: h.IUID, Length: uint32(rest), Seq: l.seq}})
+			l.seq++
+		}
+		l.reserved += rest
+	}
+	h.Seq = l.seq
+	l.seq++
+	l.reserved += size
+	return append(recs, Record{Header: h, Data: d})
+}
+
+// span is the first byte and the number of bytes a request accesses.
+func span(t *tlp.TLP) (uint64, int) {
+	if t.Kind == tlp.FetchAdd || t.Kind == tlp.Swap || t.Kind == tlp.CAS {
+		n := len(t.Data)
+		if t.Kind == tlp.CAS {
+			n /= 2
+		}
+		return t.Addr, n
+	}
+	first := t.Addr + uint64(t.FirstByteOffset())
+	if t.Length == 1 && t.FirstBE == 0 {
+		return first, 0
+	}
+	return first, t.EnabledBytes()
+}
+
+func operands(t *tlp.TLP) []byte { return append([]byte(nil), t.Data...) }
+
+// doAtomic performs an AtomicOp on a page and returns the original value.
+func doAtomic(t *tlp.TLP, mem []byte, off uint64) []byte {
+	_, n := span(t)
+	old := append([]byte(nil), mem[off:off+uint64(n)]...)
+	switch t.Kind {
+	case tlp.FetchAdd:
+		if n == 8 {
+			binary.LittleEndian.PutUint64(mem[off:], binary.LittleEndian.Uint64(old)+binary.LittleEndian.Uint64(t.Data))
+		} else {
+			binary.LittleEndian.PutUint32(mem[off:], binary.LittleEndian.Uint32(old)+binary.LittleEndian.Uint32(t.Data))
+		}
+	case tlp.Swap:
+		copy(mem[off:], t.Data)
+	case tlp.CAS:
+		if string(old) == string(t.Data[:n]) {
+			copy(mem[off:], t.Data[n:])
+		}
+	}
+	return old
+}

@@ -1,0 +1,166 @@
+package verify
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+)
+
+// Observation is what the DUT did, as the conformance harness saw it.
+type Observation struct {
+	Accepted    []int               // op indices in the order the IOMMU took them
+	AcceptedAt  []uint64            // simulated time (ps) of each
+	Memory      map[uint64][]byte   // frame PA → its 4 KB at the end
+	Logs        map[uint16][]Record // records the consumer read, in order
+	Completions map[int]Completion  // by op index
+	CompletedAt map[int]uint64      // ps
+	Faults      []Fault
+	Overflow    bool
+	Heads       []HeadMove // every move of a log's head by the consumer
+	EndPS       uint64
+}
+
+// HeadMove is the consumer moving IUID's head to Head at time At.
+type HeadMove struct {
+	IUID uint16
+	Head uint64
+	At   uint64
+}
+
+// Mismatch is the first divergence between the DUT and the golden model.
+type Mismatch struct {
+	Block string // where it shows: iommu.memory, iommu.log, iommu.completion, iommu.faults, iommu.flush
+	Op    int    // the operation involved, or -1
+	At    uint64 // simulated time (ps) when the DUT did it, if known
+	What  string
+}
+
+func (m *Mismatch) Error() string {
+	op := ""
+	if m.Op >= 0 {
+		op = fmt.Sprintf(", op %d", m.Op)
+	}
+	return fmt.Sprintf("%s%s at %d ps: %s", m.Block, op, m.At, m.What)
+}
+
+// Compare checks every observable effect against the prediction and
+// returns the first divergence, or nil.
+func Compare(s *Stimulus, p *Prediction, o *Observation) *Mismatch {
+	if len(o.Accepted) != len(s.Ops) {
+		return &Mismatch{Block: "iommu", Op: -1, At: o.EndPS, What: fmt.Sprintf("the IOMMU took %d of %d TLPs", len(o.Accepted), len(s.Ops))}
+	}
+	seen := make([]bool, len(s.Ops))
+	for _, i := range o.Accepted {
+		if i < 0 || i >= len(s.Ops) || seen[i] {
+			return &Mismatch{Block: "iommu", Op: i, What: "a TLP taken twice or unknown"}
+		}
+		seen[i] = true
+	}
+	// Completions: every non-posted request gets exactly the predicted one.
+	keys := make([]int, 0, len(p.Completions))
+	for k := range p.Completions {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		want := p.Completions[k]
+		got, ok := o.Completions[k]
+		if !ok {
+			return &Mismatch{Block: "iommu.completion", Op: k, At: o.EndPS, What: "no completion arrived"}
+		}
+		if got.Status != want.Status {
+			return &Mismatch{Block: "iommu.completion", Op: k, At: o.CompletedAt[k], What: fmt.Sprintf("status %v, want %v", got.Status, want.Status)}
+		}
+		if want.Status == 0 && !bytes.Equal(got.Data, want.Data) {
+			return &Mismatch{Block: "iommu.completion", Op: k, At: o.CompletedAt[k], What: fmt.Sprintf("data differs at byte %d", firstDiff(got.Data, want.Data))}
+		}
+	}
+	for k := range o.Completions {
+		if _, ok := p.Completions[k]; !ok {
+			return &Mismatch{Block: "iommu.completion", Op: k, At: o.CompletedAt[k], What: "a completion for a request that expects none"}
+		}
+	}
+	// Logs: every record, in order, nothing lost or duplicated.
+	iuids := make([]int, 0, len(p.Logs))
+	for k := range p.Logs {
+		iuids = append(iuids, int(k))
+	}
+	slices.Sort(iuids)
+	for _, k := range iuids {
+		want, got := p.Logs[uint16(k)], o.Logs[uint16(k)]
+		for i := 0; i < len(want) || i < len(got); i++ {
+			switch {
+			case i >= len(got):
+				return &Mismatch{Block: "iommu.log", Op: -1, At: o.EndPS, What: fmt.Sprintf("IUID %d: record %d (seq %d) missing: %d of %d arrived", k, i, want[i].Seq, len(got), len(want))}
+			case i >= len(want):
+				return &Mismatch{Block: "iommu.log", Op: -1, At: o.EndPS, What: fmt.Sprintf("IUID %d: %d records, want %d (record %d extra: %+v)", k, len(got), len(want), i, got[i].Header)}
+			case got[i].Header != want[i].Header:
+				return &Mismatch{Block: "iommu.log", Op: -1, At: o.EndPS, What: fmt.Sprintf("IUID %d record %d: header %+v, want %+v", k, i, got[i].Header, want[i].Header)}
+			case !bytes.Equal(got[i].Data, want[i].Data):
+				return &Mismatch{Block: "iommu.log", Op: -1, At: o.EndPS, What: fmt.Sprintf("IUID %d record %d (seq %d): data differs at byte %d", k, i, want[i].Seq, firstDiff(got[i].Data, want[i].Data))}
+			}
+		}
+	}
+	for k := range o.Logs {
+		if _, ok := p.Logs[k]; !ok && len(o.Logs[k]) > 0 {
+			return &Mismatch{Block: "iommu.log", Op: -1, At: o.EndPS, What: fmt.Sprintf("records in IUID %d's log, which has none registered", k)}
+		}
+	}
+	// Fault recording registers.
+	if len(o.Faults) != len(p.Faults) {
+		return &Mismatch{Block: "iommu.faults", Op: -1, At: o.EndPS, What: fmt.Sprintf("%d fault records, want %d", len(o.Faults), len(p.Faults))}
+	}
+	for i := range p.Faults {
+		if o.Faults[i] != p.Faults[i] {
+			return &Mismatch{Block: "iommu.faults", Op: -1, At: o.EndPS, What: fmt.Sprintf("fault record %d is %+v, want %+v", i, o.Faults[i], p.Faults[i])}
+		}
+	}
+	if o.Overflow != p.Overflow {
+		return &Mismatch{Block: "iommu.faults", Op: -1, At: o.EndPS, What: fmt.Sprintf("overflow flag %v, want %v", o.Overflow, p.Overflow)}
+	}
+	// Memory.
+	pas := make([]uint64, 0, len(p.Memory))
+	for pa := range p.Memory {
+		pas = append(pas, pa)
+	}
+	slices.Sort(pas)
+	for _, pa := range pas {
+		if d := firstDiff(o.Memory[pa], p.Memory[pa]); d >= 0 {
+			return &Mismatch{Block: "iommu.memory", Op: -1, At: o.EndPS, What: fmt.Sprintf("memory at %#x differs", pa+uint64(d))}
+		}
+	}
+	// Flushes complete no earlier than the consumer passed their target.
+	for _, f := range p.Flushes {
+		at, ok := o.CompletedAt[f.Op]
+		if !ok {
+			continue // reported above as a missing completion
+		}
+		if f.Target == 0 {
+			continue // nothing was reserved before the flush: nothing to wait for
+		}
+		var passed uint64
+		found := false
+		for _, h := range o.Heads {
+			if h.IUID == f.IUID && h.Head >= f.Target {
+				passed, found = h.At, true
+				break
+			}
+		}
+		if !found || at < passed {
+			return &Mismatch{Block: "iommu.flush", Op: f.Op, At: at, What: fmt.Sprintf("flush completed at %d ps, before the consumer reached %d bytes of IUID %d's log (at %d ps)", at, f.Target, f.IUID, passed)}
+		}
+	}
+	return nil
+}
+
+func firstDiff(a, b []byte) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
+}
