@@ -54,13 +54,17 @@ func (m *IOMMU) logFor(iuid uint16, accesses *int) (ls *logState, ok bool) {
 			return nil, false
 		}
 		v, _ := m.logs.Remove(uint16(victim))
+		// Write back the IOMMU's private fields. (The visible tail's own
+		// write may still be on its way to memory; it is the CPU's copy and
+		// is never read back.)
 		a := m.spec.LogTable + uint64(victim)*logEntrySize
-		m.mem.Store64(a+offSeq, v.seq) // write back; tail is always in memory
+		m.mem.Store64(a+offSeq, v.seq)
+		m.mem.Store64(a+offReserved, v.reserved)
 	}
 	a := m.spec.LogTable + uint64(iuid)*logEntrySize
 	*accesses++
 	ls = &logState{iuid: iuid, base: m.mem.Load64(a + offBase), size: m.mem.Load64(a + offSize),
-		head: m.mem.Load64(a + offHead), tail: m.mem.Load64(a + offTail), seq: m.mem.Load64(a + offSeq),
+		head: m.mem.Load64(a + offHead), tail: m.mem.Load64(a + offReserved), seq: m.mem.Load64(a + offSeq),
 		msiAddr: m.mem.Load64(a + offMSIAddr), msiData: uint32(m.mem.Load64(a + offMSIData))}
 	mode := m.mem.Load64(a + offMode)
 	ls.mode, ls.thresh = Notify(mode&0xff), mode>>32
@@ -79,8 +83,12 @@ func (m *IOMMU) InvalidateLog(iuid uint16) { m.logs.Remove(iuid) }
 
 // reserve hands out space for a record of size bytes, with a PAD record
 // first when it does not fit before the end of the ring. It re-reads head
-// from memory when the log looks full; ok is false when it is full.
-func (m *IOMMU) reserve(ls *logState, size int, accesses *int) (addr, seq uint64, ok bool) {
+// from memory when the log looks full; ok is false when it is full. When
+// only the PAD fits, the PAD is placed now and made visible: once the
+// consumer has passed it the record fits at the base (without this, a record
+// larger than the space on either side of the consumer's position would wait
+// forever in an empty ring).
+func (m *IOMMU) reserve(ls *logState, size int, accesses *int, now sim.Tick) (addr, seq uint64, ok bool) {
 	need := uint64(size)
 	pos := ls.reserved % ls.size
 	pad := uint64(0)
@@ -91,19 +99,15 @@ func (m *IOMMU) reserve(ls *logState, size int, accesses *int) (addr, seq uint64
 		ls.head = m.mem.Load64(m.spec.LogTable + uint64(ls.iuid)*logEntrySize + offHead)
 		*accesses++
 		if pad+need > ls.size-(ls.reserved-ls.head) {
+			if pad > 0 && pad <= ls.size-(ls.reserved-ls.head) {
+				m.placePad(ls, pos, pad)
+				m.complete(ls, ls.reserved, now)
+			}
 			return 0, 0, false
 		}
 	}
 	if pad > 0 {
-		// A PAD record fills the rest of the ring; less room than a header
-		// is skipped without one (record.SkipAtEnd).
-		if pad >= record.HeaderSize {
-			h := record.Header{Kind: record.Pad, IUID: ls.iuid, Length: uint32(pad), Seq: ls.seq}
-			m.writeHeader(ls.base+pos, &h, nil)
-			ls.seq++
-		}
-		ls.reserved += pad
-		ls.pend = append(ls.pend, resv{end: ls.reserved, done: true})
+		m.placePad(ls, pos, pad)
 	}
 	addr = ls.base + ls.reserved%ls.size
 	seq = ls.seq
@@ -111,6 +115,18 @@ func (m *IOMMU) reserve(ls *logState, size int, accesses *int) (addr, seq uint64
 	ls.reserved += need
 	ls.pend = append(ls.pend, resv{end: ls.reserved})
 	return addr, seq, true
+}
+
+// placePad fills the rest of the ring from pos with a PAD record (or, with
+// less room than a header, nothing: readers skip, record.SkipAtEnd).
+func (m *IOMMU) placePad(ls *logState, pos, pad uint64) {
+	if pad >= record.HeaderSize {
+		h := record.Header{Kind: record.Pad, IUID: ls.iuid, Length: uint32(pad), Seq: ls.seq}
+		m.writeHeader(ls.base+pos, &h, nil)
+		ls.seq++
+	}
+	ls.reserved += pad
+	ls.pend = append(ls.pend, resv{end: ls.reserved, done: true})
 }
 
 // writeHeader queues the record header (and data, if any) for memory.

@@ -196,7 +196,7 @@ func (d *Driver) SetBits(did uint16, iova uint64, p Perm) error {
 	return nil
 }
 
-// Log table entry layout in memory (64 bytes per IUID), written by the
+// Log table entry layout in memory (128 bytes per IUID), written by the
 // driver and read by the IOMMU:
 //
 //	0  base     ring buffer physical address (8-byte aligned)
@@ -206,9 +206,10 @@ func (d *Driver) SetBits(did uint16, iova uint64, p Perm) error {
 //	32 mode     notification: 0 Poll, 1 Int, 2 SP (4 bytes); threshold in bytes (4 bytes)
 //	40 msiAddr  Int mode: MSI address
 //	48 msiData  Int mode: MSI data (4 bytes); SP mode: scratchpad slot (4 bytes)
-//	56 seq      next record sequence number
+//	56 seq      next record sequence number (the IOMMU's, written back on eviction)
+//	64 reserved the reservation pointer (the IOMMU's, written back on eviction)
 const (
-	logEntrySize = 64
+	logEntrySize = 128
 	offBase      = 0
 	offSize      = 8
 	offHead      = 16
@@ -217,6 +218,7 @@ const (
 	offMSIAddr   = 40
 	offMSIData   = 48
 	offSeq       = 56
+	offReserved  = 64
 )
 
 // Notify is how the IOMMU tells the CPU about new records (DESIGN.md §2.5).
@@ -276,6 +278,7 @@ func (d *Driver) RegisterLog(iuid uint16, c LogConfig) error {
 	}
 	d.mem.Store64(a+offMSIData, uint64(data))
 	d.mem.Store64(a+offSeq, 0)
+	d.mem.Store64(a+offReserved, 0)
 	d.mmu.InvalidateLog(iuid)
 	return nil
 }

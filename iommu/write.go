@@ -126,7 +126,7 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 		j.faultFR = FRAATooLarge
 		return j, true
 	}
-	addr, seq, ok := m.reserve(ls, record.Size(j.recData), &j.accesses)
+	addr, seq, ok := m.reserve(ls, record.Size(j.recData), &j.accesses, now)
 	if !ok {
 		ls.waiting = true
 		return nil, false

@@ -8,7 +8,7 @@ import (
 
 // Many seeds agree with the golden model.
 func TestSeedsAgree(t *testing.T) {
-	for seed := uint64(1); seed <= 200; seed++ {
+	for seed := uint64(1); seed <= 2000; seed++ {
 		s := verify.Generate(seed)
 		mm, _, err := Check(s, Options{})
 		if err != nil {
