@@ -83,12 +83,10 @@ func (m *IOMMU) InvalidateLog(iuid uint16) { m.logs.Remove(iuid) }
 
 // reserve hands out space for a record of size bytes, with a PAD record
 // first when it does not fit before the end of the ring. It re-reads head
-// from memory when the log looks full; ok is false when it is full. When
-// only the PAD fits, the PAD is placed now and made visible: once the
-// consumer has passed it the record fits at the base (without this, a record
-// larger than the space on either side of the consumer's position would wait
-// forever in an empty ring).
-func (m *IOMMU) reserve(ls *logState, size int, accesses *int, now sim.Tick) (addr, seq uint64, ok bool) {
+// from memory when the log looks full; ok is false when it is full. Records
+// are at most half the ring (begin faults larger ones), so a drained ring
+// always has room on one side or the other of the consumer's position.
+func (m *IOMMU) reserve(ls *logState, size int, accesses *int) (addr, seq uint64, ok bool) {
 	need := uint64(size)
 	pos := ls.reserved % ls.size
 	pad := uint64(0)
@@ -99,10 +97,6 @@ func (m *IOMMU) reserve(ls *logState, size int, accesses *int, now sim.Tick) (ad
 		ls.head = m.mem.Load64(m.spec.LogTable + uint64(ls.iuid)*logEntrySize + offHead)
 		*accesses++
 		if pad+need > ls.size-(ls.reserved-ls.head) {
-			if pad > 0 && pad <= ls.size-(ls.reserved-ls.head) {
-				m.placePad(ls, pos, pad)
-				m.complete(ls, ls.reserved, now)
-			}
 			return 0, 0, false
 		}
 	}

@@ -21,7 +21,7 @@ const (
 	FRAALoggedWrite    uint8 = 0x80 // AA, E=0: a permitted write logged to the fault log
 	FRAALoggedRead     uint8 = 0x81 // AA, E=0: a permitted read logged to the fault log
 	FRAANoAccessLog    uint8 = 0x82 // AA, E=1: the page's IUID has no access log
-	FRAATooLarge       uint8 = 0x83 // AA: a record larger than MaxActiveBytes or than its whole log
+	FRAATooLarge       uint8 = 0x83 // AA: a record larger than MaxActiveBytes or than half its log
 	FRAATagBufferError uint8 = 0x84 // AA: a completion with no tag-buffer entry
 )
 

@@ -121,12 +121,13 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 			}
 		}
 	}
-	if uint64(record.Size(j.recData)) > ls.size {
-		// The record can never fit this ring: a fault, not an endless stall.
+	if 2*uint64(record.Size(j.recData)) > ls.size {
+		// A record larger than half the ring could wait forever for room
+		// at a bad position of an empty ring: a fault, never a stall.
 		j.faultFR = FRAATooLarge
 		return j, true
 	}
-	addr, seq, ok := m.reserve(ls, record.Size(j.recData), &j.accesses, now)
+	addr, seq, ok := m.reserve(ls, record.Size(j.recData), &j.accesses)
 	if !ok {
 		ls.waiting = true
 		return nil, false

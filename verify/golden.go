@@ -204,7 +204,8 @@ func Predict(s *Stimulus, order []int) *Prediction {
 		if data {
 			dataLen = len(logData)
 		}
-		if uint64(record.Size(dataLen)) > l.size {
+		if 2*uint64(record.Size(dataLen)) > l.size { // §2.4 as aaemu bounds it: at most half the ring
+
 			fault(Fault{SID: dev.ID, FR: frTooLarge, Read: read || atomic, Page: first &^ 0xfff})
 			continue
 		}

@@ -18,6 +18,8 @@ type Observation struct {
 	Overflow    bool
 	Heads       []HeadMove // every move of a log's head by the consumer
 	EndPS       uint64
+	LogFull     bool // the IOMMU held a TLP back because its log was full
+	Skipped     bool // a reader skipped the end of a ring too short for a PAD
 }
 
 // HeadMove is the consumer moving IUID's head to Head at time At.

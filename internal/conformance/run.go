@@ -104,6 +104,7 @@ func (c *consumer) Tick(now sim.Tick) bool {
 		for c.heads[i] < tail {
 			if skip := record.SkipAtEnd(c.heads[i], l.Size); skip > 0 {
 				c.heads[i] += skip
+				c.obs.Skipped = true
 				continue
 			}
 			b := make([]byte, record.HeaderSize)
@@ -257,6 +258,9 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		}
 	}
 	obs.Overflow, _, _ = m.FaultStatus()
+	if st, ok := e.Stats().Get("iommu.stalls"); ok {
+		obs.LogFull = st.(*sim.Counter).Value() > 0
+	}
 	return obs, nil
 }
 

@@ -1,0 +1,231 @@
+package verify
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/pcie/tlp"
+)
+
+// Coverage counts named bins over many runs.
+type Coverage struct {
+	bins map[string]int
+}
+
+// NewCoverage returns a coverage table with every bin the design can reach
+// declared at zero, so bins never hit show up.
+func NewCoverage() *Coverage {
+	c := &Coverage{bins: map[string]int{}}
+	for _, b := range AllBins() {
+		c.bins[b] = 0
+	}
+	return c
+}
+
+var (
+	opNames   = []string{"put", "get", "atomic"}
+	permNames = []string{"allowed", "denied"}
+	logNames  = []string{"none", "meta", "meta+data"}
+	sizeNames = []string{"1-3B", "4-63B", "64-511B", "512-4095B", "4KB"}
+)
+
+// AllBins lists every reachable bin.
+func AllBins() []string {
+	var out []string
+	for _, op := range opNames {
+		for _, p := range permNames {
+			for _, l := range logNames {
+				for _, e := range []string{"E0", "E1"} {
+					out = append(out, fmt.Sprintf("decision/%s/%s/%s/%s", op, p, l, e))
+				}
+			}
+		}
+		out = append(out, "decision/"+op+"/not-present")
+		if op != "atomic" { // AtomicOps are 4 or 8 bytes, naturally aligned
+			for _, s := range sizeNames {
+				out = append(out, "size/"+op+"/"+s)
+			}
+			out = append(out, "align/"+op+"/dw-aligned", "align/"+op+"/unaligned")
+		}
+	}
+	for _, m := range []string{"Poll", "Int", "SP"} {
+		out = append(out, "notify/"+m)
+	}
+	for _, fr := range []uint8{frRootNotPresent, frCtxNotPresent, frWrite, frRead, frLoggedWrite, frLoggedRead, frNoLog, frTooLarge} {
+		out = append(out, fmt.Sprintf("fault/%#x", fr))
+	}
+	out = append(out, "fault/overflow", "interleave/devices", "overflow/log-full", "wrap/pad", "wrap/skip",
+		"flush/waited", "flush/immediate", "records/with-data", "records/blocked")
+	return out
+}
+
+func sizeClass(n int) string {
+	switch {
+	case n < 4:
+		return sizeNames[0]
+	case n < 64:
+		return sizeNames[1]
+	case n < 512:
+		return sizeNames[2]
+	case n < 4096:
+		return sizeNames[3]
+	}
+	return sizeNames[4]
+}
+
+// Add counts the bins one run hit.
+func (c *Coverage) Add(s *Stimulus, o *Observation) {
+	hit := map[string]bool{}
+	pages := map[uint64]Page{}
+	for _, p := range s.Pages {
+		pages[p.IOVA] = p
+	}
+	for _, op := range s.Ops {
+		t := op.TLP
+		name := "put"
+		switch {
+		case t.Kind == tlp.MRd:
+			name = "get"
+		case t.Kind == tlp.FetchAdd || t.Kind == tlp.CAS || t.Kind == tlp.Swap:
+			name = "atomic"
+		}
+		first, n := span(&t)
+		if name != "atomic" {
+			hit["size/"+name+"/"+sizeClass(max(n, 1))] = true
+			if first&3 == 0 && n%4 == 0 {
+				hit["align/"+name+"/dw-aligned"] = true
+			} else {
+				hit["align/"+name+"/unaligned"] = true
+			}
+		}
+		pg, ok := pages[t.Addr&^0xfff]
+		if !s.Devices[op.Dev].Attached {
+			continue
+		}
+		if !ok || !pg.Mapped {
+			hit["decision/"+name+"/not-present"] = true
+			continue
+		}
+		b := pg.Bits
+		allowed := b&pte.W != 0
+		meta, data := b&(pte.WL|pte.WLD) != 0, b&pte.WLD != 0
+		switch name {
+		case "get":
+			allowed = b&pte.R != 0
+			meta, data = b&(pte.RL|pte.RLD) != 0, b&pte.RLD != 0
+		case "atomic":
+			allowed = b&pte.R != 0 && b&pte.W != 0
+		}
+		perm, lg, e := "allowed", "none", "E0"
+		if !allowed {
+			perm = "denied"
+		}
+		if data {
+			lg = "meta+data"
+		} else if meta {
+			lg = "meta"
+		}
+		if b&pte.E != 0 {
+			e = "E1"
+		}
+		hit[fmt.Sprintf("decision/%s/%s/%s/%s", name, perm, lg, e)] = true
+	}
+	modes := map[uint16]string{}
+	for _, l := range s.Logs {
+		modes[l.IUID] = []string{"Poll", "Int", "SP"}[l.Mode%3]
+	}
+	for iuid, recs := range o.Logs {
+		for _, r := range recs {
+			if r.Kind == record.Pad {
+				hit["wrap/pad"] = true
+				continue
+			}
+			hit["notify/"+modes[iuid]] = true
+			if r.DataLen > 0 {
+				hit["records/with-data"] = true
+			}
+			if r.Flags&record.FlagBlocked != 0 {
+				hit["records/blocked"] = true
+			}
+		}
+	}
+	for _, f := range o.Faults {
+		hit[fmt.Sprintf("fault/%#x", f.FR)] = true
+	}
+	if o.Overflow {
+		hit["fault/overflow"] = true
+	}
+	if o.LogFull {
+		hit["overflow/log-full"] = true
+	}
+	if o.Skipped {
+		hit["wrap/skip"] = true
+	}
+	for i := 1; i < len(o.Accepted); i++ {
+		if s.Ops[o.Accepted[i]].Dev != s.Ops[o.Accepted[i-1]].Dev {
+			hit["interleave/devices"] = true
+			break
+		}
+	}
+	p := Predict(s, o.Accepted)
+	for _, f := range p.Flushes {
+		if f.Target > 0 {
+			hit["flush/waited"] = true
+		} else {
+			hit["flush/immediate"] = true
+		}
+	}
+	for b := range hit {
+		c.bins[b]++
+	}
+}
+
+// Merge adds another table's counts.
+func (c *Coverage) Merge(d *Coverage) {
+	for k, v := range d.bins {
+		c.bins[k] += v
+	}
+}
+
+// Missed lists the bins never hit, sorted.
+func (c *Coverage) Missed() []string {
+	var out []string
+	for k, v := range c.bins {
+		if v == 0 {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Hit is the number of runs that hit bin b.
+func (c *Coverage) Hit(b string) int { return c.bins[b] }
+
+// Print writes the table, grouped by cover point, and the bins never hit.
+func (c *Coverage) Print(w io.Writer) {
+	keys := make([]string, 0, len(c.bins))
+	for k := range c.bins {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "bin\truns")
+	hit := 0
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%d\n", k, c.bins[k])
+		if c.bins[k] > 0 {
+			hit++
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d of %d bins hit\n", hit, len(keys))
+	if m := c.Missed(); len(m) > 0 {
+		fmt.Fprintf(w, "never hit: %s\n", strings.Join(m, ", "))
+	}
+}
