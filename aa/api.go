@@ -25,6 +25,7 @@ type qpHandle struct {
 	rcqBase      uint64
 	rqPosted     uint64
 	rqDone       uint64
+	results      map[uint64]nic.CQE // completions reaped before their Wait, by WRID
 }
 
 // connect creates one queue pair per core of a towards b, so that every
@@ -45,7 +46,7 @@ func (c *Cluster) qpn(peer, core int) uint32 { return uint32(0x100 + peer*c.Spec
 
 func (c *Cluster) connectQP(a, b *Node, core int) error {
 	size := c.Spec.SQSize
-	h := &qpHandle{qpn: c.qpn(b.ID, core), size: size}
+	h := &qpHandle{qpn: c.qpn(b.ID, core), size: size, results: map[uint64]nic.CQE{}}
 	h.sqBase = a.Alloc(uint64(size * nic.WQESize))
 	h.cqBase = a.Alloc(uint64(size * nic.CQESize))
 	rw := iommu.Perm{Bits: pte.R | pte.W}
@@ -116,7 +117,9 @@ func (c *Ctx) post(dst int, w nic.WQE) WR {
 // reap waits for the next completion entry of the connection to dst.
 func (c *Ctx) reap(dst int) nic.CQE {
 	h := c.qp(dst)
-	return c.pollCQ(h.cqBase, h.size, &h.completed)
+	cqe := c.pollCQ(h.cqBase, h.size, &h.completed)
+	h.results[cqe.WRID] = cqe
+	return cqe
 }
 
 // pollCQ polls the ring at base (size entries) for entry *done+1, reads it
@@ -134,15 +137,16 @@ func (c *Ctx) pollCQ(base uint64, size int, done *uint64) nic.CQE {
 // Wait blocks until the work request has completed and returns its
 // completion. Completions arrive in posting order per connection.
 func (c *Ctx) Wait(w WR) (nic.CQE, error) {
-	var last nic.CQE
 	h := c.qp(w.dst)
 	for h.completed < w.seq {
-		last = c.reap(w.dst)
-		if last.Status != nic.StatusOK && h.completed == w.seq {
-			return last, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, last.Status)
-		}
+		c.reap(w.dst)
 	}
-	return last, nil
+	cqe := h.results[w.seq-1] // the WRID is the index at posting
+	delete(h.results, w.seq-1)
+	if cqe.Status != nic.StatusOK {
+		return cqe, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, cqe.Status)
+	}
+	return cqe, nil
 }
 
 // Put writes size bytes at local to remote on node dst (an RDMA WRITE). On a
@@ -205,6 +209,7 @@ func (c *Ctx) Flush(dst int) error {
 			err = fmt.Errorf("an operation to node %d failed with status %d", dst, cqe.Status)
 		}
 	}
+	clear(h.results) // Flush reports the failures of everything it waited for
 	return err
 }
 

@@ -1,0 +1,136 @@
+package conformance
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/iommu"
+	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/verify"
+)
+
+// RunAPI runs an API-level stimulus on the two-node machine: one process on
+// node 0 issues the puts, gets and active flushes to node 1, whose handlers
+// keep every record.
+func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
+	spec := aa.DefaultSpec()
+	spec.NIC.PMTU, spec.NIC.Sizes.MPS, spec.NIC.Sizes.MRRS = s.PMTU, s.MPS, s.MRRS
+	c, err := aa.New(sim.NewEngine(s.Seed), spec)
+	if err != nil {
+		return nil, err
+	}
+	src, dst := c.Nodes[0], c.Nodes[1]
+	obs := &verify.APIObservation{Memory: map[uint64][]byte{}, Logs: map[uint16][]verify.Record{}, Gets: map[int][]byte{}, Failed: map[int]bool{}, Flushes: map[int]int{}}
+	handled := map[uint16]int{}
+	for _, l := range s.Logs {
+		iuid := l.IUID
+		if _, err := dst.CreateLog(iuid, l.Size, iommu.Notify(l.Mode), func(x *aa.Ctx, r aa.Record) {
+			obs.Logs[iuid] = append(obs.Logs[iuid], verify.Record{Header: r.Header, Data: r.Data})
+			handled[iuid]++
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := dst.CreateFlushPage(iuid); err != nil {
+			return nil, err
+		}
+	}
+	for _, pg := range s.Pages {
+		b := make([]byte, 4096)
+		for k := range b {
+			b[k] = verify.Pattern(pg.Addr + uint64(k))
+		}
+		dst.Mem.Write(pg.Addr, b)
+		if err := dst.Register(pg.Addr, 4096, iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
+			return nil, err
+		}
+	}
+	// One local buffer per operation.
+	total := uint64(0)
+	for _, op := range s.Ops {
+		total += uint64(op.Len+4095) &^ 4095
+	}
+	buf := src.Alloc(total + 4096)
+	if err := src.Register(buf, total+4096, iommu.Perm{Bits: pte.R | pte.W}); err != nil {
+		return nil, err
+	}
+	var runErr error
+	src.Spawn(0, "api", func(x *aa.Ctx) {
+		wrs := map[int]aa.WR{}
+		local := map[int]uint64{}
+		at := buf
+		for i, op := range s.Ops {
+			x.P.Op("verify." + op.Kind)
+			switch op.Kind {
+			case "put":
+				x.P.Write(at, op.Data)
+				wrs[i] = x.Put(1, at, op.Remote, op.Len)
+			case "get":
+				wrs[i] = x.Get(1, at, op.Remote, op.Len)
+			case "flush":
+				if err := x.ActiveFlush(1, op.IUID); err != nil && runErr == nil {
+					runErr = fmt.Errorf("op %d: active flush: %w", i, err)
+				}
+				obs.Flushes[i] = handled[op.IUID]
+			}
+			local[i] = at
+			at += uint64(op.Len+4095) &^ 4095
+		}
+		for i, op := range s.Ops {
+			w, ok := wrs[i]
+			if !ok {
+				continue
+			}
+			_, err := x.Wait(w)
+			if op.Kind == "get" {
+				if err != nil {
+					obs.Failed[i] = true
+				} else {
+					b := make([]byte, op.Len)
+					x.P.Read(local[i], b)
+					obs.Gets[i] = b
+				}
+			} else if err != nil && runErr == nil {
+				runErr = fmt.Errorf("op %d: %w", i, err)
+			}
+		}
+	})
+	c.Run(sim.S, func() bool {
+		if !c.AppsDone() {
+			return false
+		}
+		// and every record handed to its handler
+		p := verify.PredictAPI(s)
+		for iuid, recs := range p.Logs {
+			n := 0
+			for _, r := range recs {
+				if r.Kind != record.Pad {
+					n++
+				}
+			}
+			if handled[iuid] < n {
+				return false
+			}
+		}
+		return true
+	})
+	if !c.AppsDone() {
+		return obs, fmt.Errorf("the process did not finish by %v", c.Eng.Now())
+	}
+	for _, pg := range s.Pages {
+		b := make([]byte, 4096)
+		dst.Mem.Read(pg.Addr, b)
+		obs.Memory[pg.Addr] = b
+	}
+	return obs, runErr
+}
+
+// CheckAPI runs an API-level stimulus and compares with the golden model.
+func CheckAPI(s *verify.APIStimulus) (*verify.Mismatch, error) {
+	obs, err := RunAPI(s)
+	if err != nil {
+		return nil, err
+	}
+	return verify.CompareAPI(s, verify.PredictAPI(s), obs), nil
+}

@@ -1,0 +1,274 @@
+package verify
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/iommu/record"
+)
+
+// The API level: one process on node 0 issues puts, gets and active flushes
+// to node 1 through one reliable connection, so their order at the target is
+// the order of issue. The golden model predicts node 1's memory, every
+// record of its logs and what each get returns, from DESIGN.md §2 and the
+// transport's segmentation rules: a put reaches the target as packets of
+// PMTU bytes, each written as MWr TLPs of at most MPS bytes on MPS-aligned
+// boundaries (one record each); a get is read as MRd requests of at most MRRS
+// bytes on MRRS-aligned boundaries (one record each).
+
+// APIPage is a page of node 1 (registered one to one).
+type APIPage struct {
+	Addr uint64 `json:"addr"`
+	Bits uint64 `json:"bits"`
+	IUID uint16 `json:"iuid"`
+}
+
+// APIOp is one verb the process calls.
+type APIOp struct {
+	Kind   string `json:"kind"` // put, get, flush
+	Remote uint64 `json:"remote"`
+	Len    int    `json:"len"`
+	Data   []byte `json:"data,omitempty"`
+	IUID   uint16 `json:"iuid,omitempty"` // flush: whose log
+}
+
+// APIStimulus is one API-level test.
+type APIStimulus struct {
+	Seed  uint64    `json:"seed"`
+	Pages []APIPage `json:"pages"`
+	Logs  []Log     `json:"logs"`
+	Ops   []APIOp   `json:"ops"`
+	PMTU  int       `json:"pmtu"`
+	MPS   int       `json:"mps"`
+	MRRS  int       `json:"mrrs"`
+}
+
+// APIBase is where the generated pages of node 1 start.
+const APIBase = 0x7000_0000
+
+// GenerateAPI draws an API-level stimulus.
+func GenerateAPI(seed uint64) *APIStimulus {
+	r := rand.New(rand.NewPCG(seed, 0xa91))
+	s := &APIStimulus{Seed: seed, PMTU: 1024, MPS: 256, MRRS: 512,
+		Logs: []Log{{IUID: 1, Size: 64 << 10, Mode: 0}, {IUID: 2, Size: 32 << 10, Mode: 2}}}
+	kinds := []uint64{pte.R | pte.W, pte.W | pte.WL | pte.E, pte.W | pte.WLD | pte.E, pte.WL | pte.WLD | pte.E,
+		pte.R | pte.RL | pte.E, pte.R | pte.RLD | pte.E, pte.R | pte.W | pte.RLD | pte.WLD | pte.E, pte.R | pte.W | pte.WL | pte.RL | pte.E}
+	n := 4 + r.IntN(5)
+	for i := 0; i < n; i++ {
+		s.Pages = append(s.Pages, APIPage{Addr: APIBase + uint64(i)*4096, Bits: kinds[r.IntN(len(kinds))], IUID: uint16(1 + r.IntN(2))})
+	}
+	span := uint64(n) * 4096
+	nops := 5 + r.IntN(25)
+	for i := 0; i < nops; i++ {
+		switch k := r.IntN(10); {
+		case k < 5:
+			l := 1 + r.IntN(4096)
+			if r.IntN(3) == 0 {
+				l = 1 + r.IntN(64)
+			}
+			at := APIBase + uint64(r.IntN(int(span)-l+1))
+			d := make([]byte, l)
+			for j := range d {
+				d[j] = byte(r.Uint32())
+			}
+			s.Ops = append(s.Ops, APIOp{Kind: "put", Remote: at, Len: l, Data: d})
+		case k < 9:
+			l := 1 + r.IntN(2048)
+			at := APIBase + uint64(r.IntN(int(span)-l+1))
+			s.Ops = append(s.Ops, APIOp{Kind: "get", Remote: at, Len: l})
+		default:
+			s.Ops = append(s.Ops, APIOp{Kind: "flush", IUID: uint16(1 + r.IntN(2))})
+		}
+	}
+	return s
+}
+
+// APIPrediction is what the golden model expects at the API level.
+type APIPrediction struct {
+	Memory  map[uint64][]byte   // page → its 4 KB on node 1 at the end
+	Logs    map[uint16][]Record // records in order (GET records with Tag 0: tags are the NIC's choice)
+	Gets    map[int][]byte      // what each successful get returned
+	Failed  map[int]bool        // gets the target refused (a page without R)
+	Flushes map[int]int         // flush op → records of its log that precede it
+}
+
+// APIRequester is the requester ID of node 1's NIC, as records show it.
+const APIRequester = 0x0100
+
+// PredictAPI runs the API-level golden model.
+func PredictAPI(s *APIStimulus) *APIPrediction {
+	p := &APIPrediction{Memory: map[uint64][]byte{}, Logs: map[uint16][]Record{}, Gets: map[int][]byte{}, Failed: map[int]bool{}, Flushes: map[int]int{}}
+	pages := map[uint64]APIPage{}
+	for _, pg := range s.Pages {
+		pages[pg.Addr] = pg
+		m := make([]byte, 4096)
+		for k := range m {
+			m[k] = Pattern(pg.Addr + uint64(k))
+		}
+		p.Memory[pg.Addr] = m
+	}
+	logs := map[uint16]*goldLog{}
+	for _, l := range s.Logs {
+		logs[l.IUID] = &goldLog{size: l.Size}
+		p.Logs[l.IUID] = nil
+	}
+	rec := func(pg APIPage, h record.Header, d []byte) {
+		h.IUID = pg.IUID
+		l := logs[pg.IUID]
+		p.Logs[pg.IUID] = l.append(p.Logs[pg.IUID], h, d)
+	}
+	for i, op := range s.Ops {
+		switch op.Kind {
+		case "put":
+			for _, c := range putChunks(op.Remote, op.Len, s.PMTU, s.MPS) {
+				pg := pages[c.addr&^0xfff]
+				data := op.Data[c.addr-op.Remote : c.addr-op.Remote+uint64(c.n)]
+				w := pg.Bits&pte.W != 0
+				if w {
+					copy(p.Memory[pg.Addr][c.addr&0xfff:], data)
+				}
+				if pg.Bits&(pte.WL|pte.WLD) == 0 || pg.Bits&pte.E == 0 {
+					continue
+				}
+				h := record.Header{Kind: record.Put, Requester: APIRequester, IOVA: c.addr, Length: uint32(c.n)}
+				var d []byte
+				if pg.Bits&pte.WLD != 0 {
+					d, h.DataLen, h.Flags = data, uint32(c.n), record.FlagData
+				}
+				if !w {
+					h.Flags |= record.FlagBlocked
+				}
+				rec(pg, h, d)
+			}
+		case "get":
+			var got []byte
+			failed := false
+			for _, c := range alignedChunks(op.Remote, op.Len, s.MRRS) {
+				pg := pages[c.addr&^0xfff]
+				r := pg.Bits&pte.R != 0
+				data := append([]byte(nil), p.Memory[pg.Addr][c.addr&0xfff:c.addr&0xfff+uint64(c.n)]...)
+				if !r {
+					failed = true
+				} else {
+					got = append(got, data...)
+				}
+				if pg.Bits&(pte.RL|pte.RLD) == 0 || pg.Bits&pte.E == 0 {
+					continue
+				}
+				h := record.Header{Kind: record.Get, Requester: APIRequester, IOVA: c.addr, Length: uint32(c.n)}
+				var d []byte
+				if r && pg.Bits&pte.RLD != 0 {
+					d, h.DataLen, h.Flags = data, uint32(c.n), record.FlagData
+				}
+				if !r {
+					h.Flags |= record.FlagBlocked
+				}
+				rec(pg, h, d)
+			}
+			if failed {
+				p.Failed[i] = true
+			} else {
+				p.Gets[i] = got
+			}
+		case "flush":
+			n := 0
+			for _, r := range p.Logs[op.IUID] {
+				if r.Kind != record.Pad {
+					n++
+				}
+			}
+			p.Flushes[i] = n
+		}
+	}
+	return p
+}
+
+type chunk struct {
+	addr uint64
+	n    int
+}
+
+// alignedChunks splits n bytes at addr at multiples of max.
+func alignedChunks(addr uint64, n, max int) []chunk {
+	var out []chunk
+	for n > 0 {
+		c := min(max-int(addr%uint64(max)), n)
+		out = append(out, chunk{addr, c})
+		addr += uint64(c)
+		n -= c
+	}
+	return out
+}
+
+// putChunks is how an RDMA WRITE reaches the target's memory: packets of
+// PMTU bytes from addr, each split at MPS-aligned boundaries.
+func putChunks(addr uint64, n, pmtu, mps int) []chunk {
+	var out []chunk
+	for off := 0; off < n; off += pmtu {
+		out = append(out, alignedChunks(addr+uint64(off), min(pmtu, n-off), mps)...)
+	}
+	return out
+}
+
+// APIObservation is what the machine did at the API level.
+type APIObservation struct {
+	Memory  map[uint64][]byte
+	Logs    map[uint16][]Record // as the handlers got them (PAD records are not handed over)
+	Gets    map[int][]byte
+	Failed  map[int]bool
+	Flushes map[int]int // flush op → records the handler had processed when the flush returned
+}
+
+// CompareAPI checks node 1's memory, every record its handlers got (GET
+// records without their tag), what every get returned, and that every
+// active flush returned only after the handler had processed every record
+// issued before it.
+func CompareAPI(s *APIStimulus, p *APIPrediction, o *APIObservation) *Mismatch {
+	for i := range s.Ops {
+		want, got := p.Gets[i], o.Gets[i]
+		if p.Failed[i] != o.Failed[i] {
+			return &Mismatch{Block: "api.get", Op: i, What: fmt.Sprintf("failed = %v, want %v", o.Failed[i], p.Failed[i])}
+		}
+		if !bytes.Equal(want, got) {
+			return &Mismatch{Block: "api.get", Op: i, What: fmt.Sprintf("data differs at byte %d", firstDiff(got, want))}
+		}
+		if n, ok := p.Flushes[i]; ok && o.Flushes[i] < n {
+			return &Mismatch{Block: "api.flush", Op: i, What: fmt.Sprintf("returned after %d records were handled, %d came before it", o.Flushes[i], n)}
+		}
+	}
+	for iuid, recs := range p.Logs {
+		var want []Record
+		for _, r := range recs {
+			if r.Kind != record.Pad {
+				want = append(want, r)
+			}
+		}
+		got := o.Logs[iuid]
+		if len(got) != len(want) {
+			return &Mismatch{Block: "api.log", Op: -1, What: fmt.Sprintf("IUID %d: %d records handled, want %d", iuid, len(got), len(want))}
+		}
+		for i := range want {
+			g := got[i].Header
+			if g.Kind == record.Get {
+				g.Tag = 0 // the NIC's tag choice is not part of the semantics
+			}
+			if g != want[i].Header || !bytes.Equal(got[i].Data, want[i].Data) {
+				return &Mismatch{Block: "api.log", Op: -1, What: fmt.Sprintf("IUID %d record %d: %+v, want %+v", iuid, i, g, want[i].Header)}
+			}
+		}
+	}
+	pages := make([]uint64, 0, len(p.Memory))
+	for a := range p.Memory {
+		pages = append(pages, a)
+	}
+	slices.Sort(pages)
+	for _, a := range pages {
+		if d := firstDiff(o.Memory[a], p.Memory[a]); d >= 0 {
+			return &Mismatch{Block: "api.memory", Op: -1, What: fmt.Sprintf("node 1 memory at %#x differs", a+uint64(d))}
+		}
+	}
+	return nil
+}
