@@ -48,11 +48,15 @@ type IOMMU struct {
 	host   []*sim.Chan[pcie.Packet] // CPUs' MMIO requests (optional)
 
 	ctxCache *sim.Cache[tlp.ID, ctxEntry]
-	iotlb    *sim.Cache[tlbKey, tlbEntry]
-	logs     *sim.CAM[uint16, *logState]
-	tagBuf   *sim.CAM[tagKey, *readCtx]
-	flushBuf *sim.CAM[uint64, *flushEntry]
-	faults   faultRegs
+	// The last context looked up (invalidated with the context cache).
+	lastSID      tlp.ID
+	lastCtx      ctxEntry
+	lastCtxValid bool
+	iotlb        *sim.Cache[tlbKey, tlbEntry]
+	logs         *sim.CAM[uint16, *logState]
+	tagBuf       *sim.CAM[tagKey, *readCtx]
+	flushBuf     *sim.CAM[uint64, *flushEntry]
+	faults       faultRegs
 
 	cur       *job
 	busyUntil sim.Tick

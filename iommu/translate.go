@@ -64,9 +64,17 @@ type translation struct {
 	tlbHit   bool
 }
 
-// lookupContext returns sid's context, from the cache or the tables.
+// lookupContext returns sid's context, from the cache or the tables. The
+// last context used sits in a register in front of the cache: a stream of
+// TLPs from one device does not search the cache each time.
 func (m *IOMMU) lookupContext(sid tlp.ID, tr *translation) ctxEntry {
+	if m.lastCtxValid && m.lastSID == sid {
+		tr.ctxHit = true
+		m.stCtxHits.Inc()
+		return m.lastCtx
+	}
 	if c, ok := m.ctxCache.Lookup(sid); ok {
+		m.lastSID, m.lastCtx, m.lastCtxValid = sid, c, true
 		tr.ctxHit = true
 		m.stCtxHits.Inc()
 		return c
@@ -100,8 +108,28 @@ func (m *IOMMU) lookupContext(sid tlp.ID, tr *translation) ctxEntry {
 	// Only present contexts are cached (caching mode off).
 	if c.present {
 		m.ctxCache.Insert(sid, c)
+		m.lastSID, m.lastCtx, m.lastCtxValid = sid, c, true
 	}
 	return c
+}
+
+// TranslateTL translates one access at the transaction level: zero time, no
+// ports, the same context cache, IOTLB and page walk as the cycle-level
+// block. It returns the physical address, whether the IOTLB hit, how many
+// page-table levels were read, and the fault reason (0 if none).
+func (m *IOMMU) TranslateTL(sid tlp.ID, iova uint64, write bool) (pa uint64, hit bool, walked int, fault uint8) {
+	tr := m.translate(sid, iova, write)
+	if tr.fault == 0 && !tr.tlbHit && tr.level > 0 {
+		walked = 4 - tr.level + 1
+	}
+	fault = tr.fault
+	switch {
+	case fault == 0 && write && !tr.w:
+		fault = FRWrite
+	case fault == 0 && !write && !tr.r:
+		fault = FRRead
+	}
+	return tr.pa, tr.tlbHit, walked, fault
 }
 
 // translate maps a device's IOVA to a physical address: context, IOTLB,
@@ -173,10 +201,16 @@ func (m *IOMMU) translate(sid tlp.ID, iova uint64, write bool) translation {
 }
 
 // InvalidateContext drops sid's context-cache entry (device-selective).
-func (m *IOMMU) InvalidateContext(sid tlp.ID) { m.ctxCache.Invalidate(sid) }
+func (m *IOMMU) InvalidateContext(sid tlp.ID) {
+	m.ctxCache.Invalidate(sid)
+	m.lastCtxValid = false
+}
 
 // InvalidateAllContexts empties the context cache (global).
-func (m *IOMMU) InvalidateAllContexts() { m.ctxCache.InvalidateAll() }
+func (m *IOMMU) InvalidateAllContexts() {
+	m.ctxCache.InvalidateAll()
+	m.lastCtxValid = false
+}
 
 // InvalidateDomain drops every IOTLB entry of domain did (domain-selective).
 func (m *IOMMU) InvalidateDomain(did uint16) {

@@ -11,11 +11,16 @@ import (
 const pageBits = 12
 
 // Store is a sparse, byte-addressed memory. Untouched bytes read as zero.
+// Pages of the low 4 GB are found through a directly indexed slice (grown to
+// the highest page touched), others through a map.
 type Store struct {
+	dense []*[1 << pageBits]byte
 	pages map[uint64]*[1 << pageBits]byte
 	last  uint64 // page number of the last access (a one-entry lookup cache)
 	lastP *[1 << pageBits]byte
 }
+
+const denseLimit = 1 << 20 // pages: the low 4 GB
 
 // NewStore returns an empty memory.
 func NewStore() *Store { return &Store{pages: map[uint64]*[1 << pageBits]byte{}, last: ^uint64(0)} }
@@ -24,13 +29,30 @@ func (s *Store) page(pn uint64, create bool) *[1 << pageBits]byte {
 	if pn == s.last {
 		return s.lastP
 	}
-	p := s.pages[pn]
-	if p == nil {
-		if !create {
-			return nil
+	var p *[1 << pageBits]byte
+	if pn < denseLimit {
+		if pn < uint64(len(s.dense)) {
+			p = s.dense[pn]
 		}
-		p = new([1 << pageBits]byte)
-		s.pages[pn] = p
+		if p == nil {
+			if !create {
+				return nil
+			}
+			if pn >= uint64(len(s.dense)) {
+				s.dense = append(s.dense, make([]*[1 << pageBits]byte, int(pn)+1-len(s.dense))...)
+			}
+			p = new([1 << pageBits]byte)
+			s.dense[pn] = p
+		}
+	} else {
+		p = s.pages[pn]
+		if p == nil {
+			if !create {
+				return nil
+			}
+			p = new([1 << pageBits]byte)
+			s.pages[pn] = p
+		}
 	}
 	s.last, s.lastP = pn, p
 	return p
@@ -62,6 +84,13 @@ func (s *Store) Write(addr uint64, data []byte) {
 
 // Load64 reads a little-endian 64-bit word.
 func (s *Store) Load64(addr uint64) uint64 {
+	if off := addr & (1<<pageBits - 1); off <= 1<<pageBits-8 {
+		p := s.page(addr>>pageBits, false)
+		if p == nil {
+			return 0
+		}
+		return binary.LittleEndian.Uint64(p[off:])
+	}
 	var b [8]byte
 	s.Read(addr, b[:])
 	return binary.LittleEndian.Uint64(b[:])
@@ -74,10 +103,36 @@ func (s *Store) Store64(addr, v uint64) {
 	s.Write(addr, b[:])
 }
 
+// FNV1a64 is FNV-1a 64 over size bytes from addr, untouched bytes counting
+// as zero: the anchor workload's checksum of its memory.
+func (s *Store) FNV1a64(addr, size uint64) uint64 {
+	h := uint64(14695981039346656037)
+	var zero [1 << pageBits]byte
+	for off := uint64(0); off < size; {
+		a := addr + off
+		po := a & (1<<pageBits - 1)
+		n := min(size-off, 1<<pageBits-po)
+		b := zero[:n]
+		if p := s.page(a>>pageBits, false); p != nil {
+			b = p[po : po+n]
+		}
+		for _, c := range b {
+			h = (h ^ uint64(c)) * 1099511628211
+		}
+		off += n
+	}
+	return h
+}
+
 // Checksum is FNV-1a 64 over every page that was ever written, in address
 // order, with its page number: equal contents give equal sums.
 func (s *Store) Checksum() uint64 {
-	keys := make([]uint64, 0, len(s.pages))
+	keys := make([]uint64, 0, len(s.pages)+len(s.dense))
+	for k, p := range s.dense {
+		if p != nil {
+			keys = append(keys, uint64(k))
+		}
+	}
 	for k := range s.pages {
 		keys = append(keys, k)
 	}
@@ -87,7 +142,7 @@ func (s *Store) Checksum() uint64 {
 	for _, k := range keys {
 		binary.LittleEndian.PutUint64(pn[:], k)
 		h.Write(pn[:])
-		h.Write(s.pages[k][:])
+		h.Write(s.page(k, false)[:])
 	}
 	return h.Sum64()
 }

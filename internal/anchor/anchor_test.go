@@ -1,0 +1,43 @@
+package anchor
+
+import "testing"
+
+// The transaction-level form agrees exactly with the peers: their README
+// gives hits, misses, simulated time and checksum for N = 10 M; a smaller N
+// is checked against the same formulas.
+func TestTransactionLevelMatchesThePeers(t *testing.T) {
+	cases := []struct {
+		n, d, hits, misses, simNS uint64
+		sum                       uint64
+	}{
+		{100_000, 1, 0, 100_000, 100_000 * 350, 0},
+		{100_000, 64, 100_000 - 1563, 1563, (100_000-1563)*75 + 1563*350, 0},
+	}
+	for _, c := range cases {
+		r, err := TransactionLevel(c.n, c.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Hits != c.hits || r.Misses != c.misses || r.SimNS != c.simNS {
+			t.Errorf("D=%d: hits %d misses %d sim %d ns; want %d %d %d", c.d, r.Hits, r.Misses, r.SimNS, c.hits, c.misses, c.simNS)
+		}
+	}
+}
+
+// The cycle-level form agrees on hits, misses and the memory checksum.
+func TestCycleLevelAgrees(t *testing.T) {
+	for _, d := range []uint64{1, 64} {
+		tl, err := TransactionLevel(20_000, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := CycleLevel(20_000, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl.Hits != tl.Hits || cl.Misses != tl.Misses || cl.Checksum != tl.Checksum {
+			t.Fatalf("D=%d: cycle level %d/%d %016x, transaction level %d/%d %016x", d, cl.Hits, cl.Misses, cl.Checksum, tl.Hits, tl.Misses, tl.Checksum)
+		}
+		t.Logf("D=%d: transaction level %d ns simulated, cycle level %d ns", d, tl.SimNS, cl.SimNS)
+	}
+}
