@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/aaemu
 OUT     ?= out
 
-.PHONY: all build run test deps bench lint fuzz screenshot clean
+.PHONY: all build run test deps bench bench-anchor lint fuzz screenshot clean
 
 all: build
 
@@ -28,6 +28,10 @@ deps:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sim/... ./waveforms/... ./pcie/... ./iommu/... ./aa/...
 	$(GO) test -tags notrace -run '^$$' -bench 'Chain8$$' -benchmem -count 3 ./sim/
+
+# The anchor workload in SystemC TLM-2.0 LT, plain Go and aaemu, with ratios.
+bench-anchor:
+	./tools/bench-anchor.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

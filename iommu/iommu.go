@@ -116,7 +116,7 @@ func New(clk *sim.Clock, name string, spec Spec, mem *memory.Store) (*IOMMU, err
 		return nil, fmt.Errorf("%s: context cache: %w", name, err)
 	}
 	m.iotlb, err = sim.NewCache[tlbKey, tlbEntry](spec.IOTLBSets, spec.IOTLBWays, spec.IOTLBEviction,
-		func(k tlbKey) uint64 { return k.vpn }, e.Rand(name+".iotlb"))
+		func(k tlbKey) uint64 { return k.vpn() }, e.Rand(name+".iotlb"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: IOTLB: %w", name, err)
 	}

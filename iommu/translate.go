@@ -35,13 +35,16 @@ type ctxEntry struct {
 	fpd     bool
 }
 
-// tlbKey tags an IOTLB entry: domain and 4 KB page. Large pages are kept
-// fractured into 4 KB entries, as several IOMMUs do; page-selective
-// invalidation removes every fracture of a range.
-type tlbKey struct {
-	did uint16
-	vpn uint64
-}
+// tlbKey tags an IOTLB entry: domain (bits 63:48) and 4 KB page number
+// (bits 35:0 of a 48-bit IOVA). Large pages are kept fractured into 4 KB
+// entries, as several IOMMUs do; page-selective invalidation removes every
+// fracture of a range. One integer rather than a struct: the cache compares
+// tags on every lookup.
+type tlbKey uint64
+
+func makeTLBKey(did uint16, vpn uint64) tlbKey { return tlbKey(uint64(did)<<48 | vpn) }
+func (k tlbKey) did() uint16                   { return uint16(k >> 48) }
+func (k tlbKey) vpn() uint64                   { return uint64(k) & (1<<48 - 1) }
 
 type tlbEntry struct {
 	leaf  uint64 // the leaf entry (permissions, AA bits, IUID)
@@ -152,7 +155,7 @@ func (m *IOMMU) translate(sid tlp.ID, iova uint64, write bool) translation {
 		tr.fault = FRAddrBeyondAW
 		return tr
 	}
-	key := tlbKey{did: c.did, vpn: iova >> 12}
+	key := makeTLBKey(c.did, iova>>12)
 	if e, ok := m.iotlb.Lookup(key); ok {
 		tr.tlbHit = true
 		m.stTLBHits.Inc()
@@ -214,7 +217,7 @@ func (m *IOMMU) InvalidateAllContexts() {
 
 // InvalidateDomain drops every IOTLB entry of domain did (domain-selective).
 func (m *IOMMU) InvalidateDomain(did uint16) {
-	m.iotlb.InvalidateIf(func(k tlbKey, _ tlbEntry) bool { return k.did == did })
+	m.iotlb.InvalidateIf(func(k tlbKey, _ tlbEntry) bool { return k.did() == did })
 }
 
 // InvalidateRange drops the IOTLB entries of [iova, iova+size) in domain
@@ -223,11 +226,11 @@ func (m *IOMMU) InvalidateRange(did uint16, iova, size uint64) {
 	lo, hi := iova>>12, (iova+size+0xfff)>>12
 	if hi-lo <= 64 {
 		for vpn := lo; vpn < hi; vpn++ {
-			m.iotlb.Invalidate(tlbKey{did: did, vpn: vpn})
+			m.iotlb.Invalidate(makeTLBKey(did, vpn))
 		}
 		return
 	}
-	m.iotlb.InvalidateIf(func(k tlbKey, _ tlbEntry) bool { return k.did == did && k.vpn >= lo && k.vpn < hi })
+	m.iotlb.InvalidateIf(func(k tlbKey, _ tlbEntry) bool { return k.did() == did && k.vpn() >= lo && k.vpn() < hi })
 }
 
 // InvalidateIOTLB empties the IOTLB (global).

@@ -14,6 +14,7 @@ const pageBits = 12
 // Pages of the low 4 GB are found through a directly indexed slice (grown to
 // the highest page touched), others through a map.
 type Store struct {
+	flat  []byte // [0, len(flat)) directly, when the store was made with one
 	dense []*[1 << pageBits]byte
 	pages map[uint64]*[1 << pageBits]byte
 	last  uint64 // page number of the last access (a one-entry lookup cache)
@@ -25,9 +26,20 @@ const denseLimit = 1 << 20 // pages: the low 4 GB
 // NewStore returns an empty memory.
 func NewStore() *Store { return &Store{pages: map[uint64]*[1 << pageBits]byte{}, last: ^uint64(0)} }
 
+// NewFlatStore returns a memory whose first size bytes are one contiguous
+// array (no page lookup on the hot path), the rest sparse.
+func NewFlatStore(size uint64) *Store {
+	s := NewStore()
+	s.flat = make([]byte, (size+1<<pageBits-1)&^(1<<pageBits-1))
+	return s
+}
+
 func (s *Store) page(pn uint64, create bool) *[1 << pageBits]byte {
 	if pn == s.last {
 		return s.lastP
+	}
+	if pn < uint64(len(s.flat))>>pageBits {
+		return (*[1 << pageBits]byte)(s.flat[pn<<pageBits:])
 	}
 	var p *[1 << pageBits]byte
 	if pn < denseLimit {
@@ -74,6 +86,14 @@ func (s *Store) Read(addr uint64, b []byte) {
 
 // Write copies data to addr.
 func (s *Store) Write(addr uint64, data []byte) {
+	if end := addr + uint64(len(data)); end <= uint64(len(s.flat)) && end >= addr {
+		copy(s.flat[addr:], data)
+		return
+	}
+	if off := addr & (1<<pageBits - 1); off+uint64(len(data)) <= 1<<pageBits {
+		copy(s.page(addr>>pageBits, true)[off:], data) // within one page: the common case
+		return
+	}
 	for len(data) > 0 {
 		off := addr & (1<<pageBits - 1)
 		n := min(uint64(len(data)), 1<<pageBits-off)
@@ -84,6 +104,9 @@ func (s *Store) Write(addr uint64, data []byte) {
 
 // Load64 reads a little-endian 64-bit word.
 func (s *Store) Load64(addr uint64) uint64 {
+	if addr+8 <= uint64(len(s.flat)) {
+		return binary.LittleEndian.Uint64(s.flat[addr:])
+	}
 	if off := addr & (1<<pageBits - 1); off <= 1<<pageBits-8 {
 		p := s.page(addr>>pageBits, false)
 		if p == nil {
@@ -128,6 +151,9 @@ func (s *Store) FNV1a64(addr, size uint64) uint64 {
 // order, with its page number: equal contents give equal sums.
 func (s *Store) Checksum() uint64 {
 	keys := make([]uint64, 0, len(s.pages)+len(s.dense))
+	for k := uint64(0); k < uint64(len(s.flat))>>pageBits; k++ {
+		keys = append(keys, k) // the flat region always exists
+	}
 	for k, p := range s.dense {
 		if p != nil {
 			keys = append(keys, uint64(k))

@@ -37,3 +37,25 @@ func TestStoreAcrossPages(t *testing.T) {
 		t.Fatal("different memories, equal checksums")
 	}
 }
+
+// A flat store behaves as a sparse one, inside and across its flat region.
+func TestFlatStore(t *testing.T) {
+	f, s := NewFlatStore(3*4096), NewStore()
+	data := make([]byte, 9000)
+	for i := range data {
+		data[i] = byte(i*5 + 3)
+	}
+	for _, st := range []*Store{f, s} {
+		st.Write(0x1ff0, data) // crosses out of the flat region
+		st.Store64(0x100, 0xdeadbeef)
+	}
+	a, b := make([]byte, 9000), make([]byte, 9000)
+	f.Read(0x1ff0, a)
+	s.Read(0x1ff0, b)
+	if !bytes.Equal(a, data) || !bytes.Equal(b, data) || f.Load64(0x100) != 0xdeadbeef {
+		t.Fatal("flat store differs")
+	}
+	if f.FNV1a64(0, 0x4000) != s.FNV1a64(0, 0x4000) {
+		t.Fatal("FNV over the same bytes differs")
+	}
+}

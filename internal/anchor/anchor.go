@@ -6,6 +6,7 @@
 package anchor
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"time"
@@ -55,16 +56,18 @@ func (r Result) Print(w io.Writer) {
 // page table maps vpn → (vpn · 2654435761) mod 4096, in real VT-d tables
 // placed above the 16 MiB.
 func setup(clk *sim.Clock) (*iommu.IOMMU, *memory.Store, error) {
-	mem := memory.NewStore()
+	// 16 MiB of data, then the root table, the log table and the page
+	// tables, all in one flat array.
+	mem := memory.NewFlatStore(0x180_0000)
 	spec := iommu.DefaultSpec()
 	spec.IOTLBSets, spec.IOTLBWays, spec.IOTLBEviction = 16, 4, sim.LRU
-	spec.RootTable, spec.LogTable = 0x200_0000, 0x300_0000
+	spec.RootTable, spec.LogTable = 0x100_0000, 0x110_0000
 	spec.ProcessPS, spec.MemAccessPS = hitNS*sim.NS, 70*sim.NS
 	m, err := iommu.New(clk, "iommu", spec, mem)
 	if err != nil {
 		return nil, nil, err
 	}
-	drv := iommu.NewDriver(m, 0x400_0000, 0x100_0000)
+	drv := iommu.NewDriver(m, 0x130_0000, 0x50_0000)
 	if err := drv.Attach(dev, 1); err != nil {
 		return nil, nil, err
 	}
@@ -123,9 +126,12 @@ func TransactionLevel(n, d uint64) (Result, error) {
 		Checksum: mem.FNV1a64(0, memBytes), Wall: wall}, nil
 }
 
+// fill sets every byte of b (a multiple of 8 bytes) to v, 8 bytes a store,
+// as the peers do.
 func fill(b []byte, v byte) {
-	for k := range b {
-		b[k] = v
+	w := uint64(v) * 0x0101010101010101
+	for k := 0; k+8 <= len(b); k += 8 {
+		binary.LittleEndian.PutUint64(b[k:], w)
 	}
 }
 
