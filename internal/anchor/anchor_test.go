@@ -1,6 +1,10 @@
 package anchor
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/aaemu/aaemu/sim"
+)
 
 // The transaction-level form agrees exactly with the peers: their README
 // gives hits, misses, simulated time and checksum for N = 10 M; a smaller N
@@ -39,5 +43,24 @@ func TestCycleLevelAgrees(t *testing.T) {
 			t.Fatalf("D=%d: cycle level %d/%d %016x, transaction level %d/%d %016x", d, cl.Hits, cl.Misses, cl.Checksum, tl.Hits, tl.Misses, tl.Checksum)
 		}
 		t.Logf("D=%d: transaction level %d ns simulated, cycle level %d ns", d, tl.SimNS, cl.SimNS)
+	}
+}
+
+// The transaction-level path allocates nothing per transaction.
+func TestTransactionLevelDoesNotAllocate(t *testing.T) {
+	e := sim.NewEngine(1)
+	m, mem, err := setup(e.NewClock("clk", 1000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf [xferBytes]byte
+	i := uint64(0)
+	allocs := testing.AllocsPerRun(10_000, func() {
+		pa, _, _, _ := m.TranslateTL(dev, iova(i, 1), true)
+		mem.Write(pa, buf[:])
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("%.2f allocations per transaction", allocs)
 	}
 }
