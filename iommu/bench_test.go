@@ -16,11 +16,13 @@ func BenchmarkTranslateHit(b *testing.B) {
 	s := newSystem(b, DefaultSpec(), 1)
 	s.drv.Map(1, testIOVA, testPA, 4096, 4096, Perm{Bits: pte.R | pte.W})
 	id := s.devs[0].id
-	s.m.translate(id, testIOVA, true)
+	var warm translation
+	s.m.translate(&warm, id, testIOVA, true)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if tr := s.m.translate(id, testIOVA+uint64(i&0xff)*8, true); !tr.tlbHit {
+		var tr translation
+		if s.m.translate(&tr, id, testIOVA+uint64(i&0xff)*8, true); !tr.tlbHit {
 			b.Fatal("miss")
 		}
 	}
@@ -39,7 +41,8 @@ func BenchmarkTranslateMiss(b *testing.B) {
 	b.ResetTimer()
 	acc := 0
 	for i := 0; i < b.N; i++ {
-		tr := s.m.translate(id, testIOVA+uint64(i&1)*4096, true)
+		var tr translation
+		s.m.translate(&tr, id, testIOVA+uint64(i&1)*4096, true)
 		acc += tr.accesses
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "translations/s")
@@ -55,7 +58,8 @@ func hitRate(tb testing.TB, sets, ways int, ev sim.Eviction, pages []uint64) flo
 	id := s.devs[0].id
 	hits := 0
 	for _, p := range pages {
-		if s.m.translate(id, testIOVA+p*4096, false).tlbHit {
+		var tr translation
+		if s.m.translate(&tr, id, testIOVA+p*4096, false); tr.tlbHit {
 			hits++
 		}
 	}

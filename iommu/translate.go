@@ -70,17 +70,17 @@ type translation struct {
 // lookupContext returns sid's context, from the cache or the tables. The
 // last context used sits in a register in front of the cache: a stream of
 // TLPs from one device does not search the cache each time.
-func (m *IOMMU) lookupContext(sid tlp.ID, tr *translation) ctxEntry {
+func (m *IOMMU) lookupContext(sid tlp.ID, tr *translation) *ctxEntry {
 	if m.lastCtxValid && m.lastSID == sid {
 		tr.ctxHit = true
 		m.stCtxHits.Inc()
-		return m.lastCtx
+		return &m.lastCtx
 	}
 	if c, ok := m.ctxCache.Lookup(sid); ok {
 		m.lastSID, m.lastCtx, m.lastCtxValid = sid, c, true
 		tr.ctxHit = true
 		m.stCtxHits.Inc()
-		return c
+		return &m.lastCtx
 	}
 	m.stCtxMisses.Inc()
 	c := ctxEntry{}
@@ -112,8 +112,9 @@ func (m *IOMMU) lookupContext(sid tlp.ID, tr *translation) ctxEntry {
 	if c.present {
 		m.ctxCache.Insert(sid, c)
 		m.lastSID, m.lastCtx, m.lastCtxValid = sid, c, true
+		return &m.lastCtx
 	}
-	return c
+	return &c
 }
 
 // TranslateTL translates one access at the transaction level: zero time, no
@@ -121,7 +122,22 @@ func (m *IOMMU) lookupContext(sid tlp.ID, tr *translation) ctxEntry {
 // block. It returns the physical address, whether the IOTLB hit, how many
 // page-table levels were read, and the fault reason (0 if none).
 func (m *IOMMU) TranslateTL(sid tlp.ID, iova uint64, write bool) (pa uint64, hit bool, walked int, fault uint8) {
-	tr := m.translate(sid, iova, write)
+	var tr translation
+	// Fast path: the last device again (the context register), one IOTLB
+	// lookup, then the walk on a miss.
+	if c := &m.lastCtx; m.lastCtxValid && m.lastSID == sid && c.tt == pte.TTUntranslated && iova < 1<<48 {
+		m.stCtxHits.Inc()
+		key := makeTLBKey(c.did, iova>>12)
+		if e, ok := m.iotlb.Lookup(key); ok {
+			m.stTLBHits.Inc()
+			tr.pa, tr.tlbHit, tr.r, tr.w, tr.level = e.frame|iova&0xfff, true, e.r, e.w, e.level
+		} else {
+			tr.did, tr.fpd, tr.ctxHit = c.did, c.fpd, true
+			m.walk(&tr, c, key, iova, write)
+		}
+	} else {
+		m.translate(&tr, sid, iova, write)
+	}
 	if tr.fault == 0 && !tr.tlbHit && tr.level > 0 {
 		walked = 4 - tr.level + 1
 	}
@@ -138,30 +154,35 @@ func (m *IOMMU) TranslateTL(sid tlp.ID, iova uint64, write bool) (pa uint64, hit
 // translate maps a device's IOVA to a physical address: context, IOTLB,
 // then a page walk costing one memory access per level. Effective R/W is
 // the AND over all levels; a not-present entry denies both.
-func (m *IOMMU) translate(sid tlp.ID, iova uint64, write bool) translation {
-	var tr translation
-	c := m.lookupContext(sid, &tr)
+func (m *IOMMU) translate(tr *translation, sid tlp.ID, iova uint64, write bool) {
+	c := m.lookupContext(sid, tr)
 	tr.fpd = c.fpd
 	if !c.present {
 		tr.fault = c.fault
-		return tr
+		return
 	}
 	tr.did = c.did
 	if c.tt == pte.TTPassThrough {
 		tr.pa, tr.r, tr.w, tr.level = iova, true, true, 1
-		return tr
+		return
 	}
 	if iova >= 1<<48 {
 		tr.fault = FRAddrBeyondAW
-		return tr
+		return
 	}
 	key := makeTLBKey(c.did, iova>>12)
 	if e, ok := m.iotlb.Lookup(key); ok {
 		tr.tlbHit = true
 		m.stTLBHits.Inc()
 		tr.pa, tr.leaf, tr.r, tr.w, tr.level = e.frame|iova&0xfff, e.leaf, e.r, e.w, e.level
-		return tr
+		return
 	}
+	m.walk(tr, c, key, iova, write)
+}
+
+// walk is an IOTLB miss: the 4-level page walk, one memory access per
+// level, and the IOTLB fill.
+func (m *IOMMU) walk(tr *translation, c *ctxEntry, key tlbKey, iova uint64, write bool) {
 	m.stTLBMisses.Inc()
 	table := c.top
 	r, w := true, true
@@ -179,11 +200,11 @@ func (m *IOMMU) translate(sid tlp.ID, iova uint64, write bool) translation {
 		leaf := level == 1 || (level <= 3 && e&pte.PS != 0 && pte.Present(e))
 		if (level == 1 && !pte.LeafPresent(e)) || (level > 1 && !pte.Present(e)) {
 			denied()
-			return tr
+			return
 		}
 		if pte.Reserved(e, level, leaf) != 0 {
 			tr.fault = FRPTEReserved
-			return tr
+			return
 		}
 		r = r && e&pte.R != 0
 		w = w && e&pte.W != 0
@@ -196,11 +217,10 @@ func (m *IOMMU) translate(sid tlp.ID, iova uint64, write bool) translation {
 			}
 			m.iotlb.Insert(key, te)
 			tr.pa, tr.leaf, tr.r, tr.w, tr.level = frame|iova&0xfff, te.leaf, r, w, level
-			return tr
+			return
 		}
 		table = e & pte.AddrMask
 	}
-	return tr
 }
 
 // InvalidateContext drops sid's context-cache entry (device-selective).

@@ -64,7 +64,7 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 	m.portOf[t.RequesterID] = pi
 	j.iova, j.n = accessed(t)
 	write := t.Kind == tlp.MWr || t.Kind.IsAtomic()
-	j.tr = m.translate(t.RequesterID, t.Addr, write)
+	m.translate(&j.tr, t.RequesterID, t.Addr, write)
 	j.accesses = j.tr.accesses
 	if j.tr.fault != 0 {
 		j.faultFR = j.tr.fault

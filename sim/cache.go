@@ -47,6 +47,7 @@ type Cache[K comparable, V any] struct {
 	sets, ways int
 	policy     Eviction
 	setOf      func(K) uint64
+	setMask    uint64 // sets-1 when sets is a power of two (no division on lookup)
 	rng        *Rand
 
 	keys  []K
@@ -70,8 +71,12 @@ func NewCache[K comparable, V any](sets, ways int, policy Eviction, setOf func(K
 		return nil, fmt.Errorf("unknown eviction policy %v", policy)
 	}
 	n := sets * ways
-	return &Cache[K, V]{sets: sets, ways: ways, policy: policy, setOf: setOf, rng: rng,
-		keys: make([]K, n), vals: make([]V, n), valid: make([]bool, n), stamp: make([]uint64, n)}, nil
+	c := &Cache[K, V]{sets: sets, ways: ways, policy: policy, setOf: setOf, rng: rng,
+		keys: make([]K, n), vals: make([]V, n), valid: make([]bool, n), stamp: make([]uint64, n)}
+	if sets&(sets-1) == 0 {
+		c.setMask = uint64(sets - 1)
+	}
+	return c, nil
 }
 
 // Sets is the number of sets.
@@ -83,7 +88,12 @@ func (c *Cache[K, V]) Ways() int { return c.ways }
 // Len is the number of valid entries.
 func (c *Cache[K, V]) Len() int { return c.n }
 
-func (c *Cache[K, V]) base(k K) int { return int(c.setOf(k)%uint64(c.sets)) * c.ways }
+func (c *Cache[K, V]) base(k K) int {
+	if c.setMask != 0 || c.sets == 1 {
+		return int(c.setOf(k)&c.setMask) * c.ways
+	}
+	return int(c.setOf(k)%uint64(c.sets)) * c.ways
+}
 
 // Lookup returns the value cached under k. A hit counts as a use for LRU.
 func (c *Cache[K, V]) Lookup(k K) (V, bool) {
