@@ -215,7 +215,7 @@ func (m *IOMMU) walk(tr *translation, c *ctxEntry, key tlbKey, iova uint64, writ
 			if level > 1 {
 				te.leaf &^= pte.PS // a large page carries no AA bits
 			}
-			m.iotlb.Insert(key, te)
+			m.iotlb.Fill(key, te) // it just missed
 			tr.pa, tr.leaf, tr.r, tr.w, tr.level = frame|iova&0xfff, te.leaf, r, w, level
 			return
 		}

@@ -160,6 +160,40 @@ func (c *Cache[K, V]) Insert(k K, v V) (evictedKey K, evictedVal V, evicted bool
 	return
 }
 
+// Fill caches v under k, which the caller knows is not cached (it just
+// missed): one pass over the set finds a free way or the victim.
+func (c *Cache[K, V]) Fill(k K, v V) {
+	b := c.base(k)
+	c.clock++
+	victim := -1
+	if c.policy == Random {
+		for i := b; i < b+c.ways; i++ {
+			if !c.valid[i] {
+				victim = i
+				break
+			}
+		}
+		if victim < 0 {
+			victim = b + c.rng.IntN(c.ways)
+		}
+	} else {
+		victim = b
+		for i := b; i < b+c.ways; i++ {
+			if !c.valid[i] {
+				victim = i
+				break
+			}
+			if c.stamp[i] < c.stamp[victim] {
+				victim = i
+			}
+		}
+	}
+	if !c.valid[victim] {
+		c.n++
+	}
+	c.keys[victim], c.vals[victim], c.valid[victim], c.stamp[victim] = k, v, true, c.clock
+}
+
 // Invalidate drops k; it reports whether k was cached.
 func (c *Cache[K, V]) Invalidate(k K) bool {
 	b := c.base(k)

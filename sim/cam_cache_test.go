@@ -75,6 +75,27 @@ func TestCacheEviction(t *testing.T) {
 	}
 }
 
+// Fill chooses the same victims as Insert.
+func TestCacheFillMatchesInsert(t *testing.T) {
+	for _, pol := range []sim.Eviction{sim.LRU, sim.FIFO, sim.Random} {
+		a, _ := sim.NewCache[uint64, int](4, 4, pol, func(k uint64) uint64 { return k }, sim.NewRand(1, "c"))
+		b, _ := sim.NewCache[uint64, int](4, 4, pol, func(k uint64) uint64 { return k }, sim.NewRand(1, "c"))
+		r := sim.NewRand(2, "keys")
+		for i := 0; i < 5000; i++ {
+			k := uint64(r.IntN(64))
+			_, okA := a.Lookup(k)
+			_, okB := b.Lookup(k)
+			if okA != okB {
+				t.Fatalf("%v: caches diverged at access %d", pol, i)
+			}
+			if !okA {
+				a.Insert(k, i)
+				b.Fill(k, i)
+			}
+		}
+	}
+}
+
 func TestCacheSetsAndInvalidation(t *testing.T) {
 	// 4 sets × 2 ways, set = key mod 4.
 	c, _ := sim.NewCache[uint64, string](4, 2, sim.LRU, func(k uint64) uint64 { return k }, nil)
