@@ -181,6 +181,20 @@ func (c *Ctx) Recv(src int) nic.CQE {
 	return c.pollCQ(h.rcqBase, h.size, &h.rqDone)
 }
 
+// TryRecv checks once (one memory access) whether a message from src has
+// arrived and takes its completion if so.
+func (c *Ctx) TryRecv(src int) (nic.CQE, bool) {
+	h := c.qp(src)
+	addr := h.rcqBase + (h.rqDone%uint64(h.size))*nic.CQESize
+	if c.P.Load64(addr+24) != h.rqDone+1 {
+		return nic.CQE{}, false
+	}
+	b := make([]byte, nic.CQESize)
+	c.P.Read(addr, b)
+	h.rqDone++
+	return nic.ParseCQE(b), true
+}
+
 // Get reads size bytes at remote on node dst into local (an RDMA READ).
 func (c *Ctx) Get(dst int, local, remote uint64, size int) WR {
 	return c.post(dst, nic.WQE{Opcode: nic.OpRead, Length: uint32(size), Local: local, Remote: remote})

@@ -17,16 +17,18 @@ const (
 	AAInt  Scheme = "AA-Int"
 	AASP   Scheme = "AA-SP"
 	RMA    Scheme = "RMA"
+	AM     Scheme = "AM"     // active messages: SENDs the target polls for at a fixed interval
+	AMExp  Scheme = "AM-Exp" // the same, the polling interval doubling while nothing arrives
 )
 
 // ParseScheme reads a scheme name.
 func ParseScheme(s string) (Scheme, error) {
-	for _, k := range []Scheme{AAPoll, AAInt, AASP, RMA} {
+	for _, k := range []Scheme{AAPoll, AAInt, AASP, RMA, AM, AMExp} {
 		if string(k) == s {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("scheme %q: want AA-Poll, AA-Int, AA-SP or RMA", s)
+	return "", fmt.Errorf("scheme %q: want AA-Poll, AA-Int, AA-SP, RMA, AM or AM-Exp", s)
 }
 
 func (s Scheme) mode() iommu.Notify {
@@ -48,6 +50,9 @@ type DHTConfig struct {
 	Collisions float64 // fraction of inserts whose cell is already taken
 	Compute    int     // cycles of local work between two inserts
 	Seed       uint64
+	// AM: the target's polling interval (default 1 µs; AM-Exp starts at it
+	// and doubles up to 64× while nothing arrives).
+	PollPS sim.Tick
 }
 
 // DHT layout in node 1's memory: cells of 32 bytes (key, value, last:
@@ -70,7 +75,10 @@ type DHTResult struct {
 	RemoteOps     float64 `json:"remote_ops_per_insert"`
 	TLPs          float64 `json:"pcie_tlps_per_insert"`
 	WireBytes     float64 `json:"wire_bytes_per_insert"`
-	Verified      bool    `json:"verified"`
+	// TargetPolls counts the AM target's polls of its receive queue (empty
+	// or not): the CPU time active messages take from the target process.
+	TargetPolls int  `json:"target_polls,omitempty"`
+	Verified    bool `json:"verified"`
 }
 
 type dht struct {
@@ -82,6 +90,7 @@ type dht struct {
 	cap      int
 	keys     []uint64
 	ops      int
+	polls    int
 	end      sim.Tick
 }
 
@@ -100,7 +109,17 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 	d.heap = owner.Alloc(uint64(d.cap * entrySize))
 	d.nextFree = owner.Alloc(4096)
 	rw := iommu.Perm{Bits: pte.R | pte.W}
-	if cfg.Scheme == RMA {
+	if cfg.Scheme == AM || cfg.Scheme == AMExp {
+		if d.cfg.PollPS == 0 {
+			d.cfg.PollPS = sim.US
+		}
+		rbuf := owner.Alloc(256 * 16)
+		if err := owner.Register(rbuf, 256*16, rw); err != nil {
+			return nil, err
+		}
+		owner.Spawn(0, "dht_am_target", func(x *Ctx) { d.serveAM(x, rbuf) })
+	}
+	if cfg.Scheme == RMA || cfg.Scheme == AM || cfg.Scheme == AMExp {
 		if err := owner.Register(d.table, uint64(cfg.Cells*cellSize), rw); err != nil {
 			return nil, err
 		}
@@ -179,15 +198,61 @@ func (d *dht) insertAll(x *Ctx, buf uint64) {
 		slot := buf + uint64(i%256)*16
 		x.P.Store64(slot, key)
 		x.P.Store64(slot+8, value(key))
-		x.Put(1, slot, d.cell(key), 16) // one active put per insert
+		if d.cfg.Scheme == AM || d.cfg.Scheme == AMExp {
+			x.Send(1, slot, 16) // one message per insert
+		} else {
+			x.Put(1, slot, d.cell(key), 16) // one active put per insert
+		}
 		d.ops++
 	}
-	if d.cfg.Scheme != RMA {
+	switch d.cfg.Scheme {
+	case RMA:
+	case AM, AMExp:
+		// The target answers once it has handled every message.
+		x.P.Op("dht.flush")
+		done := x.N.scratch()
+		x.PostRecv(1, done, 16)
+		x.Recv(1)
+	default:
 		x.P.Op("dht.flush")
 		x.Flush(1)
 		x.ActiveFlush(1, dhtIUID)
 	}
 	d.end = x.Now()
+}
+
+// serveAM is the target's process for the active-message schemes: it keeps
+// receive buffers posted, polls for messages every PollPS (AM-Exp: doubling
+// the interval while nothing arrives), inserts each key locally and answers
+// when all have arrived.
+func (d *dht) serveAM(x *Ctx, rbuf uint64) {
+	const slots = 256
+	for i := 0; i < slots; i++ {
+		x.PostRecv(0, rbuf+uint64(i)*16, 16)
+	}
+	interval := d.cfg.PollPS
+	handled := 0
+	for handled < len(d.keys) {
+		cqe, ok := x.TryRecv(0)
+		d.polls++
+		if !ok {
+			x.P.Sleep(interval) // the process's own work until the next poll
+			if d.cfg.Scheme == AMExp && interval < 64*d.cfg.PollPS {
+				interval *= 2
+			}
+			continue
+		}
+		interval = d.cfg.PollPS
+		slot := rbuf + (cqe.WRID%slots)*16
+		msg := make([]byte, 16)
+		x.P.Read(slot, msg)
+		key := le64(msg)
+		d.insertLocal(x, d.cell(key), key, le64(msg[8:]))
+		handled++
+		x.PostRecv(0, slot, 16)
+	}
+	reply := x.N.scratch()
+	x.Wait(x.Send(0, reply, 16))
 }
 
 // insertRMA: CAS the key into the cell; on a collision take an overflow
@@ -234,9 +299,12 @@ func (d *dht) handle(x *Ctx, r Record) {
 	if len(r.Data) != 16 {
 		return
 	}
-	key := le64(r.Data)
-	val := le64(r.Data[8:])
-	cell := r.IOVA // the table is mapped one to one
+	d.insertLocal(x, r.IOVA, le64(r.Data), le64(r.Data[8:])) // the table is mapped one to one
+}
+
+// insertLocal is the target's own insert: into the cell, or at the end of
+// the cell's overflow chain.
+func (d *dht) insertLocal(x *Ctx, cell, key, val uint64) {
 	p := x.P
 	if p.CAS(cell, 0, key) == 0 {
 		p.Store64(cell+8, val)
@@ -324,7 +392,7 @@ func (d *dht) Result() DHTResult {
 	res := DHTResult{Scheme: d.cfg.Scheme, Collisions: d.cfg.Collisions, Inserts: len(d.keys), SimTimePS: uint64(end),
 		InsertsPerSec: n / (float64(end) / 1e12), RemoteOps: float64(d.ops) / n,
 		TLPs:      sum("node0.iommu.tlps", "node1.iommu.tlps") / n,
-		WireBytes: float64(d.c.WireBytes()) / n}
+		WireBytes: float64(d.c.WireBytes()) / n, TargetPolls: d.polls}
 	res.Verified = d.Verify() == nil
 	return res
 }

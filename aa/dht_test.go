@@ -43,3 +43,37 @@ func TestDHTInserts(t *testing.T) {
 		t.Errorf("RMA slows by %.2f× from 5%% to 25%% collisions, AA by %.2f×: RMA should degrade more", dropRMA, dropAA)
 	}
 }
+
+// Active messages are real SENDs through the NIC into receive buffers the
+// target polls. The table must come out exact; each insert costs the target a
+// poll (AA costs it none); and with the source computing between inserts,
+// AM-Exp's back-off polls less than AM's fixed interval.
+func TestDHTActiveMessages(t *testing.T) {
+	run := func(s Scheme, compute int) DHTResult {
+		c := newCluster(t, nil)
+		d, err := SetupDHT(c, DHTConfig{Scheme: s, Inserts: 200, Cells: 1 << 12, Collisions: 0.05, Compute: compute, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Run(sim.S, c.AppsDone)
+		if err := d.Verify(); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		r := d.Result()
+		t.Logf("%-6s compute %5d cycles: %8.0f inserts/s, %5d target polls, %.1f TLPs, %.0f wire bytes per insert",
+			s, compute, r.InsertsPerSec, r.TargetPolls, r.TLPs, r.WireBytes)
+		return r
+	}
+	for _, compute := range []int{0, 10000} {
+		am, exp := run(AM, compute), run(AMExp, compute)
+		if am.TargetPolls < am.Inserts || exp.TargetPolls < exp.Inserts {
+			t.Errorf("compute %d: polls AM %d, AM-Exp %d < %d inserts: each message needs a poll", compute, am.TargetPolls, exp.TargetPolls, am.Inserts)
+		}
+		if compute > 0 && exp.TargetPolls >= am.TargetPolls {
+			t.Errorf("compute %d: AM-Exp polled %d times, AM %d: back-off should poll less", compute, exp.TargetPolls, am.TargetPolls)
+		}
+	}
+	if sp := run(AASP, 0); sp.TargetPolls != 0 {
+		t.Errorf("AA-SP reports %d target polls", sp.TargetPolls)
+	}
+}

@@ -66,6 +66,9 @@ type DHTSpec struct {
 	Collisions    []float64 `yaml:"collisions" json:"collisions"`
 	Schemes       []string  `yaml:"schemes" json:"schemes"`
 	ComputeCycles int       `yaml:"compute_cycles" json:"compute_cycles"`
+	// AMPollNS is the active-message target's polling interval (AM-Exp's
+	// starting interval); 0 means 1 µs.
+	AMPollNS uint64 `yaml:"am_poll_ns" json:"am_poll_ns"`
 }
 
 // OutputSpec chooses what the traced experiment (the first scheme at the
@@ -316,7 +319,7 @@ func (s *Scenario) Build(e *sim.Engine, x Experiment) (*Cluster, *dht, error) {
 	}
 	d := s.Workload.DHT
 	w, err := SetupDHT(c, DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
-		Compute: d.ComputeCycles, Seed: s.Seed})
+		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Seed: s.Seed})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -188,10 +188,10 @@ func printResults(w io.Writer, sc aa.Scenario, rs []aa.DHTResult, wall time.Dura
 	fmt.Fprintf(w, "aaemu %s · DHT inserts: %d keys, %d cells, 1 process on node 0 → table on node 1 · %d Mb/s links · seed %d\n\n",
 		version.Version, d.Inserts, d.Cells, sc.Machine.Wire.RateMbps, sc.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scheme\tcollisions\tinserts/s\tremote ops/insert\tPCIe TLPs/insert\twire bytes/insert\tsim time\t")
+	fmt.Fprintln(tw, "scheme\tcollisions\tinserts/s\tremote ops/insert\tPCIe TLPs/insert\twire bytes/insert\ttarget polls\tsim time\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%.0f%%\t%.0f\t%.2f\t%.1f\t%.0f\t%s\t\n", r.Scheme, 100*r.Collisions, r.InsertsPerSec, r.RemoteOps,
-			r.TLPs, r.WireBytes, sim.Tick(r.SimTimePS).Human())
+		fmt.Fprintf(tw, "%s\t%.0f%%\t%.0f\t%.2f\t%.1f\t%.0f\t%d\t%s\t\n", r.Scheme, 100*r.Collisions, r.InsertsPerSec, r.RemoteOps,
+			r.TLPs, r.WireBytes, r.TargetPolls, sim.Tick(r.SimTimePS).Human())
 	}
 	tw.Flush()
 	// Speed-ups of each AA scheme over RMA at the same collision ratio.
