@@ -1,0 +1,199 @@
+package sweep
+
+import (
+	"bytes"
+	"encoding/xml"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const small = `
+grid:
+  workload.dht.compute_cycles: [0, 2000]
+  workload.dht.schemes: [[AA-SP, AM], [RMA]]
+  workload.dht.inserts: [60]
+plot:
+  y: [inserts_per_second, target_polls]
+`
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ name, file, want string }{
+		{"unknown top key", "grid: {seed: [1]}\nplots: {}\n", `sweep.yaml:2: unknown key "plots"`},
+		{"no grid", "plot: {y: [inserts_per_second]}\n", "grid: no keys"},
+		{"grid not a list", "grid:\n  seed: 3\n", "sweep.yaml:2: grid: seed: want a non-empty list"},
+		{"no such key", "grid:\n  machine.iommu.iotlb_wayz: [1]\n", `no key "iotlb_wayz" in machine.iommu (it has iotlb_sets, iotlb_ways`},
+		{"key under a leaf", "grid:\n  seed.x: [1]\n", "seed.x: seed is not a section"},
+		{"bad value", "grid:\n  machine.iommu.iotlb_eviction: [lru, fifo-ish]\n", "iotlb_eviction"},
+		{"bad scheme", "grid:\n  workload.dht.schemes: [[AM-Telepathy]]\n", "AM-Telepathy"},
+		{"x not in grid", "grid:\n  seed: [1, 2]\nplot: {x: machine.nodes}\n", `plot.x: "machine.nodes" is not a grid key`},
+		{"unknown metric", "grid:\n  seed: [1]\nplot: {y: [speed]}\n", `unknown metric "speed"`},
+		{"unknown plot key", "grid:\n  seed: [1]\nplot: {z: 1}\n", "field z not found"},
+		{"missing scenario", "scenario: nope.yaml\ngrid:\n  seed: [1]\n", "nope.yaml"},
+		{"bad until", "until: soon\ngrid:\n  seed: [1]\n", "until"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("sweep.yaml", []byte(tc.file), t.TempDir())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPointsCrossProduct(t *testing.T) {
+	s, err := Parse("s.yaml", []byte(small), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{}
+	for _, p := range s.Points() {
+		got = append(got, strings.Join(p, "|"))
+	}
+	want := []string{"0|[AA-SP, AM]|60", "0|[RMA]|60", "2000|[AA-SP, AM]|60", "2000|[RMA]|60"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("points %q, want %q", got, want)
+	}
+	sc, err := s.scenarioAt(s.Points()[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sc.Workload.DHT; d.ComputeCycles != 2000 || d.Inserts != 60 || strings.Join(d.Schemes, ",") != "AA-SP,AM" {
+		t.Fatalf("point 2 scenario: %+v", d)
+	}
+}
+
+// A sweep's outputs do not depend on how many workers ran it, and every
+// experiment checked its own hashtable.
+func TestRunDeterministicAcrossJobs(t *testing.T) {
+	s, err := Parse("s.yaml", []byte(small), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs [2]string
+	for i, jobs := range []int{1, 3} {
+		n := 0
+		rows, err := s.Run(jobs, func() { n++ })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 4 || len(rows) != 2*(2+1)*2 {
+			t.Fatalf("jobs %d: %d callbacks, %d rows", jobs, n, len(rows))
+		}
+		for _, r := range rows {
+			if !r.Result.Verified || r.Result.InsertsPerSec <= 0 {
+				t.Fatalf("row %+v", r)
+			}
+		}
+		var b bytes.Buffer
+		if err := s.WriteCSV(&b, rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteJSON(&b, rows); err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = b.String()
+	}
+	if outs[0] != outs[1] {
+		t.Fatalf("1 and 3 workers wrote different tables:\n%s\n---\n%s", outs[0], outs[1])
+	}
+	head := strings.SplitN(outs[0], "\n", 2)[0]
+	if head != "workload.dht.compute_cycles,workload.dht.schemes,workload.dht.inserts,scheme,collisions,inserts_per_second,sim_time_us,remote_ops_per_insert,pcie_tlps_per_insert,wire_bytes_per_insert,target_polls,verified" {
+		t.Fatalf("CSV header %q", head)
+	}
+}
+
+// The plots are real images with the data drawn in them: the PNG decodes
+// and has many colours (lines, glyphs, text), the SVG parses as XML and has
+// a path for each line.
+func TestPlotsAreValidImages(t *testing.T) {
+	s, err := Parse("s.yaml", []byte(small), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Run(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	series, err := s.Series(rows, "inserts_per_second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) != 6 || len(series[0].X) != 2 || series[0].Name != "AA-SP 5% coll. schemes=[AA-SP, AM]" {
+		t.Fatalf("series %+v", series)
+	}
+	dir := t.TempDir()
+	paths, err := s.SavePlots(rows, dir, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 4 {
+		t.Fatalf("wrote %v", paths)
+	}
+	for _, p := range paths {
+		switch filepath.Ext(p) {
+		case ".png":
+			checkPNG(t, p)
+		case ".svg":
+			checkSVG(t, p, len(series))
+		}
+	}
+}
+
+func checkPNG(t *testing.T, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	b := img.Bounds()
+	if b.Dx() < 400 || b.Dy() < 250 {
+		t.Fatalf("%s: %v is too small", path, b)
+	}
+	colours := map[[4]uint32]bool{}
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, a := img.At(x, y).RGBA()
+			colours[[4]uint32{r, g, bl, a}] = true
+		}
+	}
+	if len(colours) < 8 {
+		t.Fatalf("%s: only %d colours: nothing drawn", path, len(colours))
+	}
+}
+
+func checkSVG(t *testing.T, path string, lines int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	paths, root := 0, ""
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if root == "" {
+				root = se.Name.Local
+			}
+			if se.Name.Local == "path" {
+				paths++
+			}
+		}
+	}
+	if root != "svg" || paths < lines {
+		t.Fatalf("%s: root <%s>, %d paths for %d lines", path, root, paths, lines)
+	}
+}
