@@ -27,7 +27,7 @@ type Spec struct {
 	// means the built-in default.
 	Scenario string `yaml:"scenario"`
 	// Grid lists the swept keys in order; the first varies slowest.
-	Grid []Axis `yaml:"-"`
+	Grid []Axis   `yaml:"-"`
 	Plot PlotSpec `yaml:"plot"`
 	// Until bounds each experiment's simulated time ("10s" by default).
 	Until string `yaml:"until"`
