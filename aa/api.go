@@ -125,13 +125,21 @@ func (c *Ctx) reap(dst int) nic.CQE {
 // pollCQ polls the ring at base (size entries) for entry *done+1, reads it
 // and counts it consumed. An entry is fresh when its sequence number says so.
 func (c *Ctx) pollCQ(base uint64, size int, done *uint64) nic.CQE {
-	addr := base + (*done%uint64(size))*nic.CQESize
-	want := *done + 1
-	c.P.Poll(func() bool { return c.N.Mem.Load64(addr+24) == want })
-	b := make([]byte, nic.CQESize)
-	c.P.Read(addr, b)
-	*done++
-	return nic.ParseCQE(b)
+	// Processes on one core may share a connection (an inserting process and
+	// an active-message server): an entry is claimed before the read that
+	// yields the core, and a poller that lost the entry waits for the next.
+	for {
+		want := *done + 1
+		addr := base + (*done%uint64(size))*nic.CQESize
+		c.P.Poll(func() bool { return *done+1 != want || c.N.Mem.Load64(addr+24) == want })
+		if *done+1 != want {
+			continue
+		}
+		*done++
+		b := make([]byte, nic.CQESize)
+		c.P.Read(addr, b)
+		return nic.ParseCQE(b)
+	}
 }
 
 // Wait blocks until the work request has completed and returns its
@@ -185,13 +193,14 @@ func (c *Ctx) Recv(src int) nic.CQE {
 // arrived and takes its completion if so.
 func (c *Ctx) TryRecv(src int) (nic.CQE, bool) {
 	h := c.qp(src)
+	want := h.rqDone + 1
 	addr := h.rcqBase + (h.rqDone%uint64(h.size))*nic.CQESize
-	if c.P.Load64(addr+24) != h.rqDone+1 {
+	if c.P.Load64(addr+24) != want || h.rqDone+1 != want {
 		return nic.CQE{}, false
 	}
+	h.rqDone++ // claimed before the read yields the core
 	b := make([]byte, nic.CQESize)
 	c.P.Read(addr, b)
-	h.rqDone++
 	return nic.ParseCQE(b), true
 }
 

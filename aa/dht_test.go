@@ -77,3 +77,33 @@ func TestDHTActiveMessages(t *testing.T) {
 		t.Errorf("AA-SP reports %d target polls", sp.TargetPolls)
 	}
 }
+
+// At scale every node owns a shard and runs several inserting processes:
+// every scheme must leave every shard exact, with processes of one core
+// sharing connections (the AM servers) and handlers interleaving.
+func TestDHTMultiNode(t *testing.T) {
+	for _, s := range []Scheme{AAPoll, AAInt, AASP, RMA, AM, AMExp} {
+		spec := DefaultSpec()
+		spec.Nodes, spec.Cores = 4, 3
+		c, err := New(sim.NewEngine(7), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := SetupDHT(c, DHTConfig{Scheme: s, Inserts: 40, Cells: 64, Collisions: 0.3, Procs: 3, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Run(sim.S, c.AppsDone)
+		if !c.AppsDone() {
+			t.Fatalf("%s: processes did not finish", s)
+		}
+		if err := d.Verify(); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		r := d.Result()
+		t.Logf("%-7s %d nodes × %d procs: %8.0f inserts/s, %.1f TLPs/insert, %d polls", s, r.Nodes, r.Procs, r.InsertsPerSec, r.TLPs, r.TargetPolls)
+		if r.Inserts != 4*3*40 {
+			t.Fatalf("%s: %d inserts", s, r.Inserts)
+		}
+	}
+}

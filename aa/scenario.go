@@ -69,6 +69,11 @@ type DHTSpec struct {
 	// AMPollNS is the active-message target's polling interval (AM-Exp's
 	// starting interval); 0 means 1 µs.
 	AMPollNS uint64 `yaml:"am_poll_ns" json:"am_poll_ns"`
+	// ProcsPerNode: 0 is the two-node run (one process on node 0 inserts
+	// into node 1's table); P > 0 gives every node a shard and P inserting
+	// processes on its first P cores, each inserting Inserts keys into the
+	// other nodes' shards.
+	ProcsPerNode int `yaml:"procs_per_node" json:"procs_per_node"`
 }
 
 // OutputSpec chooses what the traced experiment (the first scheme at the
@@ -244,6 +249,8 @@ func (s *Scenario) Validate() (string, error) {
 				return "workload.dht.collisions", fmt.Errorf("empty")
 			case d.ComputeCycles < 0:
 				return "workload.dht.compute_cycles", fmt.Errorf("negative")
+			case d.ProcsPerNode < 0 || d.ProcsPerNode > m.Cores:
+				return "workload.dht.procs_per_node", fmt.Errorf("%d, want 0..machine.cores (%d)", d.ProcsPerNode, m.Cores)
 			}
 			for _, c := range d.Collisions {
 				if c < 0 || c > 1 {
@@ -319,7 +326,7 @@ func (s *Scenario) Build(e *sim.Engine, x Experiment) (*Cluster, *dht, error) {
 	}
 	d := s.Workload.DHT
 	w, err := SetupDHT(c, DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
-		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Seed: s.Seed})
+		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, Seed: s.Seed})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -46,6 +46,7 @@ type Core struct {
 
 	irqHandlers []irqHandler
 	busyUntil   sim.Tick
+	rr          int // index of the process that ran last (round-robin)
 
 	stOps, stIrqs, stBusy *sim.Counter
 }
@@ -133,10 +134,24 @@ func (c *Core) Tick(now sim.Tick) bool {
 		c.u.WakeAt(c.busyUntil)
 		return false
 	}
+	// Handlers first, oldest first (nested interrupts finish in order);
+	// among processes, round-robin from the one after the last that ran,
+	// so a busy-polling process cannot starve the others.
 	var run *Proc
 	for _, p := range c.procs {
-		if !p.done && p.wakeAt <= now && (run == nil || p.handler && !run.handler) {
+		if p.handler && !p.done && p.wakeAt <= now {
 			run = p
+			break
+		}
+	}
+	if run == nil {
+		n := len(c.procs)
+		for i := 0; i < n; i++ {
+			j := (c.rr + 1 + i) % n
+			if p := c.procs[j]; !p.done && p.wakeAt <= now {
+				run, c.rr = p, j
+				break
+			}
 		}
 	}
 	if run != nil {
