@@ -93,6 +93,9 @@ type NIC struct {
 	atomicsByTag map[uint16]*atomicServe
 	qps          map[uint32]*qp
 	order        []uint32 // QPNs in creation order: deterministic iteration
+	// active holds the QPs with work to do, in creation order: the clocked
+	// loops visit only these, so thousands of idle connections cost nothing.
+	active []*qp
 
 	tlpQ   []pcie.Packet // TLPs waiting for DMAOut
 	ctrlQ  []Frame       // ACKs and responses: sent before requests
@@ -170,7 +173,7 @@ func (n *NIC) CreateQP(c QPConfig) error {
 	if c.SQSize < 1 || c.CQSize < 1 {
 		return fmt.Errorf("%s: QP %d needs a send and a completion queue", n.name, c.QPN)
 	}
-	q := &qp{cfg: c, n: n}
+	q := &qp{cfg: c, n: n, idx: len(n.order)}
 	n.qps[c.QPN] = q
 	n.order = append(n.order, c.QPN)
 	psnProbe := func(f func() uint32) func() (uint64, bool) { return func() (uint64, bool) { return uint64(f()), true } }
@@ -259,8 +262,8 @@ func (n *NIC) Tick(now sim.Tick) bool {
 		n.busy = now + n.spec.ProcessPS
 		n.fromNet(&f, now)
 	}
-	for _, id := range n.order {
-		n.qps[id].progress(now)
+	for _, q := range n.active {
+		q.progress(now)
 	}
 	// Frames out: responses and ACKs first, then requests, one per slot.
 	if n.NetOut.Ready() {
@@ -269,8 +272,8 @@ func (n *NIC) Tick(now sim.Tick) bool {
 			n.ctrlQ = slices.Delete(n.ctrlQ, 0, 1)
 			n.stFrames.Inc()
 		} else {
-			for _, id := range n.order {
-				if f, ok := n.qps[id].nextRequest(now); ok {
+			for _, q := range n.active {
+				if f, ok := q.nextRequest(now); ok {
 					n.NetOut.Send(f)
 					n.stFrames.Inc()
 					break
@@ -292,22 +295,41 @@ func (n *NIC) schedule(now sim.Tick) bool {
 		n.u.WakeAt(n.busy)
 	}
 	next := sim.Never
-	for _, id := range n.order {
-		q := n.qps[id]
+	keep := n.active[:0]
+	for _, q := range n.active {
 		if q.hasRequest() && n.NetOut.Ready() {
-			return true
+			return true // pruning waits for a quieter edge
 		}
 		if q.needsFetch() && n.req.Outstanding() < n.req.Tags() {
 			return true
 		}
-		if d := q.deadline(); d != 0 {
+		d := q.deadline()
+		if d != 0 {
 			next = min(next, d)
 		}
+		if d == 0 && !q.needsFetch() && !q.hasRequest() && q.settled() {
+			q.active = false
+			continue
+		}
+		keep = append(keep, q)
 	}
+	clear(n.active[len(keep):])
+	n.active = keep
 	if next != sim.Never {
 		n.u.WakeAt(max(next, now+1))
 	}
 	return false
+}
+
+// activate puts q on the active list (in creation order) when something
+// gives it work: a doorbell, a frame, a DMA completion.
+func (n *NIC) activate(q *qp) {
+	if q.active {
+		return
+	}
+	q.active = true
+	i, _ := slices.BinarySearchFunc(n.active, q.idx, func(a *qp, idx int) int { return a.idx - idx })
+	n.active = slices.Insert(n.active, i, q)
 }
 
 // fromHost handles a TLP from the host: a doorbell or a completion.
@@ -326,6 +348,7 @@ func (n *NIC) fromHost(p *pcie.Packet, now sim.Tick) {
 			return // a doorbell for no QP: ignored, as hardware drops it
 		}
 		v := binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():])
+		n.activate(q)
 		if rq {
 			q.rqTail = v
 			return
@@ -341,6 +364,9 @@ func (n *NIC) fromHost(p *pcie.Packet, now sim.Tick) {
 	done, data, err := n.req.Complete(t)
 	if !ok || (err != nil && !done) {
 		return // unexpected completion: dropped
+	}
+	if purpose.qp != nil {
+		n.activate(purpose.qp)
 	}
 	if purpose.kind == serveAtomic {
 		delete(n.tags, t.Tag)

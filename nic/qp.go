@@ -13,8 +13,10 @@ import (
 // requests out, ACKs and responses in) and the responder side (requests in,
 // ACKs and responses out).
 type qp struct {
-	cfg QPConfig
-	n   *NIC
+	cfg    QPConfig
+	n      *NIC
+	idx    int  // creation order
+	active bool // on the NIC's active list
 
 	// Requester.
 	sqHead, sqTail uint64
@@ -151,6 +153,17 @@ func (q *qp) needsFetch() bool {
 
 func (q *qp) hasRequest() bool {
 	return q.txPos < len(q.sent) && q.txPos < q.n.spec.Window && q.n.u.Engine().Now() >= q.rnrUntil
+}
+
+// settled: every fetched work request has its packets (the rest waits for
+// ACKs, which arrive as frames and reactivate the QP).
+func (q *qp) settled() bool {
+	for _, w := range q.wqes {
+		if !w.packets {
+			return false
+		}
+	}
+	return true
 }
 
 func (q *qp) deadline() sim.Tick {
@@ -402,6 +415,7 @@ func (n *NIC) fromNet(f *Frame, now sim.Tick) {
 	if q == nil {
 		return // no such QP: silently dropped, as a NIC does
 	}
+	n.activate(q)
 	switch p.Opcode {
 	case roce.Ack:
 		q.onAck(p, now)
