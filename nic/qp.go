@@ -17,6 +17,7 @@ type qp struct {
 	n      *NIC
 	idx    int  // creation order
 	active bool // on the NIC's active list
+	npk    int  // leading wqes that have their packets (so their payload too)
 
 	// Requester.
 	sqHead, sqTail uint64
@@ -158,7 +159,7 @@ func (q *qp) hasRequest() bool {
 // settled: every fetched work request has its packets (the rest waits for
 // ACKs, which arrive as frames and reactivate the QP).
 func (q *qp) settled() bool {
-	for _, w := range q.wqes {
+	for _, w := range q.pending() {
 		if !w.packets {
 			return false
 		}
@@ -174,7 +175,7 @@ func (q *qp) deadline() sim.Tick {
 	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 {
 		return q.n.u.Engine().Now() + 1
 	}
-	for _, w := range q.wqes {
+	for _, w := range q.pending() {
 		if !w.issued && (w.w.Opcode == OpWrite || w.w.Opcode == OpSend) {
 			return q.n.u.Engine().Now() + 1 // waiting for tags: retry next edge
 		}
@@ -202,13 +203,13 @@ func (q *qp) progress(now sim.Tick) {
 			q.fetching = true
 		}
 	}
-	for _, w := range q.wqes {
+	for _, w := range q.pending() {
 		if (w.w.Opcode == OpWrite || w.w.Opcode == OpSend) && !w.issued && !w.err {
 			w.issued = n.dmaRead(w.w.Local, int(w.w.Length), dmaPurpose{kind: readPayload, qp: q, w: w, txn: w.txn})
 		}
 	}
 	// PSNs in work-request order.
-	for _, w := range q.wqes {
+	for _, w := range q.pending() {
 		if w.packets {
 			continue
 		}
@@ -406,6 +407,16 @@ func (q *qp) completeInOrder() {
 		k++
 	}
 	q.wqes = slices.Delete(q.wqes, 0, k)
+	q.npk = max(q.npk-k, 0)
+}
+
+// pending is the fetched work requests after the leading ones that have
+// their packets: the only ones the clocked loops need to look at.
+func (q *qp) pending() []*wqeState {
+	for q.npk < len(q.wqes) && q.wqes[q.npk].packets {
+		q.npk++
+	}
+	return q.wqes[q.npk:]
 }
 
 // fromNet handles a received frame.
