@@ -307,7 +307,7 @@ func (n *NIC) schedule(now sim.Tick) bool {
 		if d != 0 {
 			next = min(next, d)
 		}
-		if d == 0 && !q.needsFetch() && !q.hasRequest() && q.settled() {
+		if d == 0 && !q.needsFetch() && !q.hasRequest() && q.settled() && !q.blocked() {
 			q.active = false
 			continue
 		}

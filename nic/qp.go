@@ -172,25 +172,32 @@ func (q *qp) deadline() sim.Tick {
 	if q.rnrUntil > q.n.u.Engine().Now() && q.txPos < len(q.sent) {
 		d = min(nz(d), q.rnrUntil)
 	}
-	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 {
-		return q.n.u.Engine().Now() + 1
+	return d
+}
+
+// blocked: the QP has DMA reads to issue that wait for a free tag. Tags free
+// only when a completion arrives, which wakes the NIC anyway, so a blocked
+// QP stays active without clocking the NIC every edge.
+func (q *qp) blocked() bool {
+	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 && q.cfg.RQSize > 0 {
+		return true
 	}
 	for _, w := range q.pending() {
-		if !w.issued && (w.w.Opcode == OpWrite || w.w.Opcode == OpSend) {
-			return q.n.u.Engine().Now() + 1 // waiting for tags: retry next edge
+		if !w.issued && !w.err && (w.w.Opcode == OpWrite || w.w.Opcode == OpSend) {
+			return true
 		}
 	}
 	for _, r := range q.reads {
 		if !r.issued {
-			return q.n.u.Engine().Now() + 1
+			return true
 		}
 	}
 	for _, a := range q.atomics {
-		if !a.issued {
-			return q.n.u.Engine().Now() + 1
+		if !a.issued && !a.done {
+			return true
 		}
 	}
-	return d
+	return false
 }
 
 // progress fetches work requests, reads payloads, gives packets PSNs, and
