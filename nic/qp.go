@@ -169,6 +169,9 @@ func (q *qp) settled() bool {
 
 func (q *qp) deadline() sim.Tick {
 	d := q.deadlineAt
+	if q.txPos == 0 {
+		d = 0 // nothing out: the timer waits for the next packet sent
+	}
 	if q.rnrUntil > q.n.u.Engine().Now() && q.txPos < len(q.sent) {
 		d = min(nz(d), q.rnrUntil)
 	}
@@ -211,6 +214,9 @@ func (q *qp) progress(now sim.Tick) {
 		}
 	}
 	for _, w := range q.pending() {
+		if n.req.Outstanding() >= n.req.Tags() {
+			break // every read needs a tag: none can issue
+		}
 		if (w.w.Opcode == OpWrite || w.w.Opcode == OpSend) && !w.issued && !w.err {
 			w.issued = n.dmaRead(w.w.Local, int(w.w.Length), dmaPurpose{kind: readPayload, qp: q, w: w, txn: w.txn})
 		}
@@ -234,6 +240,9 @@ func (q *qp) progress(now sim.Tick) {
 	}
 	// Responder work that waited for tags.
 	for _, r := range q.reads {
+		if n.req.Outstanding() >= n.req.Tags() {
+			break
+		}
 		if !r.issued {
 			r.issued = n.dmaRead(r.va, r.n, dmaPurpose{kind: serveRead, qp: q, rr: r, txn: sim.Txn{ID: r.cause}})
 		}
@@ -328,7 +337,10 @@ func (q *qp) nextRequest(now sim.Tick) (Frame, bool) {
 	}
 	f := q.sent[q.txPos].f
 	q.txPos++
-	if q.deadlineAt == 0 {
+	// The timer runs while packets are out. After a go-back-N rewind that
+	// the wire held up past the timeout, it restarts with the first resent
+	// packet (not expire at once, which would rewind after every packet).
+	if q.deadlineAt == 0 || q.deadlineAt <= now {
 		q.deadlineAt = now + q.n.spec.RetransmitPS
 	}
 	return f, true
