@@ -104,7 +104,7 @@ func runSweep(stdout, stderr io.Writer, file, out string, jobs int) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	var head []string
 	for _, a := range s.Grid {
-		head = append(head, shortKeyOf(a.Key))
+		head = append(head, a.Key)
 	}
 	head = append(head, "scheme", "collisions")
 	head = append(head, s.Plot.Y...)
