@@ -19,17 +19,23 @@ const (
 	RMA    Scheme = "RMA"
 	AM     Scheme = "AM"     // active messages: SENDs the target polls for at a fixed interval
 	AMExp  Scheme = "AM-Exp" // the same, the polling interval doubling while nothing arrives
+	// AMOnload: C cores of every node only run servers, polling without
+	// pause; the other cores insert.
+	AMOnload Scheme = "AM-Onload"
 )
 
 // ParseScheme reads a scheme name.
 func ParseScheme(s string) (Scheme, error) {
-	for _, k := range []Scheme{AAPoll, AAInt, AASP, RMA, AM, AMExp} {
+	for _, k := range []Scheme{AAPoll, AAInt, AASP, RMA, AM, AMExp, AMOnload} {
 		if string(k) == s {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("scheme %q: want AA-Poll, AA-Int, AA-SP, RMA, AM or AM-Exp", s)
+	return "", fmt.Errorf("scheme %q: want AA-Poll, AA-Int, AA-SP, RMA, AM, AM-Exp or AM-Onload", s)
 }
+
+// activeMessages: the scheme sends SENDs to server processes.
+func (s Scheme) activeMessages() bool { return s == AM || s == AMExp || s == AMOnload }
 
 func (s Scheme) mode() iommu.Notify {
 	switch s {
@@ -52,8 +58,11 @@ type DHTConfig struct {
 	Cells      int     // cells of each shard (a power of two)
 	Collisions float64 // fraction of inserts whose cell is already taken
 	Compute    int     // cycles of local work between two inserts
-	Procs      int     // inserting processes per node; 0: the two-node run
-	Seed       uint64
+	Procs      int     // processes per node; 0: the two-node run
+	// OnloadCores: AM-Onload's server cores per node, out of Procs (the
+	// other Procs−OnloadCores cores insert).
+	OnloadCores int
+	Seed        uint64
 	// AM: the target's polling interval (default 1 µs; AM-Exp starts at it
 	// and doubles up to 64× while nothing arrives).
 	PollPS sim.Tick
@@ -135,7 +144,10 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 	}
 	d := &dht{cfg: cfg, c: c, shards: make([]*shard, len(c.Nodes))}
 	d.makeKeys()
-	am := cfg.Scheme == AM || cfg.Scheme == AMExp
+	am := cfg.Scheme.activeMessages()
+	if cfg.Scheme == AMOnload && (cfg.Procs < 2 || cfg.OnloadCores < 1 || cfg.OnloadCores >= cfg.Procs) {
+		return nil, fmt.Errorf("dht: AM-Onload needs procs per node ≥ 2 and 1 ≤ onload cores < procs (have %d of %d)", cfg.OnloadCores, cfg.Procs)
+	}
 	rw := iommu.Perm{Bits: pte.R | pte.W}
 	for _, sh := range d.shards {
 		if sh == nil {
@@ -199,8 +211,12 @@ func (d *dht) makeKeys() {
 		for i := range d.shards {
 			d.shards[i] = &shard{node: i}
 		}
+		inserters := d.cfg.Procs
+		if d.cfg.Scheme == AMOnload {
+			inserters -= d.cfg.OnloadCores
+		}
 		for node := 0; node < n; node++ {
-			for core := 0; core < d.cfg.Procs; core++ {
+			for core := 0; core < inserters; core++ {
 				d.sources = append(d.sources, &source{node: node, core: core})
 			}
 		}
@@ -263,7 +279,7 @@ func (d *dht) insertAll(x *Ctx, s *source, buf, scratch uint64) {
 		slot := buf + uint64(i%256)*16
 		x.P.Store64(slot, key)
 		x.P.Store64(slot+8, value(key))
-		if d.cfg.Scheme == AM || d.cfg.Scheme == AMExp {
+		if d.cfg.Scheme.activeMessages() {
 			x.Send(owner, slot, 16) // one message per insert
 		} else {
 			x.Put(owner, slot, d.cell(sh, key), 16) // one active put per insert
@@ -272,7 +288,7 @@ func (d *dht) insertAll(x *Ctx, s *source, buf, scratch uint64) {
 	}
 	switch d.cfg.Scheme {
 	case RMA:
-	case AM, AMExp:
+	case AM, AMExp, AMOnload:
 		// Each owner's server sets a flag once it has handled every message.
 		x.P.Op("dht.flush")
 		for owner, ok := range sent {
@@ -321,29 +337,58 @@ func (d *dht) setupAM() error {
 		}
 		d.flags = append(d.flags, a)
 	}
+	// Which inserting cores' connections each server serves, and where it
+	// runs: AM and AM-Exp, a server on every inserting core for that core;
+	// AM-Onload, C dedicated cores sharing the inserting cores among them.
+	type server struct {
+		core  int
+		lanes []int
+	}
+	var servers []server
+	if d.cfg.Scheme == AMOnload {
+		ins := d.cfg.Procs - d.cfg.OnloadCores
+		for s := 0; s < d.cfg.OnloadCores; s++ {
+			sv := server{core: ins + s}
+			for k := s; k < ins; k += d.cfg.OnloadCores {
+				sv.lanes = append(sv.lanes, k)
+			}
+			servers = append(servers, sv)
+		}
+	} else {
+		for k := 0; k < cores; k++ {
+			servers = append(servers, server{core: k, lanes: []int{k}})
+		}
+	}
 	for _, sh := range d.shards {
 		if sh == nil {
 			continue
 		}
 		owner := d.c.Nodes[sh.node]
-		for k := 0; k < cores; k++ {
-			total := 0
-			for _, c := range d.expect[sh.node][k] {
-				total += c
+		for _, sv := range servers {
+			var lanes []*amLane
+			for _, k := range sv.lanes {
+				total := 0
+				for _, c := range d.expect[sh.node][k] {
+					total += c
+				}
+				if total == 0 {
+					continue
+				}
+				rbuf := owner.Alloc(uint64(n * amBuffers * 16))
+				if err := owner.Register(rbuf, uint64(n*amBuffers*16), rw); err != nil {
+					return err
+				}
+				lanes = append(lanes, &amLane{core: k, rbuf: rbuf, left: append([]int(nil), d.expect[sh.node][k]...), posted: make([]int, n)})
 			}
-			if total == 0 {
+			if len(lanes) == 0 {
 				continue
-			}
-			rbuf := owner.Alloc(uint64(n * amBuffers * 16))
-			if err := owner.Register(rbuf, uint64(n*amBuffers*16), rw); err != nil {
-				return err
 			}
 			one := owner.Alloc(4096)
 			if err := owner.Register(one, 4096, rw); err != nil {
 				return err
 			}
-			sh, k := sh, k
-			owner.Spawn(k, fmt.Sprintf("dht_am_server%d", k), func(x *Ctx) { d.serveAM(x, sh, k, rbuf, one) })
+			sh := sh
+			owner.Spawn(sv.core, fmt.Sprintf("dht_am_server%d", sv.core), func(x *Ctx) { d.serveAM(x, sh, lanes, one) })
 		}
 	}
 	return nil
@@ -354,55 +399,66 @@ func (d *dht) flagAddr(node, core, owner int) uint64 {
 	return d.flags[node] + uint64(core*len(d.c.Nodes)+owner)*8
 }
 
-// serveAM is an owner's active-message server for the processes on core k
-// of the other nodes: it keeps receive buffers posted, polls for messages
-// every PollPS (AM-Exp: doubling the interval while nothing arrives),
-// inserts each key locally and, when a peer's messages are all handled,
-// sets that peer's done flag with a put.
-func (d *dht) serveAM(x *Ctx, sh *shard, k int, rbuf, one uint64) {
+// amLane is a server's share of one inserting core's connections.
+type amLane struct {
+	core   int
+	rbuf   uint64
+	left   []int // messages still expected, by source node
+	posted []int // receive requests posted, by source node
+}
+
+// serveAM is an owner's active-message server for the inserting processes
+// of its lanes' cores on the other nodes: it keeps receive buffers posted,
+// polls for messages (AM: every PollPS; AM-Exp: the interval doubling while
+// nothing arrives; AM-Onload: without pause, on its own core), inserts each
+// key locally and, when a peer's messages are all handled, sets that peer's
+// done flag with a put.
+func (d *dht) serveAM(x *Ctx, sh *shard, lanes []*amLane, one uint64) {
 	n := len(d.c.Nodes)
-	left := append([]int(nil), d.expect[sh.node][k]...)
-	posted := make([]int, n)
-	for src := 0; src < n; src++ {
-		for posted[src] < min(amBuffers, left[src]) {
-			x.PostRecv(src, d.amSlot(rbuf, src, posted[src]), 16)
-			posted[src]++
+	remaining := 0
+	for _, l := range lanes {
+		lx := &Ctx{N: x.N, P: x.P, core: l.core} // the lane's connections
+		for src := 0; src < n; src++ {
+			for l.posted[src] < min(amBuffers, l.left[src]) {
+				lx.PostRecv(src, d.amSlot(l.rbuf, src, l.posted[src]), 16)
+				l.posted[src]++
+			}
+			remaining += l.left[src]
 		}
 	}
 	x.P.Store64(one, 1)
-	remaining := 0
-	for _, c := range left {
-		remaining += c
-	}
 	interval := d.cfg.PollPS
 	msg := make([]byte, 16)
 	for remaining > 0 {
 		got := false
-		for src := 0; src < n; src++ {
-			if left[src] == 0 {
-				continue
-			}
-			cqe, ok := x.TryRecv(src)
-			d.polls++
-			if !ok {
-				continue
-			}
-			got = true
-			slot := d.amSlot(rbuf, src, int(cqe.WRID))
-			x.P.Read(slot, msg)
-			key := le64(msg)
-			d.insertLocal(x, sh, d.cell(sh, key), key, le64(msg[8:]))
-			left[src]--
-			remaining--
-			if posted[src] < d.expect[sh.node][k][src] {
-				x.PostRecv(src, slot, 16)
-				posted[src]++
-			}
-			if left[src] == 0 {
-				x.Put(src, one, d.flagAddr(src, k, sh.node), 8)
+		for _, l := range lanes {
+			lx := &Ctx{N: x.N, P: x.P, core: l.core}
+			for src := 0; src < n; src++ {
+				if l.left[src] == 0 {
+					continue
+				}
+				cqe, ok := lx.TryRecv(src)
+				d.polls++
+				if !ok {
+					continue
+				}
+				got = true
+				slot := d.amSlot(l.rbuf, src, int(cqe.WRID))
+				x.P.Read(slot, msg)
+				key := le64(msg)
+				d.insertLocal(x, sh, d.cell(sh, key), key, le64(msg[8:]))
+				l.left[src]--
+				remaining--
+				if l.posted[src] < d.expect[sh.node][l.core][src] {
+					lx.PostRecv(src, slot, 16)
+					l.posted[src]++
+				}
+				if l.left[src] == 0 {
+					lx.Put(src, one, d.flagAddr(src, l.core, sh.node), 8)
+				}
 			}
 		}
-		if got {
+		if got || d.cfg.Scheme == AMOnload {
 			interval = d.cfg.PollPS
 			continue
 		}

@@ -74,6 +74,9 @@ type DHTSpec struct {
 	// processes on its first P cores, each inserting Inserts keys into the
 	// other nodes' shards.
 	ProcsPerNode int `yaml:"procs_per_node" json:"procs_per_node"`
+	// AMOnloadCores: AM-Onload's server cores per node, out of
+	// procs_per_node.
+	AMOnloadCores int `yaml:"am_onload_cores" json:"am_onload_cores"`
 }
 
 // OutputSpec chooses what the traced experiment (the first scheme at the
@@ -251,6 +254,13 @@ func (s *Scenario) Validate() (string, error) {
 				return "workload.dht.compute_cycles", fmt.Errorf("negative")
 			case d.ProcsPerNode < 0 || d.ProcsPerNode > m.Cores:
 				return "workload.dht.procs_per_node", fmt.Errorf("%d, want 0..machine.cores (%d)", d.ProcsPerNode, m.Cores)
+			case d.AMOnloadCores < 0 || d.AMOnloadCores > 0 && d.AMOnloadCores >= d.ProcsPerNode:
+				return "workload.dht.am_onload_cores", fmt.Errorf("%d, want fewer than procs_per_node (%d)", d.AMOnloadCores, d.ProcsPerNode)
+			}
+			for _, sc := range d.Schemes {
+				if sc == string(AMOnload) && d.AMOnloadCores == 0 {
+					return "workload.dht.am_onload_cores", fmt.Errorf("AM-Onload needs server cores (1..procs_per_node−1)")
+				}
 			}
 			for _, c := range d.Collisions {
 				if c < 0 || c > 1 {
@@ -326,7 +336,7 @@ func (s *Scenario) Build(e *sim.Engine, x Experiment) (*Cluster, *dht, error) {
 	}
 	d := s.Workload.DHT
 	w, err := SetupDHT(c, DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
-		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, Seed: s.Seed})
+		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores, Seed: s.Seed})
 	if err != nil {
 		return nil, nil, err
 	}
