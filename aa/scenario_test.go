@@ -13,6 +13,9 @@ func TestScenarioErrors(t *testing.T) {
 		{"workload:\n  dht:\n    schemes: [AA-SP, MPI]\n", `s.yaml:3: workload.dht.schemes: scheme "MPI"`},
 		{"machine:\n  nodes: 65\n", "s.yaml:2: machine.nodes: 65 out of 2..64"},
 		{"machine: [1, 2]\n", "cannot unmarshal"},
+		{"workload:\n  dht:\n    procs_per_node: 2\n", "s.yaml:3: workload.dht.procs_per_node: 2, want 0..machine.cores (1)"},
+		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    schemes: [AM-Onload]\n", "workload.dht.am_onload_cores: AM-Onload needs server cores"},
+		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    am_onload_cores: 4\n", "s.yaml:5: workload.dht.am_onload_cores: 4, want fewer than procs_per_node (4)"},
 		{"outputs:\n  trace_to: soon\n", "s.yaml:2: outputs.trace_to"},
 	}
 	for _, c := range cases {
