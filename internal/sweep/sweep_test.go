@@ -197,3 +197,25 @@ func checkSVG(t *testing.T, path string, lines int) {
 		t.Fatalf("%s: root <%s>, %d paths for %d lines", path, root, paths, lines)
 	}
 }
+
+// Every sweep in examples/ parses, and every one of its points is a valid
+// scenario (Parse checks them all before anything runs).
+func TestExampleSweepsParse(t *testing.T) {
+	files, err := filepath.Glob("../../examples/sweep-*.yaml")
+	if err != nil || len(files) < 3 {
+		t.Fatalf("example sweeps: %v %v", files, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Parse(f, data, filepath.Dir(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Points()) < 2 {
+			t.Errorf("%s: %d points", f, len(s.Points()))
+		}
+	}
+}
