@@ -93,3 +93,33 @@ func TestInterruptLatency(t *testing.T) {
 		t.Fatalf("handler ran at %v, want 3 µs after the MSI", ran)
 	}
 }
+
+// A process that busy-polls does not starve another on the same core: the
+// core takes turns, so a flag set by the second ends the first's poll.
+func TestBusyPollerDoesNotStarve(t *testing.T) {
+	for _, pollerFirst := range []bool{true, false} {
+		e := sim.NewEngine(1)
+		clk := e.NewClock("clk", 500, 0)
+		mem := memory.NewStore()
+		c := NewCore(clk, "cpu0", DefaultSpec(), mem)
+		poller := func(p *Proc) { p.Poll(func() bool { return mem.Load64(0x40) == 1 }) }
+		worker := func(p *Proc) {
+			p.Compute(1000)
+			p.Store64(0x40, 1)
+		}
+		if pollerFirst {
+			c.SpawnDaemon("poller", poller)
+			c.Spawn("worker", worker)
+		} else {
+			c.Spawn("worker", worker)
+			c.SpawnDaemon("poller", poller)
+		}
+		e.Run(sim.MS)
+		if !c.AppsDone() || mem.Load64(0x40) != 1 {
+			t.Fatalf("poller first %v: the worker never finished", pollerFirst)
+		}
+		if now := e.Now(); now > 10*sim.US {
+			t.Fatalf("poller first %v: finished at %v, the worker waited too long for its turns", pollerFirst, now)
+		}
+	}
+}
