@@ -248,6 +248,16 @@ func set(m *yaml.Node, key string, v *yaml.Node) error {
 			}
 			found = true
 			if d == len(path)-1 {
+				if v.Kind == yaml.MappingNode && m.Content[i+1].Kind == yaml.MappingNode {
+					// A mapping sets several keys of a section together
+					// (16 sets × 4 ways, then 64 × 1): merged, not replaced.
+					for j := 0; j+1 < len(v.Content); j += 2 {
+						if err := set(m.Content[i+1], v.Content[j].Value, v.Content[j+1]); err != nil {
+							return fmt.Errorf("%s: %w", key, err)
+						}
+					}
+					return nil
+				}
 				m.Content[i+1] = v
 				return nil
 			}

@@ -57,6 +57,21 @@ func TestPointsCrossProduct(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("points %q, want %q", got, want)
 	}
+	// A mapping value sets several keys of a section at once.
+	z, err := Parse("z.yaml", []byte("grid:\n  machine.iommu: [{iotlb_sets: 64, iotlb_ways: 1}, {iotlb_sets: 1, iotlb_ways: 64}]\n  machine.nodes: [2, 4]\nplot: {x: machine.nodes}\n"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zs, err := z.scenarioAt(z.Points()[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := zs.Machine; m.IOMMU.IOTLBSets != 1 || m.IOMMU.IOTLBWays != 64 || m.IOMMU.IOTLBEviction != "lru" || m.Nodes != 2 {
+		t.Fatalf("merged point: %+v", m)
+	}
+	if _, err := Parse("z.yaml", []byte("grid:\n  machine.iommu: [{iotlb_wayz: 1}]\n"), "."); err == nil || !strings.Contains(err.Error(), `machine.iommu: iotlb_wayz: no key "iotlb_wayz"`) {
+		t.Fatalf("bad key in a mapping value: %v", err)
+	}
 	sc, err := s.scenarioAt(s.Points()[2])
 	if err != nil {
 		t.Fatal(err)
