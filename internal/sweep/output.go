@@ -121,8 +121,11 @@ func (s *Spec) Series(rows []Row, y string) ([]Series, error) {
 	var out []Series
 	index := map[string]int{}
 	for _, r := range rows {
-		x, err := strconv.ParseFloat(r.Point[xi], 64)
-		if err != nil {
+		var x float64
+		var err error
+		if xi < 0 { // CollisionsX
+			x = r.Result.Collisions
+		} else if x, err = strconv.ParseFloat(r.Point[xi], 64); err != nil {
 			return nil, fmt.Errorf("plot.x: %s = %q is not a number", s.Plot.X, r.Point[xi])
 		}
 		var parts []string
@@ -131,7 +134,11 @@ func (s *Spec) Series(rows []Row, y string) ([]Series, error) {
 				parts = append(parts, shortKey(a.Key)+"="+r.Point[i])
 			}
 		}
-		parts = append([]string{string(r.Result.Scheme), fmt.Sprintf("%.0f%% coll.", 100*r.Result.Collisions)}, parts...)
+		head := []string{string(r.Result.Scheme)}
+		if xi >= 0 {
+			head = append(head, fmt.Sprintf("%.0f%% coll.", 100*r.Result.Collisions))
+		}
+		parts = append(head, parts...)
 		name := strings.Join(parts, " ")
 		i, ok := index[name]
 		if !ok {

@@ -42,6 +42,10 @@ type Axis struct {
 	Values []*yaml.Node
 }
 
+// CollisionsX as plot.x puts each experiment's collision ratio (from the
+// scenario's list) on the X axis.
+const CollisionsX = "collisions"
+
 // PlotSpec says what the plots show: one plot per Y metric against the X
 // key, one line per combination of the other keys, scheme and collisions.
 type PlotSpec struct {
@@ -127,7 +131,7 @@ func Parse(name string, data []byte, dir string) (*Spec, error) {
 	if s.Plot.X == "" {
 		s.Plot.X = s.Grid[0].Key
 	}
-	if s.axis(s.Plot.X) < 0 {
+	if s.axis(s.Plot.X) < 0 && s.Plot.X != CollisionsX {
 		return nil, fmt.Errorf("%s: plot.x: %q is not a grid key", name, s.Plot.X)
 	}
 	if len(s.Plot.Y) == 0 {
