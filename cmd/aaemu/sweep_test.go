@@ -38,3 +38,26 @@ func TestSweepCommand(t *testing.T) {
 		t.Fatal("two sweeps of the same file wrote different tables")
 	}
 }
+
+// `aaemu paper 6c` runs the figure, writes its table, plots and claims, and
+// prints each claim with the paper's value, aaemu's and a verdict.
+func TestPaperCommand(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "6c", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"Figure 6c", "AA vs RMA on the two-node DHT", "≈3×", "both slow down as collisions rise"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"fig6c/sweep.csv", "fig6c/fig6c-inserts_per_second.png", "fig6c/fig6c-inserts_per_second.svg", "claims.md"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 100 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	if _, err := aaemu(t, "paper", "9b", "--out", dir); err == nil {
+		t.Fatal("figure 9b ran, but its workload does not exist")
+	}
+}
