@@ -267,7 +267,7 @@ plot:
 						best = max(best, af/a4)
 					}
 				}
-				return "up to " + pct(best), within(best, 1.0, 1.3)
+				return "up to " + pct(best), within(best, 1.03, 1.3)
 			}},
 		},
 	},
