@@ -3,12 +3,18 @@ package sweep
 import (
 	"fmt"
 	"image/color"
+	"io"
+	"math"
+	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // palette is colour-blind safe (Okabe–Ito), so lines stay apart in print.
@@ -18,19 +24,23 @@ var palette = []color.Color{
 	color.RGBA{240, 228, 66, 255}, color.RGBA{0, 0, 0, 255},
 }
 
-// Figure draws metric y against the X key, one line per series.
-func (s *Spec) Figure(rows []Row, y string) (*plot.Plot, error) {
+// Figure draws metric y against the X key, one line per series; the
+// legend is returned apart, to go under the plot rather than over the lines.
+func (s *Spec) Figure(rows []Row, y string) (*plot.Plot, *plot.Legend, error) {
 	series, err := s.Series(rows, y)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m := metrics[y]
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s vs %s", m.label, shortKey(s.Plot.X))
 	p.X.Label.Text = axisLabel(s.Plot.X, unitOf(s.Plot.X))
 	p.Y.Label.Text = axisLabel(m.label, m.unit)
-	p.Legend.Top = true
+	leg := plot.NewLegend()
+	leg.Top, leg.Left = true, true
+	leg.TextStyle.Font.Size = vg.Points(9)
 	p.Add(plotter.NewGrid())
+	p.X.Tick.Marker, p.Y.Tick.Marker = siTicks{}, siTicks{}
 	if s.Plot.LogX {
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
 	}
@@ -41,22 +51,49 @@ func (s *Spec) Figure(rows []Row, y string) (*plot.Plot, error) {
 		xys := make(plotter.XYs, len(sr.X))
 		for j := range sr.X {
 			if (s.Plot.LogX && sr.X[j] <= 0) || (s.Plot.LogY && sr.Y[j] <= 0) {
-				return nil, fmt.Errorf("%s: (%v, %v) cannot go on a log axis", sr.Name, sr.X[j], sr.Y[j])
+				return nil, nil, fmt.Errorf("%s: (%v, %v) cannot go on a log axis", sr.Name, sr.X[j], sr.Y[j])
 			}
 			xys[j].X, xys[j].Y = sr.X[j], sr.Y[j]
 		}
 		line, points, err := plotter.NewLinePoints(xys)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", sr.Name, err)
+			return nil, nil, fmt.Errorf("%s: %w", sr.Name, err)
 		}
 		c := palette[i%len(palette)]
 		line.Color, points.Color = c, c
 		line.Width = vg.Points(1.5)
 		points.Shape = shapes[(i/len(palette))%len(shapes)]
 		p.Add(line, points)
-		p.Legend.Add(sr.Name, line, points)
+		leg.Add(sr.Name, line, points)
 	}
-	return p, nil
+	return p, &leg, nil
+}
+
+// siTicks are gonum's default ticks labelled with SI prefixes (2.5M, not
+// 2500000.00).
+type siTicks struct{}
+
+func (siTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = si(ts[i].Value)
+		}
+	}
+	return ts
+}
+
+func si(v float64) string {
+	a := math.Abs(v)
+	for _, p := range []struct {
+		f float64
+		s string
+	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if a >= p.f {
+			return strconv.FormatFloat(v/p.f, 'g', 4, 64) + p.s
+		}
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
 var shapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
@@ -66,17 +103,61 @@ var shapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.Tri
 func (s *Spec) SavePlots(rows []Row, dir, base string) ([]string, error) {
 	var paths []string
 	for _, y := range s.Plot.Y {
-		p, err := s.Figure(rows, y)
+		p, leg, err := s.Figure(rows, y)
 		if err != nil {
 			return nil, fmt.Errorf("plot %s: %w", y, err)
 		}
 		for _, ext := range []string{"png", "svg"} {
 			path := filepath.Join(dir, fmt.Sprintf("%s-%s.%s", base, y, ext))
-			if err := p.Save(18*vg.Centimeter, 11*vg.Centimeter, path); err != nil {
+			if err := savePlot(p, leg, path, ext); err != nil {
 				return nil, err
 			}
 			paths = append(paths, path)
 		}
 	}
 	return paths, nil
+}
+
+// savePlot draws the plot with its legend in a band below it.
+func savePlot(p *plot.Plot, leg *plot.Legend, path, ext string) error {
+	const w, plotH = 18 * vg.Centimeter, 11 * vg.Centimeter
+	rowH := leg.TextStyle.Font.Size * 1.4
+	legH := rowH*vg.Length(countEntries(leg)) + vg.Points(10)
+	h := plotH + legH
+	var canvas interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	switch ext {
+	case "png":
+		canvas = vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	case "svg":
+		canvas = vgsvg.New(w, h)
+	default:
+		return fmt.Errorf("%s: no %s writer", path, ext)
+	}
+	dc := draw.New(canvas)
+	p.Draw(draw.Crop(dc, 0, 0, legH, 0))
+	band := dc
+	band.Max.Y = dc.Min.Y + legH - vg.Points(4)
+	band.Min.X += vg.Points(8)
+	leg.Draw(band)
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := canvas.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// countEntries counts a legend's lines (gonum keeps them private): the
+// height of its rectangle over one line's.
+func countEntries(l *plot.Legend) int {
+	c := draw.New(vgimg.New(100, 100))
+	r := l.Rectangle(c)
+	one := l.TextStyle.Rectangle("M")
+	return max(1, int(math.Round(float64(r.Size().Y/(one.Size().Y)))))
 }
