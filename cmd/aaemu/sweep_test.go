@@ -33,9 +33,16 @@ func TestSweepCommand(t *testing.T) {
 			t.Fatalf("sweep.csv has %d lines, want a header and 20 rows", n)
 		}
 		runs[i] = string(csv)
+		for _, f := range []string{"sweep.json", "sweep-inserts_per_second.png", "sweep-target_polls.svg"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs[i] += string(b)
+		}
 	}
 	if runs[0] != runs[1] {
-		t.Fatal("two sweeps of the same file wrote different tables")
+		t.Fatal("two sweeps of the same file wrote different tables or plots")
 	}
 }
 
