@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/aaemu/aaemu/internal/paper"
 	"github.com/aaemu/aaemu/internal/sweep"
@@ -63,37 +60,12 @@ func runPaper(stdout, stderr io.Writer, names []string, out string, jobs int) er
 			return err
 		}
 		dir := filepath.Join(out, "fig"+f.Name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		var p *mpb.Progress
-		var done func()
-		if fi, ok := stderr.(*os.File); ok && isTerminal(fi) {
-			p = mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(40))
-			bar := p.AddBar(int64(len(s.Points())), mpb.PrependDecorators(decor.Name("figure "+f.Name+" "), decor.CountersNoUnit("%d/%d")),
-				mpb.AppendDecorators(decor.Percentage()))
-			done = func() { bar.Increment() }
-		}
-		start := time.Now()
-		rows, err := s.Run(jobs, done)
-		if p != nil {
-			p.Wait()
-		}
+		rows, plots, wall, err := runAndWrite(stderr, s, "figure "+f.Name, dir, "fig"+f.Name, jobs)
 		if err != nil {
 			return fmt.Errorf("figure %s: %w", f.Name, err)
 		}
-		if err := writeFile(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error { return s.WriteCSV(w, rows) }); err != nil {
-			return err
-		}
-		if err := writeFile(filepath.Join(dir, "sweep.json"), func(w io.Writer) error { return s.WriteJSON(w, rows) }); err != nil {
-			return err
-		}
-		plots, err := s.SavePlots(rows, dir, "fig"+f.Name)
-		if err != nil {
-			return err
-		}
 		fmt.Fprintf(stdout, "Figure %s: %s\n", f.Name, f.Title)
-		fmt.Fprintf(stdout, "(%d experiments in %v; %s/: sweep.csv, sweep.json", len(rows), time.Since(start).Round(time.Millisecond), dir)
+		fmt.Fprintf(stdout, "(%d experiments in %v; %s/: sweep.csv, sweep.json", len(rows), wall.Round(time.Millisecond), dir)
 		for _, pl := range plots {
 			fmt.Fprintf(stdout, ", %s", filepath.Base(pl))
 		}

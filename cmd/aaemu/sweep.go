@@ -68,34 +68,8 @@ func runSweep(stdout, stderr io.Writer, file, out string, jobs int) error {
 	if jobs < 1 {
 		return fmt.Errorf("--jobs must be at least 1")
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
 	pts := s.Points()
-	var p *mpb.Progress
-	var done func()
-	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
-		p = mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(40))
-		bar := p.AddBar(int64(len(pts)), mpb.PrependDecorators(decor.Name("sweep "), decor.CountersNoUnit("%d/%d")),
-			mpb.AppendDecorators(decor.Percentage(), decor.Name(" "), decor.AverageETA(decor.ET_STYLE_GO)))
-		done = func() { bar.Increment() }
-	}
-	start := time.Now()
-	rows, err := s.Run(jobs, done)
-	if p != nil {
-		p.Wait()
-	}
-	if err != nil {
-		return err
-	}
-	wall := time.Since(start)
-	if err := writeFile(filepath.Join(out, "sweep.csv"), func(w io.Writer) error { return s.WriteCSV(w, rows) }); err != nil {
-		return err
-	}
-	if err := writeFile(filepath.Join(out, "sweep.json"), func(w io.Writer) error { return s.WriteJSON(w, rows) }); err != nil {
-		return err
-	}
-	plots, err := s.SavePlots(rows, out, "sweep")
+	rows, plots, wall, err := runAndWrite(stderr, s, "sweep", out, "sweep", jobs)
 	if err != nil {
 		return err
 	}
@@ -127,4 +101,36 @@ func runSweep(stdout, stderr io.Writer, file, out string, jobs int) error {
 	return nil
 }
 
-func shortKeyOf(k string) string { return k[strings.LastIndex(k, ".")+1:] }
+// runAndWrite runs a sweep on jobs workers behind a progress bar (on a
+// terminal) and writes dir/sweep.csv, dir/sweep.json and the plots named
+// after base. It returns the rows, the plot files and the wall time.
+func runAndWrite(stderr io.Writer, s *sweep.Spec, label, dir, base string, jobs int) ([]sweep.Row, []string, time.Duration, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, 0, err
+	}
+	var p *mpb.Progress
+	var done func()
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		p = mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(40))
+		bar := p.AddBar(int64(len(s.Points())), mpb.PrependDecorators(decor.Name(label+" "), decor.CountersNoUnit("%d/%d")),
+			mpb.AppendDecorators(decor.Percentage(), decor.Name(" "), decor.AverageETA(decor.ET_STYLE_GO)))
+		done = func() { bar.Increment() }
+	}
+	start := time.Now()
+	rows, err := s.Run(jobs, done)
+	if p != nil {
+		p.Wait()
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	wall := time.Since(start)
+	if err := writeFile(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error { return s.WriteCSV(w, rows) }); err != nil {
+		return nil, nil, 0, err
+	}
+	if err := writeFile(filepath.Join(dir, "sweep.json"), func(w io.Writer) error { return s.WriteJSON(w, rows) }); err != nil {
+		return nil, nil, 0, err
+	}
+	plots, err := s.SavePlots(rows, dir, base)
+	return rows, plots, wall, err
+}
