@@ -57,7 +57,6 @@ type counter struct {
 	srcs    []*counterSrc
 	truth   []uint64 // the accesses per element, as generated
 	end     sim.Tick
-	akvLeft int
 }
 
 // SetupCounter builds the workload; the cluster needs 2+ nodes.
