@@ -48,15 +48,15 @@ type counterSrc struct {
 }
 
 type counter struct {
-	cfg     CounterConfig
-	c       *Cluster
-	array   uint64 // node 0: the counted array
-	counts  uint64 // node 0: a 64-bit count per element
-	inbox   uint64 // node 0, Allreduce: a count vector per source
-	flags   uint64 // node 0: a word per source, set when its part is in
-	srcs    []*counterSrc
-	truth   []uint64 // the accesses per element, as generated
-	end     sim.Tick
+	cfg    CounterConfig
+	c      *Cluster
+	array  uint64 // node 0: the counted array
+	counts uint64 // node 0: a 64-bit count per element
+	inbox  uint64 // node 0, Allreduce: a count vector per source
+	flags  uint64 // node 0: a word per source, set when its part is in
+	srcs   []*counterSrc
+	truth  []uint64 // the accesses per element, as generated
+	end    sim.Tick
 }
 
 // SetupCounter builds the workload; the cluster needs 2+ nodes.
