@@ -50,16 +50,16 @@ func TestSweepCommand(t *testing.T) {
 // prints each claim with the paper's value, aaemu's and a verdict.
 func TestPaperCommand(t *testing.T) {
 	dir := t.TempDir()
-	out, err := aaemu(t, "paper", "6c", "--out", dir)
+	out, err := aaemu(t, "paper", "6c", "9a", "--out", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"Figure 6c", "AA vs RMA on the two-node DHT", "≈3×", "both slow down as collisions rise"} {
+	for _, want := range []string{"Figure 6c", "AA vs RMA on the two-node DHT", "≈3×", "both slow down as collisions rise", "Figure 9a", "AA close to No-FT"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, f := range []string{"fig6c/sweep.csv", "fig6c/fig6c-inserts_per_second.png", "fig6c/fig6c-inserts_per_second.svg", "claims.md"} {
+	for _, f := range []string{"fig6c/sweep.csv", "fig6c/fig6c-inserts_per_second.png", "fig6c/fig6c-inserts_per_second.svg", "fig9a/points.csv", "fig9a/fig9a.png", "fig9a/fig9a.svg", "claims.md"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 100 {
 			t.Fatalf("%s: %v", f, err)
 		}

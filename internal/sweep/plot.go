@@ -32,25 +32,39 @@ func (s *Spec) Figure(rows []Row, y string) (*plot.Plot, *plot.Legend, error) {
 		return nil, nil, err
 	}
 	m := metrics[y]
+	return Draw(series, Axes{
+		Title:  fmt.Sprintf("%s vs %s", m.label, shortKey(s.Plot.X)),
+		XLabel: axisLabel(s.Plot.X, unitOf(s.Plot.X)),
+		YLabel: axisLabel(m.label, m.unit),
+		LogX:   s.Plot.LogX, LogY: s.Plot.LogY,
+	})
+}
+
+// Axes are a plot's title, axis labels (with units) and scales.
+type Axes struct {
+	Title, XLabel, YLabel string
+	LogX, LogY            bool
+}
+
+// Draw plots the series, one line each, and returns the legend apart.
+func Draw(series []Series, ax Axes) (*plot.Plot, *plot.Legend, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s vs %s", m.label, shortKey(s.Plot.X))
-	p.X.Label.Text = axisLabel(s.Plot.X, unitOf(s.Plot.X))
-	p.Y.Label.Text = axisLabel(m.label, m.unit)
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = ax.Title, ax.XLabel, ax.YLabel
 	leg := plot.NewLegend()
 	leg.Top, leg.Left = true, true
 	leg.TextStyle.Font.Size = vg.Points(9)
 	p.Add(plotter.NewGrid())
 	p.X.Tick.Marker, p.Y.Tick.Marker = siTicks{}, siTicks{}
-	if s.Plot.LogX {
+	if ax.LogX {
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
 	}
-	if s.Plot.LogY {
+	if ax.LogY {
 		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
 	}
 	for i, sr := range series {
 		xys := make(plotter.XYs, len(sr.X))
 		for j := range sr.X {
-			if (s.Plot.LogX && sr.X[j] <= 0) || (s.Plot.LogY && sr.Y[j] <= 0) {
+			if (ax.LogX && sr.X[j] <= 0) || (ax.LogY && sr.Y[j] <= 0) {
 				return nil, nil, fmt.Errorf("%s: (%v, %v) cannot go on a log axis", sr.Name, sr.X[j], sr.Y[j])
 			}
 			xys[j].X, xys[j].Y = sr.X[j], sr.Y[j]
@@ -67,6 +81,20 @@ func (s *Spec) Figure(rows []Row, y string) (*plot.Plot, *plot.Legend, error) {
 		leg.Add(sr.Name, line, points)
 	}
 	return p, &leg, nil
+}
+
+// SaveFigure writes a plot and its legend as path.png and path.svg and
+// returns the two paths.
+func SaveFigure(p *plot.Plot, leg *plot.Legend, path string) ([]string, error) {
+	var out []string
+	for _, ext := range []string{"png", "svg"} {
+		f := path + "." + ext
+		if err := savePlot(p, leg, f, ext); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // siTicks are gonum's default ticks labelled with SI prefixes (2.5M, not
@@ -107,13 +135,11 @@ func (s *Spec) SavePlots(rows []Row, dir, base string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plot %s: %w", y, err)
 		}
-		for _, ext := range []string{"png", "svg"} {
-			path := filepath.Join(dir, fmt.Sprintf("%s-%s.%s", base, y, ext))
-			if err := savePlot(p, leg, path, ext); err != nil {
-				return nil, err
-			}
-			paths = append(paths, path)
+		ps, err := SaveFigure(p, leg, filepath.Join(dir, fmt.Sprintf("%s-%s", base, y)))
+		if err != nil {
+			return nil, err
 		}
+		paths = append(paths, ps...)
 	}
 	return paths, nil
 }

@@ -1,0 +1,221 @@
+package paper
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/internal/sweep"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Custom is a figure whose workload is not the DHT scenario: it runs its own
+// experiments, one per (nodes, scheme), and plots Y against the node count.
+type Custom struct {
+	Nodes   []int
+	Schemes []aa.Scheme
+	YLabel  string
+	run     func(nodes int, s aa.Scheme) (y float64, err error)
+}
+
+// Point is one experiment of a custom figure.
+type Point struct {
+	Nodes  int
+	Scheme aa.Scheme
+	Y      float64
+}
+
+// Run runs every experiment on jobs workers; the points come back in order.
+func (c *Custom) Run(jobs int, done func()) ([]Point, error) {
+	var pts []Point
+	for _, n := range c.Nodes {
+		for _, s := range c.Schemes {
+			pts = append(pts, Point{Nodes: n, Scheme: s})
+		}
+	}
+	errs := make([]error, len(pts))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < max(jobs, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				pts[i].Y, errs[i] = c.run(pts[i].Nodes, pts[i].Scheme)
+				if done != nil {
+					done()
+				}
+			}
+		}()
+	}
+	for i := range pts {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("%d nodes, %s: %w", pts[i].Nodes, pts[i].Scheme, err)
+		}
+	}
+	return pts, nil
+}
+
+// WriteCSV writes nodes, scheme and the measured rate, one line a point.
+func (c *Custom) WriteCSV(w io.Writer, pts []Point) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"nodes", "scheme", strings.ReplaceAll(c.YLabel, " ", "_")}); err != nil {
+		return err
+	}
+	for _, p := range pts {
+		if err := cw.Write([]string{strconv.Itoa(p.Nodes), string(p.Scheme), strconv.FormatFloat(p.Y, 'g', 8, 64)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Series groups the points by scheme for plotting.
+func (c *Custom) Series(pts []Point) []sweep.Series {
+	var out []sweep.Series
+	for _, s := range c.Schemes {
+		sr := sweep.Series{Name: string(s)}
+		for _, p := range pts {
+			if p.Scheme == s {
+				sr.X, sr.Y = append(sr.X, float64(p.Nodes)), append(sr.Y, p.Y)
+			}
+		}
+		out = append(out, sr)
+	}
+	return out
+}
+
+func at(pts []Point, nodes int, s aa.Scheme) float64 {
+	for _, p := range pts {
+		if p.Nodes == nodes && p.Scheme == s {
+			return p.Y
+		}
+	}
+	return 0
+}
+
+// cluster is the machine of the custom figures: 4 cores per node, 10 Gb/s.
+func cluster(nodes int) (*aa.Cluster, error) {
+	spec := aa.DefaultSpec()
+	spec.Nodes, spec.Cores = nodes, 4
+	spec.Wire.RateMbps = 10000
+	return aa.New(sim.NewEngine(1), spec)
+}
+
+var counterFigure = &Figure{
+	Name:  "7d",
+	Title: "Access counter: accesses per second, 4 processes per node on the other nodes writing node 0's array, 10 Gb/s",
+	Custom: &Custom{
+		Nodes:   []int{2, 4, 8},
+		Schemes: []aa.Scheme{aa.NoCnt, aa.AAPoll, aa.AKV, aa.Allreduce, aa.RMA},
+		YLabel:  "accesses per second",
+		run: func(nodes int, s aa.Scheme) (float64, error) {
+			c, err := cluster(nodes)
+			if err != nil {
+				return 0, err
+			}
+			k, err := aa.SetupCounter(c, aa.CounterConfig{Scheme: s, Elements: 4096, Accesses: 100, Procs: 4, Seed: 1})
+			if err != nil {
+				return 0, err
+			}
+			c.Run(sim.S, c.AppsDone)
+			r := k.Result()
+			if !r.Verified {
+				return 0, fmt.Errorf("the counts are wrong: %s", r.Problem)
+			}
+			return r.AccessesPerSec, nil
+		},
+	},
+	PointClaims: []PointClaim{
+		{Text: "AA-Poll outperforms A-KV, RMA and Allreduce", Paper: "yes", Measure: func(pts []Point) (string, bool) {
+			ok := true
+			var parts []string
+			for _, n := range []int{2, 4, 8} {
+				a := at(pts, n, aa.AAPoll)
+				best, who := 0.0, aa.Scheme("")
+				for _, s := range []aa.Scheme{aa.AKV, aa.RMA, aa.Allreduce} {
+					if v := at(pts, n, s); v > best {
+						best, who = v, s
+					}
+				}
+				parts = append(parts, fmt.Sprintf("%d nodes %.2f× %s", n, a/best, who))
+				ok = ok && a > best
+			}
+			return "AA-Poll vs the best of them: " + strings.Join(parts, ", "), ok
+		}},
+	},
+}
+
+var getLogFigure = &Figure{
+	Name:  "9a",
+	Title: "Logging gets: gets per second, 4 processes per node getting from random other nodes, 10 Gb/s",
+	Custom: &Custom{
+		Nodes:   []int{2, 4, 8},
+		Schemes: []aa.Scheme{aa.NoFT, aa.AAPoll, aa.RMA},
+		YLabel:  "gets per second",
+		run: func(nodes int, s aa.Scheme) (float64, error) {
+			c, err := cluster(nodes)
+			if err != nil {
+				return 0, err
+			}
+			g, err := aa.SetupGetLog(c, aa.GetLogConfig{Scheme: s, Gets: 50, Procs: 4, Words: 64, Seed: 1})
+			if err != nil {
+				return 0, err
+			}
+			c.Run(sim.S, c.AppsDone)
+			r := g.Result()
+			if !r.Verified {
+				return 0, fmt.Errorf("the logs are wrong: %s", r.Problem)
+			}
+			return r.GetsPerSec, nil
+		},
+	},
+	PointClaims: []PointClaim{
+		{Text: "AA close to No-FT", Paper: "close", Measure: func(pts []Point) (string, bool) {
+			ok := true
+			var parts []string
+			for _, n := range []int{2, 4, 8} {
+				r := at(pts, n, aa.AAPoll) / at(pts, n, aa.NoFT)
+				parts = append(parts, fmt.Sprintf("%d nodes %s", n, pct(r)))
+				ok = ok && r >= 0.9
+			}
+			return "AA vs No-FT: " + strings.Join(parts, ", "), ok
+		}},
+		{Text: "AA the best of the logging schemes", Paper: "yes", Measure: func(pts []Point) (string, bool) {
+			ok := true
+			var parts []string
+			for _, n := range []int{2, 4, 8} {
+				r := at(pts, n, aa.AAPoll) / at(pts, n, aa.RMA)
+				parts = append(parts, fmt.Sprintf("%d nodes %.2f×", n, r))
+				ok = ok && r > 1
+			}
+			return "AA vs RMA: " + strings.Join(parts, ", "), ok
+		}},
+	},
+}
+
+// PointClaim is a claim measured on a custom figure's points.
+type PointClaim struct {
+	Text, Paper string
+	Measure     func(pts []Point) (string, bool)
+}
+
+// CheckPoints measures every claim of a custom figure.
+func (f *Figure) CheckPoints(pts []Point) []Result {
+	out := make([]Result, len(f.PointClaims))
+	for i, c := range f.PointClaims {
+		m, ok := c.Measure(pts)
+		out[i] = Result{Claim: Claim{Text: c.Text, Paper: c.Paper}, Measured: m, Holds: ok}
+	}
+	return out
+}
