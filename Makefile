@@ -51,6 +51,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseFrame -fuzztime 15s ./nic/roce
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 15s ./cmd/aaemu
 	$(GO) test -run '^$$' -fuzz FuzzParseTick -fuzztime 15s ./sim
+	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 15s ./internal/sweep
 
 # A picture of the default run's waveforms in GTKWave, without a display.
 screenshot: deps run

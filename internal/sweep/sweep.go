@@ -21,6 +21,9 @@ import (
 	"github.com/aaemu/aaemu/sim"
 )
 
+// MaxPoints bounds a grid's cross product.
+const MaxPoints = 100_000
+
 // Spec is a sweep file.
 type Spec struct {
 	// Scenario is the base scenario file, relative to the sweep file; empty
@@ -144,6 +147,12 @@ func Parse(name string, data []byte, dir string) (*Spec, error) {
 	}
 	if _, err := sim.ParseTick(s.Until); err != nil {
 		return nil, fmt.Errorf("%s: until: %w", name, err)
+	}
+	n := 1
+	for _, a := range s.Grid {
+		if n *= len(a.Values); n > MaxPoints {
+			return nil, fmt.Errorf("%s: grid: more than %d points; split the sweep", name, MaxPoints)
+		}
 	}
 	// Check every point now, so a bad value fails before hours of running.
 	for _, p := range s.Points() {

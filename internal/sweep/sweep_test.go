@@ -34,6 +34,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown plot key", "grid:\n  seed: [1]\nplot: {z: 1}\n", "field z not found"},
 		{"missing scenario", "scenario: nope.yaml\ngrid:\n  seed: [1]\n", "nope.yaml"},
 		{"bad until", "until: soon\ngrid:\n  seed: [1]\n", "until"},
+		{"too many points", "grid:\n  seed: [" + strings.Repeat("1,", 999) + "1]\n  machine.nodes: [" + strings.Repeat("2,", 999) + "2]\n", "more than 100000 points"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("sweep.yaml", []byte(tc.file), t.TempDir())
@@ -233,4 +234,22 @@ func TestExampleSweepsParse(t *testing.T) {
 			t.Errorf("%s: %d points", f, len(s.Points()))
 		}
 	}
+}
+
+// A sweep file of any bytes parses or fails with an error; it never panics,
+// and a parsed one has at least one point, each a valid scenario.
+func FuzzParseSweep(f *testing.F) {
+	f.Add([]byte(small))
+	f.Add([]byte("grid:\n  machine.iommu: [{iotlb_sets: 1, iotlb_ways: 64}]\n"))
+	f.Add([]byte("grid: {seed: []}\n"))
+	f.Add([]byte("plot: {x: collisions}\ngrid:\n  seed: [1, 2]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("f.yaml", data, t.TempDir())
+		if err != nil {
+			return
+		}
+		if len(s.Points()) == 0 {
+			t.Fatal("a parsed sweep has no points")
+		}
+	})
 }
