@@ -1,0 +1,56 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// `aaemu workload KIND` runs every scheme of each non-DHT workload, each
+// checking its own result, and writes the rows as JSON; bad kinds and
+// schemes are errors that name them.
+func TestWorkloadCommand(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		rows  int
+		wants []string
+	}{
+		{"counter", 5, []string{"No-Cnt", "AA-Poll", "A-KV", "Allreduce", "accesses/s"}},
+		{"getlog", 3, []string{"No-FT", "gets/s", "wire bytes per get"}},
+		{"checkpoint", 1, []string{"pages copied per checkpoint"}},
+		{"xor", 2, []string{"AA-SP", "TLPs at the checksum's node"}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			js := filepath.Join(t.TempDir(), "rows.json")
+			out, err := aaemu(t, "workload", tc.kind, "--nodes", "3", "--ops", "20", "--json", js)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(out, w) {
+					t.Fatalf("output lacks %q:\n%s", w, out)
+				}
+			}
+			data, err := os.ReadFile(js)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rows []workloadRow
+			if err := json.Unmarshal(data, &rows); err != nil || len(rows) != tc.rows {
+				t.Fatalf("%d rows, %v", len(rows), err)
+			}
+			for _, r := range rows {
+				if !r.Verified || r.Rate <= 0 {
+					t.Fatalf("row %+v", r)
+				}
+			}
+		})
+	}
+	for _, bad := range [][]string{{"workload", "sort"}, {"workload", "counter", "--schemes", "AM"}} {
+		if out, err := aaemu(t, bad...); err == nil {
+			t.Errorf("%v ran:\n%s", bad, out)
+		}
+	}
+}
