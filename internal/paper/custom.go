@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/internal/sweep"
@@ -38,25 +37,7 @@ func (c *Custom) Run(jobs int, done func()) ([]Point, error) {
 		}
 	}
 	errs := make([]error, len(pts))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < max(jobs, 1); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				pts[i].Y, errs[i] = c.run(pts[i].Nodes, pts[i].Scheme)
-				if done != nil {
-					done()
-				}
-			}
-		}()
-	}
-	for i := range pts {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	sweep.Parallel(len(pts), jobs, func(i int) { pts[i].Y, errs[i] = c.run(pts[i].Nodes, pts[i].Scheme) }, done)
 	for i, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("%d nodes, %s: %w", pts[i].Nodes, pts[i].Scheme, err)

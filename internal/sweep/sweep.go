@@ -303,28 +303,7 @@ func (s *Spec) Run(jobs int, done func()) ([]Row, error) {
 	until, _ := sim.ParseTick(s.Until)
 	rows := make([][]Row, len(pts))
 	errs := make([]error, len(pts))
-	if jobs < 1 {
-		jobs = 1
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < jobs; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				rows[i], errs[i] = s.runPoint(pts[i], until)
-				if done != nil {
-					done()
-				}
-			}
-		}()
-	}
-	for i := range pts {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	Parallel(len(pts), jobs, func(i int) { rows[i], errs[i] = s.runPoint(pts[i], until) }, done)
 	var all []Row
 	for i := range pts {
 		if errs[i] != nil {
@@ -333,6 +312,31 @@ func (s *Spec) Run(jobs int, done func()) ([]Row, error) {
 		all = append(all, rows[i]...)
 	}
 	return all, nil
+}
+
+// Parallel calls f(0..n-1) on jobs workers (at least one) and done after
+// each. Each call writes only its own index's results, so the caller reads
+// them in order afterwards, whatever the scheduling.
+func Parallel(n, jobs int, f func(i int), done func()) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < max(jobs, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+				if done != nil {
+					done()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 func (s *Spec) runPoint(p Point, until sim.Tick) ([]Row, error) {
