@@ -48,8 +48,8 @@ type checkpoint struct {
 
 // SetupCheckpoint builds the workload on a two-or-more-node cluster.
 func SetupCheckpoint(c *Cluster, cfg CheckpointConfig) (*checkpoint, error) {
-	if cfg.Pages < 1 || cfg.Epochs < 1 || cfg.Puts < 0 {
-		return nil, fmt.Errorf("checkpoint: %d pages, %d epochs, %d puts", cfg.Pages, cfg.Epochs, cfg.Puts)
+	if cfg.Pages < 1 || cfg.Pages > 1<<16 || cfg.Epochs < 1 || cfg.Puts < 0 {
+		return nil, fmt.Errorf("checkpoint: %d pages (1..%d), %d epochs, %d puts", cfg.Pages, 1<<16, cfg.Epochs, cfg.Puts)
 	}
 	k := &checkpoint{cfg: cfg, c: c, dirty: map[int]bool{}}
 	src, own := c.Nodes[0], c.Nodes[1]

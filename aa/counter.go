@@ -66,8 +66,8 @@ func SetupCounter(c *Cluster, cfg CounterConfig) (*counter, error) {
 	default:
 		return nil, fmt.Errorf("counter: scheme %s, want AA-Poll, RMA, A-KV, Allreduce or No-Cnt", cfg.Scheme)
 	}
-	if cfg.Elements < 1 || cfg.Accesses < 0 || cfg.Procs < 1 || cfg.Procs > c.Spec.Cores {
-		return nil, fmt.Errorf("counter: %d elements, %d accesses, %d procs (cores %d)", cfg.Elements, cfg.Accesses, cfg.Procs, c.Spec.Cores)
+	if cfg.Elements < 1 || cfg.Elements > 1<<20 || cfg.Accesses < 0 || cfg.Procs < 1 || cfg.Procs > c.Spec.Cores {
+		return nil, fmt.Errorf("counter: %d elements (1..%d), %d accesses, %d procs (1..cores, %d)", cfg.Elements, 1<<20, cfg.Accesses, cfg.Procs, c.Spec.Cores)
 	}
 	k := &counter{cfg: cfg, c: c, truth: make([]uint64, cfg.Elements)}
 	r := sim.NewRand(cfg.Seed, "counter.elements")
