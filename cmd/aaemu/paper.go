@@ -33,8 +33,8 @@ whether they agree; OUT/claims.md collects them.
 Modelled: 6c (two-node DHT, AA vs RMA over collisions), 6d (AM-Onload's best
 C), 7a and 7b (every scheme as the machine grows, 5 % and 25 % collisions),
 7c (IOTLB associativity and eviction), 7d (the access counter) and 9a
-(logging of gets). The machines are scaled down (8 processes per node
-instead of 32, except 6d; 4 for 7d and 9a) so that a figure takes seconds.
+(logging of gets). 6d, 7a and 7b use the paper's 32 processes per node on up
+to 8 nodes; 7c uses 8 and 7d and 9a 4, so that a figure takes seconds.
 8a, 8b and 9b need the fault-tolerant sort, which aaemu does not have yet, and
 are refused with the reason.`,
 		Example: `  aaemu paper 6c

@@ -66,8 +66,9 @@ func TestScaleClaims(t *testing.T) {
 		row("8", aa.AMExp, 0.9), row("8", aa.AMOnload, 1.2), row("8", aa.RMA, 0.5),
 	}
 	want := map[string][2]bool{ // claim → holds on paperLike, on flat
-		"AA-SP and AA-Poll vs the best other scheme, largest machine": {true, false},
-		"AM-Onload, even at its best C, does not beat AA-SP":          {true, false},
+		"AA-SP and AA-Poll vs the best other scheme, largest machine":     {true, false},
+		"AA-SP vs the best active-message or RMA scheme, largest machine": {true, false},
+		"AM-Onload, even at its best C, does not beat AA-SP":              {true, false},
 		"AA-Int ≈ AM-Int":  {false, false},
 		"AA-SP vs AA-Poll": {true, false},
 	}
