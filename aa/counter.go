@@ -42,6 +42,7 @@ type CounterResult struct {
 const counterIUID = 4
 
 type counterSrc struct {
+	index      int // in counter.srcs
 	node, core int
 	elems      []int
 	local      uint64 // Allreduce: the process's counts
@@ -73,7 +74,7 @@ func SetupCounter(c *Cluster, cfg CounterConfig) (*counter, error) {
 	r := sim.NewRand(cfg.Seed, "counter.elements")
 	for _, n := range c.Nodes[1:] {
 		for core := 0; core < cfg.Procs; core++ {
-			s := &counterSrc{node: n.ID, core: core}
+			s := &counterSrc{index: len(k.srcs), node: n.ID, core: core}
 			for i := 0; i < cfg.Accesses; i++ {
 				e := r.IntN(cfg.Elements)
 				s.elems = append(s.elems, e)
@@ -173,22 +174,13 @@ func (k *counter) access(x *Ctx, s *counterSrc, buf uint64) {
 		x.ActiveFlush(0, counterIUID)
 	case Allreduce:
 		// The reduction: the whole count vector to the owner, then a flag.
-		idx := k.srcIndex(s)
+		idx := s.index
 		pages := (uint64(k.cfg.Elements*8) + 4095) &^ 4095
 		x.Wait(x.Put(0, s.local, k.inbox+uint64(idx)*pages, k.cfg.Elements*8))
 		x.P.Store64(buf+4088, 1)
 		x.Wait(x.Put(0, buf+4088, k.flags+uint64(idx)*8, 8))
 	}
 	k.end = max(k.end, x.Now())
-}
-
-func (k *counter) srcIndex(s *counterSrc) int {
-	for i, t := range k.srcs {
-		if t == s {
-			return i
-		}
-	}
-	return -1
 }
 
 // reduce is node 0's side of Allreduce: wait for every vector, sum them.

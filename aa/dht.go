@@ -112,7 +112,6 @@ type source struct {
 	node, core int
 	keys       []uint64
 	owners     []int // the shard of each key
-	end        sim.Tick
 }
 
 type dht struct {
@@ -306,8 +305,7 @@ func (d *dht) insertAll(x *Ctx, s *source, buf, scratch uint64) {
 			}
 		}
 	}
-	s.end = x.Now()
-	d.end = max(d.end, s.end)
+	d.end = max(d.end, x.Now())
 }
 
 // setupAM gives every owner a server process per inserting core: it serves

@@ -36,14 +36,13 @@ type XORResult struct {
 const xorIUID = 3
 
 type xorCkpt struct {
-	cfg    XORConfig
-	c      *Cluster
-	sum    uint64     // node 0: the checksum
-	data   [][]uint64 // each source node's checkpoint
-	ops    int
-	end    sim.Tick
-	tlps0  uint64
-	others int
+	cfg   XORConfig
+	c     *Cluster
+	sum   uint64     // node 0: the checksum
+	data  [][]uint64 // each source node's checkpoint
+	ops   int
+	end   sim.Tick
+	tlps0 uint64
 }
 
 // SetupXORCheckpoint builds the workload; the cluster needs 2+ nodes.

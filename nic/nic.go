@@ -296,18 +296,23 @@ func (n *NIC) schedule(now sim.Tick) bool {
 	}
 	next := sim.Never
 	keep := n.active[:0]
+	// NetOut.Ready counts a stall when the wire is full: ask it once per
+	// edge, and only when some QP has a packet to send.
+	tagFree := n.req.Outstanding() < n.req.Tags()
+	asked, netReady := false, false
 	for _, q := range n.active {
-		if q.hasRequest() && n.NetOut.Ready() {
-			return true // pruning waits for a quieter edge
+		hasReq, fetch := q.hasRequest(), q.needsFetch()
+		if hasReq && !asked {
+			asked, netReady = true, n.NetOut.Ready()
 		}
-		if q.needsFetch() && n.req.Outstanding() < n.req.Tags() {
-			return true
+		if hasReq && netReady || fetch && tagFree {
+			return true // pruning waits for a quieter edge
 		}
 		d := q.deadline()
 		if d != 0 {
 			next = min(next, d)
 		}
-		if d == 0 && !q.needsFetch() && !q.hasRequest() && q.settled() && !q.blocked() {
+		if d == 0 && !fetch && !hasReq && q.settled() && !q.blocked() {
 			q.active = false
 			continue
 		}

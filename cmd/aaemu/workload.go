@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -95,7 +96,7 @@ func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
 		schemes = nil
 		for _, name := range strings.Split(o.schemes, ",") {
 			s := aa.Scheme(strings.TrimSpace(name))
-			if !containsScheme(d.schemes, s) {
+			if !slices.Contains(d.schemes, s) {
 				return fmt.Errorf("workload %s: scheme %q (want one of %v)", kind, s, d.schemes)
 			}
 			schemes = append(schemes, s)
@@ -174,13 +175,4 @@ func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
 		})
 	}
 	return nil
-}
-
-func containsScheme(list []aa.Scheme, s aa.Scheme) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -92,13 +92,13 @@ func Lookup(names []string) ([]*Figure, error) {
 
 // rate is the insert rate of scheme at the point whose grid value at axis
 // is v ("" for any).
-func rate(rows []sweep.Row, scheme aa.Scheme, axis int, v string) (float64, bool) {
+func rate(rows []sweep.Row, scheme aa.Scheme, axis int, v string) float64 {
 	for _, r := range rows {
 		if r.Result.Scheme == scheme && (v == "" || r.Point[axis] == v) {
-			return r.Result.InsertsPerSec, true
+			return r.Result.InsertsPerSec
 		}
 	}
-	return 0, false
+	return 0
 }
 
 // values lists the distinct grid values at axis in order of appearance.
@@ -192,7 +192,7 @@ plot:
 			{Text: "best C for AM-Onload (of 32 cores)", Paper: "C = 11", Measure: func(rows []sweep.Row) (string, bool) {
 				best, bestC := 0.0, ""
 				for _, c := range values(rows, 0) {
-					if r, _ := rate(rows, aa.AMOnload, 0, c); r > best {
+					if r := rate(rows, aa.AMOnload, 0, c); r > best {
 						best, bestC = r, c
 					}
 				}
@@ -302,11 +302,11 @@ plot:
 			{Text: "AA-SP and AA-Poll vs the best other scheme, largest machine", Paper: "≈2×", Measure: func(rows []sweep.Row) (string, bool) {
 				ns := values(rows, 0)
 				n := ns[len(ns)-1]
-				sp, _ := rate(rows, aa.AASP, 0, n)
-				poll, _ := rate(rows, aa.AAPoll, 0, n)
+				sp := rate(rows, aa.AASP, 0, n)
+				poll := rate(rows, aa.AAPoll, 0, n)
 				best, who := 0.0, aa.Scheme("")
 				for _, s := range others {
-					if r, _ := rate(rows, s, 0, n); r > best {
+					if r := rate(rows, s, 0, n); r > best {
 						best, who = r, s
 					}
 				}
@@ -315,10 +315,10 @@ plot:
 			{Text: "AA-SP vs the best active-message or RMA scheme, largest machine", Paper: "≈2×", Measure: func(rows []sweep.Row) (string, bool) {
 				ns := values(rows, 0)
 				n := ns[len(ns)-1]
-				sp, _ := rate(rows, aa.AASP, 0, n)
+				sp := rate(rows, aa.AASP, 0, n)
 				best, who := 0.0, aa.Scheme("")
 				for _, s := range []aa.Scheme{aa.AM, aa.AMExp, aa.AMOnload, aa.RMA} {
-					if r, _ := rate(rows, s, 0, n); r > best {
+					if r := rate(rows, s, 0, n); r > best {
 						best, who = r, s
 					}
 				}
@@ -328,8 +328,8 @@ plot:
 				ok := true
 				var parts []string
 				for _, n := range values(rows, 0) {
-					sp, _ := rate(rows, aa.AASP, 0, n)
-					on, _ := rate(rows, aa.AMOnload, 0, n)
+					sp := rate(rows, aa.AASP, 0, n)
+					on := rate(rows, aa.AMOnload, 0, n)
 					parts = append(parts, fmt.Sprintf("%s nodes %.2f×", n, sp/on))
 					ok = ok && sp > on
 				}
@@ -342,8 +342,8 @@ plot:
 				var parts []string
 				ok := true
 				for _, n := range values(rows, 0) {
-					sp, _ := rate(rows, aa.AASP, 0, n)
-					poll, _ := rate(rows, aa.AAPoll, 0, n)
+					sp := rate(rows, aa.AASP, 0, n)
+					poll := rate(rows, aa.AAPoll, 0, n)
 					parts = append(parts, n+" nodes "+pct(sp/poll))
 					ok = ok && within(sp/poll, 1.0, 1.05)
 				}

@@ -29,15 +29,17 @@ var metrics = map[string]metric{
 	"target_polls":          {"target receive-queue polls", "polls", func(r aa.DHTResult) float64 { return float64(r.TargetPolls) }, 5},
 }
 
-// metricNames lists the metrics in column order.
-func metricNames() []string {
+// metricOrder is the metrics in column order.
+var metricOrder = func() []string {
 	names := make([]string, 0, len(metrics))
 	for n := range metrics {
 		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool { return metrics[names[i]].order < metrics[names[j]].order })
 	return names
-}
+}()
+
+func metricNames() []string { return metricOrder }
 
 // unitOf reads the unit a scenario key's name ends in.
 func unitOf(key string) string {
