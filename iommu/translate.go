@@ -128,7 +128,7 @@ func (m *IOMMU) TranslateTL(sid tlp.ID, iova uint64, write bool) (pa uint64, hit
 	if c := &m.lastCtx; m.lastCtxValid && m.lastSID == sid && c.tt == pte.TTUntranslated && iova < 1<<48 {
 		m.stCtxHits.Inc()
 		key := makeTLBKey(c.did, iova>>12)
-		if e, ok := m.iotlb.Lookup(key); ok {
+		if e, ok := m.iotlb.LookupIn(iova>>12, key); ok { // set index = low VPN bits
 			m.stTLBHits.Inc()
 			tr.pa, tr.tlbHit, tr.r, tr.w, tr.level = e.frame|iova&0xfff, true, e.r, e.w, e.level
 		} else {
@@ -186,20 +186,16 @@ func (m *IOMMU) walk(tr *translation, c *ctxEntry, key tlbKey, iova uint64, writ
 	m.stTLBMisses.Inc()
 	table := c.top
 	r, w := true, true
-	denied := func() {
-		if write {
-			tr.fault = FRWrite
-		} else {
-			tr.fault = FRRead
-		}
-	}
 	for level := pte.Levels; level >= 1; level-- {
 		e := m.mem.Load64(table + pte.Index(iova, level)*8)
 		tr.accesses++
 		m.stWalkReads.Inc()
 		leaf := level == 1 || (level <= 3 && e&pte.PS != 0 && pte.Present(e))
 		if (level == 1 && !pte.LeafPresent(e)) || (level > 1 && !pte.Present(e)) {
-			denied()
+			tr.fault = FRRead
+			if write {
+				tr.fault = FRWrite
+			}
 			return
 		}
 		if pte.Reserved(e, level, leaf) != 0 {
@@ -215,7 +211,7 @@ func (m *IOMMU) walk(tr *translation, c *ctxEntry, key tlbKey, iova uint64, writ
 			if level > 1 {
 				te.leaf &^= pte.PS // a large page carries no AA bits
 			}
-			m.iotlb.Fill(key, te) // it just missed
+			m.iotlb.FillIn(key.vpn(), key, te) // it just missed
 			tr.pa, tr.leaf, tr.r, tr.w, tr.level = frame|iova&0xfff, te.leaf, r, w, level
 			return
 		}

@@ -50,12 +50,20 @@ type Cache[K comparable, V any] struct {
 	setMask    uint64 // sets-1 when sets is a power of two (no division on lookup)
 	rng        *Rand
 
-	keys  []K
-	vals  []V
-	valid []bool
-	stamp []uint64 // LRU: last use; FIFO: insertion
+	// The ways of set s are way[s*ways : (s+1)*ways]: a lookup reads one
+	// contiguous run of entries.
+	way   []cacheWay[K, V]
 	clock uint64
 	n     int
+}
+
+// cacheWay is one entry. stamp is the LRU last use or the FIFO insertion
+// time; it is never 0 for a valid entry (the clock starts at 1), so 0 marks
+// an empty way.
+type cacheWay[K comparable, V any] struct {
+	key   K
+	stamp uint64
+	val   V
 }
 
 // NewCache makes a cache. setOf maps a key to its set (taken mod sets); rng is
@@ -70,9 +78,8 @@ func NewCache[K comparable, V any](sets, ways int, policy Eviction, setOf func(K
 	if policy > Random {
 		return nil, fmt.Errorf("unknown eviction policy %v", policy)
 	}
-	n := sets * ways
 	c := &Cache[K, V]{sets: sets, ways: ways, policy: policy, setOf: setOf, rng: rng,
-		keys: make([]K, n), vals: make([]V, n), valid: make([]bool, n), stamp: make([]uint64, n)}
+		way: make([]cacheWay[K, V], sets*ways)}
 	if sets&(sets-1) == 0 {
 		c.setMask = uint64(sets - 1)
 	}
@@ -88,23 +95,31 @@ func (c *Cache[K, V]) Ways() int { return c.ways }
 // Len is the number of valid entries.
 func (c *Cache[K, V]) Len() int { return c.n }
 
-func (c *Cache[K, V]) base(k K) int {
+// set returns the ways of the set that index selects.
+func (c *Cache[K, V]) set(index uint64) []cacheWay[K, V] {
+	var b int
 	if c.setMask != 0 || c.sets == 1 {
-		return int(c.setOf(k)&c.setMask) * c.ways
+		b = int(index&c.setMask) * c.ways
+	} else {
+		b = int(index%uint64(c.sets)) * c.ways
 	}
-	return int(c.setOf(k)%uint64(c.sets)) * c.ways
+	return c.way[b : b+c.ways]
 }
 
 // Lookup returns the value cached under k. A hit counts as a use for LRU.
-func (c *Cache[K, V]) Lookup(k K) (V, bool) {
-	b := c.base(k)
-	for i := b; i < b+c.ways; i++ {
-		if c.valid[i] && c.keys[i] == k {
+func (c *Cache[K, V]) Lookup(k K) (V, bool) { return c.LookupIn(c.setOf(k), k) }
+
+// LookupIn is Lookup when the caller already has k's set index (the IOMMU
+// takes it from the address bits it holds): no call through setOf.
+func (c *Cache[K, V]) LookupIn(index uint64, k K) (V, bool) {
+	ways := c.set(index)
+	for i := range ways {
+		if w := &ways[i]; w.stamp != 0 && w.key == k {
 			if c.policy == LRU {
 				c.clock++
-				c.stamp[i] = c.clock
+				w.stamp = c.clock
 			}
-			return c.vals[i], true
+			return w.val, true
 		}
 	}
 	var zero V
@@ -113,9 +128,9 @@ func (c *Cache[K, V]) Lookup(k K) (V, bool) {
 
 // Contains reports whether k is cached, without counting a use.
 func (c *Cache[K, V]) Contains(k K) bool {
-	b := c.base(k)
-	for i := b; i < b+c.ways; i++ {
-		if c.valid[i] && c.keys[i] == k {
+	ways := c.set(c.setOf(k))
+	for i := range ways {
+		if ways[i].stamp != 0 && ways[i].key == k {
 			return true
 		}
 	}
@@ -125,81 +140,80 @@ func (c *Cache[K, V]) Contains(k K) bool {
 // Insert caches v under k (replacing a present entry in place) and returns the
 // entry it evicted, if any.
 func (c *Cache[K, V]) Insert(k K, v V) (evictedKey K, evictedVal V, evicted bool) {
-	b := c.base(k)
+	ways := c.set(c.setOf(k))
 	c.clock++
 	victim := -1
-	for i := b; i < b+c.ways; i++ {
-		if c.valid[i] && c.keys[i] == k {
-			c.vals[i] = v
+	for i := range ways {
+		w := &ways[i]
+		if w.stamp != 0 && w.key == k {
+			w.val = v
 			if c.policy == LRU {
-				c.stamp[i] = c.clock
+				w.stamp = c.clock
 			}
 			return
 		}
-		if !c.valid[i] && victim < 0 {
+		if w.stamp == 0 && victim < 0 {
 			victim = i
 		}
 	}
 	if victim < 0 {
-		switch c.policy {
-		case Random:
-			victim = b + c.rng.IntN(c.ways)
-		default: // LRU and FIFO both evict the smallest stamp
-			victim = b
-			for i := b + 1; i < b+c.ways; i++ {
-				if c.stamp[i] < c.stamp[victim] {
-					victim = i
-				}
-			}
-		}
-		evictedKey, evictedVal, evicted = c.keys[victim], c.vals[victim], true
+		victim = c.victim(ways)
+		evictedKey, evictedVal, evicted = ways[victim].key, ways[victim].val, true
 	} else {
 		c.n++
 	}
-	c.keys[victim], c.vals[victim], c.valid[victim], c.stamp[victim] = k, v, true, c.clock
+	w := &ways[victim]
+	w.key, w.stamp, w.val = k, c.clock, v
 	return
+}
+
+// victim picks the way of a full set to replace: LRU and FIFO both evict the
+// smallest stamp.
+func (c *Cache[K, V]) victim(ways []cacheWay[K, V]) int {
+	if c.policy == Random {
+		return c.rng.IntN(len(ways))
+	}
+	v := 0
+	for i := 1; i < len(ways); i++ {
+		if ways[i].stamp < ways[v].stamp {
+			v = i
+		}
+	}
+	return v
 }
 
 // Fill caches v under k, which the caller knows is not cached (it just
 // missed): one pass over the set finds a free way or the victim.
-func (c *Cache[K, V]) Fill(k K, v V) {
-	b := c.base(k)
+func (c *Cache[K, V]) Fill(k K, v V) { c.FillIn(c.setOf(k), k, v) }
+
+// FillIn is Fill when the caller already has k's set index.
+func (c *Cache[K, V]) FillIn(index uint64, k K, v V) {
+	ways := c.set(index)
 	c.clock++
 	victim := -1
-	if c.policy == Random {
-		for i := b; i < b+c.ways; i++ {
-			if !c.valid[i] {
-				victim = i
-				break
-			}
-		}
-		if victim < 0 {
-			victim = b + c.rng.IntN(c.ways)
-		}
-	} else {
-		victim = b
-		for i := b; i < b+c.ways; i++ {
-			if !c.valid[i] {
-				victim = i
-				break
-			}
-			if c.stamp[i] < c.stamp[victim] {
-				victim = i
-			}
+	for i := range ways {
+		if ways[i].stamp == 0 {
+			victim = i
+			break
 		}
 	}
-	if !c.valid[victim] {
+	if victim < 0 {
+		victim = c.victim(ways)
+	} else {
 		c.n++
 	}
-	c.keys[victim], c.vals[victim], c.valid[victim], c.stamp[victim] = k, v, true, c.clock
+	// Field by field: a composite literal is built on the stack and copied
+	// with wide moves that stall on store forwarding.
+	w := &ways[victim]
+	w.key, w.stamp, w.val = k, c.clock, v
 }
 
 // Invalidate drops k; it reports whether k was cached.
 func (c *Cache[K, V]) Invalidate(k K) bool {
-	b := c.base(k)
-	for i := b; i < b+c.ways; i++ {
-		if c.valid[i] && c.keys[i] == k {
-			c.drop(i)
+	ways := c.set(c.setOf(k))
+	for i := range ways {
+		if ways[i].stamp != 0 && ways[i].key == k {
+			c.drop(&ways[i])
 			return true
 		}
 	}
@@ -210,9 +224,9 @@ func (c *Cache[K, V]) Invalidate(k K) bool {
 // range-selective invalidation) and returns how many it dropped.
 func (c *Cache[K, V]) InvalidateIf(match func(K, V) bool) int {
 	n := 0
-	for i := range c.keys {
-		if c.valid[i] && match(c.keys[i], c.vals[i]) {
-			c.drop(i)
+	for i := range c.way {
+		if w := &c.way[i]; w.stamp != 0 && match(w.key, w.val) {
+			c.drop(w)
 			n++
 		}
 	}
@@ -221,16 +235,14 @@ func (c *Cache[K, V]) InvalidateIf(match func(K, V) bool) int {
 
 // InvalidateAll empties the cache (a global invalidation).
 func (c *Cache[K, V]) InvalidateAll() {
-	for i := range c.keys {
-		if c.valid[i] {
-			c.drop(i)
+	for i := range c.way {
+		if c.way[i].stamp != 0 {
+			c.drop(&c.way[i])
 		}
 	}
 }
 
-func (c *Cache[K, V]) drop(i int) {
-	var zk K
-	var zv V
-	c.keys[i], c.vals[i], c.valid[i], c.stamp[i] = zk, zv, false, 0
+func (c *Cache[K, V]) drop(w *cacheWay[K, V]) {
+	*w = cacheWay[K, V]{}
 	c.n--
 }
