@@ -128,7 +128,7 @@ func (m *IOMMU) TranslateTL(sid tlp.ID, iova uint64, write bool) (pa uint64, hit
 	if c := &m.lastCtx; m.lastCtxValid && m.lastSID == sid && c.tt == pte.TTUntranslated && iova < 1<<48 {
 		m.stCtxHits.Inc()
 		key := makeTLBKey(c.did, iova>>12)
-		if e, ok := m.iotlb.LookupIn(iova>>12, key); ok { // set index = low VPN bits
+		if e := m.iotlb.LookupIn(iova>>12, key); e != nil { // set index = low VPN bits
 			m.stTLBHits.Inc()
 			tr.pa, tr.tlbHit, tr.r, tr.w, tr.level = e.frame|iova&0xfff, true, e.r, e.w, e.level
 		} else {

@@ -14,11 +14,14 @@ const pageBits = 12
 // Pages of the low 4 GB are found through a directly indexed slice (grown to
 // the highest page touched), others through a map.
 type Store struct {
-	flat  []byte // [0, len(flat)) directly, when the store was made with one
-	dense []*[1 << pageBits]byte
-	pages map[uint64]*[1 << pageBits]byte
-	last  uint64 // page number of the last access (a one-entry lookup cache)
-	lastP *[1 << pageBits]byte
+	flat []byte // [0, len(flat)) directly, when the store was made with one
+	// flatWords is the first address whose 64-bit word does not lie wholly
+	// in flat: one comparison on the hot path.
+	flatWords uint64
+	dense     []*[1 << pageBits]byte
+	pages     map[uint64]*[1 << pageBits]byte
+	last      uint64 // page number of the last access (a one-entry lookup cache)
+	lastP     *[1 << pageBits]byte
 }
 
 const denseLimit = 1 << 20 // pages: the low 4 GB
@@ -30,7 +33,10 @@ func NewStore() *Store { return &Store{pages: map[uint64]*[1 << pageBits]byte{},
 // array (no page lookup on the hot path), the rest sparse.
 func NewFlatStore(size uint64) *Store {
 	s := NewStore()
-	s.flat = make([]byte, (size+1<<pageBits-1)&^(1<<pageBits-1))
+	s.flat = flatBytes(s, (size+1<<pageBits-1)&^(1<<pageBits-1))
+	if len(s.flat) >= 8 {
+		s.flatWords = uint64(len(s.flat)) - 7
+	}
 	return s
 }
 
@@ -86,10 +92,14 @@ func (s *Store) Read(addr uint64, b []byte) {
 
 // Write copies data to addr.
 func (s *Store) Write(addr uint64, data []byte) {
-	if end := addr + uint64(len(data)); end <= uint64(len(s.flat)) && end >= addr {
-		copy(s.flat[addr:], data)
+	if f := s.flat; addr < uint64(len(f)) && uint64(len(f))-addr >= uint64(len(data)) {
+		copy(f[addr:], data)
 		return
 	}
+	s.writePaged(addr, data)
+}
+
+func (s *Store) writePaged(addr uint64, data []byte) {
 	if off := addr & (1<<pageBits - 1); off+uint64(len(data)) <= 1<<pageBits {
 		copy(s.page(addr>>pageBits, true)[off:], data) // within one page: the common case
 		return
@@ -102,11 +112,16 @@ func (s *Store) Write(addr uint64, data []byte) {
 	}
 }
 
-// Load64 reads a little-endian 64-bit word.
+// Load64 reads a little-endian 64-bit word. The flat case is small enough
+// to be inlined into a page walk.
 func (s *Store) Load64(addr uint64) uint64 {
-	if addr+8 <= uint64(len(s.flat)) {
+	if addr < s.flatWords {
 		return binary.LittleEndian.Uint64(s.flat[addr:])
 	}
+	return s.load64Paged(addr)
+}
+
+func (s *Store) load64Paged(addr uint64) uint64 {
 	if off := addr & (1<<pageBits - 1); off <= 1<<pageBits-8 {
 		p := s.page(addr>>pageBits, false)
 		if p == nil {

@@ -38,24 +38,35 @@ func TestStoreAcrossPages(t *testing.T) {
 	}
 }
 
-// A flat store behaves as a sparse one, inside and across its flat region.
+// A flat store behaves as a sparse one, inside and across its flat region,
+// both when it is small (the Go heap) and when it is large enough to be
+// mapped with huge pages; words that straddle the end of the flat region
+// read and write through both parts.
 func TestFlatStore(t *testing.T) {
-	f, s := NewFlatStore(3*4096), NewStore()
-	data := make([]byte, 9000)
-	for i := range data {
-		data[i] = byte(i*5 + 3)
-	}
-	for _, st := range []*Store{f, s} {
-		st.Write(0x1ff0, data) // crosses out of the flat region
-		st.Store64(0x100, 0xdeadbeef)
-	}
-	a, b := make([]byte, 9000), make([]byte, 9000)
-	f.Read(0x1ff0, a)
-	s.Read(0x1ff0, b)
-	if !bytes.Equal(a, data) || !bytes.Equal(b, data) || f.Load64(0x100) != 0xdeadbeef {
-		t.Fatal("flat store differs")
-	}
-	if f.FNV1a64(0, 0x4000) != s.FNV1a64(0, 0x4000) {
-		t.Fatal("FNV over the same bytes differs")
+	for _, size := range []uint64{3 * 4096, 3<<20 + 4096} {
+		f, s := NewFlatStore(size), NewStore()
+		data := make([]byte, 9000)
+		for i := range data {
+			data[i] = byte(i*5 + 3)
+		}
+		edge := size - 4 // a word across the end of the flat region
+		for _, st := range []*Store{f, s} {
+			st.Write(size-0x1010, data) // crosses out of the flat region
+			st.Store64(0x100, 0xdeadbeef)
+			st.Store64(edge+64, 0x0102030405060708)
+			st.Store64(edge, 0x1122334455667788)
+		}
+		a, b := make([]byte, 9000), make([]byte, 9000)
+		f.Read(size-0x1010, a)
+		s.Read(size-0x1010, b)
+		if !bytes.Equal(a, b) || f.Load64(0x100) != 0xdeadbeef {
+			t.Fatalf("size %#x: flat store differs", size)
+		}
+		if got := f.Load64(edge); got != 0x1122334455667788 {
+			t.Fatalf("size %#x: word across the flat end reads %#x", size, got)
+		}
+		if f.FNV1a64(0, size+0x4000) != s.FNV1a64(0, size+0x4000) {
+			t.Fatalf("size %#x: FNV over the same bytes differs", size)
+		}
 	}
 }
