@@ -69,6 +69,7 @@ type IOMMU struct {
 	intervals  []intervalTimer
 	dataPhases []dataPhase
 	commitQ    []*job // accepted requests whose memory side waits its turn
+	freeJobs   []*job // finished write jobs, reused
 
 	// OnAccept, when set, sees every TLP the IOMMU takes from a port, in the
 	// order it takes them: verification follows the DUT's order with it.

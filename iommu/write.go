@@ -56,19 +56,41 @@ func accessed(t *tlp.TLP) (uint64, int) {
 // ok=false, changing nothing the TLP depends on, when the TLP must wait:
 // its access log is full or a buffer it needs is.
 func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
-	t := &pkt.TLP
-	j := &job{port: pi}
-	if !t.Kind.IsMemory() {
-		return j, true // not a DMA request: answered in finish
+	var j *job
+	if n := len(m.freeJobs); n > 0 {
+		j, m.freeJobs = m.freeJobs[n-1], m.freeJobs[:n-1]
+	} else {
+		j = new(job)
 	}
-	m.portOf[t.RequesterID] = pi
+	j.port = pi
+	if !m.decide(j, pkt) {
+		m.releaseJob(j)
+		return nil, false
+	}
+	return j, true
+}
+
+// releaseJob returns a job whose TLP is done to the free list: a steady
+// stream of writes allocates no jobs.
+func (m *IOMMU) releaseJob(j *job) {
+	*j = job{}
+	m.freeJobs = append(m.freeJobs, j)
+}
+
+// decide fills in j for pkt; false means wait (see begin).
+func (m *IOMMU) decide(j *job, pkt *pcie.Packet) bool {
+	t := &pkt.TLP
+	if !t.Kind.IsMemory() {
+		return true // not a DMA request: answered in finish
+	}
+	m.portOf[t.RequesterID] = j.port
 	j.iova, j.n = accessed(t)
 	write := t.Kind == tlp.MWr || t.Kind.IsAtomic()
 	m.translate(&j.tr, t.RequesterID, t.Addr, write)
 	j.accesses = j.tr.accesses
 	if j.tr.fault != 0 {
 		j.faultFR = j.tr.fault
-		return j, true
+		return true
 	}
 	switch {
 	case t.Kind == tlp.MWr:
@@ -79,34 +101,34 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 		j.act = decideRead(j.tr.leaf, j.tr.r)
 		if fe := m.flushPage(j.iova); fe != nil && j.act.perform {
 			if fe.active {
-				return nil, false // one flush per page at a time
+				return false // one flush per page at a time
 			}
 			ls, ok := m.logFor(fe.iuid, &j.accesses)
 			if !ok {
-				return nil, false
+				return false
 			}
 			j.flush, j.flushLog = fe, ls
 		}
 	}
 	if j.act.log == logNone {
-		return j, true
+		return true
 	}
 	if !j.act.toAccess {
 		j.faultFR = loggedReason(t.Kind, j.act.perform)
-		return j, true
+		return true
 	}
 	if j.n > m.spec.MaxActiveBytes {
 		j.faultFR = FRAATooLarge
-		return j, true
+		return true
 	}
 	iuid := pte.IUID(j.tr.leaf)
 	ls, ok := m.logFor(iuid, &j.accesses)
 	if !ok {
-		return nil, false
+		return false
 	}
 	if !ls.present {
 		j.faultFR = FRAANoAccessLog // never into another IUID's log
-		return j, true
+		return true
 	}
 	if j.act.log == logMetaData {
 		j.recData = j.n
@@ -117,7 +139,7 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 			// A full tag buffer, or a tag still outstanding (a device may
 			// not reuse it), makes the read wait.
 			if v, _ := m.tagBuf.Lookup(tagKey{t.RequesterID, t.Tag}); m.tagBuf.Full() || v != nil {
-				return nil, false
+				return false
 			}
 		}
 	}
@@ -125,16 +147,16 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 		// A record larger than half the ring could wait forever for room
 		// at a bad position of an empty ring: a fault, never a stall.
 		j.faultFR = FRAATooLarge
-		return j, true
+		return true
 	}
 	addr, seq, ok := m.reserve(ls, record.Size(j.recData), &j.accesses)
 	if !ok {
 		ls.waiting = true
-		return nil, false
+		return false
 	}
 	ls.waiting = false
 	j.ls, j.recAddr, j.recSeq, j.recEnd = ls, addr, seq, ls.reserved
-	return j, true
+	return true
 }
 
 // describe names a decision for the transaction log.
@@ -270,6 +292,7 @@ func (m *IOMMU) writeData(j *job, now sim.Tick) {
 	m.stBlocked.Inc()
 	data := t.Data[t.FirstByteOffset() : t.FirstByteOffset()+j.n]
 	m.logRecord(j, record.Put, true, data, now)
+	m.releaseJob(j) // a write not performed ends here
 }
 
 // commit sends the memory side of accepted requests to the memory
@@ -289,6 +312,7 @@ func (m *IOMMU) commit(now sim.Tick) {
 					Addr: j.tr.pa + uint64(t.FirstByteOffset()), Data: data})
 			}
 			m.logRecord(j, record.Put, false, data, now)
+			m.releaseJob(j) // a performed write ends here
 		case t.Kind.IsAtomic():
 			req := *t
 			req.Addr = j.tr.pa

@@ -53,9 +53,9 @@ type Controller struct {
 	In  *sim.Chan[Req]         // requests
 	Cpl *sim.Chan[pcie.Packet] // completions of device reads and AtomicOps
 
-	pending []pendingReq
+	pending sim.Queue[pendingReq]
 	busyTil sim.Tick
-	out     []pcie.Packet // completions waiting for room in Cpl
+	out     sim.Queue[pcie.Packet] // completions waiting for room in Cpl
 
 	reads, writes, bytesRd, bytesWr *sim.Counter
 }
@@ -102,32 +102,29 @@ func (c *Controller) size(r *Req) int {
 // Tick accepts one request and finishes those whose latency has passed.
 func (c *Controller) Tick(now sim.Tick) bool {
 	// Completions that waited for room.
-	for len(c.out) > 0 && c.Cpl.Ready() {
-		c.Cpl.Send(c.out[0])
-		c.out = c.out[1:]
+	for c.out.Len() > 0 && c.Cpl.Ready() {
+		c.Cpl.Send(c.out.Pop())
 	}
-	if c.In.Valid() && len(c.pending) < c.spec.QueueEntries {
+	if c.In.Valid() && c.pending.Len() < c.spec.QueueEntries {
 		r := c.In.Recv()
 		start := max(now, c.busyTil)
 		if c.spec.BytesPerNS > 0 {
 			c.busyTil = start + sim.Tick((c.size(&r)*1000+c.spec.BytesPerNS-1)/c.spec.BytesPerNS)
 		}
-		c.pending = append(c.pending, pendingReq{r: r, at: start + c.spec.LatencyPS})
+		c.pending.Push(pendingReq{r: r, at: start + c.spec.LatencyPS})
 	}
-	for len(c.pending) > 0 && c.pending[0].at <= now && len(c.out) < 64 {
-		c.perform(&c.pending[0].r)
-		c.pending[0] = pendingReq{}
-		c.pending = c.pending[1:]
+	for c.pending.Len() > 0 && c.pending.Front().at <= now && c.out.Len() < 64 {
+		c.perform(&c.pending.Front().r)
+		c.pending.Pop()
 	}
-	for len(c.out) > 0 && c.Cpl.Ready() {
-		c.Cpl.Send(c.out[0])
-		c.out = c.out[1:]
+	for c.out.Len() > 0 && c.Cpl.Ready() {
+		c.Cpl.Send(c.out.Pop())
 	}
-	if c.In.Valid() || len(c.out) > 0 && c.Cpl.Ready() {
+	if c.In.Valid() || c.out.Len() > 0 && c.Cpl.Ready() {
 		return true
 	}
-	if len(c.pending) > 0 {
-		c.u.WakeAt(max(c.pending[0].at, now+1))
+	if c.pending.Len() > 0 {
+		c.u.WakeAt(max(c.pending.Front().at, now+1))
 	}
 	return false
 }
@@ -146,12 +143,12 @@ func (c *Controller) perform(r *Req) {
 			return b
 		})
 		for _, cp := range cpls {
-			c.out = append(c.out, pcie.Packet{Txn: sim.Txn{ID: r.ID, Cause: r.Cause}, TLP: cp})
+			c.out.Push(pcie.Packet{Txn: sim.Txn{ID: r.ID, Cause: r.Cause}, TLP: cp})
 		}
 		c.reads.Inc()
 		c.bytesRd.Add(uint64(t.EnabledBytes()))
 	case DeviceAtomic:
-		c.out = append(c.out, pcie.Packet{Txn: r.Txn, TLP: c.atomic(&r.TLP)})
+		c.out.Push(pcie.Packet{Txn: r.Txn, TLP: c.atomic(&r.TLP)})
 	}
 }
 

@@ -2,6 +2,7 @@ package anchor
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/aaemu/aaemu/sim"
@@ -97,5 +98,24 @@ func BenchmarkCycleLevel(b *testing.B) {
 			}
 			b.ReportMetric(float64(r.Evaluations)/float64(b.N), "evals/op")
 		})
+	}
+}
+
+// The cycle-level blocks allocate nothing per transaction in steady state:
+// twice the writes cost no more allocations than setup noise.
+func TestCycleLevelAllocationsDoNotGrowWithN(t *testing.T) {
+	mallocs := func(n uint64) uint64 {
+		var a, b runtime.MemStats
+		runtime.ReadMemStats(&a)
+		if _, err := CycleLevel(n, 64); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&b)
+		return b.Mallocs - a.Mallocs
+	}
+	mallocs(1000) // warm up the runtime
+	small, large := mallocs(20_000), mallocs(60_000)
+	if extra := int64(large) - int64(small); extra > 400 {
+		t.Fatalf("40,000 more writes cost %d more allocations (%d vs %d)", extra, large, small)
 	}
 }

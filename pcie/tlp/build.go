@@ -1,5 +1,7 @@
 package tlp
 
+import "fmt"
+
 // ByteEnables returns the DW-aligned address, the Length in DW and the first
 // and last byte enables that cover n bytes at addr (n ≥ 1). A zero-length
 // read is n = 0: one DW with First BE 0000.
@@ -31,6 +33,19 @@ func NewMemWrite(req ID, tag uint16, addr uint64, data []byte) TLP {
 	copy(payload[off:], data)
 	return TLP{Kind: MWr, Addr64: addr64(dw), Length: length, RequesterID: req, Tag: tag,
 		FirstBE: first, LastBE: last, Addr: dw, Data: payload}
+}
+
+// NewMemWriteInPlace is NewMemWrite for a DW-aligned payload of whole DWs,
+// which becomes the TLP's data without a copy: a DMA engine streaming from
+// a read-only source buffer builds TLPs without allocating. The caller must
+// not change data while the TLP is in flight.
+func NewMemWriteInPlace(req ID, tag uint16, addr uint64, data []byte) (TLP, error) {
+	if addr&3 != 0 || len(data)%4 != 0 || len(data) == 0 || len(data) > 4096 {
+		return TLP{}, fmt.Errorf("in-place MWr: address %#x and %d bytes must be DW-aligned, 4..4096 bytes", addr, len(data))
+	}
+	dw, length, first, last := ByteEnables(addr, len(data))
+	return TLP{Kind: MWr, Addr64: addr64(dw), Length: length, RequesterID: req, Tag: tag,
+		FirstBE: first, LastBE: last, Addr: dw, Data: data}, nil
 }
 
 // NewMemRead builds an MRd of n bytes at addr (n = 0: a zero-length read).
