@@ -58,6 +58,9 @@ func (m *IOMMU) flushWaitsOn(iuid uint16) bool {
 }
 
 func (m *IOMMU) activeFlushes() int {
+	if m.flushBuf.Occupancy() == 0 {
+		return 0 // every edge asks: skip the scan when nothing is buffered
+	}
 	n := 0
 	m.flushBuf.Each(func(_ int, _ uint64, v **flushEntry) {
 		if (*v).active && !(*v).released {

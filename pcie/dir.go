@@ -27,7 +27,7 @@ type Dir struct {
 
 	flight     []inFlight // on the wire, in delivery order, from flightHead
 	flightHead int
-	returns    []creditReturn
+	returns    sim.Queue[creditReturn] // in time order: one latency for all
 
 	// DLLPs this direction owes the reverse one (Ack, UpdateFC), counted in
 	// bytes by a register so the reverse direction reads them race-free.
@@ -170,7 +170,7 @@ func credits(t *tlp.TLP) (class tlp.Class, hdr, dat int) {
 func (d *Dir) release(p *Packet) {
 	class, h, dat := credits(&p.TLP)
 	at := d.u.Engine().Now() + d.spec.UpdateFCLatency
-	d.returns = append(d.returns, creditReturn{at: at, class: class, hdr: h, dat: dat})
+	d.returns.Push(creditReturn{at: at, class: class, hdr: h, dat: dat})
 	d.u.WakeAt(at)
 }
 
@@ -237,12 +237,8 @@ func (d *Dir) take(c int, t *tlp.TLP) {
 // Tick moves the link one edge on.
 func (d *Dir) Tick(now sim.Tick) bool {
 	// Credits that came back.
-	keep := d.returns[:0]
-	for _, r := range d.returns {
-		if r.at > now {
-			keep = append(keep, r)
-			continue
-		}
+	for d.returns.Len() > 0 && d.returns.Front().at <= now {
+		r := d.returns.Pop()
 		c := int(r.class)
 		if d.avail[2*c] >= 0 {
 			d.avail[2*c] += r.hdr
@@ -254,7 +250,6 @@ func (d *Dir) Tick(now sim.Tick) bool {
 			d.sendDLLP(1) // UpdateFC
 		}
 	}
-	d.returns = keep
 
 	// TLPs that reached the receiver enter its buffer, in order.
 	for d.flightHead < len(d.flight) && d.flight[d.flightHead].at <= now && d.Out.Ready() {
@@ -363,8 +358,8 @@ func (d *Dir) schedule(now sim.Tick) bool {
 	if d.flightHead < len(d.flight) && d.flight[d.flightHead].at > now {
 		next = min(next, d.flight[d.flightHead].at)
 	}
-	for _, r := range d.returns {
-		next = min(next, r.at)
+	if d.returns.Len() > 0 {
+		next = min(next, d.returns.Front().at)
 	}
 	if next != sim.Never {
 		d.u.WakeAt(next)

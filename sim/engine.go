@@ -127,6 +127,7 @@ type Clock struct {
 	nextEdge Tick
 	edges    uint64 // edges evaluated (idle edges are skipped)
 	units    []*Unit
+	lastEdge Tick // the last edge EdgeAtOrAfter found: most queries fall next to it
 }
 
 // NewClock adds a clock domain with the given period and phase (the time of
@@ -139,7 +140,7 @@ func (e *Engine) NewClock(name string, period, phase Tick) *Clock {
 	if phase >= period {
 		panic(fmt.Sprintf("sim: clock %s: phase %v must be below the period %v", name, phase, period))
 	}
-	c := &Clock{eng: e, name: name, period: period, phase: phase}
+	c := &Clock{eng: e, name: name, period: period, phase: phase, lastEdge: phase}
 	e.clks = append(e.clks, c)
 	return c
 }
@@ -170,8 +171,17 @@ func (c *Clock) EdgeAtOrAfter(t Tick) Tick {
 	if t <= c.phase {
 		return c.phase
 	}
+	// Wake-ups ask for now or the next few edges: answer from the last
+	// edge found without a 64-bit division where t is within a period of it.
+	if e := c.lastEdge; t <= e && t > e-c.period {
+		return e
+	} else if t > e && t <= e+c.period {
+		c.lastEdge = e + c.period
+		return c.lastEdge
+	}
 	k := (t - c.phase + c.period - 1) / c.period
-	return c.phase + k*c.period
+	c.lastEdge = c.phase + k*c.period
+	return c.lastEdge
 }
 
 // Unit is a block placed in a clock domain: the kernel's handle for

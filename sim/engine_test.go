@@ -378,3 +378,30 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("probe sampled %d times with no tracer", calls)
 	}
 }
+
+// EdgeAtOrAfter answers from its last edge without dividing; whatever the
+// order of queries, it equals the closed form.
+func TestEdgeAtOrAfterMatchesClosedForm(t *testing.T) {
+	for _, ck := range []struct{ period, phase sim.Tick }{{1000, 0}, {1000, 250}, {3333, 3332}, {1, 0}} {
+		c := sim.NewEngine(1).NewClock("c", ck.period, ck.phase)
+		r := sim.NewRand(7, "edges")
+		t0 := sim.Tick(0)
+		for i := 0; i < 20000; i++ {
+			switch r.IntN(4) {
+			case 0:
+				t0 = sim.Tick(r.IntN(1 << 30)) // anywhere
+			case 1:
+				t0 += sim.Tick(r.IntN(int(2 * ck.period))) // a little later
+			case 2:
+				t0 -= min(t0, sim.Tick(r.IntN(int(2*ck.period)))) // a little earlier
+			}
+			want := ck.phase
+			if t0 > ck.phase {
+				want = ck.phase + (t0-ck.phase+ck.period-1)/ck.period*ck.period
+			}
+			if got := c.EdgeAtOrAfter(t0); got != want {
+				t.Fatalf("period %d phase %d: EdgeAtOrAfter(%d) = %d, want %d", ck.period, ck.phase, t0, got, want)
+			}
+		}
+	}
+}
