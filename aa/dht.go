@@ -66,17 +66,27 @@ type DHTConfig struct {
 	// AM: the target's polling interval (default 1 µs; AM-Exp starts at it
 	// and doubles up to 64× while nothing arrives).
 	PollPS sim.Tick
+	// Lookups and Deletes: the fractions of its own keys each process looks
+	// up (plain gets walking the cell and its overflow chain, in every
+	// scheme) and then deletes (AA: an active put of the key to the shard's
+	// delete page; AM: a delete message; RMA: a lookup, then a CAS of the
+	// key to a tombstone), once its inserts are in the table.
+	Lookups, Deletes float64
 }
 
 // DHT layout in an owner's memory: cells of 32 bytes (key, value, last:
-// index+1 of the cell's last overflow entry, unused), an overflow heap of
-// 32-byte entries (key, value, next: index+1, unused), and the heap's
-// next-free counter.
+// index+1 of the cell's newest overflow entry, unused), an overflow heap of
+// 32-byte entries (key, value, prev: index+1 of the entry linked before it,
+// unused), and the heap's next-free counter. A chain is walked from the
+// cell's last entry back; an entry is complete before it is linked, so a
+// get racing an insert sees the chain as it was or with the new entry.
+// A deleted key is overwritten with the tombstone.
 const (
 	cellSize  = 32
 	entrySize = 32
 	dhtIUID   = 1
 	amBuffers = 16 // receive buffers an AM server keeps posted per peer
+	tombstone = ^uint64(0)
 )
 
 // DHTResult is what one run measured.
@@ -93,8 +103,13 @@ type DHTResult struct {
 	WireBytes     float64 `json:"wire_bytes_per_insert"`
 	// TargetPolls counts the AM targets' polls of their receive queues
 	// (empty or not): the CPU time active messages take from the targets.
-	TargetPolls int  `json:"target_polls,omitempty"`
-	Verified    bool `json:"verified"`
+	TargetPolls int `json:"target_polls,omitempty"`
+	// Lookups and deletes done after the inserts, and every operation
+	// (inserts, lookups, deletes) per second of the whole run.
+	Lookups   int     `json:"lookups,omitempty"`
+	Deletes   int     `json:"deletes,omitempty"`
+	OpsPerSec float64 `json:"ops_per_second,omitempty"`
+	Verified  bool    `json:"verified"`
 }
 
 // shard is one owner's part of the table.
@@ -105,6 +120,8 @@ type shard struct {
 	used                  []bool   // key generation: cells taken so far
 	usedList              []int
 	gen                   []uint64
+	del                   uint64          // AA: the delete page
+	deleted               map[uint64]bool // keys deleted from this shard
 }
 
 // source is one inserting process and its keys.
@@ -112,6 +129,8 @@ type source struct {
 	node, core int
 	keys       []uint64
 	owners     []int // the shard of each key
+	lookups    []int // indices of keys it looks up, then
+	deletes    []int // of keys it deletes
 }
 
 type dht struct {
@@ -124,6 +143,12 @@ type dht struct {
 	ops     int
 	polls   int
 	end     sim.Tick
+	// dels[owner][core][src node]: delete messages among an AM server's
+	// expected ones, which come after the lane's inserts.
+	dels       [][][]int
+	lookups    int
+	deletes    int
+	badLookups []string // lookups that found the wrong value, or nothing
 }
 
 // SetupDHT builds the shards and the inserting processes. Run the cluster,
@@ -134,6 +159,9 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 	}
 	if cfg.Inserts < 1 || cfg.Collisions < 0 || cfg.Collisions > 1 {
 		return nil, fmt.Errorf("dht: inserts %d, collisions %v", cfg.Inserts, cfg.Collisions)
+	}
+	if cfg.Lookups < 0 || cfg.Lookups > 1 || cfg.Deletes < 0 || cfg.Deletes > 1 {
+		return nil, fmt.Errorf("dht: lookups %v and deletes %v are fractions of the keys (0..1)", cfg.Lookups, cfg.Deletes)
 	}
 	if cfg.Procs < 0 || cfg.Procs > c.Spec.Cores {
 		return nil, fmt.Errorf("dht procs: %d per node, but nodes have %d cores", cfg.Procs, c.Spec.Cores)
@@ -173,8 +201,23 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 		if _, err := owner.CreateFlushPage(dhtIUID); err != nil {
 			return nil, err
 		}
-		if err := owner.Register(sh.table, uint64(cfg.Cells*cellSize), iommu.Perm{Bits: pte.WL | pte.WLD | pte.E, IUID: dhtIUID}); err != nil {
+		bits := pte.WL | pte.WLD | pte.E
+		if cfg.Lookups > 0 || cfg.Deletes > 0 {
+			bits |= pte.R // lookups read it with plain gets (RL=0: not logged)
+		}
+		if err := owner.Register(sh.table, uint64(cfg.Cells*cellSize), iommu.Perm{Bits: bits, IUID: dhtIUID}); err != nil {
 			return nil, err
+		}
+		if cfg.Lookups > 0 || cfg.Deletes > 0 {
+			// Lookups read the heap too; deletes are active puts to the
+			// delete page, logged like inserts.
+			if err := owner.Register(sh.heap, uint64(max(len(sh.keys), 1)*entrySize), iommu.Perm{Bits: pte.R}); err != nil {
+				return nil, err
+			}
+			sh.del = owner.Alloc(4096)
+			if err := owner.Register(sh.del, 4096, iommu.Perm{Bits: pte.WL | pte.WLD | pte.E, IUID: dhtIUID}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if am {
@@ -252,6 +295,26 @@ func (d *dht) makeKeys() {
 			s.owners = append(s.owners, owner)
 		}
 	}
+	// A stream of its own, so that the keys are the same with or without
+	// lookups and deletes.
+	ro := sim.NewRand(d.cfg.Seed, "dht.lookups_deletes")
+	for _, s := range d.sources {
+		for i, key := range s.keys {
+			if d.cfg.Lookups > 0 && ro.Float64() < d.cfg.Lookups {
+				s.lookups = append(s.lookups, i)
+			}
+			if d.cfg.Deletes > 0 && ro.Float64() < d.cfg.Deletes {
+				s.deletes = append(s.deletes, i)
+				sh := d.shards[s.owners[i]]
+				if sh.deleted == nil {
+					sh.deleted = map[uint64]bool{}
+				}
+				sh.deleted[key] = true
+			}
+		}
+		d.lookups += len(s.lookups)
+		d.deletes += len(s.deletes)
+	}
 }
 
 func (d *dht) cell(sh *shard, key uint64) uint64 {
@@ -305,7 +368,105 @@ func (d *dht) insertAll(x *Ctx, s *source, buf, scratch uint64) {
 			}
 		}
 	}
+	if len(s.lookups) > 0 || len(s.deletes) > 0 {
+		d.lookupsAndDeletes(x, s, buf, scratch)
+	}
 	d.end = max(d.end, x.Now())
+}
+
+// lookupsAndDeletes is a process's second phase: its keys are in the table
+// (its inserts were flushed); it looks some up, then deletes some and waits
+// until the deletes are done.
+func (d *dht) lookupsAndDeletes(x *Ctx, s *source, buf, scratch uint64) {
+	for _, i := range s.lookups {
+		key, sh := s.keys[i], d.shards[s.owners[i]]
+		x.P.Op("dht.lookup")
+		if d.cfg.Compute > 0 {
+			x.P.Compute(d.cfg.Compute)
+		}
+		_, val, ok := d.lookup(x, sh, key, scratch)
+		switch {
+		case !ok:
+			d.badLookups = append(d.badLookups, fmt.Sprintf("key %d: not found on node %d", key, sh.node))
+		case val != value(key):
+			d.badLookups = append(d.badLookups, fmt.Sprintf("key %d: value %#x", key, val))
+		}
+	}
+	sent := make([]bool, len(d.c.Nodes))
+	for k, i := range s.deletes {
+		key, owner := s.keys[i], s.owners[i]
+		sh := d.shards[owner]
+		x.P.Op("dht.delete")
+		if d.cfg.Compute > 0 {
+			x.P.Compute(d.cfg.Compute)
+		}
+		sent[owner] = true
+		if d.cfg.Scheme == RMA {
+			addr, _, ok := d.lookup(x, sh, key, scratch)
+			if !ok {
+				d.badLookups = append(d.badLookups, fmt.Sprintf("key %d: not found to delete on node %d", key, sh.node))
+				continue
+			}
+			x.CAS(owner, addr, key, tombstone)
+			d.ops++
+			continue
+		}
+		slot := buf + uint64(k%256)*16
+		x.P.Store64(slot, key)
+		x.P.Store64(slot+8, 0) // no value: a delete
+		if d.cfg.Scheme.activeMessages() {
+			x.Send(owner, slot, 16)
+		} else {
+			x.Put(owner, slot, sh.del+(key%256)*16, 16)
+		}
+		d.ops++
+	}
+	switch {
+	case d.cfg.Scheme == RMA:
+	case d.cfg.Scheme.activeMessages():
+		x.P.Op("dht.flush")
+		for owner, ok := range sent {
+			if ok {
+				flag := d.flagAddr(s.node, s.core, owner)
+				x.P.Poll(func() bool { return x.N.Mem.Load64(flag) == 2 })
+			}
+		}
+	default:
+		x.P.Op("dht.flush")
+		for owner, ok := range sent {
+			if ok {
+				x.Flush(owner)
+				x.ActiveFlush(owner, dhtIUID)
+			}
+		}
+	}
+}
+
+// lookup finds key in sh with plain gets: the cell, then its overflow chain
+// from the newest entry back. It returns the address of the key's word and
+// its value.
+func (d *dht) lookup(x *Ctx, sh *shard, key, scratch uint64) (addr, val uint64, ok bool) {
+	o := sh.node
+	get := func(remote uint64) (k, v, link uint64) {
+		x.Wait(x.Get(o, scratch, remote, 24))
+		d.ops++
+		return x.P.Load64(scratch), x.P.Load64(scratch + 8), x.P.Load64(scratch + 16)
+	}
+	cell := d.cell(sh, key)
+	k, v, e := get(cell)
+	if k == key {
+		return cell, v, true
+	}
+	for n := 0; e != 0; n++ {
+		if n > len(sh.keys) {
+			return 0, 0, false // a cycle: the chain is broken
+		}
+		a := sh.heap + (e-1)*entrySize
+		if k, v, e = get(a); k == key {
+			return a, v, true
+		}
+	}
+	return 0, 0, false
 }
 
 // setupAM gives every owner a server process per inserting core: it serves
@@ -321,9 +482,20 @@ func (d *dht) setupAM() error {
 			d.expect[i][k] = make([]int, n)
 		}
 	}
+	d.dels = make([][][]int, n)
+	for i := range d.dels {
+		d.dels[i] = make([][]int, cores)
+		for k := range d.dels[i] {
+			d.dels[i][k] = make([]int, n)
+		}
+	}
 	for _, s := range d.sources {
 		for _, o := range s.owners {
 			d.expect[o][s.core][s.node]++
+		}
+		for _, i := range s.deletes {
+			d.expect[s.owners[i]][s.core][s.node]++
+			d.dels[s.owners[i]][s.core][s.node]++
 		}
 	}
 	rw := iommu.Perm{Bits: pte.R | pte.W}
@@ -376,7 +548,8 @@ func (d *dht) setupAM() error {
 				if err := owner.Register(rbuf, uint64(n*amBuffers*16), rw); err != nil {
 					return err
 				}
-				lanes = append(lanes, &amLane{core: k, rbuf: rbuf, left: append([]int(nil), d.expect[sh.node][k]...), posted: make([]int, n)})
+				lanes = append(lanes, &amLane{core: k, rbuf: rbuf, left: append([]int(nil), d.expect[sh.node][k]...),
+					dels: d.dels[sh.node][k], posted: make([]int, n)})
 			}
 			if len(lanes) == 0 {
 				continue
@@ -402,6 +575,7 @@ type amLane struct {
 	core   int
 	rbuf   uint64
 	left   []int // messages still expected, by source node
+	dels   []int // of which deletes (they come last), by source node
 	posted []int // receive requests posted, by source node
 }
 
@@ -424,7 +598,8 @@ func (d *dht) serveAM(x *Ctx, sh *shard, lanes []*amLane, one uint64) {
 			remaining += l.left[src]
 		}
 	}
-	x.P.Store64(one, 1)
+	x.P.Store64(one, 1)   // a peer's inserts are done
+	x.P.Store64(one+8, 2) // and its deletes
 	interval := d.cfg.PollPS
 	msg := make([]byte, 16)
 	for remaining > 0 {
@@ -443,15 +618,23 @@ func (d *dht) serveAM(x *Ctx, sh *shard, lanes []*amLane, one uint64) {
 				got = true
 				slot := d.amSlot(l.rbuf, src, int(cqe.WRID))
 				x.P.Read(slot, msg)
-				key := le64(msg)
-				d.insertLocal(x, sh, d.cell(sh, key), key, le64(msg[8:]))
+				key, val := le64(msg), le64(msg[8:])
+				if val == 0 {
+					d.deleteLocal(x, sh, key) // values are odd: 0 is a delete
+				} else {
+					d.insertLocal(x, sh, d.cell(sh, key), key, val)
+				}
 				l.left[src]--
 				remaining--
 				if l.posted[src] < d.expect[sh.node][l.core][src] {
 					lx.PostRecv(src, slot, 16)
 					l.posted[src]++
 				}
-				if l.left[src] == 0 {
+				// The peer waits for 1 after its inserts, 2 after its deletes.
+				switch {
+				case l.left[src] == 0 && l.dels[src] > 0:
+					lx.Put(src, one+8, d.flagAddr(src, l.core, sh.node), 8)
+				case l.left[src] == l.dels[src]:
 					lx.Put(src, one, d.flagAddr(src, l.core, sh.node), 8)
 				}
 			}
@@ -487,24 +670,24 @@ func (d *dht) insertRMA(x *Ctx, sh *shard, key, scratch uint64) {
 		return
 	}
 	idx, _ := x.FetchAdd(o, sh.nextFree, 1)
+	e := sh.heap + idx*entrySize
 	x.P.Store64(scratch, key)
 	x.P.Store64(scratch+8, value(key))
 	x.P.Store64(scratch+16, 0)
-	x.Put(o, scratch, sh.heap+idx*entrySize, 24)
+	x.Put(o, scratch, e, 24)
 	x.Flush(o)
 	d.ops += 3
-	expect := uint64(0)
+	expect := uint64(0) // the entry is written, linked to nothing yet
 	for {
 		prev, _ := x.CAS(o, cell+16, expect, idx+1)
 		d.ops++
 		if prev == expect {
-			break
+			return
 		}
+		// Another entry was linked first: point at it, then try again.
 		expect = prev
-	}
-	if expect != 0 {
-		x.P.Store64(scratch, idx+1)
-		x.Put(o, scratch, sh.heap+(expect-1)*entrySize+16, 8)
+		x.P.Store64(scratch, expect)
+		x.Put(o, scratch, e+16, 8)
 		x.Flush(o)
 		d.ops += 2
 	}
@@ -515,7 +698,32 @@ func (d *dht) handle(x *Ctx, sh *shard, r Record) {
 	if len(r.Data) != 16 {
 		return
 	}
+	if sh.del != 0 && r.IOVA >= sh.del && r.IOVA < sh.del+4096 {
+		d.deleteLocal(x, sh, le64(r.Data))
+		return
+	}
 	d.insertLocal(x, sh, r.IOVA, le64(r.Data), le64(r.Data[8:])) // the table is mapped one to one
+}
+
+// deleteLocal is the owner's own delete: the key's word, in its cell or its
+// chain, becomes the tombstone. Only the process that inserted a key
+// deletes it, so nothing races the store.
+func (d *dht) deleteLocal(x *Ctx, sh *shard, key uint64) {
+	p := x.P
+	cell := d.cell(sh, key)
+	if p.Load64(cell) == key {
+		p.Store64(cell, tombstone)
+		return
+	}
+	for e := p.Load64(cell + 16); e != 0; {
+		a := sh.heap + (e-1)*entrySize
+		if p.Load64(a) == key {
+			p.Store64(a, tombstone)
+			return
+		}
+		e = p.Load64(a + 16)
+	}
+	d.badLookups = append(d.badLookups, fmt.Sprintf("key %d: not found to delete on node %d", key, sh.node))
 }
 
 // insertLocal is the owner's own insert: into the cell, or at the end of
@@ -531,17 +739,14 @@ func (d *dht) insertLocal(x *Ctx, sh *shard, cell, key, val uint64) {
 	e := sh.heap + idx*entrySize
 	p.Store64(e, key)
 	p.Store64(e+8, val)
-	p.Store64(e+16, 0)
 	last := p.Load64(cell + 16)
 	for {
-		if prev := p.CAS(cell+16, last, idx+1); prev == last {
-			break
-		} else {
-			last = prev
+		p.Store64(e+16, last) // complete before it is linked
+		prev := p.CAS(cell+16, last, idx+1)
+		if prev == last {
+			return
 		}
-	}
-	if last != 0 {
-		p.Store64(sh.heap+(last-1)*entrySize+16, idx+1)
+		last = prev
 	}
 }
 
@@ -554,8 +759,9 @@ func le64(b []byte) uint64 {
 }
 
 // Verify walks every shard in its owner's memory: it must hold exactly the
-// keys inserted into it with their values, each in its own cell or in the
-// overflow heap.
+// keys inserted into it and not deleted, with their values, each in its own
+// cell or in the cell's overflow chain, and every overflow entry must be on
+// exactly one chain. Every lookup must have found its key's value.
 func (d *dht) Verify() error {
 	for _, sh := range d.shards {
 		if sh == nil {
@@ -565,47 +771,70 @@ func (d *dht) Verify() error {
 			return fmt.Errorf("node %d's shard: %w", sh.node, err)
 		}
 	}
+	if len(d.badLookups) > 0 {
+		return fmt.Errorf("%d lookups or deletes went wrong, the first: %s", len(d.badLookups), d.badLookups[0])
+	}
 	return nil
 }
 
 func (d *dht) verifyShard(sh *shard) error {
 	m := d.c.Nodes[sh.node].Mem
 	found := map[uint64]bool{}
-	add := func(k, v uint64, where string) error {
-		if v != value(k) {
+	add := func(k, v uint64, cell int, where string) error {
+		switch {
+		case k == tombstone:
+			return nil
+		case k%uint64(d.cfg.Cells) != uint64(cell):
+			return fmt.Errorf("%s holds key %d of another cell", where, k)
+		case v != value(k):
 			return fmt.Errorf("%s: key %d has value %#x", where, k, v)
-		}
-		if found[k] {
+		case found[k]:
 			return fmt.Errorf("%s: key %d is in the table twice", where, k)
 		}
 		found[k] = true
 		return nil
 	}
+	used := m.Load64(sh.nextFree)
+	onChain := make([]bool, used)
 	for cell := 0; cell < d.cfg.Cells; cell++ {
 		a := sh.table + uint64(cell)*cellSize
 		if k := m.Load64(a); k != 0 {
-			if k%uint64(d.cfg.Cells) != uint64(cell) {
-				return fmt.Errorf("cell %d holds key %d of another cell", cell, k)
-			}
-			if err := add(k, m.Load64(a+8), fmt.Sprintf("cell %d", cell)); err != nil {
+			if err := add(k, m.Load64(a+8), cell, fmt.Sprintf("cell %d", cell)); err != nil {
 				return err
 			}
 		}
-	}
-	used := m.Load64(sh.nextFree)
-	for e := uint64(0); e < used; e++ {
-		ea := sh.heap + e*entrySize
-		if err := add(m.Load64(ea), m.Load64(ea+8), fmt.Sprintf("overflow entry %d", e)); err != nil {
-			return err
+		for e := m.Load64(a + 16); e != 0; {
+			if e > used || onChain[e-1] {
+				return fmt.Errorf("cell %d's chain reaches entry %d twice or beyond the %d used", cell, e-1, used)
+			}
+			onChain[e-1] = true
+			ea := sh.heap + (e-1)*entrySize
+			if err := add(m.Load64(ea), m.Load64(ea+8), cell, fmt.Sprintf("overflow entry %d", e-1)); err != nil {
+				return err
+			}
+			e = m.Load64(ea + 16)
 		}
 	}
+	for e, ok := range onChain {
+		if !ok {
+			return fmt.Errorf("overflow entry %d is on no chain", e)
+		}
+	}
+	want := 0
 	for _, k := range sh.keys {
+		if sh.deleted[k] {
+			if found[k] {
+				return fmt.Errorf("key %d was deleted but is in the table", k)
+			}
+			continue
+		}
+		want++
 		if !found[k] {
 			return fmt.Errorf("key %d is not in the table", k)
 		}
 	}
-	if len(found) != len(sh.keys) {
-		return fmt.Errorf("the table holds %d keys, %d were inserted", len(found), len(sh.keys))
+	if len(found) != want {
+		return fmt.Errorf("the table holds %d keys, %d were inserted and not deleted", len(found), want)
 	}
 	return nil
 }
@@ -629,7 +858,11 @@ func (d *dht) Result() DHTResult {
 	res := DHTResult{Scheme: d.cfg.Scheme, Collisions: d.cfg.Collisions, Nodes: len(d.c.Nodes), Procs: d.cfg.Procs,
 		Inserts: total, SimTimePS: uint64(end),
 		InsertsPerSec: n / (float64(end) / 1e12), RemoteOps: float64(d.ops) / n,
-		TLPs: tlps / n, WireBytes: float64(d.c.WireBytes()) / n, TargetPolls: d.polls}
+		TLPs: tlps / n, WireBytes: float64(d.c.WireBytes()) / n, TargetPolls: d.polls,
+		Lookups: d.lookups, Deletes: d.deletes}
+	if d.lookups+d.deletes > 0 {
+		res.OpsPerSec = float64(total+d.lookups+d.deletes) / (float64(end) / 1e12)
+	}
 	res.Verified = d.Verify() == nil
 	return res
 }

@@ -111,3 +111,95 @@ func TestDHTMultiNode(t *testing.T) {
 		}
 	}
 }
+
+// Lookups (plain gets walking cell and chain) find every key with its value
+// and deletes remove exactly the deleted keys, in every scheme, with
+// collisions long enough to build chains and processes on several nodes
+// interleaving.
+func TestDHTLookupsAndDeletes(t *testing.T) {
+	for _, s := range []Scheme{AAPoll, AAInt, AASP, RMA, AM, AMExp, AMOnload} {
+		c, d := runLookupsDeletes(t, s)
+		r := d.Result()
+		if !r.Verified || r.Lookups == 0 || r.Deletes == 0 || r.OpsPerSec <= 0 {
+			t.Fatalf("%s: %+v", s, r)
+		}
+		t.Logf("%-9s %d inserts, %d lookups, %d deletes: %8.0f ops/s, %.2f remote ops per insert", s, r.Inserts, r.Lookups, r.Deletes, r.OpsPerSec, r.RemoteOps)
+		_ = c
+	}
+}
+
+func runLookupsDeletes(t *testing.T, s Scheme) (*Cluster, *dht) {
+	t.Helper()
+	spec := DefaultSpec()
+	spec.Nodes, spec.Cores = 3, 3
+	c, err := New(sim.NewEngine(3), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := SetupDHT(c, DHTConfig{Scheme: s, Inserts: 30, Cells: 32, Collisions: 0.4, Procs: 3, OnloadCores: 1,
+		Lookups: 0.5, Deletes: 0.3, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Run(sim.S, c.AppsDone)
+	if !c.AppsDone() {
+		t.Fatalf("%s: processes did not finish", s)
+	}
+	if err := d.Verify(); err != nil {
+		t.Fatalf("%s: %v", s, err)
+	}
+	return c, d
+}
+
+// The verifier catches a deleted key brought back, a key lost, a broken
+// chain and a wrong lookup: the check can fail.
+func TestDHTVerifyCatchesCorruption(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		corrupt func(c *Cluster, d *dht)
+	}{
+		{"a deleted key back", func(c *Cluster, d *dht) {
+			for _, sh := range d.shards {
+				for _, k := range sh.keys {
+					if sh.deleted[k] {
+						m := c.Nodes[sh.node].Mem
+						if a := d.cell(sh, k); m.Load64(a) == tombstone {
+							m.Store64(a, k)
+							return
+						}
+					}
+				}
+			}
+			panic("no deleted key in a cell")
+		}},
+		{"a key lost", func(c *Cluster, d *dht) {
+			sh := d.shards[1]
+			for _, k := range sh.keys {
+				if a := d.cell(sh, k); !sh.deleted[k] && c.Nodes[1].Mem.Load64(a) == k {
+					c.Nodes[1].Mem.Store64(a, tombstone)
+					return
+				}
+			}
+		}},
+		{"a chain cut", func(c *Cluster, d *dht) {
+			sh := d.shards[2]
+			m := c.Nodes[2].Mem
+			for cell := 0; cell < d.cfg.Cells; cell++ {
+				if e := m.Load64(sh.table + uint64(cell)*cellSize + 16); e != 0 && m.Load64(sh.heap+(e-1)*entrySize+16) != 0 {
+					m.Store64(sh.heap+(e-1)*entrySize+16, 0)
+					return
+				}
+			}
+			panic("no chain of two entries")
+		}},
+		{"a wrong lookup", func(c *Cluster, d *dht) { d.badLookups = append(d.badLookups, "key 1: value 0x2") }},
+	} {
+		c, d := runLookupsDeletes(t, RMA)
+		tc.corrupt(c, d)
+		if err := d.Verify(); err == nil {
+			t.Errorf("%s: not detected", tc.name)
+		} else {
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+}

@@ -77,6 +77,10 @@ type DHTSpec struct {
 	// AMOnloadCores: AM-Onload's server cores per node, out of
 	// procs_per_node.
 	AMOnloadCores int `yaml:"am_onload_cores" json:"am_onload_cores"`
+	// Lookups and Deletes: fractions (0..1) of its own keys each process
+	// looks up and then deletes once its inserts are in the table.
+	Lookups float64 `yaml:"lookups" json:"lookups,omitempty"`
+	Deletes float64 `yaml:"deletes" json:"deletes,omitempty"`
 }
 
 // OutputSpec chooses what the traced experiment (the first scheme at the
@@ -256,6 +260,10 @@ func (s *Scenario) Validate() (string, error) {
 				return "workload.dht.procs_per_node", fmt.Errorf("%d, want 0..machine.cores (%d)", d.ProcsPerNode, m.Cores)
 			case d.AMOnloadCores < 0 || d.AMOnloadCores > 0 && d.AMOnloadCores >= d.ProcsPerNode:
 				return "workload.dht.am_onload_cores", fmt.Errorf("%d, want fewer than procs_per_node (%d)", d.AMOnloadCores, d.ProcsPerNode)
+			case d.Lookups < 0 || d.Lookups > 1:
+				return "workload.dht.lookups", fmt.Errorf("%v out of 0..1 (a fraction of each process's keys)", d.Lookups)
+			case d.Deletes < 0 || d.Deletes > 1:
+				return "workload.dht.deletes", fmt.Errorf("%v out of 0..1 (a fraction of each process's keys)", d.Deletes)
 			}
 			for _, sc := range d.Schemes {
 				if sc == string(AMOnload) && d.AMOnloadCores == 0 {
@@ -336,7 +344,8 @@ func (s *Scenario) Build(e *sim.Engine, x Experiment) (*Cluster, *dht, error) {
 	}
 	d := s.Workload.DHT
 	w, err := SetupDHT(c, DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
-		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores, Seed: s.Seed})
+		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores,
+		Lookups: d.Lookups, Deletes: d.Deletes, Seed: s.Seed})
 	if err != nil {
 		return nil, nil, err
 	}

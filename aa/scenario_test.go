@@ -17,6 +17,8 @@ func TestScenarioErrors(t *testing.T) {
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    schemes: [AM-Onload]\n", "workload.dht.am_onload_cores: AM-Onload needs server cores"},
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    am_onload_cores: 4\n", "s.yaml:5: workload.dht.am_onload_cores: 4, want fewer than procs_per_node (4)"},
 		{"outputs:\n  trace_to: soon\n", "s.yaml:2: outputs.trace_to"},
+		{"workload:\n  dht:\n    lookups: 1.5\n", "s.yaml:3: workload.dht.lookups: 1.5 out of 0..1"},
+		{"workload:\n  dht:\n    deletes: -0.1\n", "s.yaml:3: workload.dht.deletes: -0.1 out of 0..1"},
 	}
 	for _, c := range cases {
 		_, err := ParseScenario("s.yaml", []byte(c.yaml))

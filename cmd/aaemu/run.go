@@ -185,13 +185,30 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 
 func printResults(w io.Writer, sc aa.Scenario, rs []aa.DHTResult, wall time.Duration) {
 	d := sc.Workload.DHT
-	fmt.Fprintf(w, "aaemu %s · DHT inserts: %d keys, %d cells, 1 process on node 0 → table on node 1 · %d Mb/s links · seed %d\n\n",
-		version.Version, d.Inserts, d.Cells, sc.Machine.Wire.RateMbps, sc.Seed)
+	who := "1 process on node 0 → table on node 1"
+	if d.ProcsPerNode > 0 {
+		who = fmt.Sprintf("%d nodes × %d processes, a shard on every node", sc.Machine.Nodes, d.ProcsPerNode)
+	}
+	what := "DHT inserts"
+	mixed := d.Lookups > 0 || d.Deletes > 0
+	if mixed {
+		what = fmt.Sprintf("DHT inserts, then lookups of %.0f%% and deletes of %.0f%% of them", 100*d.Lookups, 100*d.Deletes)
+	}
+	fmt.Fprintf(w, "aaemu %s · %s: %d keys, %d cells, %s · %d Mb/s links · seed %d\n\n",
+		version.Version, what, d.Inserts, d.Cells, who, sc.Machine.Wire.RateMbps, sc.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scheme\tcollisions\tinserts/s\tremote ops/insert\tPCIe TLPs/insert\twire bytes/insert\ttarget polls\tsim time\t")
+	head := "scheme\tcollisions\tinserts/s\tremote ops/insert\tPCIe TLPs/insert\twire bytes/insert\ttarget polls\tsim time\t"
+	if mixed {
+		head += "lookups\tdeletes\tops/s\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%.0f%%\t%.0f\t%.2f\t%.1f\t%.0f\t%d\t%s\t\n", r.Scheme, 100*r.Collisions, r.InsertsPerSec, r.RemoteOps,
+		fmt.Fprintf(tw, "%s\t%.0f%%\t%.0f\t%.2f\t%.1f\t%.0f\t%d\t%s\t", r.Scheme, 100*r.Collisions, r.InsertsPerSec, r.RemoteOps,
 			r.TLPs, r.WireBytes, r.TargetPolls, sim.Tick(r.SimTimePS).Human())
+		if mixed {
+			fmt.Fprintf(tw, "%d\t%d\t%.0f\t", r.Lookups, r.Deletes, r.OpsPerSec)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	// Speed-ups of each AA scheme over RMA at the same collision ratio.
