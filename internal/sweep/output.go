@@ -27,6 +27,14 @@ var metrics = map[string]metric{
 	"pcie_tlps_per_insert":  {"PCIe TLPs per insert", "TLPs", func(r aa.DHTResult) float64 { return r.TLPs }, 3},
 	"wire_bytes_per_insert": {"wire bytes per insert", "bytes", func(r aa.DHTResult) float64 { return r.WireBytes }, 4},
 	"target_polls":          {"target receive-queue polls", "polls", func(r aa.DHTResult) float64 { return float64(r.TargetPolls) }, 5},
+	// Inserts, lookups and deletes together (the insert rate when there are
+	// no lookups or deletes).
+	"ops_per_second": {"DHT operation rate", "ops/s", func(r aa.DHTResult) float64 {
+		if r.OpsPerSec == 0 {
+			return r.InsertsPerSec
+		}
+		return r.OpsPerSec
+	}, 6},
 }
 
 // metricOrder is the metrics in column order.
