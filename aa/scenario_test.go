@@ -17,6 +17,8 @@ func TestScenarioErrors(t *testing.T) {
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    schemes: [AM-Onload]\n", "workload.dht.am_onload_cores: AM-Onload needs server cores"},
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    am_onload_cores: 4\n", "s.yaml:5: workload.dht.am_onload_cores: 4, want fewer than procs_per_node (4)"},
 		{"outputs:\n  trace_to: soon\n", "s.yaml:2: outputs.trace_to"},
+		{"machine:\n  iommu: {mode: off}\n", `s.yaml:2: machine.iommu.mode: "off": want e-iommu (the extended IOMMU) or no-iommu`},
+		{"machine:\n  iommu:\n    mode: no-iommu\n", "s.yaml:3: machine.iommu.mode: no-iommu: workload.dht.schemes has AA-SP, which needs the extended IOMMU (e-iommu)"},
 	}
 	for _, c := range cases {
 		_, err := ParseScenario("s.yaml", []byte(c.yaml))
@@ -27,5 +29,12 @@ func TestScenarioErrors(t *testing.T) {
 	s, err := ParseScenario("s.yaml", []byte("workload:\n  dht:\n    inserts: 10\n    schemes: [RMA]\n"))
 	if err != nil || s.Workload.DHT.Inserts != 10 || len(s.Experiments()) != 2 || s.Machine.Wire.RateMbps != 1000 {
 		t.Fatalf("%+v %v", s.Workload, err)
+	}
+	if s.ClusterSpec().IOMMU.Bypass {
+		t.Errorf("the default machine.iommu.mode bypasses the IOMMU")
+	}
+	s, err = ParseScenario("s.yaml", []byte("machine:\n  iommu: {mode: no-iommu}\nworkload:\n  dht:\n    schemes: [RMA, AM]\n"))
+	if err != nil || !s.ClusterSpec().IOMMU.Bypass {
+		t.Fatalf("no-iommu with RMA and AM: bypass %v, error %v", s.ClusterSpec().IOMMU.Bypass, err)
 	}
 }

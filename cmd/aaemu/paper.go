@@ -89,7 +89,8 @@ func runPaper(stdout, stderr io.Writer, names []string, out string, jobs int) er
 }
 
 // runCustomFigure runs a figure of a workload other than the DHT: its own
-// experiments, a CSV, a plot against the node count, and its claims.
+// experiments, a CSV, a plot against the node count (or its X), and its
+// claims.
 func runCustomFigure(stdout, stderr io.Writer, f *paper.Figure, out string, jobs int, md *strings.Builder) error {
 	dir := filepath.Join(out, "fig"+f.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -100,7 +101,7 @@ func runCustomFigure(stdout, stderr io.Writer, f *paper.Figure, out string, jobs
 	var done func()
 	if fi, ok := stderr.(*os.File); ok && isTerminal(fi) {
 		p = mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(40))
-		bar := p.AddBar(int64(len(c.Nodes)*len(c.Schemes)), mpb.PrependDecorators(decor.Name("figure "+f.Name+" "), decor.CountersNoUnit("%d/%d")))
+		bar := p.AddBar(int64(c.Experiments()), mpb.PrependDecorators(decor.Name("figure "+f.Name+" "), decor.CountersNoUnit("%d/%d")))
 		done = func() { bar.Increment() }
 	}
 	start := time.Now()
@@ -115,7 +116,7 @@ func runCustomFigure(stdout, stderr io.Writer, f *paper.Figure, out string, jobs
 	if err := writeFile(filepath.Join(dir, "points.csv"), func(w io.Writer) error { return c.WriteCSV(w, pts) }); err != nil {
 		return err
 	}
-	pl, leg, err := sweep.Draw(c.Series(pts), sweep.Axes{Title: f.Title, XLabel: "nodes", YLabel: c.YLabel + " (1/s)"})
+	pl, leg, err := sweep.Draw(c.Series(pts), c.Axes(f.Title))
 	if err != nil {
 		return err
 	}
