@@ -71,7 +71,7 @@ func streamFigure(name, title string, rateMbps uint64) *Figure {
 				lo1, hi1, _ := iommuGaps(pts, noIOMMU1, eIOMMU1)
 				lo32, hi32, _ := iommuGaps(pts, noIOMMU32, eIOMMU32)
 				lo, hi := min(lo1, lo32), max(hi1, hi32)
-				return fmt.Sprintf("no-iommu ahead by %+.2f %% to %+.2f %%", 100*lo, 100*hi), lo >= -0.001 && hi < 0.1
+				return fmt.Sprintf("no-iommu ahead by %+.2f %% to %+.2f %%", 100*lo, 100*hi), lo >= -0.001 && hi > 0 && hi < 0.1
 			}},
 		},
 	}
