@@ -30,7 +30,9 @@ OUT/fig<name>/ the sweep's table (CSV, JSON) and plots (PNG, SVG). It prints
 each of the paper's qualitative claims next to what aaemu measured, and
 whether they agree; OUT/claims.md collects them.
 
-Modelled: 6c (two-node DHT, AA vs RMA over collisions), 6d (AM-Onload's best
+Modelled: 6a and 6b (streaming RDMA WRITEs with no IOMMU and with the
+extended IOMMU against the message size, over 1 GbE and over 10 GbE),
+6c (two-node DHT, AA vs RMA over collisions), 6d (AM-Onload's best
 C), 7a and 7b (every scheme as the machine grows, 5 % and 25 % collisions),
 7c (IOTLB associativity and eviction), 7d (the access counter) and 9a
 (logging of gets). 6d, 7a and 7b use the paper's 32 processes per node on up
