@@ -40,15 +40,15 @@ type MachineSpec struct {
 		RetransmitUS uint64 `yaml:"retransmit_us" json:"retransmit_us"`
 	} `yaml:"nic" json:"nic"`
 	IOMMU struct {
-		// Mode is e-iommu (the extended IOMMU on every node's PCIe path) or
-		// no-iommu (no IOMMU: the NIC's requests reach memory untranslated).
-		Mode          string `yaml:"mode" json:"mode"`
 		IOTLBSets     int    `yaml:"iotlb_sets" json:"iotlb_sets"`
 		IOTLBWays     int    `yaml:"iotlb_ways" json:"iotlb_ways"`
 		IOTLBEviction string `yaml:"iotlb_eviction" json:"iotlb_eviction"`
 		LogCAMEntries int    `yaml:"log_cam_entries" json:"log_cam_entries"`
 		ProcessNS     uint64 `yaml:"process_ns" json:"process_ns"`
 		MemAccessNS   uint64 `yaml:"mem_access_ns" json:"mem_access_ns"`
+		// Mode is e-iommu (the extended IOMMU on every node's PCIe path) or
+		// no-iommu (no IOMMU: the NIC's requests reach memory untranslated).
+		Mode string `yaml:"mode" json:"mode"`
 	} `yaml:"iommu" json:"iommu"`
 	CPU struct {
 		InterruptNS  uint64 `yaml:"interrupt_ns" json:"interrupt_ns"`
