@@ -35,6 +35,10 @@ func ParseScheme(s string) (Scheme, error) {
 }
 
 // activeMessages: the scheme sends SENDs to server processes.
+// active says whether the scheme uses Active Access (access logs), which
+// needs the extended IOMMU.
+func (s Scheme) active() bool { return s == AAPoll || s == AAInt || s == AASP }
+
 func (s Scheme) activeMessages() bool { return s == AM || s == AMExp || s == AMOnload }
 
 func (s Scheme) mode() iommu.Notify {

@@ -41,6 +41,9 @@ func (n *Node) CreateLog(iuid uint16, size uint64, mode iommu.Notify, h Handler)
 	if _, dup := n.logs[iuid]; dup {
 		return nil, fmt.Errorf("node %d already has a log for IUID %d", n.ID, iuid)
 	}
+	if n.IOMMU.Spec().Bypass {
+		return nil, fmt.Errorf("node %d, log of IUID %d: %w", n.ID, iuid, iommu.ErrBypassed)
+	}
 	l := &Log{n: n, IUID: iuid, Base: n.Alloc(size), Size: size, Mode: mode, handler: h, entry: n.Driver.LogEntryAddr(iuid)}
 	cfg := iommu.LogConfig{Base: l.Base, Size: size, Mode: mode}
 	switch mode {

@@ -46,6 +46,9 @@ type MachineSpec struct {
 		LogCAMEntries int    `yaml:"log_cam_entries" json:"log_cam_entries"`
 		ProcessNS     uint64 `yaml:"process_ns" json:"process_ns"`
 		MemAccessNS   uint64 `yaml:"mem_access_ns" json:"mem_access_ns"`
+		// Mode is e-iommu (the extended IOMMU on every node's PCIe path) or
+		// no-iommu (no IOMMU: the NIC's requests reach memory untranslated).
+		Mode string `yaml:"mode" json:"mode"`
 	} `yaml:"iommu" json:"iommu"`
 	CPU struct {
 		InterruptNS  uint64 `yaml:"interrupt_ns" json:"interrupt_ns"`
@@ -93,6 +96,12 @@ type OutputSpec struct {
 	Pcap      bool   `yaml:"pcap" json:"pcap"`
 }
 
+// The values of machine.iommu.mode.
+const (
+	IOMMUExtended = "e-iommu"  // the extended IOMMU translates, decides and logs every DMA request
+	IOMMUNone     = "no-iommu" // no IOMMU: DMA requests reach memory untranslated (iommu.Spec.Bypass)
+)
+
 // DefaultScenario is `aaemu run` without a file: two nodes on 1 GbE, one
 // process inserting into a remote hashtable with AA and with plain RMA at 5%
 // and 25% collisions.
@@ -104,6 +113,7 @@ func DefaultScenario() Scenario {
 	m.Wire.RateMbps, m.Wire.LatencyNS = 1000, 1000
 	m.PCIe.Gen, m.PCIe.Width, m.PCIe.LatencyNS = 3, 8, 100
 	m.NIC.PMTU, m.NIC.RetransmitUS = 1024, 200
+	m.IOMMU.Mode = IOMMUExtended
 	m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays, m.IOMMU.IOTLBEviction = 16, 4, "lru"
 	m.IOMMU.LogCAMEntries, m.IOMMU.ProcessNS, m.IOMMU.MemAccessNS = 16, 5, 70
 	m.CPU.InterruptNS, m.CPU.ScratchpadNS = 3000, 15
@@ -232,6 +242,13 @@ func (s *Scenario) Validate() (string, error) {
 			return "machine.nic.pmtu", fmt.Errorf("%d: want 256, 512, 1024, 2048 or 4096", m.NIC.PMTU)
 		},
 		func() (string, error) { return pos("machine.nic.retransmit_us", m.NIC.RetransmitUS) },
+		func() (string, error) {
+			switch m.IOMMU.Mode {
+			case IOMMUExtended, IOMMUNone:
+				return "", nil
+			}
+			return "machine.iommu.mode", fmt.Errorf("%q: want %s (the extended IOMMU) or %s (no IOMMU on the PCIe path)", m.IOMMU.Mode, IOMMUExtended, IOMMUNone)
+		},
 		func() (string, error) { return pos("machine.iommu.iotlb_sets", uint64(max(m.IOMMU.IOTLBSets, 0))) },
 		func() (string, error) { return pos("machine.iommu.iotlb_ways", uint64(max(m.IOMMU.IOTLBWays, 0))) },
 		func() (string, error) {
@@ -276,8 +293,12 @@ func (s *Scenario) Validate() (string, error) {
 				}
 			}
 			for _, sc := range d.Schemes {
-				if _, err := ParseScheme(sc); err != nil {
+				k, err := ParseScheme(sc)
+				if err != nil {
 					return "workload.dht.schemes", err
+				}
+				if k.active() && m.IOMMU.Mode == IOMMUNone {
+					return "machine.iommu.mode", fmt.Errorf("%s: workload.dht.schemes has %s, which needs the extended IOMMU (%s)", IOMMUNone, sc, IOMMUExtended)
 				}
 			}
 			return "", nil
@@ -310,6 +331,7 @@ func (s *Scenario) ClusterSpec() Spec {
 	c.Wire.RateMbps, c.Wire.LatencyPS, c.Wire.LossPPM = m.Wire.RateMbps, sim.Tick(m.Wire.LatencyNS)*sim.NS, m.Wire.LossPPM
 	c.PCIe.Gen, c.PCIe.Width, c.PCIe.LatencyPS = m.PCIe.Gen, m.PCIe.Width, sim.Tick(m.PCIe.LatencyNS)*sim.NS
 	c.NIC.PMTU, c.NIC.RetransmitPS = m.NIC.PMTU, sim.Tick(m.NIC.RetransmitUS)*sim.US
+	c.IOMMU.Bypass = m.IOMMU.Mode == IOMMUNone
 	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays
 	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)
 	c.IOMMU.LogCAMEntries = m.IOMMU.LogCAMEntries

@@ -19,6 +19,8 @@ func TestScenarioErrors(t *testing.T) {
 		{"outputs:\n  trace_to: soon\n", "s.yaml:2: outputs.trace_to"},
 		{"workload:\n  dht:\n    lookups: 1.5\n", "s.yaml:3: workload.dht.lookups: 1.5 out of 0..1"},
 		{"workload:\n  dht:\n    deletes: -0.1\n", "s.yaml:3: workload.dht.deletes: -0.1 out of 0..1"},
+		{"machine:\n  iommu: {mode: off}\n", `s.yaml:2: machine.iommu.mode: "off": want e-iommu (the extended IOMMU) or no-iommu`},
+		{"machine:\n  iommu:\n    mode: no-iommu\n", "s.yaml:3: machine.iommu.mode: no-iommu: workload.dht.schemes has AA-SP, which needs the extended IOMMU (e-iommu)"},
 	}
 	for _, c := range cases {
 		_, err := ParseScenario("s.yaml", []byte(c.yaml))
@@ -29,5 +31,12 @@ func TestScenarioErrors(t *testing.T) {
 	s, err := ParseScenario("s.yaml", []byte("workload:\n  dht:\n    inserts: 10\n    schemes: [RMA]\n"))
 	if err != nil || s.Workload.DHT.Inserts != 10 || len(s.Experiments()) != 2 || s.Machine.Wire.RateMbps != 1000 {
 		t.Fatalf("%+v %v", s.Workload, err)
+	}
+	if s.ClusterSpec().IOMMU.Bypass {
+		t.Errorf("the default machine.iommu.mode bypasses the IOMMU")
+	}
+	s, err = ParseScenario("s.yaml", []byte("machine:\n  iommu: {mode: no-iommu}\nworkload:\n  dht:\n    schemes: [RMA, AM]\n"))
+	if err != nil || !s.ClusterSpec().IOMMU.Bypass {
+		t.Fatalf("no-iommu with RMA and AM: bypass %v, error %v", s.ClusterSpec().IOMMU.Bypass, err)
 	}
 }

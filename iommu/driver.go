@@ -259,6 +259,9 @@ func (d *Driver) LogEntryAddr(iuid uint16) uint64 { return d.logTable + uint64(i
 
 // RegisterLog gives IUID an access log: a ring of c.Size bytes at c.Base.
 func (d *Driver) RegisterLog(iuid uint16, c LogConfig) error {
+	if d.mmu.spec.Bypass {
+		return fmt.Errorf("access log of IUID %d: %w", iuid, ErrBypassed)
+	}
 	if iuid > 0x3ff {
 		return fmt.Errorf("IUID %d needs more than 10 bits", iuid)
 	}
@@ -288,5 +291,8 @@ func (d *Driver) RegisterLog(iuid uint16, c LogConfig) error {
 // completes only when the log has been consumed up to where it stood when
 // the get arrived.
 func (d *Driver) RegisterFlushPage(iuid uint16, iova uint64) error {
+	if d.mmu.spec.Bypass {
+		return fmt.Errorf("flushing page of IUID %d: %w", iuid, ErrBypassed)
+	}
 	return d.mmu.addFlushPage(iuid, iova&^0xfff)
 }

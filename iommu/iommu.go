@@ -343,6 +343,9 @@ func (m *IOMMU) start(now sim.Tick) {
 		m.rr = (pi + 1) % len(m.ports)
 		m.cur = j
 		m.busyUntil = now + m.spec.ProcessPS + sim.Tick(j.accesses)*m.spec.MemAccessPS
+		if m.spec.Bypass {
+			m.busyUntil = now // forwarded at the next edge
+		}
 		m.hLatency.Observe(uint64((m.busyUntil - now) / sim.NS))
 		m.stTLPs.Inc()
 		return

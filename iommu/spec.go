@@ -15,6 +15,7 @@
 package iommu
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/aaemu/aaemu/pcie/tlp"
@@ -23,6 +24,15 @@ import (
 
 // Spec is the IOMMU's configuration.
 type Spec struct {
+	// Bypass takes the IOMMU off the DMA path (no-iommu; VT-d with
+	// translation disabled, GCMD.TE=0): device requests go to memory
+	// untranslated, at one TLP a cycle, with no processing delay, no context
+	// cache, IOTLB or page walk, no AA decisions, records or faults. The root
+	// complex still routes completions, doorbells and MSIs. Access logs and
+	// flushing pages need the extended IOMMU, so a bypassed IOMMU refuses
+	// them (Driver.CreateLog, RegisterFlushPage).
+	Bypass bool
+
 	// IOTLB: sets × ways (1 × N is fully associative, N × 1 direct-mapped).
 	IOTLBSets, IOTLBWays int          // default 16 × 4
 	IOTLBEviction        sim.Eviction // default LRU
@@ -48,6 +58,10 @@ type Spec struct {
 
 	ID tlp.ID // the root complex / IOMMU's ID in the completions it makes (default 00:00.0)
 }
+
+// ErrBypassed is the error of an Active Access set-up on a bypassed IOMMU:
+// without the extended IOMMU nothing logs accesses.
+var ErrBypassed = errors.New("the IOMMU is bypassed (no-iommu); Active Access needs the extended IOMMU")
 
 // DefaultSpec returns the defaults of DESIGN.md §3.
 func DefaultSpec() Spec {

@@ -85,6 +85,13 @@ func (m *IOMMU) decide(j *job, pkt *pcie.Packet) bool {
 	}
 	m.portOf[t.RequesterID] = j.port
 	j.iova, j.n = accessed(t)
+	if m.spec.Bypass {
+		// No IOMMU: the IO virtual address is the physical one, and every
+		// access is performed.
+		j.tr = translation{pa: t.Addr, r: true, w: true}
+		j.act = action{perform: true}
+		return true
+	}
 	write := t.Kind == tlp.MWr || t.Kind.IsAtomic()
 	m.translate(&j.tr, t.RequesterID, t.Addr, write)
 	j.accesses = j.tr.accesses
@@ -161,6 +168,9 @@ func (m *IOMMU) decide(j *job, pkt *pcie.Packet) bool {
 
 // describe names a decision for the transaction log.
 func (m *IOMMU) describe(j *job) string {
+	if m.spec.Bypass {
+		return "pass,bypass"
+	}
 	s := "pass"
 	switch {
 	case j.tr.fault != 0:

@@ -30,7 +30,9 @@ OUT/fig<name>/ the sweep's table (CSV, JSON) and plots (PNG, SVG). It prints
 each of the paper's qualitative claims next to what aaemu measured, and
 whether they agree; OUT/claims.md collects them.
 
-Modelled: 6c (two-node DHT, AA vs RMA over collisions), 6d (AM-Onload's best
+Modelled: 6a and 6b (streaming RDMA WRITEs with no IOMMU and with the
+extended IOMMU against the message size, over 1 GbE and over 10 GbE),
+6c (two-node DHT, AA vs RMA over collisions), 6d (AM-Onload's best
 C), 7a and 7b (every scheme as the machine grows, 5 % and 25 % collisions),
 7c (IOTLB associativity and eviction), 7d (the access counter) and 9a
 (logging of gets). 6d, 7a and 7b use the paper's 32 processes per node on up
@@ -89,7 +91,8 @@ func runPaper(stdout, stderr io.Writer, names []string, out string, jobs int) er
 }
 
 // runCustomFigure runs a figure of a workload other than the DHT: its own
-// experiments, a CSV, a plot against the node count, and its claims.
+// experiments, a CSV, a plot against the node count (or its X), and its
+// claims.
 func runCustomFigure(stdout, stderr io.Writer, f *paper.Figure, out string, jobs int, md *strings.Builder) error {
 	dir := filepath.Join(out, "fig"+f.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -100,7 +103,7 @@ func runCustomFigure(stdout, stderr io.Writer, f *paper.Figure, out string, jobs
 	var done func()
 	if fi, ok := stderr.(*os.File); ok && isTerminal(fi) {
 		p = mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(40))
-		bar := p.AddBar(int64(len(c.Nodes)*len(c.Schemes)), mpb.PrependDecorators(decor.Name("figure "+f.Name+" "), decor.CountersNoUnit("%d/%d")))
+		bar := p.AddBar(int64(c.Experiments()), mpb.PrependDecorators(decor.Name("figure "+f.Name+" "), decor.CountersNoUnit("%d/%d")))
 		done = func() { bar.Increment() }
 	}
 	start := time.Now()
@@ -115,7 +118,7 @@ func runCustomFigure(stdout, stderr io.Writer, f *paper.Figure, out string, jobs
 	if err := writeFile(filepath.Join(dir, "points.csv"), func(w io.Writer) error { return c.WriteCSV(w, pts) }); err != nil {
 		return err
 	}
-	pl, leg, err := sweep.Draw(c.Series(pts), sweep.Axes{Title: f.Title, XLabel: "nodes", YLabel: c.YLabel + " (1/s)"})
+	pl, leg, err := sweep.Draw(c.Series(pts), c.Axes(f.Title))
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,39 @@ func TestPaperCommand(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
+	if csv, err := os.ReadFile(filepath.Join(dir, "fig9a", "points.csv")); err != nil || !strings.HasPrefix(string(csv), "nodes,scheme,gets_per_second\n") {
+		t.Fatalf("fig9a/points.csv: %v\n%s", err, csv)
+	}
 	if _, err := aaemu(t, "paper", "9b", "--out", dir); err == nil {
 		t.Fatal("figure 9b ran, but its workload does not exist")
+	}
+}
+
+// `aaemu paper 6a` plots the streaming bandwidth against the message size
+// and prints the no-iommu vs e-iommu gap at every size; the node-count
+// figures keep their CSV.
+func TestPaperStreamFigure(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "6a", "--out", dir, "-j", "1")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"Figure 6a", "no-iommu vs e-iommu 1–5 % apart, 1 write in flight", "64B +", "64K +", "no-iommu marginally faster"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "fig6a", "points.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	if lines[0] != "message_size,scheme,payload_bandwidth" || len(lines) != 1+6*4 || !strings.HasPrefix(lines[1], `64,"no-iommu, 1 in flight",`) {
+		t.Fatalf("points.csv:\n%s", csv)
+	}
+	for _, f := range []string{"fig6a/fig6a.png", "fig6a/fig6a.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 100 {
+			t.Fatalf("%s: %v", f, err)
+		}
 	}
 }

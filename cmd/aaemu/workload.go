@@ -16,6 +16,8 @@ import (
 
 type workloadOpts struct {
 	nodes, procs, size, ops int
+	outstanding             int
+	op                      string
 	rateMbps                uint64
 	schemes                 string
 	seed                    uint64
@@ -35,7 +37,7 @@ type workloadRow struct {
 func newWorkloadCmd() *cobra.Command {
 	var o workloadOpts
 	cmd := &cobra.Command{
-		Use:   "workload counter|getlog|checkpoint|xor",
+		Use:   "workload counter|getlog|checkpoint|xor|stream",
 		Short: "Run one of the non-DHT workloads under each of its schemes",
 		Long: `Workload runs one of the workloads besides the DHT on a cluster of --nodes
 nodes (10 Gb/s links by default) under each scheme and prints a table; every
@@ -51,8 +53,12 @@ run checks its own result and fails if it is wrong.
               1's region (--size pages) in epochs of --ops puts; node 1 copies
               the pages its access log names (AA only)
   xor         XOR checksum checkpoint: nodes 1.. fold --size words into node
-              0's checksum; schemes AA-SP, RMA`,
+              0's checksum; schemes AA-SP, RMA
+  stream      streaming bandwidth: node 0 streams --ops messages of --size
+              bytes to node 1 (--op write or send), --outstanding in flight;
+              the schemes are the IOMMU modes no-iommu and e-iommu`,
 		Example: `  aaemu workload counter --nodes 4 --procs 2
+  aaemu workload stream --nodes 2 --rate-mbps 1000 --size 4096 --ops 128 --outstanding 1
   aaemu workload xor --nodes 8 --size 1024 --json /tmp/xor.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -68,6 +74,8 @@ run checks its own result and fails if it is wrong.
 	f.StringVar(&o.schemes, "schemes", "", "comma-separated schemes (default: all the workload has)")
 	f.Uint64Var(&o.seed, "seed", 1, "root seed")
 	f.StringVar(&o.jsonOut, "json", "", "also write the rows as JSON to this file")
+	f.IntVar(&o.outstanding, "outstanding", 1, "stream: work requests in flight (1 .. 256)")
+	f.StringVar(&o.op, "op", "write", "stream: write (RDMA WRITE) or send (SEND/receive)")
 	return cmd
 }
 
@@ -80,10 +88,11 @@ func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
 		"getlog":     {[]aa.Scheme{aa.NoFT, aa.AAPoll, aa.RMA}, 64, 50},
 		"checkpoint": {[]aa.Scheme{aa.AAPoll}, 64, 20},
 		"xor":        {[]aa.Scheme{aa.AASP, aa.RMA}, 512, 0},
+		"stream":     {[]aa.Scheme{aa.IOMMUNone, aa.IOMMUExtended}, 4096, 128},
 	}
 	d, ok := defaults[kind]
 	if !ok {
-		return fmt.Errorf("workload %q: want counter, getlog, checkpoint or xor", kind)
+		return fmt.Errorf("workload %q: want counter, getlog, checkpoint, xor or stream", kind)
 	}
 	if o.size == 0 {
 		o.size = d.size
@@ -106,6 +115,7 @@ func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
 	for _, s := range schemes {
 		spec := aa.DefaultSpec()
 		spec.Nodes, spec.Cores, spec.Wire.RateMbps = o.nodes, max(o.procs, 1), o.rateMbps
+		spec.IOMMU.Bypass = s == aa.IOMMUNone
 		c, err := aa.New(sim.NewEngine(o.seed), spec)
 		if err != nil {
 			return err
@@ -149,6 +159,21 @@ func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
 				r := x.Result()
 				return workloadRow{string(s), float64(r.Processes*r.Words) / (float64(max(r.SimTimePS, 1)) / 1e12), "words/s", r.SimTimePS,
 					fmt.Sprintf("%d TLPs at the checksum's node, %d remote ops %s", r.TargetTLPs, r.RemoteOps, r.Problem), r.Verified}
+			}
+		case "stream":
+			op, err := aa.ParseStreamOp(o.op)
+			if err != nil {
+				return err
+			}
+			st, err := aa.SetupStream(c, aa.StreamConfig{Op: op, MsgBytes: o.size, Messages: o.ops, Outstanding: o.outstanding, Seed: o.seed})
+			if err != nil {
+				return err
+			}
+			result = func() workloadRow {
+				r := st.Result()
+				return workloadRow{string(s), r.BytesPerSec, "B/s", r.SimTimePS,
+					fmt.Sprintf("%d %ss of %d B, %d in flight, first to last arrival %s, target FNV-1a %#x %s", r.Messages, r.Op, r.MsgBytes,
+						r.Outstanding, sim.Tick(r.LastPS-r.FirstPS).Human(), r.Checksum, r.Problem), r.Verified}
 			}
 		}
 		c.Run(10*sim.S, c.AppsDone)

@@ -13,47 +13,75 @@ import (
 )
 
 // Custom is a figure whose workload is not the DHT scenario: it runs its own
-// experiments, one per (nodes, scheme), and plots Y against the node count.
+// experiments, one per (X, scheme), and plots Y against X: the node count
+// unless XLabel names another quantity (a message size).
 type Custom struct {
-	Nodes   []int
+	X       []int // the node counts, or the values XLabel names
 	Schemes []aa.Scheme
-	YLabel  string
-	run     func(nodes int, s aa.Scheme) (y float64, err error)
+	// XLabel names X in the plot and the CSV ("" is "nodes"); XUnit is
+	// its unit for the axis label ("" for none).
+	XLabel, XUnit string
+	LogX          bool
+	YLabel        string
+	YUnit         string // "" is "1/s": a rate of operations
+	run           func(x int, s aa.Scheme) (y float64, err error)
 }
 
 // Point is one experiment of a custom figure.
 type Point struct {
-	Nodes  int
+	X      int
 	Scheme aa.Scheme
 	Y      float64
 }
 
+func (c *Custom) xName() string {
+	if c.XLabel == "" {
+		return "nodes"
+	}
+	return c.XLabel
+}
+
+// Axes are the plot's axes: labels with units and scales.
+func (c *Custom) Axes(title string) sweep.Axes {
+	x, y := c.xName(), c.YLabel+" (1/s)"
+	if c.XUnit != "" {
+		x += " (" + c.XUnit + ")"
+	}
+	if c.YUnit != "" {
+		y = c.YLabel + " (" + c.YUnit + ")"
+	}
+	return sweep.Axes{Title: title, XLabel: x, YLabel: y, LogX: c.LogX}
+}
+
+// Experiments is the number of points Run simulates.
+func (c *Custom) Experiments() int { return len(c.X) * len(c.Schemes) }
+
 // Run runs every experiment on jobs workers; the points come back in order.
 func (c *Custom) Run(jobs int, done func()) ([]Point, error) {
 	var pts []Point
-	for _, n := range c.Nodes {
+	for _, x := range c.X {
 		for _, s := range c.Schemes {
-			pts = append(pts, Point{Nodes: n, Scheme: s})
+			pts = append(pts, Point{X: x, Scheme: s})
 		}
 	}
 	errs := make([]error, len(pts))
-	sweep.Parallel(len(pts), jobs, func(i int) { pts[i].Y, errs[i] = c.run(pts[i].Nodes, pts[i].Scheme) }, done)
+	sweep.Parallel(len(pts), jobs, func(i int) { pts[i].Y, errs[i] = c.run(pts[i].X, pts[i].Scheme) }, done)
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("%d nodes, %s: %w", pts[i].Nodes, pts[i].Scheme, err)
+			return nil, fmt.Errorf("%s %d, %s: %w", c.xName(), pts[i].X, pts[i].Scheme, err)
 		}
 	}
 	return pts, nil
 }
 
-// WriteCSV writes nodes, scheme and the measured rate, one line a point.
+// WriteCSV writes X, scheme and the measured value, one line a point.
 func (c *Custom) WriteCSV(w io.Writer, pts []Point) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"nodes", "scheme", strings.ReplaceAll(c.YLabel, " ", "_")}); err != nil {
+	if err := cw.Write([]string{strings.ReplaceAll(c.xName(), " ", "_"), "scheme", strings.ReplaceAll(c.YLabel, " ", "_")}); err != nil {
 		return err
 	}
 	for _, p := range pts {
-		if err := cw.Write([]string{strconv.Itoa(p.Nodes), string(p.Scheme), strconv.FormatFloat(p.Y, 'g', 8, 64)}); err != nil {
+		if err := cw.Write([]string{strconv.Itoa(p.X), string(p.Scheme), strconv.FormatFloat(p.Y, 'g', 8, 64)}); err != nil {
 			return err
 		}
 	}
@@ -68,7 +96,7 @@ func (c *Custom) Series(pts []Point) []sweep.Series {
 		sr := sweep.Series{Name: string(s)}
 		for _, p := range pts {
 			if p.Scheme == s {
-				sr.X, sr.Y = append(sr.X, float64(p.Nodes)), append(sr.Y, p.Y)
+				sr.X, sr.Y = append(sr.X, float64(p.X)), append(sr.Y, p.Y)
 			}
 		}
 		out = append(out, sr)
@@ -76,9 +104,9 @@ func (c *Custom) Series(pts []Point) []sweep.Series {
 	return out
 }
 
-func at(pts []Point, nodes int, s aa.Scheme) float64 {
+func at(pts []Point, x int, s aa.Scheme) float64 {
 	for _, p := range pts {
-		if p.Nodes == nodes && p.Scheme == s {
+		if p.X == x && p.Scheme == s {
 			return p.Y
 		}
 	}
@@ -97,7 +125,7 @@ var counterFigure = &Figure{
 	Name:  "7d",
 	Title: "Access counter: accesses per second, 4 processes per node on the other nodes writing node 0's array, 10 Gb/s",
 	Custom: &Custom{
-		Nodes:   []int{2, 4, 8},
+		X:       []int{2, 4, 8},
 		Schemes: []aa.Scheme{aa.NoCnt, aa.AAPoll, aa.AKV, aa.Allreduce, aa.RMA},
 		YLabel:  "accesses per second",
 		run: func(nodes int, s aa.Scheme) (float64, error) {
@@ -141,7 +169,7 @@ var getLogFigure = &Figure{
 	Name:  "9a",
 	Title: "Logging gets: gets per second, 4 processes per node getting from random other nodes, 10 Gb/s",
 	Custom: &Custom{
-		Nodes:   []int{2, 4, 8},
+		X:       []int{2, 4, 8},
 		Schemes: []aa.Scheme{aa.NoFT, aa.AAPoll, aa.RMA},
 		YLabel:  "gets per second",
 		run: func(nodes int, s aa.Scheme) (float64, error) {

@@ -18,6 +18,8 @@ func TestLookup(t *testing.T) {
 		{[]string{"Fig7c", "6c"}, "7c 6c"},
 		{[]string{"9b"}, "the fault-tolerant sort is not built yet"},
 		{[]string{"7d", "9a"}, "7d 9a"},
+		{[]string{"6b", "fig6A"}, "6b 6a"},
+		{[]string{"all"}, "6a 6b 6c 6d 7a 7b 7c 7d 9a"},
 		{[]string{"12"}, `figure "12": the paper has no such figure`},
 	} {
 		figs, err := Lookup(tc.names)

@@ -1,0 +1,233 @@
+package aa
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+
+	"github.com/aaemu/aaemu/iommu"
+	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/nic"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// StreamOp is the verb a stream moves its data with.
+type StreamOp string
+
+// The stream's verbs.
+const (
+	StreamWrite StreamOp = "write" // RDMA WRITEs into the target's buffer
+	StreamSend  StreamOp = "send"  // SENDs into receive buffers the target posts
+)
+
+// ParseStreamOp reads a stream verb by name.
+func ParseStreamOp(s string) (StreamOp, error) {
+	switch StreamOp(s) {
+	case StreamWrite, StreamSend:
+		return StreamOp(s), nil
+	}
+	return "", fmt.Errorf("stream op %q: want %s or %s", s, StreamWrite, StreamSend)
+}
+
+// StreamConfig is the streaming-bandwidth microbenchmark (the paper's §5.1):
+// a process on node 0 streams Messages messages of MsgBytes each to node 1,
+// keeping up to Outstanding work requests in flight. With 1 it waits for
+// each message's completion before the next, like a stream with a one-packet
+// window: latency-bound. With many the link is the limit. Every message
+// lands in its own part of the target's buffer, so the whole stream can be
+// checked at the end.
+type StreamConfig struct {
+	Op          StreamOp
+	MsgBytes    int // payload per message (1 B .. 1 MB)
+	Messages    int // at least 2: the rate is measured between the first and the last arrival
+	Outstanding int // work requests in flight (1 .. the send-queue size)
+	Seed        uint64
+}
+
+// StreamResult is what a stream measured and whether its data arrived.
+type StreamResult struct {
+	Op          StreamOp `json:"op"`
+	MsgBytes    int      `json:"msg_bytes"`
+	Messages    int      `json:"messages"`
+	Outstanding int      `json:"outstanding"`
+	// BytesPerSec is the payload delivered per simulated second, seen at
+	// the target: the bytes of messages 2..N over the time from the first
+	// message's arrival to the last's (a WRITE has arrived when its last
+	// byte is in memory; a SEND when its receive completion is).
+	BytesPerSec float64 `json:"payload_bytes_per_second"`
+	FirstPS     uint64  `json:"first_arrival_ps"`
+	LastPS      uint64  `json:"last_arrival_ps"`
+	SimTimePS   uint64  `json:"sim_time_ps"`
+	WireBytes   uint64  `json:"wire_bytes"`
+	Checksum    uint64  `json:"target_fnv1a64"` // of the target's buffer after the run
+	Verified    bool    `json:"verified"`
+	Problem     string  `json:"problem,omitempty"`
+}
+
+type stream struct {
+	cfg         StreamConfig
+	c           *Cluster
+	src, dst    uint64 // the buffers: Messages × MsgBytes each
+	flag        uint64 // the source's start flag, written by the target
+	data        []byte // what the source streams
+	first, last sim.Tick
+	arrived     int
+	problem     string
+}
+
+// SetupStream builds the stream between node 0 and node 1.
+func SetupStream(c *Cluster, cfg StreamConfig) (*stream, error) {
+	if _, err := ParseStreamOp(string(cfg.Op)); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.MsgBytes < 1 || cfg.MsgBytes > 1<<20:
+		return nil, fmt.Errorf("stream: message size %d B out of 1 B..1 MB", cfg.MsgBytes)
+	case cfg.Messages < 2:
+		return nil, fmt.Errorf("stream: %d messages, want at least 2 (the rate is measured between the first and the last)", cfg.Messages)
+	case cfg.Outstanding < 1 || cfg.Outstanding > c.Spec.SQSize:
+		return nil, fmt.Errorf("stream: %d outstanding, want 1..%d (the send-queue size)", cfg.Outstanding, c.Spec.SQSize)
+	case uint64(cfg.MsgBytes)*uint64(cfg.Messages) > 1<<30:
+		return nil, fmt.Errorf("stream: %d × %d B is more than 1 GB", cfg.Messages, cfg.MsgBytes)
+	}
+	s := &stream{cfg: cfg, c: c}
+	size := uint64(cfg.MsgBytes) * uint64(cfg.Messages)
+	r := sim.NewRand(cfg.Seed, "stream")
+	s.data = make([]byte, size)
+	for i := 0; i < len(s.data); i += 8 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], r.Uint64())
+		copy(s.data[i:], w[:])
+	}
+	// The target sees a WRITE arrive by its last byte turning non-zero.
+	for k := 1; k <= cfg.Messages; k++ {
+		s.data[k*cfg.MsgBytes-1] |= 1
+	}
+	src, dst := c.Nodes[0], c.Nodes[1]
+	rw := iommu.Perm{Bits: pte.R | pte.W}
+	s.src, s.dst = src.Alloc(size), dst.Alloc(size)
+	src.Mem.Write(s.src, s.data)
+	if err := src.Register(s.src, size, rw); err != nil {
+		return nil, err
+	}
+	if err := dst.Register(s.dst, size, rw); err != nil {
+		return nil, err
+	}
+	s.flag = src.Alloc(4096)
+	if err := src.Register(s.flag, 4096, rw); err != nil {
+		return nil, err
+	}
+	go1 := dst.Alloc(4096)
+	if err := dst.Register(go1, 4096, rw); err != nil {
+		return nil, err
+	}
+	dst.Mem.Store64(go1, 1)
+	src.Spawn(0, "stream_tx", s.send)
+	dst.Spawn(0, "stream_rx", func(x *Ctx) { s.receive(x, go1) })
+	return s, nil
+}
+
+// send waits for the target's go, then posts every message, at most
+// Outstanding in flight, and waits for the last completions.
+func (s *stream) send(x *Ctx) {
+	x.P.Poll(func() bool { return x.N.Mem.Load64(s.flag) != 0 })
+	m := uint64(s.cfg.MsgBytes)
+	var inflight []WR
+	wait := func() {
+		if _, err := x.Wait(inflight[0]); err != nil && s.problem == "" {
+			s.problem = err.Error()
+		}
+		inflight = inflight[1:]
+	}
+	for k := 0; k < s.cfg.Messages; k++ {
+		if len(inflight) == s.cfg.Outstanding {
+			wait()
+		}
+		x.P.Op("stream." + string(s.cfg.Op))
+		off := uint64(k) * m
+		if s.cfg.Op == StreamSend {
+			inflight = append(inflight, x.Send(1, s.src+off, s.cfg.MsgBytes))
+		} else {
+			inflight = append(inflight, x.Put(1, s.src+off, s.dst+off, s.cfg.MsgBytes))
+		}
+	}
+	for len(inflight) > 0 {
+		wait()
+	}
+}
+
+// receive is the target: it posts its receive buffers (SEND), tells the
+// source to start with a WRITE to its flag, and times the arrivals.
+func (s *stream) receive(x *Ctx, one uint64) {
+	m, n := s.cfg.MsgBytes, s.cfg.Messages
+	posted := 0
+	post := func() {
+		x.PostRecv(0, s.dst+uint64(posted*m), m)
+		posted++
+	}
+	if s.cfg.Op == StreamSend {
+		for posted < min(n, s.c.Spec.SQSize) {
+			post()
+		}
+	}
+	if _, err := x.Wait(x.Put(0, one, s.flag, 8)); err != nil {
+		s.problem = "the start flag: " + err.Error()
+		return
+	}
+	for k := 0; k < n; k++ {
+		if s.cfg.Op == StreamSend {
+			cqe := x.Recv(0)
+			if cqe.Status != nic.StatusOK || int(cqe.Length) != m {
+				if s.problem == "" {
+					s.problem = fmt.Sprintf("receive %d: status %d, %d B, want %d B", k, cqe.Status, cqe.Length, m)
+				}
+			}
+			if posted < n {
+				post()
+			}
+		} else {
+			end := s.dst + uint64((k+1)*m) - 1
+			x.P.Poll(func() bool { return x.N.Mem.Load64(end&^7)>>(8*(end&7))&0xff != 0 })
+		}
+		if k == 0 {
+			s.first = x.Now()
+		}
+		s.arrived++
+	}
+	s.last = x.Now()
+}
+
+// Result checks that the target's buffer holds exactly the streamed data
+// (FNV-1a over the buffer against the source's data; the first differing
+// byte if not) and gives the delivered bandwidth.
+func (s *stream) Result() StreamResult {
+	size := uint64(len(s.data))
+	dst := s.c.Nodes[1].Mem
+	res := StreamResult{Op: s.cfg.Op, MsgBytes: s.cfg.MsgBytes, Messages: s.cfg.Messages, Outstanding: s.cfg.Outstanding,
+		FirstPS: uint64(s.first), LastPS: uint64(s.last), SimTimePS: uint64(s.c.Eng.Now()), WireBytes: s.c.WireBytes(),
+		Checksum: dst.FNV1a64(s.dst, size), Problem: s.problem}
+	h := fnv.New64a()
+	h.Write(s.data)
+	switch {
+	case res.Problem != "":
+	case s.arrived != s.cfg.Messages:
+		res.Problem = fmt.Sprintf("%d of %d messages arrived", s.arrived, s.cfg.Messages)
+	case res.Checksum != h.Sum64():
+		got := make([]byte, size)
+		dst.Read(s.dst, got)
+		for i := range got {
+			if got[i] != s.data[i] {
+				res.Problem = fmt.Sprintf("target buffer checksum %#x, want %#x: byte %d (message %d) is %#02x, want %#02x",
+					res.Checksum, h.Sum64(), i, i/s.cfg.MsgBytes, got[i], s.data[i])
+				break
+			}
+		}
+	case s.last <= s.first:
+		res.Problem = "no time between the first and the last arrival"
+	}
+	if s.last > s.first {
+		res.BytesPerSec = float64(uint64(s.cfg.Messages-1)*uint64(s.cfg.MsgBytes)) / (float64(s.last-s.first) / 1e12)
+	}
+	res.Verified = res.Problem == ""
+	return res
+}
