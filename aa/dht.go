@@ -76,6 +76,9 @@ type DHTConfig struct {
 	// delete page; AM: a delete message; RMA: a lookup, then a CAS of the
 	// key to a tombstone), once its inserts are in the table.
 	Lookups, Deletes float64
+	// LogBytes: the size of each owner's access log (AA; default 64 KiB).
+	// A smaller log fills sooner and backpressures the puts.
+	LogBytes uint64
 }
 
 // DHT layout in an owner's memory: cells of 32 bytes (key, value, last:
@@ -173,6 +176,9 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 	if cfg.PollPS == 0 {
 		cfg.PollPS = sim.US
 	}
+	if cfg.LogBytes == 0 {
+		cfg.LogBytes = 64 << 10
+	}
 	d := &dht{cfg: cfg, c: c, shards: make([]*shard, len(c.Nodes))}
 	d.makeKeys()
 	am := cfg.Scheme.activeMessages()
@@ -199,7 +205,7 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 		// The table's pages are active: a put is logged with its data and
 		// never written (W=0, WL=1, WLD=1); the handler inserts locally.
 		sh := sh
-		if _, err := owner.CreateLog(dhtIUID, 64<<10, cfg.Scheme.mode(), func(x *Ctx, r Record) { d.handle(x, sh, r) }); err != nil {
+		if _, err := owner.CreateLog(dhtIUID, cfg.LogBytes, cfg.Scheme.mode(), func(x *Ctx, r Record) { d.handle(x, sh, r) }); err != nil {
 			return nil, err
 		}
 		if _, err := owner.CreateFlushPage(dhtIUID); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/aaemu/aaemu/iommu/record"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -84,6 +85,9 @@ type DHTSpec struct {
 	// looks up and then deletes once its inserts are in the table.
 	Lookups float64 `yaml:"lookups" json:"lookups,omitempty"`
 	Deletes float64 `yaml:"deletes" json:"deletes,omitempty"`
+	// LogBytes: each owner's access log (AA schemes), 0 = 64 KiB; a
+	// multiple of 8, at least twice the largest record (96 bytes).
+	LogBytes uint64 `yaml:"log_bytes" json:"log_bytes,omitempty"`
 }
 
 // OutputSpec chooses what the traced experiment (the first scheme at the
@@ -281,6 +285,8 @@ func (s *Scenario) Validate() (string, error) {
 				return "workload.dht.lookups", fmt.Errorf("%v out of 0..1 (a fraction of each process's keys)", d.Lookups)
 			case d.Deletes < 0 || d.Deletes > 1:
 				return "workload.dht.deletes", fmt.Errorf("%v out of 0..1 (a fraction of each process's keys)", d.Deletes)
+			case d.LogBytes != 0 && (d.LogBytes%8 != 0 || d.LogBytes < 2*uint64(record.Size(16))):
+				return "workload.dht.log_bytes", fmt.Errorf("%d, want a multiple of 8 of at least %d (two records of an insert)", d.LogBytes, 2*record.Size(16))
 			}
 			for _, sc := range d.Schemes {
 				if sc == string(AMOnload) && d.AMOnloadCores == 0 {
@@ -367,7 +373,7 @@ func (s *Scenario) Build(e *sim.Engine, x Experiment) (*Cluster, *dht, error) {
 	d := s.Workload.DHT
 	w, err := SetupDHT(c, DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
 		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores,
-		Lookups: d.Lookups, Deletes: d.Deletes, Seed: s.Seed})
+		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes, Seed: s.Seed})
 	if err != nil {
 		return nil, nil, err
 	}

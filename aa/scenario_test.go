@@ -19,6 +19,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"outputs:\n  trace_to: soon\n", "s.yaml:2: outputs.trace_to"},
 		{"workload:\n  dht:\n    lookups: 1.5\n", "s.yaml:3: workload.dht.lookups: 1.5 out of 0..1"},
 		{"workload:\n  dht:\n    deletes: -0.1\n", "s.yaml:3: workload.dht.deletes: -0.1 out of 0..1"},
+		{"workload:\n  dht:\n    log_bytes: 100\n", "s.yaml:3: workload.dht.log_bytes: 100, want a multiple of 8 of at least 96"},
 		{"machine:\n  iommu: {mode: off}\n", `s.yaml:2: machine.iommu.mode: "off": want e-iommu (the extended IOMMU) or no-iommu`},
 		{"machine:\n  iommu:\n    mode: no-iommu\n", "s.yaml:3: machine.iommu.mode: no-iommu: workload.dht.schemes has AA-SP, which needs the extended IOMMU (e-iommu)"},
 	}
