@@ -40,6 +40,10 @@ type IOMMU struct {
 
 	ports  []*port
 	portOf map[tlp.ID]int // where a requester's completions go
+	// The last requester recorded in portOf and its port.
+	lastReq     tlp.ID
+	lastReqPort int
+	portKnown   bool
 
 	MemReq *sim.Chan[memory.Req]
 	MemCpl *sim.Chan[pcie.Packet]

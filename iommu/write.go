@@ -83,7 +83,10 @@ func (m *IOMMU) decide(j *job, pkt *pcie.Packet) bool {
 	if !t.Kind.IsMemory() {
 		return true // not a DMA request: answered in finish
 	}
-	m.portOf[t.RequesterID] = j.port
+	if id := t.RequesterID; !m.portKnown || id != m.lastReq || j.port != m.lastReqPort {
+		m.portOf[id] = j.port // a stream from one device skips the map
+		m.lastReq, m.lastReqPort, m.portKnown = id, j.port, true
+	}
 	j.iova, j.n = accessed(t)
 	if m.spec.Bypass {
 		// No IOMMU: the IO virtual address is the physical one, and every
