@@ -30,6 +30,7 @@ type job struct {
 	recEnd  uint64
 	recData int // bytes of data the record carries
 
+	irq      bool  // an interrupt request: a write into the interrupt window
 	faultFR  uint8 // a record for the fault log (0: none)
 	dataDone bool  // its payload is in: it may go to memory
 	flush    *flushEntry
@@ -60,6 +61,10 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 	j := &job{port: pi}
 	if !t.Kind.IsMemory() {
 		return j, true // not a DMA request: answered in finish
+	}
+	if t.Kind == tlp.MWr && InterruptWindow(t.Addr) {
+		j.irq = true // a device's MSI: never DMA-remapped, delivered in finish
+		return j, true
 	}
 	m.portOf[t.RequesterID] = pi
 	j.iova, j.n = accessed(t)
@@ -194,6 +199,8 @@ func (m *IOMMU) finish(j *job, now sim.Tick) {
 		}
 	}
 	switch {
+	case j.irq:
+		m.deliverInterrupt(j)
 	case !t.Kind.IsMemory():
 		m.stUnsupported.Inc()
 		if t.Kind.Class() == tlp.NonPosted {
