@@ -22,20 +22,25 @@ const (
 	// AMOnload: C cores of every node only run servers, polling without
 	// pause; the other cores insert.
 	AMOnload Scheme = "AM-Onload"
+	// AMInt: the SENDs of AM, but the owner's NIC interrupts the CPU: every
+	// QP's receive completions go to one completion queue per node whose
+	// events (moderated: an MSI every AMIntCount completions, or AMIntPeriod
+	// after the first) run the handler on core 0, as AA-Int's log handler.
+	AMInt Scheme = "AM-Int"
 )
 
 // ParseScheme reads a scheme name.
 func ParseScheme(s string) (Scheme, error) {
-	for _, k := range []Scheme{AAPoll, AAInt, AASP, RMA, AM, AMExp, AMOnload} {
+	for _, k := range []Scheme{AAPoll, AAInt, AASP, RMA, AM, AMExp, AMOnload, AMInt} {
 		if string(k) == s {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("scheme %q: want AA-Poll, AA-Int, AA-SP, RMA, AM, AM-Exp or AM-Onload", s)
+	return "", fmt.Errorf("scheme %q: want AA-Poll, AA-Int, AA-SP, RMA, AM, AM-Exp, AM-Onload or AM-Int", s)
 }
 
 // activeMessages: the scheme sends SENDs to server processes.
-func (s Scheme) activeMessages() bool { return s == AM || s == AMExp || s == AMOnload }
+func (s Scheme) activeMessages() bool { return s == AM || s == AMExp || s == AMOnload || s == AMInt }
 
 func (s Scheme) mode() iommu.Notify {
 	switch s {
@@ -66,7 +71,19 @@ type DHTConfig struct {
 	// AM: the target's polling interval (default 1 µs; AM-Exp starts at it
 	// and doubles up to 64× while nothing arrives).
 	PollPS sim.Tick
+	// AM-Int's completion-event moderation: an interrupt every AMIntCount
+	// messages a node receives (default 10, as the paper reports), or
+	// AMIntPeriodPS after the first of fewer (default 10 µs, AA-Int's
+	// notification interval).
+	AMIntCount    int
+	AMIntPeriodPS sim.Tick
 }
+
+// Defaults of AM-Int's moderation.
+const (
+	DefaultAMIntCount  = 10
+	DefaultAMIntPeriod = 10 * sim.US
+)
 
 // DHT layout in an owner's memory: cells of 32 bytes (key, value, last:
 // index+1 of the cell's last overflow entry, unused), an overflow heap of
@@ -93,7 +110,9 @@ type DHTResult struct {
 	WireBytes     float64 `json:"wire_bytes_per_insert"`
 	// TargetPolls counts the AM targets' polls of their receive queues
 	// (empty or not): the CPU time active messages take from the targets.
-	TargetPolls int  `json:"target_polls,omitempty"`
+	TargetPolls int `json:"target_polls,omitempty"`
+	// Interrupts counts AM-Int's completion interrupts (handler runs).
+	Interrupts int  `json:"interrupts,omitempty"`
 	Verified    bool `json:"verified"`
 }
 
@@ -123,6 +142,7 @@ type dht struct {
 	flags   []uint64  // by node: a word per (core, owner) the AM servers set when done
 	ops     int
 	polls   int
+	irqs    int
 	end     sim.Tick
 }
 
@@ -140,6 +160,15 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 	}
 	if cfg.PollPS == 0 {
 		cfg.PollPS = sim.US
+	}
+	if cfg.AMIntCount == 0 {
+		cfg.AMIntCount = DefaultAMIntCount
+	}
+	if cfg.AMIntPeriodPS == 0 {
+		cfg.AMIntPeriodPS = DefaultAMIntPeriod
+	}
+	if cfg.AMIntCount < 1 {
+		return nil, fmt.Errorf("dht: AM-Int moderation count %d, want at least 1", cfg.AMIntCount)
 	}
 	d := &dht{cfg: cfg, c: c, shards: make([]*shard, len(c.Nodes))}
 	d.makeKeys()
@@ -178,7 +207,11 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 		}
 	}
 	if am {
-		if err := d.setupAM(); err != nil {
+		setup := d.setupAM
+		if cfg.Scheme == AMInt {
+			setup = d.setupAMInt
+		}
+		if err := setup(); err != nil {
 			return nil, err
 		}
 	}
@@ -287,7 +320,7 @@ func (d *dht) insertAll(x *Ctx, s *source, buf, scratch uint64) {
 	}
 	switch d.cfg.Scheme {
 	case RMA:
-	case AM, AMExp, AMOnload:
+	case AM, AMExp, AMOnload, AMInt:
 		// Each owner's server sets a flag once it has handled every message.
 		x.P.Op("dht.flush")
 		for owner, ok := range sent {
@@ -314,27 +347,10 @@ func (d *dht) insertAll(x *Ctx, s *source, buf, scratch uint64) {
 func (d *dht) setupAM() error {
 	n := len(d.c.Nodes)
 	cores := max(d.cfg.Procs, 1)
-	d.expect = make([][][]int, n)
-	for i := range d.expect {
-		d.expect[i] = make([][]int, cores)
-		for k := range d.expect[i] {
-			d.expect[i][k] = make([]int, n)
-		}
-	}
-	for _, s := range d.sources {
-		for _, o := range s.owners {
-			d.expect[o][s.core][s.node]++
-		}
+	if err := d.setupExpectAndFlags(); err != nil {
+		return err
 	}
 	rw := iommu.Perm{Bits: pte.R | pte.W}
-	for _, node := range d.c.Nodes {
-		// The done flags: a word per (core, owner), written by the owners.
-		a := node.Alloc(uint64(cores * n * 8))
-		if err := node.Register(a, uint64(cores*n*8), rw); err != nil {
-			return err
-		}
-		d.flags = append(d.flags, a)
-	}
 	// Which inserting cores' connections each server serves, and where it
 	// runs: AM and AM-Exp, a server on every inserting core for that core;
 	// AM-Onload, C dedicated cores sharing the inserting cores among them.
@@ -388,6 +404,35 @@ func (d *dht) setupAM() error {
 			sh := sh
 			owner.Spawn(sv.core, fmt.Sprintf("dht_am_server%d", sv.core), func(x *Ctx) { d.serveAM(x, sh, lanes, one) })
 		}
+	}
+	return nil
+}
+
+// setupExpectAndFlags counts the messages every owner's server awaits per
+// (core, source node), and gives every node its done flags: a word per
+// (core, owner), written by the owners.
+func (d *dht) setupExpectAndFlags() error {
+	n := len(d.c.Nodes)
+	cores := max(d.cfg.Procs, 1)
+	d.expect = make([][][]int, n)
+	for i := range d.expect {
+		d.expect[i] = make([][]int, cores)
+		for k := range d.expect[i] {
+			d.expect[i][k] = make([]int, n)
+		}
+	}
+	for _, s := range d.sources {
+		for _, o := range s.owners {
+			d.expect[o][s.core][s.node]++
+		}
+	}
+	rw := iommu.Perm{Bits: pte.R | pte.W}
+	for _, node := range d.c.Nodes {
+		a := node.Alloc(uint64(cores * n * 8))
+		if err := node.Register(a, uint64(cores*n*8), rw); err != nil {
+			return err
+		}
+		d.flags = append(d.flags, a)
 	}
 	return nil
 }
@@ -629,7 +674,7 @@ func (d *dht) Result() DHTResult {
 	res := DHTResult{Scheme: d.cfg.Scheme, Collisions: d.cfg.Collisions, Nodes: len(d.c.Nodes), Procs: d.cfg.Procs,
 		Inserts: total, SimTimePS: uint64(end),
 		InsertsPerSec: n / (float64(end) / 1e12), RemoteOps: float64(d.ops) / n,
-		TLPs: tlps / n, WireBytes: float64(d.c.WireBytes()) / n, TargetPolls: d.polls}
+		TLPs: tlps / n, WireBytes: float64(d.c.WireBytes()) / n, TargetPolls: d.polls, Interrupts: d.irqs}
 	res.Verified = d.Verify() == nil
 	return res
 }
