@@ -113,7 +113,7 @@ type DHTResult struct {
 	TargetPolls int `json:"target_polls,omitempty"`
 	// Interrupts counts AM-Int's completion interrupts (handler runs).
 	Interrupts int  `json:"interrupts,omitempty"`
-	Verified    bool `json:"verified"`
+	Verified   bool `json:"verified"`
 }
 
 // shard is one owner's part of the table.
