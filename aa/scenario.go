@@ -77,6 +77,12 @@ type DHTSpec struct {
 	// AMOnloadCores: AM-Onload's server cores per node, out of
 	// procs_per_node.
 	AMOnloadCores int `yaml:"am_onload_cores" json:"am_onload_cores"`
+	// AMIntModeration: AM-Int's completion-event moderation count, an
+	// interrupt every that many messages a node receives (0: 10, as the
+	// paper reports); AMIntPeriodNS: the longest a message waits for its
+	// interrupt (0: 10 µs).
+	AMIntModeration int    `yaml:"am_int_moderation" json:"am_int_moderation,omitempty"`
+	AMIntPeriodNS   uint64 `yaml:"am_int_period_ns" json:"am_int_period_ns,omitempty"`
 }
 
 // OutputSpec chooses what the traced experiment (the first scheme at the
@@ -256,6 +262,10 @@ func (s *Scenario) Validate() (string, error) {
 				return "workload.dht.procs_per_node", fmt.Errorf("%d, want 0..machine.cores (%d)", d.ProcsPerNode, m.Cores)
 			case d.AMOnloadCores < 0 || d.AMOnloadCores > 0 && d.AMOnloadCores >= d.ProcsPerNode:
 				return "workload.dht.am_onload_cores", fmt.Errorf("%d, want fewer than procs_per_node (%d)", d.AMOnloadCores, d.ProcsPerNode)
+			case d.AMIntModeration < 0 || d.AMIntModeration > maxAMIntModeration:
+				return "workload.dht.am_int_moderation", fmt.Errorf("%d out of 1..%d messages per interrupt (0: %d)", d.AMIntModeration, maxAMIntModeration, DefaultAMIntCount)
+			case d.AMIntPeriodNS > uint64(sim.S/sim.NS):
+				return "workload.dht.am_int_period_ns", fmt.Errorf("%d ns: more than a second (0: %d ns)", d.AMIntPeriodNS, uint64(DefaultAMIntPeriod/sim.NS))
 			}
 			for _, sc := range d.Schemes {
 				if sc == string(AMOnload) && d.AMOnloadCores == 0 {
@@ -293,6 +303,10 @@ func (s *Scenario) Validate() (string, error) {
 	}
 	return "", nil
 }
+
+// maxAMIntModeration bounds AM-Int's moderation count: mlx5's cq_count
+// field is 16 bits.
+const maxAMIntModeration = 65535
 
 // ClusterSpec turns the machine part into a cluster spec.
 func (s *Scenario) ClusterSpec() Spec {
@@ -336,7 +350,8 @@ func (s *Scenario) Build(e *sim.Engine, x Experiment) (*Cluster, *dht, error) {
 	}
 	d := s.Workload.DHT
 	w, err := SetupDHT(c, DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
-		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores, Seed: s.Seed})
+		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores,
+		AMIntCount: d.AMIntModeration, AMIntPeriodPS: sim.Tick(d.AMIntPeriodNS) * sim.NS, Seed: s.Seed})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,8 +1,11 @@
 package aa
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/aaemu/aaemu/sim"
 )
 
 func TestScenarioErrors(t *testing.T) {
@@ -17,6 +20,9 @@ func TestScenarioErrors(t *testing.T) {
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    schemes: [AM-Onload]\n", "workload.dht.am_onload_cores: AM-Onload needs server cores"},
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    am_onload_cores: 4\n", "s.yaml:5: workload.dht.am_onload_cores: 4, want fewer than procs_per_node (4)"},
 		{"outputs:\n  trace_to: soon\n", "s.yaml:2: outputs.trace_to"},
+		{"workload:\n  dht:\n    am_int_moderation: -1\n", "s.yaml:3: workload.dht.am_int_moderation: -1 out of 1..65535"},
+		{"workload:\n  dht:\n    am_int_moderation: 65536\n", "s.yaml:3: workload.dht.am_int_moderation: 65536 out of 1..65535"},
+		{"workload:\n  dht:\n    am_int_period_ns: 2000000000\n", "s.yaml:3: workload.dht.am_int_period_ns: 2000000000 ns: more than a second"},
 	}
 	for _, c := range cases {
 		_, err := ParseScenario("s.yaml", []byte(c.yaml))
@@ -27,5 +33,32 @@ func TestScenarioErrors(t *testing.T) {
 	s, err := ParseScenario("s.yaml", []byte("workload:\n  dht:\n    inserts: 10\n    schemes: [RMA]\n"))
 	if err != nil || s.Workload.DHT.Inserts != 10 || len(s.Experiments()) != 2 || s.Machine.Wire.RateMbps != 1000 {
 		t.Fatalf("%+v %v", s.Workload, err)
+	}
+}
+
+// AM-Int's moderation comes from the scenario: an interrupt every message
+// takes more interrupts than one every 50, and both tables come out exact.
+func TestScenarioAMIntModeration(t *testing.T) {
+	irqs := map[int]int{}
+	for _, k := range []int{1, 50} {
+		src := "workload:\n  dht:\n    inserts: 300\n    schemes: [AM-Int]\n    collisions: [0.25]\n    am_int_moderation: " + strconv.Itoa(k) + "\n    am_int_period_ns: 20000\n"
+		s, err := ParseScenario("s.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := s.Experiments()[0]
+		c, w, err := s.Build(sim.NewEngine(s.Seed), x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Run(sim.S, c.AppsDone)
+		r := w.Result()
+		if !r.Verified || !c.AppsDone() {
+			t.Fatalf("moderation %d: verified %v, done %v: %v", k, r.Verified, c.AppsDone(), w.Verify())
+		}
+		irqs[k] = r.Interrupts
+	}
+	if irqs[50] >= irqs[1] {
+		t.Fatalf("interrupts: %d every message, %d every 50 messages", irqs[1], irqs[50])
 	}
 }
