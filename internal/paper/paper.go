@@ -335,7 +335,7 @@ plot:
 				}
 				return "AA-SP/AM-Onload " + strings.Join(parts, ", "), ok
 			}},
-			{Text: "AA-Int ≈ AM-Int", Paper: "comparable (both pay the interrupt latency)", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "AA-Int ≈ AM-Int", Paper: "comparable", Measure: func(rows []sweep.Row) (string, bool) {
 				var parts []string
 				ok := true
 				for _, n := range values(rows, 0) {
