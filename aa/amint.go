@@ -134,25 +134,28 @@ func sortedQPNs(m map[uint32]amIntSource) []uint32 {
 	return out
 }
 
-// arm asks the NIC for one interrupt on the CQ's next completions.
+// arm asks the NIC for one interrupt on the completions not yet consumed
+// and those to come.
 func (s *amIntServer) arm(x *Ctx) {
 	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], nic.ArmNextCompletion)
+	binary.LittleEndian.PutUint64(b[:], nic.ArmNextCompletion|s.ci)
 	x.P.MMIOWrite(s.doorbell, b[:], x.P.Txn.ID)
 }
 
 // onAMInterrupt is AM-Int's handler, run on core 0 after the interrupt
-// latency: it re-arms the CQ first (completions that arrive while it
-// drains raise the next interrupt, none is missed), then drains the CQ:
-// each message's insert is done locally, its receive buffer posted again,
-// and a source whose messages are all handled gets its done flag.
+// latency: it drains the CQ — each message's insert done locally, its
+// receive buffer posted again, a source whose messages are all handled
+// given its done flag — and re-arms it with the consumer index. The NIC
+// counts every entry beyond that index, so an entry still on its way to
+// memory when the drain looked, or one arriving later, raises the next
+// interrupt. (Arming first with the index of the start would count the
+// entries this run is about to drain, and interrupt again for them.)
 func (d *dht) onAMInterrupt(x *Ctx, s *amIntServer) {
 	d.irqs++
 	if s.remaining == 0 {
 		return // a late interrupt: everything is handled
 	}
 	node := x.N.ID
-	s.arm(x)
 	msg := make([]byte, 16)
 	for s.remaining > 0 {
 		addr := s.cqBase + (s.ci%uint64(s.cqSize))*nic.CQESize
@@ -181,5 +184,8 @@ func (d *dht) onAMInterrupt(x *Ctx, s *amIntServer) {
 		if l.left[src] == 0 {
 			x.Put(src, s.one, d.flagAddr(src, l.core, node), 8)
 		}
+	}
+	if s.remaining > 0 {
+		s.arm(x)
 	}
 }

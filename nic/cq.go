@@ -8,14 +8,18 @@ import (
 )
 
 // CQDoorbells is the offset in the BAR of the completion queues' arm
-// doorbells: software writes ArmNextCompletion to BAR + CQDoorbells + 8 × CQN
-// to ask for one event (an MSI) on the next completion, as
-// ibv_req_notify_cq does.
+// doorbells: software writes ArmNextCompletion | ci to BAR + CQDoorbells +
+// 8 × CQN to ask for one event (an MSI), as ibv_req_notify_cq does. ci is
+// the number of entries software has consumed: as with mlx5's arm, entries
+// the NIC wrote beyond it count towards the event at once, so one that is
+// still on its way to memory when software last looked is never left
+// without an interrupt.
 const CQDoorbells = 0xc_0000
 
-// ArmNextCompletion is the value of an arm doorbell write. Other values are
-// reserved and ignored (solicited-only events are not modelled).
-const ArmNextCompletion = 1
+// ArmNextCompletion is the command bit of an arm doorbell write; writes
+// without it are reserved and ignored (solicited-only events are not
+// modelled).
+const ArmNextCompletion = 1 << 63
 
 // MaxCQN is the largest completion queue number: the arm doorbells end at
 // the BAR's 1 MB.
@@ -117,14 +121,19 @@ func (n *NIC) CQTail(cqn uint32) uint64 {
 	return 0
 }
 
-// arm handles an arm doorbell.
-func (n *NIC) arm(cqn uint32, v uint64) {
+// arm handles an arm doorbell: ArmNextCompletion | the consumer index.
+func (n *NIC) arm(cqn uint32, v uint64, cause sim.TxnID, now sim.Tick) {
 	c := n.cqs[cqn]
-	if c == nil || v != ArmNextCompletion {
+	if c == nil || v&ArmNextCompletion == 0 {
 		return // no such CQ, or a reserved command: ignored
 	}
 	n.stCQArms.Inc()
-	c.armed, c.since, c.timerAt = true, 0, 0
+	ci := v &^ ArmNextCompletion
+	c.armed, c.since, c.timerAt, c.cause = true, 0, 0, cause
+	if ci < c.tail {
+		c.since = int(min(c.tail-ci, uint64(c.cfg.Size)))
+	}
+	n.moderate(c, now)
 }
 
 // completed counts an entry just written into c and raises the event when
@@ -138,6 +147,15 @@ func (n *NIC) completed(c *cq, now sim.Tick, cause sim.TxnID) {
 	c.since++
 	if c.since == 1 {
 		c.cause = cause // the event is caused by the first completion it reports
+	}
+	n.moderate(c, now)
+}
+
+// moderate raises the armed c's event once Count entries are counted, and
+// otherwise starts the period with the first.
+func (n *NIC) moderate(c *cq, now sim.Tick) {
+	if c.since == 0 {
+		return
 	}
 	if c.since >= c.cfg.Moderation.Count {
 		n.raise(c)

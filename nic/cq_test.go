@@ -76,6 +76,9 @@ func newCQBench(t *testing.T, mod Moderation) *cqBench {
 }
 
 // arm rings the CQ's arm doorbell with v, as software does by MMIO.
+// consumed is ArmNextCompletion with everything written consumed.
+func (b *cqBench) consumed() uint64 { return ArmNextCompletion | b.c.tail }
+
 func (b *cqBench) arm(v uint64) {
 	var d [8]byte
 	binary.LittleEndian.PutUint64(d[:], v)
@@ -98,7 +101,8 @@ func (b *cqBench) run(d sim.Tick) { b.e.Run(b.e.Now() + d) }
 // completions.
 func TestCQEventArmOneShotCount(t *testing.T) {
 	type step struct {
-		arm      uint64 // 0: no doorbell
+		arm      uint64 // 0: no doorbell; all: arm with everything consumed
+		all      bool
 		complete int
 		want     int // MSIs seen so far
 	}
@@ -108,19 +112,23 @@ func TestCQEventArmOneShotCount(t *testing.T) {
 		steps []step
 	}{
 		{"not armed: no event", 1, []step{{complete: 5, want: 0}}},
-		{"armed: one event for many completions", 1, []step{{arm: ArmNextCompletion, want: 0}, {complete: 3, want: 1}, {complete: 3, want: 1}}},
-		{"re-armed: the next completion raises again", 1, []step{{arm: ArmNextCompletion}, {complete: 1, want: 1}, {arm: ArmNextCompletion, want: 1}, {complete: 1, want: 2}}},
-		{"completions before arming are not counted", 1, []step{{complete: 4}, {arm: ArmNextCompletion, want: 0}, {complete: 1, want: 1}}},
-		{"reserved doorbell value: not armed", 1, []step{{arm: 2}, {complete: 2, want: 0}}},
-		{"count 10: nine wait, the tenth raises", 10, []step{{arm: ArmNextCompletion}, {complete: 9, want: 0}, {complete: 1, want: 1}, {complete: 10, want: 1}}},
-		{"count 10, re-armed: counted from the arming", 10, []step{{arm: ArmNextCompletion}, {complete: 10, want: 1}, {complete: 5, want: 1}, {arm: ArmNextCompletion, want: 1}, {complete: 9, want: 1}, {complete: 1, want: 2}}},
+		{"armed: one event for many completions", 1, []step{{all: true, want: 0}, {complete: 3, want: 1}, {complete: 3, want: 1}}},
+		{"re-armed: the next completion raises again", 1, []step{{all: true}, {complete: 1, want: 1}, {all: true, want: 1}, {complete: 1, want: 2}}},
+		{"completions consumed before arming are not counted", 1, []step{{complete: 4}, {all: true, want: 0}, {complete: 1, want: 1}}},
+		{"unconsumed completions at arming raise at once", 1, []step{{complete: 4}, {arm: ArmNextCompletion | 3, want: 1}}},
+		{"count 10: unconsumed completions at arming count", 10, []step{{complete: 12}, {arm: ArmNextCompletion | 4, want: 0}, {complete: 1, want: 0}, {complete: 1, want: 1}}},
+		{"reserved doorbell value (no arm bit): not armed", 1, []step{{arm: 2}, {complete: 2, want: 0}}},
+		{"count 10: nine wait, the tenth raises", 10, []step{{all: true}, {complete: 9, want: 0}, {complete: 1, want: 1}, {complete: 10, want: 1}}},
+		{"count 10, re-armed: counted from the arming", 10, []step{{all: true}, {complete: 10, want: 1}, {complete: 5, want: 1}, {all: true, want: 1}, {complete: 9, want: 1}, {complete: 1, want: 2}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newCQBench(t, Moderation{Count: tc.count})
 			b.run(sim.US)
 			for i, s := range tc.steps {
-				if s.arm != 0 {
+				if s.all {
+					b.arm(b.consumed())
+				} else if s.arm != 0 {
 					b.arm(s.arm)
 				}
 				b.run(sim.US)
@@ -151,7 +159,7 @@ func TestCQEventModerationPeriod(t *testing.T) {
 	for _, period := range []sim.Tick{5 * sim.US, 0} {
 		b := newCQBench(t, Moderation{Count: 10, PeriodPS: period})
 		b.run(sim.US)
-		b.arm(ArmNextCompletion)
+		b.arm(b.consumed())
 		b.run(sim.US)
 		first := b.e.Now()
 		b.complete(2)

@@ -354,7 +354,7 @@ func (n *NIC) fromHost(p *pcie.Packet, now sim.Tick) {
 		off := t.Addr + uint64(t.FirstByteOffset()) - n.spec.BAR
 		if off >= CQDoorbells {
 			if len(t.Data) >= 8 {
-				n.arm(uint32((off-CQDoorbells)/8), binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():]))
+				n.arm(uint32((off-CQDoorbells)/8), binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():]), p.ID, now)
 			}
 			return
 		}
