@@ -102,16 +102,19 @@ func (c *Ctx) post(dst int, w nic.WQE) WR {
 	for h.posted-h.completed >= uint64(h.size) {
 		c.reap(dst)
 	}
+	// The slot is claimed before the write yields the core: a handler
+	// (AM-Int's) may post on the same connection in between.
+	slot := h.posted
+	h.posted++
 	w.Signaled = true
-	w.WRID = h.posted
+	w.WRID = slot
 	var b [nic.WQESize]byte
 	w.Put(b[:])
-	c.P.Write(h.sqBase+(h.posted%uint64(h.size))*nic.WQESize, b[:])
-	h.posted++
+	c.P.Write(h.sqBase+(slot%uint64(h.size))*nic.WQESize, b[:])
 	var db [8]byte
 	binary.LittleEndian.PutUint64(db[:], h.posted)
 	c.P.MMIOWrite(h.doorbellAddr, db[:], c.P.Txn.ID)
-	return WR{dst: dst, seq: h.posted}
+	return WR{dst: dst, seq: slot + 1}
 }
 
 // reap waits for the next completion entry of the connection to dst.
@@ -175,8 +178,9 @@ func (c *Ctx) PostRecv(src int, addr uint64, size int) {
 	var b [nic.RWQESize]byte
 	binary.LittleEndian.PutUint64(b[:], addr)
 	binary.LittleEndian.PutUint32(b[8:], uint32(size))
-	c.P.Write(h.rqBase+(h.rqPosted%uint64(h.size))*nic.RWQESize, b[:])
+	slot := h.rqPosted // claimed before the write yields the core
 	h.rqPosted++
+	c.P.Write(h.rqBase+(slot%uint64(h.size))*nic.RWQESize, b[:])
 	var db [8]byte
 	binary.LittleEndian.PutUint64(db[:], h.rqPosted)
 	c.P.MMIOWrite(barBase+nic.RQDoorbells+uint64(h.qpn)*8, db[:], c.P.Txn.ID)

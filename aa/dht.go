@@ -22,16 +22,21 @@ const (
 	// AMOnload: C cores of every node only run servers, polling without
 	// pause; the other cores insert.
 	AMOnload Scheme = "AM-Onload"
+	// AMInt: the SENDs of AM, but the owner's NIC interrupts the CPU: every
+	// QP's receive completions go to one completion queue per node whose
+	// events (moderated: an MSI every AMIntCount completions, or AMIntPeriod
+	// after the first) run the handler on core 0, as AA-Int's log handler.
+	AMInt Scheme = "AM-Int"
 )
 
 // ParseScheme reads a scheme name.
 func ParseScheme(s string) (Scheme, error) {
-	for _, k := range []Scheme{AAPoll, AAInt, AASP, RMA, AM, AMExp, AMOnload} {
+	for _, k := range []Scheme{AAPoll, AAInt, AASP, RMA, AM, AMExp, AMOnload, AMInt} {
 		if string(k) == s {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("scheme %q: want AA-Poll, AA-Int, AA-SP, RMA, AM, AM-Exp or AM-Onload", s)
+	return "", fmt.Errorf("scheme %q: want AA-Poll, AA-Int, AA-SP, RMA, AM, AM-Exp, AM-Onload or AM-Int", s)
 }
 
 // activeMessages: the scheme sends SENDs to server processes.
@@ -39,7 +44,7 @@ func ParseScheme(s string) (Scheme, error) {
 // needs the extended IOMMU.
 func (s Scheme) active() bool { return s == AAPoll || s == AAInt || s == AASP }
 
-func (s Scheme) activeMessages() bool { return s == AM || s == AMExp || s == AMOnload }
+func (s Scheme) activeMessages() bool { return s == AM || s == AMExp || s == AMOnload || s == AMInt }
 
 func (s Scheme) mode() iommu.Notify {
 	switch s {
@@ -79,7 +84,19 @@ type DHTConfig struct {
 	// LogBytes: the size of each owner's access log (AA; default 64 KiB).
 	// A smaller log fills sooner and backpressures the puts.
 	LogBytes uint64
+	// AM-Int's completion-event moderation: an interrupt every AMIntCount
+	// messages a node receives (default 10, as the paper reports), or
+	// AMIntPeriodPS after the first of fewer (default 10 µs, AA-Int's
+	// notification interval).
+	AMIntCount    int
+	AMIntPeriodPS sim.Tick
 }
+
+// Defaults of AM-Int's moderation.
+const (
+	DefaultAMIntCount  = 10
+	DefaultAMIntPeriod = 10 * sim.US
+)
 
 // DHT layout in an owner's memory: cells of 32 bytes (key, value, last:
 // index+1 of the cell's newest overflow entry, unused), an overflow heap of
@@ -110,13 +127,13 @@ type DHTResult struct {
 	WireBytes     float64 `json:"wire_bytes_per_insert"`
 	// TargetPolls counts the AM targets' polls of their receive queues
 	// (empty or not): the CPU time active messages take from the targets.
-	TargetPolls int `json:"target_polls,omitempty"`
-	// Lookups and deletes done after the inserts, and every operation
-	// (inserts, lookups, deletes) per second of the whole run.
-	Lookups   int     `json:"lookups,omitempty"`
-	Deletes   int     `json:"deletes,omitempty"`
-	OpsPerSec float64 `json:"ops_per_second,omitempty"`
-	Verified  bool    `json:"verified"`
+	TargetPolls int     `json:"target_polls,omitempty"`
+	Lookups     int     `json:"lookups,omitempty"`
+	Deletes     int     `json:"deletes,omitempty"`
+	OpsPerSec   float64 `json:"ops_per_second,omitempty"`
+	// Interrupts counts AM-Int's completion interrupts (handler runs).
+	Interrupts int  `json:"interrupts,omitempty"`
+	Verified   bool `json:"verified"`
 }
 
 // shard is one owner's part of the table.
@@ -149,6 +166,7 @@ type dht struct {
 	flags   []uint64  // by node: a word per (core, owner) the AM servers set when done
 	ops     int
 	polls   int
+	irqs    int
 	end     sim.Tick
 	// dels[owner][core][src node]: delete messages among an AM server's
 	// expected ones, which come after the lane's inserts.
@@ -178,6 +196,15 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 	}
 	if cfg.LogBytes == 0 {
 		cfg.LogBytes = 64 << 10
+	}
+	if cfg.AMIntCount == 0 {
+		cfg.AMIntCount = DefaultAMIntCount
+	}
+	if cfg.AMIntPeriodPS == 0 {
+		cfg.AMIntPeriodPS = DefaultAMIntPeriod
+	}
+	if cfg.AMIntCount < 1 {
+		return nil, fmt.Errorf("dht: AM-Int moderation count %d, want at least 1", cfg.AMIntCount)
 	}
 	d := &dht{cfg: cfg, c: c, shards: make([]*shard, len(c.Nodes))}
 	d.makeKeys()
@@ -231,7 +258,11 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 		}
 	}
 	if am {
-		if err := d.setupAM(); err != nil {
+		setup := d.setupAM
+		if cfg.Scheme == AMInt {
+			setup = d.setupAMInt
+		}
+		if err := setup(); err != nil {
 			return nil, err
 		}
 	}
@@ -360,7 +391,7 @@ func (d *dht) insertAll(x *Ctx, s *source, buf, scratch uint64) {
 	}
 	switch d.cfg.Scheme {
 	case RMA:
-	case AM, AMExp, AMOnload:
+	case AM, AMExp, AMOnload, AMInt:
 		// Each owner's server sets a flag once it has handled every message.
 		x.P.Op("dht.flush")
 		for owner, ok := range sent {
@@ -485,38 +516,10 @@ func (d *dht) lookup(x *Ctx, sh *shard, key, scratch uint64) (addr, val uint64, 
 func (d *dht) setupAM() error {
 	n := len(d.c.Nodes)
 	cores := max(d.cfg.Procs, 1)
-	d.expect = make([][][]int, n)
-	for i := range d.expect {
-		d.expect[i] = make([][]int, cores)
-		for k := range d.expect[i] {
-			d.expect[i][k] = make([]int, n)
-		}
-	}
-	d.dels = make([][][]int, n)
-	for i := range d.dels {
-		d.dels[i] = make([][]int, cores)
-		for k := range d.dels[i] {
-			d.dels[i][k] = make([]int, n)
-		}
-	}
-	for _, s := range d.sources {
-		for _, o := range s.owners {
-			d.expect[o][s.core][s.node]++
-		}
-		for _, i := range s.deletes {
-			d.expect[s.owners[i]][s.core][s.node]++
-			d.dels[s.owners[i]][s.core][s.node]++
-		}
+	if err := d.setupExpectAndFlags(); err != nil {
+		return err
 	}
 	rw := iommu.Perm{Bits: pte.R | pte.W}
-	for _, node := range d.c.Nodes {
-		// The done flags: a word per (core, owner), written by the owners.
-		a := node.Alloc(uint64(cores * n * 8))
-		if err := node.Register(a, uint64(cores*n*8), rw); err != nil {
-			return err
-		}
-		d.flags = append(d.flags, a)
-	}
 	// Which inserting cores' connections each server serves, and where it
 	// runs: AM and AM-Exp, a server on every inserting core for that core;
 	// AM-Onload, C dedicated cores sharing the inserting cores among them.
@@ -575,6 +578,46 @@ func (d *dht) setupAM() error {
 	return nil
 }
 
+// setupExpectAndFlags counts the messages every owner's server awaits per
+// (core, source node), and gives every node its done flags: a word per
+// (core, owner), written by the owners.
+func (d *dht) setupExpectAndFlags() error {
+	n := len(d.c.Nodes)
+	cores := max(d.cfg.Procs, 1)
+	d.expect = make([][][]int, n)
+	for i := range d.expect {
+		d.expect[i] = make([][]int, cores)
+		for k := range d.expect[i] {
+			d.expect[i][k] = make([]int, n)
+		}
+	}
+	d.dels = make([][][]int, n)
+	for i := range d.dels {
+		d.dels[i] = make([][]int, cores)
+		for k := range d.dels[i] {
+			d.dels[i][k] = make([]int, n)
+		}
+	}
+	for _, s := range d.sources {
+		for _, o := range s.owners {
+			d.expect[o][s.core][s.node]++
+		}
+		for _, i := range s.deletes {
+			d.expect[s.owners[i]][s.core][s.node]++
+			d.dels[s.owners[i]][s.core][s.node]++
+		}
+	}
+	rw := iommu.Perm{Bits: pte.R | pte.W}
+	for _, node := range d.c.Nodes {
+		a := node.Alloc(uint64(cores * n * 8))
+		if err := node.Register(a, uint64(cores*n*8), rw); err != nil {
+			return err
+		}
+		d.flags = append(d.flags, a)
+	}
+	return nil
+}
+
 // flagAddr is the word on node that owner's server for core sets.
 func (d *dht) flagAddr(node, core, owner int) uint64 {
 	return d.flags[node] + uint64(core*len(d.c.Nodes)+owner)*8
@@ -587,6 +630,29 @@ type amLane struct {
 	left   []int // messages still expected, by source node
 	dels   []int // of which deletes (they come last), by source node
 	posted []int // receive requests posted, by source node
+}
+
+// amMessage performs one active message: an insert, or a delete (values
+// are odd, so 0 marks a delete).
+func (d *dht) amMessage(x *Ctx, sh *shard, msg []byte) {
+	if key, val := le64(msg), le64(msg[8:]); val == 0 {
+		d.deleteLocal(x, sh, key)
+	} else {
+		d.insertLocal(x, sh, d.cell(sh, key), key, val)
+	}
+}
+
+// flag says which word to put into src's done flag after a message from
+// src: a peer waits for 1 (at one) after its inserts and for 2 (at one+8)
+// after its deletes, which come last on its connection.
+func (l *amLane) flag(src int, one uint64) (uint64, bool) {
+	switch {
+	case l.left[src] == 0 && l.dels[src] > 0:
+		return one + 8, true
+	case l.left[src] == l.dels[src]:
+		return one, true
+	}
+	return 0, false
 }
 
 // serveAM is an owner's active-message server for the inserting processes
@@ -628,24 +694,15 @@ func (d *dht) serveAM(x *Ctx, sh *shard, lanes []*amLane, one uint64) {
 				got = true
 				slot := d.amSlot(l.rbuf, src, int(cqe.WRID))
 				x.P.Read(slot, msg)
-				key, val := le64(msg), le64(msg[8:])
-				if val == 0 {
-					d.deleteLocal(x, sh, key) // values are odd: 0 is a delete
-				} else {
-					d.insertLocal(x, sh, d.cell(sh, key), key, val)
-				}
+				d.amMessage(x, sh, msg)
 				l.left[src]--
 				remaining--
 				if l.posted[src] < d.expect[sh.node][l.core][src] {
 					lx.PostRecv(src, slot, 16)
 					l.posted[src]++
 				}
-				// The peer waits for 1 after its inserts, 2 after its deletes.
-				switch {
-				case l.left[src] == 0 && l.dels[src] > 0:
-					lx.Put(src, one+8, d.flagAddr(src, l.core, sh.node), 8)
-				case l.left[src] == l.dels[src]:
-					lx.Put(src, one, d.flagAddr(src, l.core, sh.node), 8)
+				if w, ok := l.flag(src, one); ok {
+					lx.Put(src, w, d.flagAddr(src, l.core, sh.node), 8)
 				}
 			}
 		}
@@ -868,7 +925,7 @@ func (d *dht) Result() DHTResult {
 	res := DHTResult{Scheme: d.cfg.Scheme, Collisions: d.cfg.Collisions, Nodes: len(d.c.Nodes), Procs: d.cfg.Procs,
 		Inserts: total, SimTimePS: uint64(end),
 		InsertsPerSec: n / (float64(end) / 1e12), RemoteOps: float64(d.ops) / n,
-		TLPs: tlps / n, WireBytes: float64(d.c.WireBytes()) / n, TargetPolls: d.polls,
+		TLPs: tlps / n, WireBytes: float64(d.c.WireBytes()) / n, TargetPolls: d.polls, Interrupts: d.irqs,
 		Lookups: d.lookups, Deletes: d.deletes}
 	if d.lookups+d.deletes > 0 {
 		res.OpsPerSec = float64(total+d.lookups+d.deletes) / (float64(end) / 1e12)

@@ -88,6 +88,12 @@ type DHTSpec struct {
 	// LogBytes: each owner's access log (AA schemes), 0 = 64 KiB; a
 	// multiple of 8, at least twice the largest record (96 bytes).
 	LogBytes uint64 `yaml:"log_bytes" json:"log_bytes,omitempty"`
+	// AMIntModeration: AM-Int's completion-event moderation count, an
+	// interrupt every that many messages a node receives (0: 10, as the
+	// paper reports); AMIntPeriodNS: the longest a message waits for its
+	// interrupt (0: 10 µs).
+	AMIntModeration int    `yaml:"am_int_moderation" json:"am_int_moderation,omitempty"`
+	AMIntPeriodNS   uint64 `yaml:"am_int_period_ns" json:"am_int_period_ns,omitempty"`
 }
 
 // OutputSpec chooses what the traced experiment (the first scheme at the
@@ -287,6 +293,10 @@ func (s *Scenario) Validate() (string, error) {
 				return "workload.dht.deletes", fmt.Errorf("%v out of 0..1 (a fraction of each process's keys)", d.Deletes)
 			case d.LogBytes != 0 && (d.LogBytes%8 != 0 || d.LogBytes < 2*uint64(record.Size(16))):
 				return "workload.dht.log_bytes", fmt.Errorf("%d, want a multiple of 8 of at least %d (two records of an insert)", d.LogBytes, 2*record.Size(16))
+			case d.AMIntModeration < 0 || d.AMIntModeration > maxAMIntModeration:
+				return "workload.dht.am_int_moderation", fmt.Errorf("%d out of 1..%d messages per interrupt (0: %d)", d.AMIntModeration, maxAMIntModeration, DefaultAMIntCount)
+			case d.AMIntPeriodNS > uint64(sim.S/sim.NS):
+				return "workload.dht.am_int_period_ns", fmt.Errorf("%d ns: more than a second (0: %d ns)", d.AMIntPeriodNS, uint64(DefaultAMIntPeriod/sim.NS))
 			}
 			for _, sc := range d.Schemes {
 				if sc == string(AMOnload) && d.AMOnloadCores == 0 {
@@ -328,6 +338,10 @@ func (s *Scenario) Validate() (string, error) {
 	}
 	return "", nil
 }
+
+// maxAMIntModeration bounds AM-Int's moderation count: mlx5's cq_count
+// field is 16 bits.
+const maxAMIntModeration = 65535
 
 // ClusterSpec turns the machine part into a cluster spec.
 func (s *Scenario) ClusterSpec() Spec {
@@ -373,7 +387,8 @@ func (s *Scenario) Build(e *sim.Engine, x Experiment) (*Cluster, *dht, error) {
 	d := s.Workload.DHT
 	w, err := SetupDHT(c, DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
 		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores,
-		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes, Seed: s.Seed})
+		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes,
+		AMIntCount: d.AMIntModeration, AMIntPeriodPS: sim.Tick(d.AMIntPeriodNS) * sim.NS, Seed: s.Seed})
 	if err != nil {
 		return nil, nil, err
 	}

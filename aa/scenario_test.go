@@ -1,8 +1,11 @@
 package aa
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/aaemu/aaemu/sim"
 )
 
 func TestScenarioErrors(t *testing.T) {
@@ -22,6 +25,9 @@ func TestScenarioErrors(t *testing.T) {
 		{"workload:\n  dht:\n    log_bytes: 100\n", "s.yaml:3: workload.dht.log_bytes: 100, want a multiple of 8 of at least 96"},
 		{"machine:\n  iommu: {mode: off}\n", `s.yaml:2: machine.iommu.mode: "off": want e-iommu (the extended IOMMU) or no-iommu`},
 		{"machine:\n  iommu:\n    mode: no-iommu\n", "s.yaml:3: machine.iommu.mode: no-iommu: workload.dht.schemes has AA-SP, which needs the extended IOMMU (e-iommu)"},
+		{"workload:\n  dht:\n    am_int_moderation: -1\n", "s.yaml:3: workload.dht.am_int_moderation: -1 out of 1..65535"},
+		{"workload:\n  dht:\n    am_int_moderation: 65536\n", "s.yaml:3: workload.dht.am_int_moderation: 65536 out of 1..65535"},
+		{"workload:\n  dht:\n    am_int_period_ns: 2000000000\n", "s.yaml:3: workload.dht.am_int_period_ns: 2000000000 ns: more than a second"},
 	}
 	for _, c := range cases {
 		_, err := ParseScenario("s.yaml", []byte(c.yaml))
@@ -39,5 +45,32 @@ func TestScenarioErrors(t *testing.T) {
 	s, err = ParseScenario("s.yaml", []byte("machine:\n  iommu: {mode: no-iommu}\nworkload:\n  dht:\n    schemes: [RMA, AM]\n"))
 	if err != nil || !s.ClusterSpec().IOMMU.Bypass {
 		t.Fatalf("no-iommu with RMA and AM: bypass %v, error %v", s.ClusterSpec().IOMMU.Bypass, err)
+	}
+}
+
+// AM-Int's moderation comes from the scenario: an interrupt every message
+// takes more interrupts than one every 50, and both tables come out exact.
+func TestScenarioAMIntModeration(t *testing.T) {
+	irqs := map[int]int{}
+	for _, k := range []int{1, 50} {
+		src := "workload:\n  dht:\n    inserts: 300\n    schemes: [AM-Int]\n    collisions: [0.25]\n    am_int_moderation: " + strconv.Itoa(k) + "\n    am_int_period_ns: 20000\n"
+		s, err := ParseScenario("s.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := s.Experiments()[0]
+		c, w, err := s.Build(sim.NewEngine(s.Seed), x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Run(sim.S, c.AppsDone)
+		r := w.Result()
+		if !r.Verified || !c.AppsDone() {
+			t.Fatalf("moderation %d: verified %v, done %v: %v", k, r.Verified, c.AppsDone(), w.Verify())
+		}
+		irqs[k] = r.Interrupts
+	}
+	if irqs[50] >= irqs[1] {
+		t.Fatalf("interrupts: %d every message, %d every 50 messages", irqs[1], irqs[50])
 	}
 }

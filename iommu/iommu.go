@@ -88,6 +88,7 @@ type IOMMU struct {
 	stLogHits, stLogMisses, stTailMoves, stLogMSIs      *sim.Counter
 	stBlocked, stStallCycles, stHeadPolls, stFlushes    *sim.Counter
 	stDataLogged, stHoles                               *sim.Counter
+	stDevMSIs                                           *sim.Counter // created on the first device MSI
 	hLatency                                            *sim.Histogram
 }
 
@@ -268,6 +269,27 @@ func (m *IOMMU) sendMSI(addr uint64, data uint32, cause sim.TxnID) {
 	}
 	tx := m.u.Engine().NewTxn(cause, "msi", m.u.Name())
 	m.irqOut = append(m.irqOut, pcie.Packet{Txn: tx, TLP: tlp.NewMSI(m.spec.ID, addr, data)})
+}
+
+// InterruptWindow reports whether a device write to addr is an interrupt
+// request: VT-d never DMA-remaps 0xFEE00000-0xFEEFFFFF, the x86 MSI window.
+func InterruptWindow(addr uint64) bool { return addr>>20 == 0xfee }
+
+// deliverInterrupt passes a device's MSI to the CPUs, as the root complex
+// does with writes into the interrupt window (interrupt remapping is not
+// modelled: the compatibility format goes through as it is).
+func (m *IOMMU) deliverInterrupt(j *job) {
+	if m.stDevMSIs == nil {
+		// Counted only once a device raises one: the statistics of runs
+		// without device interrupts stay as they were.
+		m.stDevMSIs = m.u.Engine().Stats().Counter(m.u.Name()+".device_msis", "MSIs", "device MSIs passed to the CPUs (writes into the interrupt window)")
+	}
+	m.stDevMSIs.Inc()
+	if m.Irq == nil {
+		return
+	}
+	tx := m.u.Engine().NewTxn(j.p.ID, "msi", m.u.Name())
+	m.irqOut = append(m.irqOut, pcie.Packet{Txn: tx, TLP: j.p.TLP})
 }
 
 // Tick is one edge of the IOMMU.

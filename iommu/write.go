@@ -30,6 +30,7 @@ type job struct {
 	recEnd  uint64
 	recData int // bytes of data the record carries
 
+	irq      bool  // an interrupt request: a write into the interrupt window
 	faultFR  uint8 // a record for the fault log (0: none)
 	dataDone bool  // its payload is in: it may go to memory
 	flush    *flushEntry
@@ -86,6 +87,10 @@ func (m *IOMMU) decide(j *job, pkt *pcie.Packet) bool {
 	if id := t.RequesterID; !m.portKnown || id != m.lastReq || j.port != m.lastReqPort {
 		m.portOf[id] = j.port // a stream from one device skips the map
 		m.lastReq, m.lastReqPort, m.portKnown = id, j.port, true
+	}
+	if t.Kind == tlp.MWr && InterruptWindow(t.Addr) {
+		j.irq = true // a device's MSI: never DMA-remapped, delivered in finish
+		return true
 	}
 	j.iova, j.n = accessed(t)
 	if m.spec.Bypass {
@@ -229,6 +234,8 @@ func (m *IOMMU) finish(j *job, now sim.Tick) {
 		}
 	}
 	switch {
+	case j.irq:
+		m.deliverInterrupt(j)
 	case !t.Kind.IsMemory():
 		m.stUnsupported.Inc()
 		if t.Kind.Class() == tlp.NonPosted {

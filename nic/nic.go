@@ -104,6 +104,11 @@ type NIC struct {
 
 	stFrames, stFramesIn, stRetrans, stNAKs, stWQEs, stCQEs, stDupes *sim.Counter
 	stTLPs, stRNR                                                    *sim.Counter
+
+	// Completion queues with events (cq.go), in creation order.
+	cqs                  map[uint32]*cq
+	cqOrder              []*cq
+	stCQEvents, stCQArms *sim.Counter
 }
 
 type purposeKind uint8
@@ -265,6 +270,7 @@ func (n *NIC) Tick(now sim.Tick) bool {
 	for _, q := range n.active {
 		q.progress(now)
 	}
+	n.cqTimers(now)
 	// Frames out: responses and ACKs first, then requests, one per slot.
 	if n.NetOut.Ready() {
 		if len(n.ctrlQ) > 0 {
@@ -320,6 +326,7 @@ func (n *NIC) schedule(now sim.Tick) bool {
 	}
 	clear(n.active[len(keep):])
 	n.active = keep
+	next = min(next, n.nextCQTimer())
 	if next != sim.Never {
 		n.u.WakeAt(max(next, now+1))
 	}
@@ -343,7 +350,14 @@ func (n *NIC) fromHost(p *pcie.Packet, now sim.Tick) {
 	if t.Kind == tlp.MWr {
 		// Doorbells: BAR + 8 × QPN for the send queue, BAR + RQDoorbells +
 		// 8 × QPN for the receive queue; 8 bytes of new producer index.
+		// BAR + CQDoorbells + 8 × CQN arms a completion queue.
 		off := t.Addr + uint64(t.FirstByteOffset()) - n.spec.BAR
+		if off >= CQDoorbells {
+			if len(t.Data) >= 8 {
+				n.arm(uint32((off-CQDoorbells)/8), binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():]), p.ID, now)
+			}
+			return
+		}
 		rq := off >= RQDoorbells
 		if rq {
 			off -= RQDoorbells

@@ -46,6 +46,7 @@ type qp struct {
 	rwqes          []rwqe // fetched, not yet filled
 	sendOff        uint64 // bytes of the current SEND message received
 	rcqTail        uint64
+	rcq            *cq      // a shared receive CQ (SetRecvCQ), instead of the ring at RCQBase
 	rnrUntil       sim.Tick // requester: the peer had no receive buffer; wait
 }
 
@@ -634,10 +635,19 @@ func (q *qp) receive(f *Frame) bool {
 		if int(q.sendOff) > int(r.len) {
 			status = StatusLocalError
 		}
-		c := CQE{WRID: r.index, Status: status, Length: uint32(q.sendOff), Seq: q.rcqTail}
-		b := make([]byte, CQESize)
-		c.Put(b)
-		n.dmaWrite(q.cfg.RCQBase+((q.rcqTail-1)%uint64(q.cfg.RQSize))*CQESize, b, f.ID)
+		if c := q.rcq; c != nil {
+			// A shared CQ: the entry names the QP, its sequence is the CQ's.
+			e := CQE{WRID: r.index, Status: status, Length: uint32(q.sendOff), Value: uint64(q.cfg.QPN), Seq: c.tail + 1}
+			b := make([]byte, CQESize)
+			e.Put(b)
+			n.dmaWrite(c.cfg.Base+(c.tail%uint64(c.cfg.Size))*CQESize, b, f.ID)
+			n.completed(c, n.u.Engine().Now(), f.ID)
+		} else {
+			c := CQE{WRID: r.index, Status: status, Length: uint32(q.sendOff), Seq: q.rcqTail}
+			b := make([]byte, CQESize)
+			c.Put(b)
+			n.dmaWrite(q.cfg.RCQBase+((q.rcqTail-1)%uint64(q.cfg.RQSize))*CQESize, b, f.ID)
+		}
 		q.rwqes = slices.Delete(q.rwqes, 0, 1)
 	}
 	if p.AckReq {
