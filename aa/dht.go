@@ -5,6 +5,7 @@ import (
 
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/iommu/record"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -84,6 +85,10 @@ type DHTConfig struct {
 	// LogBytes: the size of each owner's access log (AA; default 64 KiB).
 	// A smaller log fills sooner and backpressures the puts.
 	LogBytes uint64
+	// AAIntRecords: AA-Int's interrupt moderation, an MSI once that many
+	// insert records are in the log (0 or 1: every record), the rest after
+	// the IOMMU's notification interval.
+	AAIntRecords int
 	// AM-Int's completion-event moderation: an interrupt every AMIntCount
 	// messages a node receives (default 10, as the paper reports), or
 	// AMIntPeriodPS after the first of fewer (default 10 µs, AA-Int's
@@ -197,6 +202,9 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 	if cfg.LogBytes == 0 {
 		cfg.LogBytes = 64 << 10
 	}
+	if cfg.AAIntRecords < 0 || uint64(cfg.AAIntRecords)*uint64(record.Size(16)) > cfg.LogBytes/2 {
+		return nil, fmt.Errorf("dht: AA-Int moderation of %d records, want 0..%d (half the %d-byte log)", cfg.AAIntRecords, cfg.LogBytes/2/uint64(record.Size(16)), cfg.LogBytes)
+	}
 	if cfg.AMIntCount == 0 {
 		cfg.AMIntCount = DefaultAMIntCount
 	}
@@ -232,7 +240,8 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 		// The table's pages are active: a put is logged with its data and
 		// never written (W=0, WL=1, WLD=1); the handler inserts locally.
 		sh := sh
-		if _, err := owner.CreateLog(dhtIUID, cfg.LogBytes, cfg.Scheme.mode(), func(x *Ctx, r Record) { d.handle(x, sh, r) }); err != nil {
+		thresh := uint32(max(cfg.AAIntRecords, 1) * record.Size(16))
+		if _, err := owner.CreateLogThreshold(dhtIUID, cfg.LogBytes, cfg.Scheme.mode(), thresh, func(x *Ctx, r Record) { d.handle(x, sh, r) }); err != nil {
 			return nil, err
 		}
 		if _, err := owner.CreateFlushPage(dhtIUID); err != nil {

@@ -276,3 +276,30 @@ func TestDHTAMIntNoLostInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// AA-Int's moderation: an MSI once 10 records are in the log (the rest
+// after the notification interval) takes far fewer interrupts than one per
+// record, and the table stays exact.
+func TestDHTAAIntModeration(t *testing.T) {
+	msis := func(records int) uint64 {
+		c := newCluster(t, nil)
+		d, err := SetupDHT(c, DHTConfig{Scheme: AAInt, Inserts: 200, Cells: 1 << 12, Collisions: 0.05, AAIntRecords: records, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Run(sim.S, c.AppsDone)
+		if err := d.Verify(); err != nil {
+			t.Fatalf("every %d records: %v", records, err)
+		}
+		st, _ := c.Eng.Stats().Get("node1.iommu.log_msis")
+		return st.(*sim.Counter).Value()
+	}
+	every, ten := msis(0), msis(10)
+	t.Logf("AA-Int log MSIs: %d with one per record, %d with one per 10 records", every, ten)
+	if ten == 0 || ten*3 > every {
+		t.Fatalf("one MSI per 10 records took %d MSIs, one per record %d", ten, every)
+	}
+	if _, err := SetupDHT(newCluster(t, nil), DHTConfig{Scheme: AAInt, Inserts: 1, Cells: 16, AAIntRecords: -1}); err == nil {
+		t.Error("a negative moderation was accepted")
+	}
+}

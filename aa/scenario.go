@@ -88,6 +88,9 @@ type DHTSpec struct {
 	// LogBytes: each owner's access log (AA schemes), 0 = 64 KiB; a
 	// multiple of 8, at least twice the largest record (96 bytes).
 	LogBytes uint64 `yaml:"log_bytes" json:"log_bytes,omitempty"`
+	// AAIntRecords: AA-Int's interrupt moderation, an MSI every that many
+	// records (0: every record).
+	AAIntRecords int `yaml:"aa_int_records" json:"aa_int_records,omitempty"`
 	// AMIntModeration: AM-Int's completion-event moderation count, an
 	// interrupt every that many messages a node receives (0: 10, as the
 	// paper reports); AMIntPeriodNS: the longest a message waits for its
@@ -272,6 +275,10 @@ func (s *Scenario) Validate() (string, error) {
 		},
 		func() (string, error) {
 			d := &s.Workload.DHT
+			logBytes := d.LogBytes
+			if logBytes == 0 {
+				logBytes = 64 << 10
+			}
 			switch {
 			case d.Inserts < 1:
 				return "workload.dht.inserts", fmt.Errorf("%d, want at least 1", d.Inserts)
@@ -293,6 +300,8 @@ func (s *Scenario) Validate() (string, error) {
 				return "workload.dht.deletes", fmt.Errorf("%v out of 0..1 (a fraction of each process's keys)", d.Deletes)
 			case d.LogBytes != 0 && (d.LogBytes%8 != 0 || d.LogBytes < 2*uint64(record.Size(16))):
 				return "workload.dht.log_bytes", fmt.Errorf("%d, want a multiple of 8 of at least %d (two records of an insert)", d.LogBytes, 2*record.Size(16))
+			case d.AAIntRecords < 0 || uint64(d.AAIntRecords)*uint64(record.Size(16)) > logBytes/2:
+				return "workload.dht.aa_int_records", fmt.Errorf("%d, want 0..%d (records filling at most half the log)", d.AAIntRecords, logBytes/2/uint64(record.Size(16)))
 			case d.AMIntModeration < 0 || d.AMIntModeration > maxAMIntModeration:
 				return "workload.dht.am_int_moderation", fmt.Errorf("%d out of 1..%d messages per interrupt (0: %d)", d.AMIntModeration, maxAMIntModeration, DefaultAMIntCount)
 			case d.AMIntPeriodNS > uint64(sim.S/sim.NS):
@@ -387,7 +396,7 @@ func (s *Scenario) Build(e *sim.Engine, x Experiment) (*Cluster, *dht, error) {
 	d := s.Workload.DHT
 	w, err := SetupDHT(c, DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
 		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores,
-		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes,
+		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes, AAIntRecords: d.AAIntRecords,
 		AMIntCount: d.AMIntModeration, AMIntPeriodPS: sim.Tick(d.AMIntPeriodNS) * sim.NS, Seed: s.Seed})
 	if err != nil {
 		return nil, nil, err

@@ -282,7 +282,7 @@ func scaleFigure(name string, coll float64) *Figure {
 	others := []aa.Scheme{aa.AAInt, aa.AM, aa.AMExp, aa.AMOnload, aa.RMA, aa.AMInt}
 	return &Figure{
 		Name:  name,
-		Title: fmt.Sprintf("DHT at %.0f %% collisions, every scheme, 2 to 8 nodes × 32 processes (AM-Onload: 11 serve; AM-Int: an interrupt every 10 messages), 10 Gb/s", 100*coll),
+		Title: fmt.Sprintf("DHT at %.0f %% collisions, every scheme, 2 to 8 nodes × 32 processes (AM-Onload: 11 serve; AA-Int and AM-Int: an interrupt every 10 inserts, as the paper reports), 10 Gb/s", 100*coll),
 		Sweep: fmt.Sprintf(`
 grid:
   machine.nodes: [2, 4, 8]
@@ -290,6 +290,7 @@ grid:
   machine.wire.rate_mbps: [10000]
   workload.dht.procs_per_node: [32]
   workload.dht.am_onload_cores: [11]
+  workload.dht.aa_int_records: [10]
   workload.dht.compute_cycles: [2000]
   workload.dht.schemes: [[AA-SP, AA-Poll, AA-Int, AM, AM-Exp, AM-Onload, RMA, AM-Int]]
   workload.dht.collisions: [[%v]]
