@@ -129,7 +129,11 @@ func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
 	const slice = 5 * sim.US
 	for c.Eng.Now() < limit {
 		before := c.Eng.Now()
-		if c.Eng.Run(min(c.Eng.Now()+slice, limit)) == before || done() {
+		until := min(before+slice, limit)
+		if next := c.Eng.Next(); next > until && next <= limit {
+			until = next // a long wait with nothing else to do (a computation)
+		}
+		if c.Eng.Run(until) == before || done() {
 			break // done, or nothing left to happen
 		}
 	}
