@@ -103,9 +103,10 @@ type sortRun struct {
 	cfg     SortConfig
 	c       *Cluster
 	procs   []*sortProc
-	outCap  int              // keys
-	logs    [][]sortLogEntry // AA: by node, the records the handler got
-	amLog   []uint64         // AM: by node, the log area and its next-free counter
+	outCap  int      // keys
+	aaLogs  []*Log   // AA: by node
+	noted   []int    // AA: by node, the records the handler saw
+	amLog   []uint64 // AM: by node, the log area and its next-free counter
 	amNext  []uint64
 	amCap   uint64
 	end     sim.Tick
@@ -138,7 +139,7 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 	}
 	// Regular sampling bounds a process's share below twice the average
 	// for distinct keys; 3× leaves room for the rare duplicate.
-	s := &sortRun{cfg: cfg, c: c, outCap: 3*cfg.Keys + p, logs: make([][]sortLogEntry, len(c.Nodes))}
+	s := &sortRun{cfg: cfg, c: c, outCap: 3*cfg.Keys + p, noted: make([]int, len(c.Nodes))}
 	r := sim.NewRand(cfg.Seed, "sort.keys")
 	rw := iommu.Perm{Bits: pte.R | pte.W}
 	reg := func(n *Node, size uint64, perm iommu.Perm) (uint64, error) {
@@ -193,13 +194,19 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 	for i, n := range c.Nodes {
 		switch cfg.Scheme {
 		case AAPoll:
+			// The log is the store a restarted process replays from: the
+			// consumer only notes each record (its header), and the ring
+			// holds every record of the exchange without wrapping: the
+			// node's keys, a header per MRRS-sized read, and the reads
+			// split at bucket edges and page boundaries.
+			size := uint64(cfg.Procs*cfg.Keys*8*5/4 + cfg.Procs*p*4*record.Size(8) + 4096)
 			i := i
-			if _, err := n.CreateLog(sortIUID, 256<<10, iommu.Poll, func(_ *Ctx, rec Record) { s.logged(i, rec) }); err != nil {
+			l, err := n.CreateLog(sortIUID, size&^7, iommu.Poll, func(_ *Ctx, rec Record) { s.logged(i, rec) })
+			if err != nil {
 				return nil, err
 			}
-			if _, err := n.CreateFlushPage(sortIUID); err != nil {
-				return nil, err
-			}
+			l.KeepData()
+			s.aaLogs = append(s.aaLogs, l)
 		case AM:
 			// Every chunk of every bucket a node's processes own, with its
 			// header: at most a chunk more per bucket than the data.
@@ -223,11 +230,12 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 	return s, nil
 }
 
-// logged is a node's AA handler: a get record carries the address and the
-// data the get read.
+// logged is a node's AA handler. The log is the store a restarted process
+// replays from, so the handler only counts the records (a real one might
+// copy them to stable storage); their data stays in the log.
 func (s *sortRun) logged(node int, r Record) {
 	if r.Kind == record.Get {
-		s.logs[node] = append(s.logs[node], sortLogEntry{r.IOVA, slices.Clone(r.Data)})
+		s.noted[node]++
 	}
 }
 
@@ -414,9 +422,11 @@ func (s *sortRun) place(sp *sortProc) {
 }
 
 // exchange is the get-based exchange of No-FT, AA-Poll and RMA: get every
-// remote bucket's size, then every bucket, pipelined; AA then waits until
-// the owners' logs are processed, RMA puts each bucket back into its
-// owner's log.
+// remote bucket's size, then every bucket, pipelined; RMA puts each bucket
+// back into its owner's log and flushes. AA waits for nothing more: the
+// owner's IOMMU writes each record as the read's data passes, before the
+// data reaches the requester, and the log is the store (the handler does
+// not need to have seen a record for it to be replayed).
 func (s *sortRun) exchange(x *Ctx, sp *sortProc) {
 	p := len(s.procs)
 	var wrs []WR
@@ -485,17 +495,12 @@ func (s *sortRun) exchange(x *Ctx, sp *sortProc) {
 		x.Put(g.q.node, h, g.q.rlog+slot, rmaHdr)
 		x.Put(g.q.node, sp.out+sp.recvOff[g.q.rank], g.q.rlog+slot+rmaHdr, int(n))
 	}
+	if s.cfg.Scheme != RMA {
+		return
+	}
 	for node := range s.c.Nodes {
-		if !nodes[node] {
-			continue
-		}
-		switch s.cfg.Scheme {
-		case RMA:
+		if nodes[node] {
 			if err := x.Flush(node); err != nil {
-				s.fail("rank %d: %v", sp.rank, err)
-			}
-		case AAPoll:
-			if err := x.ActiveFlush(node, sortIUID); err != nil {
 				s.fail("rank %d: %v", sp.rank, err)
 			}
 		}
@@ -659,7 +664,15 @@ func (s *sortRun) logEntries(node int) []sortLogEntry {
 	var out []sortLogEntry
 	switch s.cfg.Scheme {
 	case AAPoll:
-		out = slices.Clone(s.logs[node])
+		rs, err := s.aaLogs[node].Records()
+		if err != nil {
+			s.fail("%v", err)
+		}
+		for _, r := range rs {
+			if r.Kind == record.Get {
+				out = append(out, sortLogEntry{r.IOVA, r.Data})
+			}
+		}
 	case AM:
 		used := m.Load64(s.amNext[node])
 		for e := uint64(0); e+sortHdr <= used && e < s.amCap; {
