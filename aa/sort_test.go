@@ -48,9 +48,10 @@ func TestSortSchemes(t *testing.T) {
 	if res[AAPoll].WireBytes != res[NoFT].WireBytes {
 		t.Errorf("AA sends %d bytes, No-FT %d: the IOMMU logs without sending", res[AAPoll].WireBytes, res[NoFT].WireBytes)
 	}
-	// AM's request and reply messages cost about what a get's request and
-	// response do, with a header more; RMA sends the data back.
-	if am, aa := res[AM], res[AAPoll]; am.WireBytes < aa.WireBytes || am.CommTimePS <= aa.CommTimePS {
+	// AM's request and reply messages cost about the bytes of a get's
+	// request and response (a SEND has no RETH, a reply a header more), but
+	// the owner's process copies every bucket; RMA sends the data back.
+	if am, aa := res[AM], res[AAPoll]; am.WireBytes < aa.WireBytes*95/100 || am.CommTimePS <= aa.CommTimePS {
 		t.Errorf("AM: %d bytes in %d ps, AA %d bytes in %d ps", am.WireBytes, am.CommTimePS, aa.WireBytes, aa.CommTimePS)
 	}
 	if rma, aa := res[RMA], res[AAPoll]; rma.WireBytes < aa.WireBytes+rma.RemoteBytes || rma.CommTimePS <= aa.CommTimePS {
