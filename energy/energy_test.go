@@ -26,7 +26,7 @@ func TestAvgRouters(t *testing.T) {
 		{FatTree, 8, (3*1 + 4*3) / 7.0},                  // 2 leaves of 4
 		{FatTree, 64, (3*1 + 12*3 + 48*5) / 63.0},        // three levels
 		{FlattenedButterfly, 8, (1*1 + 4*2 + 2*3) / 7.0}, // 2×2 routers, 2 nodes each: 1 same, 4 one hop, 2 two hops
-		{Dragonfly, 6, (1*0+1*1+4*2+0)/5.0 + 1 - 0},      // p=1: 3 groups of 2 routers
+		{Dragonfly, 6, 1 + (1+1+2+2+3)/5.0},              // p=1: 3 groups of 2 routers, a router per node
 	} {
 		n, err := Build(tc.t, tc.nodes)
 		if err != nil {
