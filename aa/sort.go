@@ -44,6 +44,11 @@ type SortConfig struct {
 	// MsgBytes is AM's largest reply (default 4096 bytes): a bucket goes
 	// back in as many replies as it needs.
 	MsgBytes int
+	// Window is how many buckets a process has in flight at once, gets or
+	// AM requests (default 4). A NIC bounds a connection's outstanding
+	// reads anyway, and an all-to-all that asks for everything at once
+	// queues responses past the retransmission timeout.
+	Window int
 }
 
 // SortResult is what a run measured.
@@ -59,7 +64,8 @@ type SortResult struct {
 	SentBytes []uint64 `json:"nic_sent_bytes"`
 	WireBytes uint64   `json:"wire_bytes"`
 	// RemoteBytes is the key data got from other nodes; LogBytes the data
-	// the logs hold (equal to it unless No-FT).
+	// the logs hold: the same unless No-FT, or more when the network made a
+	// read again (a retransmitted request is logged again).
 	RemoteBytes uint64 `json:"remote_bytes"`
 	LogBytes    uint64 `json:"log_bytes"`
 	Verified    bool   `json:"verified"`
@@ -134,6 +140,12 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 	if cfg.MsgBytes == 0 {
 		cfg.MsgBytes = 4096
 	}
+	if cfg.Window == 0 {
+		cfg.Window = 4
+	}
+	if cfg.Window < 1 || cfg.Window > 1024 {
+		return nil, fmt.Errorf("sort: a window of %d buckets, want 1 to 1024", cfg.Window)
+	}
 	if cfg.MsgBytes < 64 || cfg.MsgBytes%8 != 0 || cfg.MsgBytes > 1<<20 {
 		return nil, fmt.Errorf("sort: AM messages of %d bytes, want a multiple of 8 from 64 to 1 MB", cfg.MsgBytes)
 	}
@@ -197,9 +209,11 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 			// The log is the store a restarted process replays from: the
 			// consumer only notes each record (its header), and the ring
 			// holds every record of the exchange without wrapping: the
-			// node's keys, a header per MRRS-sized read, and the reads
-			// split at bucket edges and page boundaries.
-			size := uint64(cfg.Procs*cfg.Keys*8*5/4 + cfg.Procs*p*4*record.Size(8) + 4096)
+			// node's keys with a header per MRRS-sized read and the reads
+			// split at bucket edges and page boundaries, four times over
+			// for reads the network makes again (a switch that drops
+			// frames under the all-to-all makes the requesters resend).
+			size := uint64(4*(cfg.Procs*cfg.Keys*8*5/4+cfg.Procs*p*4*record.Size(8)) + 4096)
 			i := i
 			l, err := n.CreateLog(sortIUID, size&^7, iommu.Poll, func(_ *Ctx, rec Record) { s.logged(i, rec) })
 			if err != nil {
@@ -451,49 +465,62 @@ func (s *sortRun) exchange(x *Ctx, sp *sortProc) {
 	if s.overflow(sp) {
 		return
 	}
+	// The remote buckets, from the next rank on (owners share the load),
+	// at most Window of them in flight.
+	var order []*sortProc
+	for i := 1; i <= p; i++ {
+		if q := s.procs[(sp.rank+i)%p]; q.node != sp.node && sp.recvLen[q.rank] > 0 {
+			order = append(order, q)
+		}
+	}
 	type pending struct {
 		q  *sortProc
 		wr WR
 	}
-	var gets []pending
+	var inflight []pending
+	next := 0
+	issue := func() {
+		for ; next < len(order) && len(inflight) < s.cfg.Window; next++ {
+			q := order[next]
+			inflight = append(inflight, pending{q, x.Get(q.node, sp.out+sp.recvOff[q.rank], q.in+offs[q.rank], int(sp.recvLen[q.rank]))})
+		}
+	}
+	issue()
+	// The buckets of this node's processes are copies, while the first
+	// gets are under way.
 	for i := 1; i <= p; i++ {
-		q := s.procs[(sp.rank+i)%p] // start at the next rank: owners share the load
-		n := sp.recvLen[q.rank]
-		if q.node == sp.node {
-			b := make([]byte, n)
+		if q := s.procs[(sp.rank+i)%p]; q.node == sp.node {
+			b := make([]byte, sp.recvLen[q.rank])
 			x.P.Read(q.in+offs[q.rank], b)
 			x.P.Write(sp.out+sp.recvOff[q.rank], b)
-			continue
 		}
-		if n == 0 {
-			continue
-		}
-		gets = append(gets, pending{q, x.Get(q.node, sp.out+sp.recvOff[q.rank], q.in+offs[q.rank], int(n))})
 	}
 	nodes := map[int]bool{}
-	for _, g := range gets {
+	for len(inflight) > 0 {
+		g := inflight[0]
+		inflight = inflight[1:]
 		s.wait(x, []WR{g.wr})
 		nodes[g.q.node] = true
-		if s.cfg.Scheme != RMA {
-			continue
+		if s.cfg.Scheme == RMA {
+			// The owner knows nothing of the get: put the header (the
+			// address read and the length) and the data into its log.
+			n := sp.recvLen[g.q.rank]
+			slot, err := x.FetchAdd(g.q.node, g.q.rnext, rmaHdr+n)
+			if err != nil {
+				s.fail("rank %d: %v", sp.rank, err)
+				return
+			}
+			if slot+rmaHdr+n > uint64(s.cfg.Keys*8+p*sortHdr) {
+				s.fail("rank %d's RMA log is full", g.q.rank)
+				return
+			}
+			h := sp.scratch + uint64(g.q.rank)*16 // the size slot, free again
+			x.P.Store64(h, g.q.in+offs[g.q.rank])
+			x.P.Store64(h+8, n)
+			x.Put(g.q.node, h, g.q.rlog+slot, rmaHdr)
+			x.Put(g.q.node, sp.out+sp.recvOff[g.q.rank], g.q.rlog+slot+rmaHdr, int(n))
 		}
-		// The owner knows nothing of the get: put the header (the address
-		// read and the length) and the data into its log.
-		n := sp.recvLen[g.q.rank]
-		slot, err := x.FetchAdd(g.q.node, g.q.rnext, rmaHdr+n)
-		if err != nil {
-			s.fail("rank %d: %v", sp.rank, err)
-			return
-		}
-		if slot+rmaHdr+n > uint64(s.cfg.Keys*8+p*sortHdr) {
-			s.fail("rank %d's RMA log is full", g.q.rank)
-			return
-		}
-		h := sp.scratch + uint64(g.q.rank)*16 // the size slot, free again
-		x.P.Store64(h, g.q.in+offs[g.q.rank])
-		x.P.Store64(h+8, n)
-		x.Put(g.q.node, h, g.q.rlog+slot, rmaHdr)
-		x.Put(g.q.node, sp.out+sp.recvOff[g.q.rank], g.q.rlog+slot+rmaHdr, int(n))
+		issue()
 	}
 	if s.cfg.Scheme != RMA {
 		return
@@ -551,6 +578,25 @@ func (s *sortRun) exchangeAM(x *Ctx, sp *sortProc) {
 	const unknown = ^uint64(0)
 	var wrs []WR
 	next, waiting := uint64(0), 0
+	var order []*sortProc // the remote owners to ask, at most Window at once
+	for i := 1; i <= p; i++ {
+		if q := s.procs[(sp.rank+i)%p]; q.node != sp.node {
+			order = append(order, q)
+			sp.recvLen[q.rank] = unknown
+		}
+	}
+	asked, open := 0, 0
+	ask := func() {
+		for ; asked < len(order) && open < s.cfg.Window; asked++ {
+			q := order[asked]
+			req := sp.scratch + uint64(q.rank)*sortHdr
+			x.P.Store64(req, sortAMRequest|uint64(q.rank)<<8|uint64(sp.rank)<<32)
+			wrs = append(wrs, x.Send(q.node, req, 8))
+			open++
+			waiting++
+		}
+	}
+	ask()
 	for i := 1; i <= p; i++ {
 		q := s.procs[(sp.rank+i)%p]
 		if q.node == sp.node {
@@ -563,19 +609,13 @@ func (s *sortRun) exchangeAM(x *Ctx, sp *sortProc) {
 			b := make([]byte, n*8)
 			x.P.Read(q.in+off, b)
 			x.P.Write(sp.out+sp.recvOff[q.rank], b)
-			continue
 		}
-		req := sp.scratch + uint64(q.rank)*sortHdr
-		x.P.Store64(req, sortAMRequest|uint64(q.rank)<<8|uint64(sp.rank)<<32)
-		wrs = append(wrs, x.Send(q.node, req, 8))
-		sp.recvLen[q.rank] = unknown
-		waiting++
 	}
 	got := make([]uint64, p)
 	// Every process of this core on the other nodes asks every process here.
 	served, serve := 0, (nodes-1)*s.cfg.Procs
 	hdr := make([]byte, sortHdr)
-	for waiting > 0 || served < serve {
+	for waiting > 0 || asked < len(order) || served < serve {
 		for src := 0; src < nodes; src++ {
 			if src == sp.node {
 				continue
@@ -616,12 +656,14 @@ func (s *sortRun) exchangeAM(x *Ctx, sp *sortProc) {
 				x.P.Write(sp.out+sp.recvOff[owner]+off, data)
 				if got[owner] += n; got[owner] == total {
 					waiting--
+					open--
 				}
 			default:
 				s.fail("rank %d: a message of unknown kind %d", sp.rank, w0&0xff)
 				return
 			}
 			x.PostRecv(src, slot, s.cfg.MsgBytes+sortHdr)
+			ask()
 		}
 	}
 	s.wait(x, wrs)
@@ -659,14 +701,14 @@ func (s *sortRun) serveAM(x *Ctx, owner, req *sortProc) []WR {
 // logEntries reads a node's log back: what the AA handler got, what the
 // AM servers wrote, or what the sources put into the RMA logs of the
 // node's processes.
-func (s *sortRun) logEntries(node int) []sortLogEntry {
+func (s *sortRun) logEntries(node int) ([]sortLogEntry, error) {
 	m := s.c.Nodes[node].Mem
 	var out []sortLogEntry
 	switch s.cfg.Scheme {
 	case AAPoll:
 		rs, err := s.aaLogs[node].Records()
 		if err != nil {
-			s.fail("%v", err)
+			return nil, err
 		}
 		for _, r := range rs {
 			if r.Kind == record.Get {
@@ -703,7 +745,7 @@ func (s *sortRun) logEntries(node int) []sortLogEntry {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Result checks the run: every process's output sorted, the outputs in rank
@@ -737,7 +779,10 @@ func (s *sortRun) Result() SortResult {
 		problem = s.checkOutput()
 	}
 	for node := range s.c.Nodes {
-		es := s.logEntries(node)
+		es, err := s.logEntries(node)
+		if err != nil && problem == "" {
+			problem = err.Error()
+		}
 		for _, e := range es {
 			res.LogBytes += uint64(len(e.data))
 		}
@@ -812,25 +857,49 @@ func (s *sortRun) checkLog(node int, es []sortLogEntry) string {
 		}
 	}
 	slices.SortFunc(reads, func(a, b read) int { return cmpU(a.addr, b.addr) })
+	// The entries as runs of contiguous bytes. A read the network made
+	// again (a retransmitted request) is logged again: an overlap must
+	// repeat the same bytes.
 	es = slices.Clone(es)
 	slices.SortStableFunc(es, func(a, b sortLogEntry) int { return cmpU(a.addr, b.addr) })
-	i := 0
-	for _, rd := range reads {
-		var replay []byte
-		for a := rd.addr; len(replay) < len(rd.want); {
-			if i == len(es) || es[i].addr != a {
-				return fmt.Sprintf("node %d's log does not replay rank %d's get of %d bytes at %#x: nothing logged at %#x", node, rd.who, len(rd.want), rd.addr, a)
+	type run struct {
+		addr uint64
+		data []byte
+	}
+	var runs []run
+	for _, e := range es {
+		if k := len(runs) - 1; k >= 0 && e.addr <= runs[k].addr+uint64(len(runs[k].data)) {
+			r := &runs[k]
+			from := e.addr - r.addr
+			over := min(uint64(len(e.data)), uint64(len(r.data))-from)
+			if !slices.Equal(r.data[from:from+over], e.data[:over]) {
+				return fmt.Sprintf("node %d's log holds the read at %#x twice with other bytes", node, e.addr)
 			}
-			replay = append(replay, es[i].data...)
-			a += uint64(len(es[i].data))
-			i++
+			r.data = append(r.data, e.data[over:]...)
+			continue
 		}
-		if !slices.Equal(replay, rd.want) {
+		runs = append(runs, run{e.addr, slices.Clone(e.data)})
+	}
+	logged, nread := 0, 0
+	for _, r := range runs {
+		logged += len(r.data)
+	}
+	k := 0
+	for _, rd := range reads {
+		nread += len(rd.want)
+		for k < len(runs) && runs[k].addr+uint64(len(runs[k].data)) <= rd.addr {
+			k++
+		}
+		if k == len(runs) || runs[k].addr > rd.addr || runs[k].addr+uint64(len(runs[k].data)) < rd.addr+uint64(len(rd.want)) {
+			return fmt.Sprintf("node %d's log does not replay rank %d's get of %d bytes at %#x: not all of it is logged", node, rd.who, len(rd.want), rd.addr)
+		}
+		from := rd.addr - runs[k].addr
+		if !slices.Equal(runs[k].data[from:from+uint64(len(rd.want))], rd.want) {
 			return fmt.Sprintf("node %d's log replays rank %d's get at %#x with other bytes than it received", node, rd.who, rd.addr)
 		}
 	}
-	if i != len(es) {
-		return fmt.Sprintf("node %d's log holds %d entries no get made (the first at %#x)", node, len(es)-i, es[i].addr)
+	if logged != nread {
+		return fmt.Sprintf("node %d's log holds %d bytes no get read (%d logged, %d read)", node, logged-nread, logged, nread)
 	}
 	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,31 +14,59 @@ import (
 )
 
 // Custom is a figure whose workload is not the DHT scenario: it runs its own
-// experiments, one per (nodes, scheme), and plots Y against the node count.
+// experiments, one per (nodes, scheme), and plots Y against the node count;
+// or, with Categories, one per (category, scheme) at each node count, drawn
+// as bars grouped by category.
 type Custom struct {
-	Nodes   []int
-	Schemes []aa.Scheme
-	YLabel  string
-	run     func(nodes int, s aa.Scheme) (y float64, err error)
+	Nodes      []int
+	Categories []string // the X axis instead of the node count (topologies)
+	XLabel     string   // what the categories are; default "nodes"
+	Schemes    []aa.Scheme
+	YLabel     string
+	YUnit      string // default "1/s"
+	run        func(nodes int, category string, s aa.Scheme) (y float64, err error)
 }
 
 // Point is one experiment of a custom figure.
 type Point struct {
-	Nodes  int
-	Scheme aa.Scheme
-	Y      float64
+	Nodes    int
+	Category string
+	Scheme   aa.Scheme
+	Y        float64
+}
+
+// Unit is the Y axis's unit.
+func (c *Custom) Unit() string {
+	if c.YUnit == "" {
+		return "1/s"
+	}
+	return c.YUnit
+}
+
+// XName is what the X axis shows.
+func (c *Custom) XName() string {
+	if c.XLabel == "" {
+		return "nodes"
+	}
+	return c.XLabel
 }
 
 // Run runs every experiment on jobs workers; the points come back in order.
 func (c *Custom) Run(jobs int, done func()) ([]Point, error) {
 	var pts []Point
+	cats := c.Categories
+	if cats == nil {
+		cats = []string{""}
+	}
 	for _, n := range c.Nodes {
-		for _, s := range c.Schemes {
-			pts = append(pts, Point{Nodes: n, Scheme: s})
+		for _, cat := range cats {
+			for _, s := range c.Schemes {
+				pts = append(pts, Point{Nodes: n, Category: cat, Scheme: s})
+			}
 		}
 	}
 	errs := make([]error, len(pts))
-	sweep.Parallel(len(pts), jobs, func(i int) { pts[i].Y, errs[i] = c.run(pts[i].Nodes, pts[i].Scheme) }, done)
+	sweep.Parallel(len(pts), jobs, func(i int) { pts[i].Y, errs[i] = c.run(pts[i].Nodes, pts[i].Category, pts[i].Scheme) }, done)
 	for i, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("%d nodes, %s: %w", pts[i].Nodes, pts[i].Scheme, err)
@@ -46,14 +75,25 @@ func (c *Custom) Run(jobs int, done func()) ([]Point, error) {
 	return pts, nil
 }
 
-// WriteCSV writes nodes, scheme and the measured rate, one line a point.
+// WriteCSV writes nodes, the category if any, scheme and the measured
+// value, one line a point.
 func (c *Custom) WriteCSV(w io.Writer, pts []Point) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"nodes", "scheme", strings.ReplaceAll(c.YLabel, " ", "_")}); err != nil {
+	head := []string{"nodes"}
+	if c.Categories != nil {
+		head = append(head, strings.ReplaceAll(c.XName(), " ", "_"))
+	}
+	head = append(head, "scheme", strings.ReplaceAll(c.YLabel, " ", "_"))
+	if err := cw.Write(head); err != nil {
 		return err
 	}
 	for _, p := range pts {
-		if err := cw.Write([]string{strconv.Itoa(p.Nodes), string(p.Scheme), strconv.FormatFloat(p.Y, 'g', 8, 64)}); err != nil {
+		row := []string{strconv.Itoa(p.Nodes)}
+		if c.Categories != nil {
+			row = append(row, p.Category)
+		}
+		row = append(row, string(p.Scheme), strconv.FormatFloat(p.Y, 'g', 8, 64))
+		if err := cw.Write(row); err != nil {
 			return err
 		}
 	}
@@ -61,24 +101,32 @@ func (c *Custom) WriteCSV(w io.Writer, pts []Point) error {
 	return cw.Error()
 }
 
-// Series groups the points by scheme for plotting.
+// Series groups the points by scheme for plotting; with categories X is
+// the category's index.
 func (c *Custom) Series(pts []Point) []sweep.Series {
 	var out []sweep.Series
 	for _, s := range c.Schemes {
 		sr := sweep.Series{Name: string(s)}
 		for _, p := range pts {
-			if p.Scheme == s {
-				sr.X, sr.Y = append(sr.X, float64(p.Nodes)), append(sr.Y, p.Y)
+			if p.Scheme != s {
+				continue
 			}
+			x := float64(p.Nodes)
+			if c.Categories != nil {
+				x = float64(slices.Index(c.Categories, p.Category))
+			}
+			sr.X, sr.Y = append(sr.X, x), append(sr.Y, p.Y)
 		}
 		out = append(out, sr)
 	}
 	return out
 }
 
-func at(pts []Point, nodes int, s aa.Scheme) float64 {
+func at(pts []Point, nodes int, s aa.Scheme) float64 { return atCat(pts, nodes, "", s) }
+
+func atCat(pts []Point, nodes int, cat string, s aa.Scheme) float64 {
 	for _, p := range pts {
-		if p.Nodes == nodes && p.Scheme == s {
+		if p.Nodes == nodes && p.Category == cat && p.Scheme == s {
 			return p.Y
 		}
 	}
@@ -100,7 +148,7 @@ var counterFigure = &Figure{
 		Nodes:   []int{2, 4, 8},
 		Schemes: []aa.Scheme{aa.NoCnt, aa.AAPoll, aa.AKV, aa.Allreduce, aa.RMA},
 		YLabel:  "accesses per second",
-		run: func(nodes int, s aa.Scheme) (float64, error) {
+		run: func(nodes int, _ string, s aa.Scheme) (float64, error) {
 			c, err := cluster(nodes)
 			if err != nil {
 				return 0, err
@@ -144,7 +192,7 @@ var getLogFigure = &Figure{
 		Nodes:   []int{2, 4, 8},
 		Schemes: []aa.Scheme{aa.NoFT, aa.AAPoll, aa.RMA},
 		YLabel:  "gets per second",
-		run: func(nodes int, s aa.Scheme) (float64, error) {
+		run: func(nodes int, _ string, s aa.Scheme) (float64, error) {
 			c, err := cluster(nodes)
 			if err != nil {
 				return 0, err
