@@ -41,10 +41,10 @@ type SortConfig struct {
 	// CompareCycles is what one comparison of the local sort or merge costs
 	// (default 4 cycles).
 	CompareCycles int
-	// MsgBytes is AM's largest reply (default 4096 bytes): a bucket goes
-	// back in as many replies as it needs.
-	MsgBytes int
-	// Window is how many buckets a process has in flight at once, gets or
+	// ChunkBytes is the largest piece a bucket moves in (default 4096
+	// bytes): a get, or an AM request's reply.
+	ChunkBytes int
+	// Window is how many pieces a process has in flight at once, gets or
 	// AM requests (default 4). A NIC bounds a connection's outstanding
 	// reads anyway, and an all-to-all that asks for everything at once
 	// queues responses past the retransmission timeout.
@@ -73,12 +73,14 @@ type SortResult struct {
 }
 
 const (
-	sortIUID      = 6
-	sortHdr       = 40 // AM: a message's and a log entry's header
-	rmaHdr        = 16 // RMA: a log entry's header (address, length)
-	sortRecvBufs  = 16 // AM: receive buffers a process keeps posted per peer node
-	sortAMRequest = 1
-	sortAMReply   = 2
+	sortIUID = 6
+	sortHdr  = 40 // AM: a message's and a log entry's header
+	// sortBarrierBytes: the scratch words barrier puts go from, 64 per epoch.
+	sortBarrierBytes = 3 * 64 * 8
+	rmaHdr           = 16  // RMA: a log entry's header (address, length)
+	sortReqSlots     = 256 // AM: request messages a process cycles through
+	sortAMRequest    = 1
+	sortAMReply      = 2
 )
 
 // sortProc is one process of the sort, with its memory on its node.
@@ -89,7 +91,7 @@ type sortProc struct {
 	gather           uint64 // the samples got from every process
 	out              uint64 // the buckets got, one run per rank
 	merged           uint64 // the result
-	scratch          uint64 // sources of small puts and of AM requests
+	scratch          uint64 // a 16-byte slot per rank, barrier words, AM requests
 	recv             uint64 // AM: receive buffers
 	rlog, rnext      uint64 // RMA: the log sources put into, and its next free byte
 	input            []uint64
@@ -137,17 +139,17 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 	if cfg.CompareCycles == 0 {
 		cfg.CompareCycles = 4
 	}
-	if cfg.MsgBytes == 0 {
-		cfg.MsgBytes = 4096
+	if cfg.ChunkBytes == 0 {
+		cfg.ChunkBytes = 4096
 	}
 	if cfg.Window == 0 {
 		cfg.Window = 4
 	}
-	if cfg.Window < 1 || cfg.Window > 1024 {
-		return nil, fmt.Errorf("sort: a window of %d buckets, want 1 to 1024", cfg.Window)
+	if cfg.Window < 1 || cfg.Window > 64 {
+		return nil, fmt.Errorf("sort: a window of %d chunks, want 1 to 64", cfg.Window)
 	}
-	if cfg.MsgBytes < 64 || cfg.MsgBytes%8 != 0 || cfg.MsgBytes > 1<<20 {
-		return nil, fmt.Errorf("sort: AM messages of %d bytes, want a multiple of 8 from 64 to 1 MB", cfg.MsgBytes)
+	if cfg.ChunkBytes < 64 || cfg.ChunkBytes%8 != 0 || cfg.ChunkBytes > 1<<20 {
+		return nil, fmt.Errorf("sort: chunks of %d bytes, want a multiple of 8 from 64 to 1 MB", cfg.ChunkBytes)
 	}
 	// Regular sampling bounds a process's share below twice the average
 	// for distinct keys; 3× leaves room for the rare duplicate.
@@ -185,16 +187,16 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 			return nil, err
 		}
 		sp.merged = n.Alloc(uint64(s.outCap * 8))
-		if sp.scratch, err = reg(n, uint64(p*sortHdr+64*8*8), rw); err != nil {
+		if sp.scratch, err = reg(n, uint64(p*16+sortBarrierBytes+sortReqSlots*16), rw); err != nil {
 			return nil, err
 		}
 		switch cfg.Scheme {
 		case AM:
-			if sp.recv, err = reg(n, uint64(len(c.Nodes)*sortRecvBufs*(cfg.MsgBytes+sortHdr)), rw); err != nil {
+			if sp.recv, err = reg(n, uint64(len(c.Nodes)*s.recvBufs()*(cfg.ChunkBytes+sortHdr)), rw); err != nil {
 				return nil, err
 			}
 		case RMA:
-			if sp.rlog, err = reg(n, uint64(cfg.Keys*8+p*sortHdr), rw); err != nil {
+			if sp.rlog, err = reg(n, s.rlogCap(), rw); err != nil {
 				return nil, err
 			}
 			if sp.rnext, err = reg(n, 8, rw); err != nil {
@@ -224,7 +226,7 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 		case AM:
 			// Every chunk of every bucket a node's processes own, with its
 			// header: at most a chunk more per bucket than the data.
-			chunks := cfg.Keys*8/cfg.MsgBytes + p + 1
+			chunks := cfg.Keys*8/cfg.ChunkBytes + p + 1 // per owner
 			s.amCap = uint64(cfg.Procs * (cfg.Keys*8 + chunks*sortHdr))
 			a, err := reg(n, s.amCap, rw)
 			if err != nil {
@@ -409,7 +411,7 @@ func (s *sortRun) barrier(x *Ctx, sp *sortProc, epoch uint64) {
 		if q.node == sp.node {
 			x.P.Store64(s.flagAddr(q, r), epoch)
 		} else {
-			src := sp.scratch + uint64(p*sortHdr) + uint64(int(epoch)*64+r)*8
+			src := sp.scratch + uint64(p*16) + uint64(int(epoch)*64+r)*8
 			x.P.Store64(src, epoch)
 			wrs = append(wrs, x.Put(q.node, src, s.flagAddr(q, r), 8))
 		}
@@ -465,24 +467,32 @@ func (s *sortRun) exchange(x *Ctx, sp *sortProc) {
 	if s.overflow(sp) {
 		return
 	}
-	// The remote buckets, from the next rank on (owners share the load),
-	// at most Window of them in flight.
-	var order []*sortProc
+	// The remote buckets in chunks, from the next rank on (owners share
+	// the load), at most Window chunks in flight.
+	type chunk struct {
+		q      *sortProc
+		off, n uint64
+		wr     WR
+	}
+	var order []chunk
+	left := make([]int, p) // chunks of each bucket still to come
 	for i := 1; i <= p; i++ {
-		if q := s.procs[(sp.rank+i)%p]; q.node != sp.node && sp.recvLen[q.rank] > 0 {
-			order = append(order, q)
+		q := s.procs[(sp.rank+i)%p]
+		if q.node == sp.node {
+			continue
+		}
+		for off := uint64(0); off < sp.recvLen[q.rank]; off += uint64(s.cfg.ChunkBytes) {
+			order = append(order, chunk{q: q, off: off, n: min(uint64(s.cfg.ChunkBytes), sp.recvLen[q.rank]-off)})
+			left[q.rank]++
 		}
 	}
-	type pending struct {
-		q  *sortProc
-		wr WR
-	}
-	var inflight []pending
+	var inflight []chunk
 	next := 0
 	issue := func() {
 		for ; next < len(order) && len(inflight) < s.cfg.Window; next++ {
-			q := order[next]
-			inflight = append(inflight, pending{q, x.Get(q.node, sp.out+sp.recvOff[q.rank], q.in+offs[q.rank], int(sp.recvLen[q.rank]))})
+			c := order[next]
+			c.wr = x.Get(c.q.node, sp.out+sp.recvOff[c.q.rank]+c.off, c.q.in+offs[c.q.rank]+c.off, int(c.n))
+			inflight = append(inflight, c)
 		}
 	}
 	issue()
@@ -497,28 +507,14 @@ func (s *sortRun) exchange(x *Ctx, sp *sortProc) {
 	}
 	nodes := map[int]bool{}
 	for len(inflight) > 0 {
-		g := inflight[0]
+		c := inflight[0]
 		inflight = inflight[1:]
-		s.wait(x, []WR{g.wr})
-		nodes[g.q.node] = true
-		if s.cfg.Scheme == RMA {
-			// The owner knows nothing of the get: put the header (the
-			// address read and the length) and the data into its log.
-			n := sp.recvLen[g.q.rank]
-			slot, err := x.FetchAdd(g.q.node, g.q.rnext, rmaHdr+n)
-			if err != nil {
-				s.fail("rank %d: %v", sp.rank, err)
+		s.wait(x, []WR{c.wr})
+		nodes[c.q.node] = true
+		if left[c.q.rank]--; left[c.q.rank] == 0 && s.cfg.Scheme == RMA {
+			if !s.putBack(x, sp, c.q, offs[c.q.rank]) {
 				return
 			}
-			if slot+rmaHdr+n > uint64(s.cfg.Keys*8+p*sortHdr) {
-				s.fail("rank %d's RMA log is full", g.q.rank)
-				return
-			}
-			h := sp.scratch + uint64(g.q.rank)*16 // the size slot, free again
-			x.P.Store64(h, g.q.in+offs[g.q.rank])
-			x.P.Store64(h+8, n)
-			x.Put(g.q.node, h, g.q.rlog+slot, rmaHdr)
-			x.Put(g.q.node, sp.out+sp.recvOff[g.q.rank], g.q.rlog+slot+rmaHdr, int(n))
 		}
 		issue()
 	}
@@ -534,6 +530,34 @@ func (s *sortRun) exchange(x *Ctx, sp *sortProc) {
 	}
 }
 
+// putBack is RMA's logging of a bucket got from q, which knows nothing of
+// the get: a slot of q's log claimed with fetch-and-add, then the header
+// (the address read and the length) and the data put into it.
+func (s *sortRun) putBack(x *Ctx, sp, q *sortProc, off uint64) bool {
+	n := sp.recvLen[q.rank]
+	slot, err := x.FetchAdd(q.node, q.rnext, rmaHdr+n)
+	if err != nil {
+		s.fail("rank %d: %v", sp.rank, err)
+		return false
+	}
+	if slot+rmaHdr+n > s.rlogCap() {
+		s.fail("rank %d's RMA log is full", q.rank)
+		return false
+	}
+	h := sp.scratch + uint64(q.rank)*16 // the size slot, free again
+	x.P.Store64(h, q.in+off)
+	x.P.Store64(h+8, n)
+	x.Put(q.node, h, q.rlog+slot, rmaHdr)
+	for c := uint64(0); c < n; c += uint64(s.cfg.ChunkBytes) {
+		x.Put(q.node, sp.out+sp.recvOff[q.rank]+c, q.rlog+slot+rmaHdr+c, int(min(uint64(s.cfg.ChunkBytes), n-c)))
+	}
+	return true
+}
+
+// rlogCap is the size of a process's RMA log: its keys, and a header for
+// every rank.
+func (s *sortRun) rlogCap() uint64 { return uint64(s.cfg.Keys*8 + len(s.c.Nodes)*s.cfg.Procs*rmaHdr) }
+
 func (s *sortRun) overflow(sp *sortProc) bool {
 	total := uint64(0)
 	for _, l := range sp.recvLen {
@@ -546,76 +570,109 @@ func (s *sortRun) overflow(sp *sortProc) bool {
 	return false
 }
 
-// An AM message starts with a header of five words: kind | owner<<8 |
-// requester<<32, the bucket's length, the chunk's offset in the bucket, the
-// chunk's length and the owner's address the chunk was read from. A request
-// is the first word alone; a reply is a log entry of the owner, sent as it
+// An AM request is two words: kind | owner<<8 | requester<<32, and the
+// offset of the chunk it asks for in the requester's bucket. A reply starts
+// with a header of five words: the first word (kind reply), the bucket's
+// length, the chunk's offset in the bucket, its length and the owner's
+// address it was read from; a reply is a log entry of the owner, sent as it
 // lies in the log.
 
 // amSlot is the i-th receive buffer for messages from node src.
 func (s *sortRun) amSlot(sp *sortProc, src, i int) uint64 {
-	return sp.recv + uint64((src*sortRecvBufs+i%sortRecvBufs)*(s.cfg.MsgBytes+sortHdr))
+	b := s.recvBufs()
+	return sp.recv + uint64((src*b+i%b)*(s.cfg.ChunkBytes+sortHdr))
 }
+
+// recvBufs is how many receive buffers a process keeps posted per peer
+// node: the peer's process of its core has at most Window requests in
+// flight to it, and it at most Window to the peer, whose replies come back.
+func (s *sortRun) recvBufs() int { return 2 * s.cfg.Window }
 
 func (s *sortRun) postRecvs(x *Ctx, sp *sortProc) {
 	for src := range s.c.Nodes {
 		if src == sp.node {
 			continue
 		}
-		for i := 0; i < sortRecvBufs; i++ {
-			x.PostRecv(src, s.amSlot(sp, src, i), s.cfg.MsgBytes+sortHdr)
+		for i := 0; i < s.recvBufs(); i++ {
+			x.PostRecv(src, s.amSlot(sp, src, i), s.cfg.ChunkBytes+sortHdr)
 		}
 	}
 }
 
-// exchangeAM sends a request to every remote owner, then polls its receive
-// queues: it serves the requests for its node's data that arrive on its
-// connections (from the processes of its core on the other nodes) and takes
-// in the replies, until it has every bucket and has served every request it
-// will get. A bucket goes into out where the previous one ended.
+// chunks is how many replies a bucket of n bytes takes (an empty one, one).
+func (s *sortRun) chunks(n uint64) int {
+	return max(1, int((n+uint64(s.cfg.ChunkBytes)-1)/uint64(s.cfg.ChunkBytes)))
+}
+
+// exchangeAM asks every remote owner for the first chunk of its bucket (the
+// reply says how long the bucket is, and the rest is asked for), at most
+// Window requests in flight, and polls its receive queues meanwhile: it
+// serves the requests for its node's data that arrive on its connections
+// (from the processes of its core on the other nodes) and takes in the
+// replies, until it has every bucket and has served every request it will
+// get. A bucket goes into out where the previous one ended.
 func (s *sortRun) exchangeAM(x *Ctx, sp *sortProc) {
 	nodes, p := len(s.c.Nodes), len(s.procs)
 	const unknown = ^uint64(0)
+	type request struct {
+		q   *sortProc
+		off uint64
+	}
 	var wrs []WR
-	next, waiting := uint64(0), 0
-	var order []*sortProc // the remote owners to ask, at most Window at once
+	var queue []request
 	for i := 1; i <= p; i++ {
 		if q := s.procs[(sp.rank+i)%p]; q.node != sp.node {
-			order = append(order, q)
+			queue = append(queue, request{q, 0})
 			sp.recvLen[q.rank] = unknown
 		}
 	}
+	waiting := len(queue) // buckets not complete
 	asked, open := 0, 0
+	reqs := sp.scratch + uint64(p*16+sortBarrierBytes)
 	ask := func() {
-		for ; asked < len(order) && open < s.cfg.Window; asked++ {
-			q := order[asked]
-			req := sp.scratch + uint64(q.rank)*sortHdr
-			x.P.Store64(req, sortAMRequest|uint64(q.rank)<<8|uint64(sp.rank)<<32)
-			wrs = append(wrs, x.Send(q.node, req, 8))
+		for ; asked < len(queue) && open < s.cfg.Window; asked++ {
+			r := queue[asked]
+			a := reqs + uint64(asked%sortReqSlots)*16
+			x.P.Store64(a, sortAMRequest|uint64(r.q.rank)<<8|uint64(sp.rank)<<32)
+			x.P.Store64(a+8, r.off)
+			wrs = append(wrs, x.Send(r.q.node, a, 16))
 			open++
-			waiting++
 		}
 	}
 	ask()
+	next := uint64(0)
 	for i := 1; i <= p; i++ {
 		q := s.procs[(sp.rank+i)%p]
-		if q.node == sp.node {
-			off, n := s.localBucket(x, q, sp)
-			sp.recvOff[q.rank], sp.recvLen[q.rank] = next, n*8
-			if next += n * 8; next > uint64(s.outCap*8) {
-				s.fail("rank %d receives more than the %d keys it has room for", sp.rank, s.outCap)
-				return
+		if q.node != sp.node {
+			continue
+		}
+		off, n := s.localBucket(x, q, sp)
+		sp.recvOff[q.rank], sp.recvLen[q.rank] = next, n*8
+		if next += n * 8; next > uint64(s.outCap*8) {
+			s.fail("rank %d receives more than the %d keys it has room for", sp.rank, s.outCap)
+			return
+		}
+		b := make([]byte, n*8)
+		x.P.Read(q.in+off, b)
+		x.P.Write(sp.out+sp.recvOff[q.rank], b)
+	}
+	// The requests to serve: every chunk of this node's buckets for the
+	// process of this core on each other node.
+	serve, served := 0, 0
+	for _, o := range s.procs {
+		if o.node != sp.node {
+			continue
+		}
+		for _, r := range s.procs {
+			if r.node != sp.node && r.core == sp.core {
+				_, n := s.localBucket(x, o, r)
+				serve += s.chunks(n * 8)
 			}
-			b := make([]byte, n*8)
-			x.P.Read(q.in+off, b)
-			x.P.Write(sp.out+sp.recvOff[q.rank], b)
 		}
 	}
 	got := make([]uint64, p)
-	// Every process of this core on the other nodes asks every process here.
-	served, serve := 0, (nodes-1)*s.cfg.Procs
 	hdr := make([]byte, sortHdr)
-	for waiting > 0 || asked < len(order) || served < serve {
+	for waiting > 0 || served < serve {
 		for src := 0; src < nodes; src++ {
 			if src == sp.node {
 				continue
@@ -625,7 +682,7 @@ func (s *sortRun) exchangeAM(x *Ctx, sp *sortProc) {
 				continue
 			}
 			slot := s.amSlot(sp, src, int(cqe.WRID))
-			x.P.Read(slot, hdr[:8])
+			x.P.Read(slot, hdr[:16])
 			w0 := le64(hdr)
 			a, b := int(w0>>8&0xffffff), int(w0>>32)
 			if a >= p || b >= p {
@@ -634,10 +691,10 @@ func (s *sortRun) exchangeAM(x *Ctx, sp *sortProc) {
 			}
 			switch w0 & 0xff {
 			case sortAMRequest:
-				wrs = append(wrs, s.serveAM(x, s.procs[a], s.procs[b])...)
+				wrs = append(wrs, s.serveAM(x, s.procs[a], s.procs[b], le64(hdr[8:])))
 				served++
 			case sortAMReply:
-				x.P.Read(slot+8, hdr[8:])
+				x.P.Read(slot+16, hdr[16:])
 				owner := a
 				total, off, n := le64(hdr[8:]), le64(hdr[16:]), le64(hdr[24:])
 				if sp.recvLen[owner] == unknown {
@@ -646,56 +703,56 @@ func (s *sortRun) exchangeAM(x *Ctx, sp *sortProc) {
 						s.fail("rank %d receives more than the %d keys it has room for", sp.rank, s.outCap)
 						return
 					}
+					for c := uint64(s.cfg.ChunkBytes); c < total; c += uint64(s.cfg.ChunkBytes) {
+						queue = append(queue, request{s.procs[owner], c})
+					}
 				}
-				if off+n > total || n > uint64(s.cfg.MsgBytes) {
+				if off+n > total || n > uint64(s.cfg.ChunkBytes) {
 					s.fail("rank %d: a reply of %d bytes at %d of a %d-byte bucket", sp.rank, n, off, total)
 					return
 				}
 				data := make([]byte, n)
 				x.P.Read(slot+sortHdr, data)
 				x.P.Write(sp.out+sp.recvOff[owner]+off, data)
+				open--
 				if got[owner] += n; got[owner] == total {
 					waiting--
-					open--
 				}
 			default:
 				s.fail("rank %d: a message of unknown kind %d", sp.rank, w0&0xff)
 				return
 			}
-			x.PostRecv(src, slot, s.cfg.MsgBytes+sortHdr)
+			x.PostRecv(src, slot, s.cfg.ChunkBytes+sortHdr)
 			ask()
 		}
 	}
 	s.wait(x, wrs)
 }
 
-// serveAM is the owner's handler of a request: each chunk of the bucket is
+// serveAM is the owner's handler of a request: the chunk of the bucket is
 // copied with its header into the node's log (a slot claimed with a local
-// fetch-and-add) and sent from there as the reply. An empty bucket gets one
-// empty reply.
-func (s *sortRun) serveAM(x *Ctx, owner, req *sortProc) []WR {
+// fetch-and-add) and sent from there as the reply.
+func (s *sortRun) serveAM(x *Ctx, owner, req *sortProc, c uint64) WR {
 	off, n := s.localBucket(x, owner, req)
-	total, msg := n*8, uint64(s.cfg.MsgBytes)
-	var wrs []WR
-	for c := uint64(0); c == 0 || c < total; c += msg {
-		l := min(msg, total-c)
-		e := x.P.FetchAdd(s.amNext[owner.node], sortHdr+l)
-		if e+sortHdr+l > s.amCap {
-			s.fail("node %d's AM log is full", owner.node)
-			return wrs
-		}
-		entry := make([]byte, sortHdr+l)
-		x.P.Read(owner.in+off+c, entry[sortHdr:])
-		putLE64(entry, sortAMReply|uint64(owner.rank)<<8|uint64(req.rank)<<32)
-		putLE64(entry[8:], total)
-		putLE64(entry[16:], c)
-		putLE64(entry[24:], l)
-		putLE64(entry[32:], owner.in+off+c)
-		a := s.amLog[owner.node] + e
-		x.P.Write(a, entry)
-		wrs = append(wrs, x.Send(req.node, a, int(sortHdr+l)))
+	total := n * 8
+	l := min(uint64(s.cfg.ChunkBytes), total-min(c, total))
+	e := x.P.FetchAdd(s.amNext[owner.node], sortHdr+l)
+	if e+sortHdr+l > s.amCap {
+		s.fail("node %d's AM log is full", owner.node)
+		l = 0
 	}
-	return wrs
+	entry := make([]byte, sortHdr+l)
+	x.P.Read(owner.in+off+c, entry[sortHdr:])
+	putLE64(entry, sortAMReply|uint64(owner.rank)<<8|uint64(req.rank)<<32)
+	putLE64(entry[8:], total)
+	putLE64(entry[16:], c)
+	putLE64(entry[24:], l)
+	putLE64(entry[32:], owner.in+off+c)
+	a := s.amLog[owner.node] + e
+	if e+sortHdr+l <= s.amCap {
+		x.P.Write(a, entry)
+	}
+	return x.Send(req.node, a, int(sortHdr+l))
 }
 
 // logEntries reads a node's log back: what the AA handler got, what the
@@ -732,7 +789,7 @@ func (s *sortRun) logEntries(node int) ([]sortLogEntry, error) {
 			if q.node != node {
 				continue
 			}
-			used, room := m.Load64(q.rnext), uint64(s.cfg.Keys*8+len(s.procs)*sortHdr)
+			used, room := m.Load64(q.rnext), s.rlogCap()
 			for e := uint64(0); e+rmaHdr <= used && e < room; {
 				l := m.Load64(q.rlog + e + 8)
 				if e+rmaHdr+l > used {

@@ -62,8 +62,8 @@ func TestSortSchemes(t *testing.T) {
 
 // The same configuration gives the same run.
 func TestSortDeterministic(t *testing.T) {
-	_, a := runSort(t, 2, 2, SortConfig{Scheme: AM, Keys: 300, Procs: 2, Seed: 9, MsgBytes: 256})
-	_, b := runSort(t, 2, 2, SortConfig{Scheme: AM, Keys: 300, Procs: 2, Seed: 9, MsgBytes: 256})
+	_, a := runSort(t, 2, 2, SortConfig{Scheme: AM, Keys: 300, Procs: 2, Seed: 9, ChunkBytes: 256})
+	_, b := runSort(t, 2, 2, SortConfig{Scheme: AM, Keys: 300, Procs: 2, Seed: 9, ChunkBytes: 256})
 	if !a.Verified || a.CommTimePS != b.CommTimePS || a.WireBytes != b.WireBytes || a.SimTimePS != b.SimTimePS {
 		t.Fatalf("two runs differ: %+v and %+v", a, b)
 	}
@@ -128,7 +128,7 @@ func TestSortConfigErrors(t *testing.T) {
 		{Scheme: AASP, Keys: 100, Procs: 1},
 		{Scheme: NoFT, Keys: 100, Procs: 3},
 		{Scheme: NoFT, Keys: 1, Procs: 2},
-		{Scheme: AM, Keys: 100, Procs: 1, MsgBytes: 12},
+		{Scheme: AM, Keys: 100, Procs: 1, ChunkBytes: 12},
 	} {
 		c := newCluster(t, func(sp *Spec) { sp.Nodes, sp.Cores = 2, 2 })
 		if _, err := SetupSort(c, cfg); err == nil {

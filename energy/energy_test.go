@@ -97,7 +97,7 @@ func TestEnergy(t *testing.T) {
 	if got := p.NIC(1e9, 1000, 1); math.Abs(got-1.0) > 1e-9 {
 		t.Errorf("saturated NIC: %v J", got)
 	}
-	if got := p.Routers(1000, 2.5); math.Abs(got-1000*2.5*4e-9) > 1e-18 {
+	if got := p.Routers(1000, 2.5); math.Abs(got-1000*2.5*0.4e-9) > 1e-18 {
 		t.Errorf("routers: %v J", got)
 	}
 	for _, bad := range []Params{{NICActiveW: 1, NICIdleW: 2}, {NICActiveW: 1, NICIdleW: -1}, {NICActiveW: 1, RouterJPerByte: -1}} {

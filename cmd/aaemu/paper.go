@@ -14,6 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/aaemu/aaemu/energy"
 	"github.com/aaemu/aaemu/internal/paper"
 	"github.com/aaemu/aaemu/internal/sweep"
 )
@@ -21,6 +22,7 @@ import (
 func newPaperCmd() *cobra.Command {
 	var out string
 	var jobs int
+	power := energy.DefaultParams()
 	cmd := &cobra.Command{
 		Use:   "paper [FIGURE...]",
 		Short: "Run the sweeps of the Active Access paper's figures and check its claims",
@@ -42,12 +44,16 @@ assumptions (flags below), not the paper's NIC's measured ones.`,
   aaemu paper 7a 7c --out /tmp/paper -j 2
   aaemu paper 9b 8a 8b --nic-active-w 0.9 --nic-idle-w 0.3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := power.Validate(); err != nil {
+				return err
+			}
+			paper.Energy = power
 			return runPaper(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out, jobs)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/paper", "output directory")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
-	e := &paper.Energy
+	e := &power
 	cmd.Flags().Float64Var(&e.NICActiveW, "nic-active-w", e.NICActiveW, "8a: a NIC's power while sending, W (an assumption)")
 	cmd.Flags().Float64Var(&e.NICIdleW, "nic-idle-w", e.NICIdleW, "8a: a NIC's power idle, W (an assumption)")
 	cmd.Flags().Float64Var(&e.RouterJPerByte, "router-j-per-byte", e.RouterJPerByte, "8b: a router's energy per byte forwarded, J (an assumption)")
@@ -57,9 +63,6 @@ assumptions (flags below), not the paper's NIC's measured ones.`,
 func runPaper(stdout, stderr io.Writer, names []string, out string, jobs int) error {
 	figs, err := paper.Lookup(names)
 	if err != nil {
-		return err
-	}
-	if err := paper.Energy.Validate(); err != nil {
 		return err
 	}
 	if jobs < 1 {

@@ -14,11 +14,11 @@ import (
 // are assumptions; the command line can set them).
 var Energy = energy.DefaultParams()
 
-// The sort of Figures 9b, 8a and 8b: 4 processes per node of 8192 keys
-// (64 KB) each, 10 Gb/s.
+// The sort of Figures 9b, 8a and 8b: 4 processes per node of 32768 keys
+// (256 KB) each, 10 Gb/s.
 const (
 	sortProcs = 4
-	sortKeys  = 8192
+	sortKeys  = 32768
 	sortRate  = 10000 // Mb/s, cluster()'s links
 )
 
@@ -96,7 +96,7 @@ var sortNodes = []int{2, 4, 8}
 
 var sortTimeFigure = &Figure{
 	Name:  "9b",
-	Title: "Fault-tolerant sort: time of the exchange, 4 processes per node × 64 KB of keys, 10 Gb/s",
+	Title: "Fault-tolerant sort: time of the exchange, 4 processes per node × 256 KB of keys, 10 Gb/s",
 	Custom: &Custom{
 		Nodes:   sortNodes,
 		Schemes: sortSchemes,

@@ -91,7 +91,8 @@ func Draw(series []Series, ax Axes) (*plot.Plot, *plot.Legend, error) {
 
 // bars draws each series as bars, side by side within each category.
 func bars(p *plot.Plot, leg *plot.Legend, series []Series, ax Axes) (*plot.Plot, *plot.Legend, error) {
-	w := vg.Points(60 / float64(max(len(series), 1)))
+	w := vg.Points(44 / float64(max(len(series), 1)))
+	top := 0.0
 	for i, sr := range series {
 		vs := make(plotter.Values, len(ax.XNames))
 		for j, x := range sr.X {
@@ -100,6 +101,7 @@ func bars(p *plot.Plot, leg *plot.Legend, series []Series, ax Axes) (*plot.Plot,
 				return nil, nil, fmt.Errorf("%s: category %v of %d", sr.Name, x, len(vs))
 			}
 			vs[k] = sr.Y[j]
+			top = max(top, sr.Y[j])
 		}
 		b, err := plotter.NewBarChart(vs, w)
 		if err != nil {
@@ -112,6 +114,8 @@ func bars(p *plot.Plot, leg *plot.Legend, series []Series, ax Axes) (*plot.Plot,
 		leg.Add(sr.Name, b)
 	}
 	p.NominalX(ax.XNames...)
+	p.Y.Min, p.Y.Max = 0, top*1.08 // room above the tallest bar
+	p.X.Min, p.X.Max = -0.5, float64(len(ax.XNames))-0.5
 	p.X.Tick.Label.Font.Size = vg.Points(8)
 	return p, leg, nil
 }
