@@ -21,6 +21,7 @@ func TestWorkloadCommand(t *testing.T) {
 		{"getlog", 3, []string{"No-FT", "gets/s", "wire bytes per get"}},
 		{"checkpoint", 1, []string{"pages copied per checkpoint"}},
 		{"xor", 2, []string{"AA-SP", "TLPs at the checksum's node"}},
+		{"sort", 4, []string{"No-FT", "AM", "bytes got from other nodes", "logged"}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			js := filepath.Join(t.TempDir(), "rows.json")
@@ -48,7 +49,7 @@ func TestWorkloadCommand(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range [][]string{{"workload", "sort"}, {"workload", "counter", "--schemes", "AM"}} {
+	for _, bad := range [][]string{{"workload", "quicksort"}, {"workload", "counter", "--schemes", "AM"}, {"workload", "sort", "--schemes", "AA-SP"}} {
 		if out, err := aaemu(t, bad...); err == nil {
 			t.Errorf("%v ran:\n%s", bad, out)
 		}
