@@ -25,9 +25,9 @@ import (
 //   - AA-Poll maps the keys R=1, RL=1, RLD=1: the owner's IOMMU logs every
 //     get with its data. The data logged rather than only the address,
 //     because the owner may reuse its input buffer once the sort is done;
-//   - AM turns each get into a request message to the owner, whose process
-//     copies the bucket into its log and replies with it as messages (a log
-//     entry is the reply's send buffer);
+//   - AM turns each get of a chunk into a request message to the owner,
+//     whose process copies the chunk into its log and replies with it as a
+//     message (the log entry is the reply's send buffer);
 //   - RMA has the source put what it read back into a log at the owner (a
 //     slot claimed with fetch-and-add, then the header and the data).
 //
@@ -113,7 +113,6 @@ type sortRun struct {
 	procs   []*sortProc
 	outCap  int      // keys
 	aaLogs  []*Log   // AA: by node
-	noted   []int    // AA: by node, the records the handler saw
 	amLog   []uint64 // AM: by node, the log area and its next-free counter
 	amNext  []uint64
 	amCap   uint64
@@ -153,7 +152,7 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 	}
 	// Regular sampling bounds a process's share below twice the average
 	// for distinct keys; 3× leaves room for the rare duplicate.
-	s := &sortRun{cfg: cfg, c: c, outCap: 3*cfg.Keys + p, noted: make([]int, len(c.Nodes))}
+	s := &sortRun{cfg: cfg, c: c, outCap: 3*cfg.Keys + p}
 	r := sim.NewRand(cfg.Seed, "sort.keys")
 	rw := iommu.Perm{Bits: pte.R | pte.W}
 	reg := func(n *Node, size uint64, perm iommu.Perm) (uint64, error) {
@@ -205,7 +204,7 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 		}
 		s.procs = append(s.procs, sp)
 	}
-	for i, n := range c.Nodes {
+	for _, n := range c.Nodes {
 		switch cfg.Scheme {
 		case AAPoll:
 			// The log is the store a restarted process replays from: the
@@ -213,11 +212,10 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 			// holds every record of the exchange without wrapping: the
 			// node's keys with a header per MRRS-sized read and the reads
 			// split at bucket edges and page boundaries, four times over
-			// for reads the network makes again (a switch that drops
-			// frames under the all-to-all makes the requesters resend).
+			// for reads made again (a response queued past the
+			// retransmission timeout makes the requester ask again).
 			size := uint64(4*(cfg.Procs*cfg.Keys*8*5/4+cfg.Procs*p*4*record.Size(8)) + 4096)
-			i := i
-			l, err := n.CreateLog(sortIUID, size&^7, iommu.Poll, func(_ *Ctx, rec Record) { s.logged(i, rec) })
+			l, err := n.CreateLog(sortIUID, size&^7, iommu.Poll, s.logged)
 			if err != nil {
 				return nil, err
 			}
@@ -247,13 +245,9 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 }
 
 // logged is a node's AA handler. The log is the store a restarted process
-// replays from, so the handler only counts the records (a real one might
-// copy them to stable storage); their data stays in the log.
-func (s *sortRun) logged(node int, r Record) {
-	if r.Kind == record.Get {
-		s.noted[node]++
-	}
-}
+// replays from: the consumer reads each record's header and the handler
+// has nothing to do (a real one might copy records to stable storage).
+func (s *sortRun) logged(*Ctx, Record) {}
 
 func (s *sortRun) fail(format string, a ...any) {
 	if s.problem == "" {
