@@ -69,6 +69,7 @@ type Node struct {
 	logs       map[uint16]*Log
 	flush      map[uint16]uint64 // IUID → flushing page
 	scratchBuf uint64
+	out        *nic.Wire // the wire the NIC sends on
 }
 
 // Cluster is the whole machine.
@@ -130,6 +131,7 @@ func (c *Cluster) network() error {
 				return err
 			}
 			a.NIC.NetOut, b.NIC.NetIn = w.In, w.Out
+			a.out = w
 			c.Wires = append(c.Wires, w)
 		}
 		return nil
@@ -149,6 +151,7 @@ func (c *Cluster) network() error {
 			return err
 		}
 		n.NIC.NetOut, n.NIC.NetIn = up.In, down.Out
+		n.out = up
 		sw.SetPort(n.ID, up.Out, down.In)
 		c.Wires = append(c.Wires, up, down)
 	}
@@ -208,6 +211,10 @@ func (c *Cluster) WireBytes() uint64 {
 	}
 	return t
 }
+
+// SentBytes is every byte the node's NIC put on its wire: its frames as
+// sent, with Ethernet framing (retransmissions included).
+func (n *Node) SentBytes() uint64 { return n.out.Bytes() }
 
 // Alloc returns size bytes of the node's memory, page aligned.
 func (n *Node) Alloc(size uint64) uint64 {

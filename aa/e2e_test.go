@@ -333,3 +333,19 @@ func TestSendReceive(t *testing.T) {
 		t.Fatal("the early SEND was not NAKed as receiver not ready")
 	}
 }
+
+// A process that computes longer than Run's slice, with nothing else going
+// on, still finishes: Run skips ahead to the next event rather than taking
+// a quiet slice for the end.
+func TestRunLongWait(t *testing.T) {
+	c := newCluster(t, nil)
+	var end sim.Tick
+	c.Nodes[0].Spawn(0, "compute", func(x *Ctx) {
+		x.P.Compute(100_000) // 50 µs at 2 GHz
+		end = x.Now()
+	})
+	c.Run(sim.S, c.AppsDone)
+	if !c.AppsDone() || end < 50*sim.US {
+		t.Fatalf("done %v at %v", c.AppsDone(), end.Human())
+	}
+}

@@ -14,6 +14,7 @@ import (
 type Record struct {
 	record.Header
 	Data []byte
+	At   uint64 // where the record's data lies in the log
 }
 
 // Handler processes one record on the node that owns the log.
@@ -31,7 +32,14 @@ type Log struct {
 	Processed uint64 // records handled
 	entry     uint64 // the descriptor in memory
 	stopped   bool
+	keepData  bool
 }
+
+// KeepData makes the consumer read only each record's header and hand the
+// handler the record without its data, which stays in the log at
+// Record.At: for a log that is itself the store (a fault-tolerance log),
+// sized so that it never wraps over records still needed.
+func (l *Log) KeepData() { l.keepData = true }
 
 // CreateLog gives the node an access log of size bytes for IUID, consumed by
 // h with the notification mode: Poll (a process polls the tail in memory on
@@ -103,8 +111,8 @@ func (l *Log) drain(c *Ctx) {
 		if err != nil {
 			panic(fmt.Sprintf("node %d log %d at %d: %v", l.n.ID, l.IUID, l.head, err))
 		}
-		r := Record{Header: h}
-		if h.DataLen > 0 {
+		r := Record{Header: h, At: l.Base + l.head%l.Size + record.HeaderSize}
+		if h.DataLen > 0 && !l.keepData {
 			r.Data = make([]byte, h.DataLen)
 			p.Read(l.Base+l.head%l.Size+record.HeaderSize, r.Data)
 		}
@@ -116,6 +124,37 @@ func (l *Log) drain(c *Ctx) {
 		l.head += uint64(h.Size())
 	}
 	p.Store64(l.entry+16, l.head)
+}
+
+// Records reads every record the log holds from its start, without
+// costing time: for checks after a run. It fails if the log has wrapped.
+func (l *Log) Records() ([]Record, error) {
+	m := l.n.Mem
+	tail := m.Load64(l.entry + 24)
+	if tail > l.Size {
+		return nil, fmt.Errorf("node %d log %d has wrapped (%d bytes written into %d)", l.n.ID, l.IUID, tail, l.Size)
+	}
+	var out []Record
+	for pos := uint64(0); pos < tail; {
+		if skip := record.SkipAtEnd(pos, l.Size); skip > 0 {
+			pos += skip
+			continue
+		}
+		hdr := make([]byte, record.HeaderSize)
+		m.Read(l.Base+pos, hdr)
+		h, err := record.Parse(hdr)
+		if err != nil {
+			return nil, fmt.Errorf("node %d log %d at %d: %w", l.n.ID, l.IUID, pos, err)
+		}
+		r := Record{Header: h, At: l.Base + pos + record.HeaderSize}
+		if h.Kind != record.Pad {
+			r.Data = make([]byte, h.DataLen)
+			m.Read(r.At, r.Data)
+			out = append(out, r)
+		}
+		pos += uint64(h.Size())
+	}
+	return out, nil
 }
 
 // Stop ends the log's polling consumer (at the end of a run).
@@ -140,7 +179,11 @@ func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
 	const slice = 5 * sim.US
 	for c.Eng.Now() < limit {
 		before := c.Eng.Now()
-		if c.Eng.Run(min(c.Eng.Now()+slice, limit)) == before || done() {
+		until := min(before+slice, limit)
+		if next := c.Eng.Next(); next > until && next <= limit {
+			until = next // a long wait with nothing else to do (a computation)
+		}
+		if c.Eng.Run(until) == before || done() {
 			break // done, or nothing left to happen
 		}
 	}

@@ -278,20 +278,27 @@ func (c *Clock) enqueue(u *Unit, edge Tick) {
 	c.next = append(c.next, u)
 }
 
+// Next is the time of the next step: the earliest timer or clock edge with
+// a block due; Never when nothing is left to do.
+func (e *Engine) Next() Tick {
+	t := Never
+	if len(e.timers) > 0 {
+		t = e.timers[0].at
+	}
+	for _, c := range e.clks {
+		if len(c.next) > 0 && c.nextEdge < t {
+			t = c.nextEdge
+		}
+	}
+	return t
+}
+
 // Run simulates until nothing is left to do, Stop is called, or the next
 // time step would lie beyond limit. It returns the time it stopped at.
 func (e *Engine) Run(limit Tick) Tick {
 	e.stopped = false
 	for !e.stopped {
-		t := Never
-		if len(e.timers) > 0 {
-			t = e.timers[0].at
-		}
-		for _, c := range e.clks {
-			if len(c.next) > 0 && c.nextEdge < t {
-				t = c.nextEdge
-			}
-		}
+		t := e.Next()
 		if t == Never || t > limit {
 			break
 		}

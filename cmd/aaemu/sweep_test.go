@@ -67,8 +67,39 @@ func TestPaperCommand(t *testing.T) {
 	if csv, err := os.ReadFile(filepath.Join(dir, "fig9a", "points.csv")); err != nil || !strings.HasPrefix(string(csv), "nodes,scheme,gets_per_second\n") {
 		t.Fatalf("fig9a/points.csv: %v\n%s", err, csv)
 	}
-	if _, err := aaemu(t, "paper", "9b", "--out", dir); err == nil {
-		t.Fatal("figure 9b ran, but its workload does not exist")
+	if _, err := aaemu(t, "paper", "12", "--out", dir); err == nil {
+		t.Fatal("figure 12 ran, but the paper has none aaemu models")
+	}
+}
+
+// `aaemu paper 8b` runs the sort on 8 nodes under every scheme and writes
+// the routers' energy per topology as bars, with its claim; power figures
+// that make no sense are refused.
+func TestPaperSortFigure(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "8b", "--out", dir, "-j", "2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"Figure 8b", "AA's router energy the lowest in every topology", "in all 7 topologies"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "fig8b", "points.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(csv), "\n"); lines != 1+7*4 || !strings.HasPrefix(string(csv), "nodes,topology,scheme,router_energy\n8,Torus3D,No-FT,") {
+		t.Fatalf("points.csv (%d lines):\n%s", lines, csv)
+	}
+	for _, f := range []string{"fig8b/fig8b.png", "fig8b/fig8b.svg", "claims.md"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 100 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	if out, err := aaemu(t, "paper", "8a", "--nic-idle-w", "2", "--out", dir); err == nil || !strings.Contains(out+err.Error(), "idle") {
+		t.Fatalf("an idle power above the active one was taken: %v\n%s", err, out)
 	}
 }
 

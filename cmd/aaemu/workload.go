@@ -37,7 +37,7 @@ type workloadRow struct {
 func newWorkloadCmd() *cobra.Command {
 	var o workloadOpts
 	cmd := &cobra.Command{
-		Use:   "workload counter|getlog|checkpoint|xor|stream",
+		Use:   "workload counter|getlog|checkpoint|xor|stream|sort",
 		Short: "Run one of the non-DHT workloads under each of its schemes",
 		Long: `Workload runs one of the workloads besides the DHT on a cluster of --nodes
 nodes (10 Gb/s links by default) under each scheme and prints a table; every
@@ -56,7 +56,12 @@ run checks its own result and fails if it is wrong.
               0's checksum; schemes AA-SP, RMA
   stream      streaming bandwidth: node 0 streams --ops messages of --size
               bytes to node 1 (--op write or send), --outstanding in flight;
-              the schemes are the IOMMU modes no-iommu and e-iommu`,
+              the schemes are the IOMMU modes no-iommu and e-iommu
+  sort        the fault-tolerant parallel sort: every process sorts --size
+              random keys, then gets its bucket from every other process,
+              the owners logging what was read; the rate is the bytes got
+              from other nodes over the exchange's time (the sim time
+              column); schemes No-FT, AA-Poll, AM, RMA`,
 		Example: `  aaemu workload counter --nodes 4 --procs 2
   aaemu workload stream --nodes 2 --rate-mbps 1000 --size 4096 --ops 128 --outstanding 1
   aaemu workload xor --nodes 8 --size 1024 --json /tmp/xor.json`,
@@ -89,10 +94,11 @@ func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
 		"checkpoint": {[]aa.Scheme{aa.AAPoll}, 64, 20},
 		"xor":        {[]aa.Scheme{aa.AASP, aa.RMA}, 512, 0},
 		"stream":     {[]aa.Scheme{aa.IOMMUNone, aa.IOMMUExtended}, 4096, 128},
+		"sort":       {[]aa.Scheme{aa.NoFT, aa.AAPoll, aa.AM, aa.RMA}, 4096, 0},
 	}
 	d, ok := defaults[kind]
 	if !ok {
-		return fmt.Errorf("workload %q: want counter, getlog, checkpoint, xor or stream", kind)
+		return fmt.Errorf("workload %q: want counter, getlog, checkpoint, xor, stream or sort", kind)
 	}
 	if o.size == 0 {
 		o.size = d.size
@@ -149,6 +155,17 @@ func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
 				r := k.Result()
 				return workloadRow{"AA (W=1 WL=1 WLD=0)", float64(r.Records) / (float64(max(r.SimTimePS, 1)) / 1e12), "puts/s", r.SimTimePS,
 					fmt.Sprintf("pages copied per checkpoint %v of %d %s", r.PagesCopied, o.size, strings.Join(r.Problems, "; ")), r.Verified}
+			}
+		case "sort":
+			st, err := aa.SetupSort(c, aa.SortConfig{Scheme: s, Keys: o.size, Procs: o.procs, Seed: o.seed})
+			if err != nil {
+				return err
+			}
+			result = func() workloadRow {
+				r := st.Result()
+				return workloadRow{string(s), float64(r.RemoteBytes) / (float64(max(r.CommTimePS, 1)) / 1e12), "B/s", r.CommTimePS,
+					fmt.Sprintf("%d keys, %d bytes got from other nodes, %d on the wire (per NIC %v), %d logged %s",
+						r.Keys, r.RemoteBytes, r.WireBytes, r.SentBytes, r.LogBytes, r.Problem), r.Verified}
 			}
 		case "xor":
 			x, err := aa.SetupXORCheckpoint(c, aa.XORConfig{Scheme: s, Words: o.size, Seed: o.seed})

@@ -22,6 +22,7 @@ func TestWorkloadCommand(t *testing.T) {
 		{"checkpoint", 1, []string{"pages copied per checkpoint"}},
 		{"xor", 2, []string{"AA-SP", "TLPs at the checksum's node"}},
 		{"stream", 2, []string{"no-iommu", "e-iommu", "B/s", "20 writes of 4096 B, 1 in flight"}},
+		{"sort", 4, []string{"No-FT", "AM", "bytes got from other nodes", "logged"}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			js := filepath.Join(t.TempDir(), "rows.json")
@@ -49,7 +50,7 @@ func TestWorkloadCommand(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range [][]string{{"workload", "sort"}, {"workload", "counter", "--schemes", "AM"}, {"workload", "stream", "--op", "get"}} {
+	for _, bad := range [][]string{{"workload", "quicksort"}, {"workload", "counter", "--schemes", "AM"}, {"workload", "stream", "--op", "get"}, {"workload", "sort", "--schemes", "AA-SP"}} {
 		if out, err := aaemu(t, bad...); err == nil {
 			t.Errorf("%v ran:\n%s", bad, out)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,7 +15,8 @@ import (
 
 // Custom is a figure whose workload is not the DHT scenario: it runs its own
 // experiments, one per (X, scheme), and plots Y against X: the node count
-// unless XLabel names another quantity (a message size).
+// unless XLabel names another quantity (a message size). With Categories it
+// runs one per (X, category, scheme) and draws bars grouped by category.
 type Custom struct {
 	X       []int // the node counts, or the values XLabel names
 	Schemes []aa.Scheme
@@ -22,16 +24,21 @@ type Custom struct {
 	// its unit for the axis label ("" for none).
 	XLabel, XUnit string
 	LogX          bool
+	// Categories are the plot's X axis instead of X (topologies);
+	// CategoryLabel says what they are.
+	Categories    []string
+	CategoryLabel string
 	YLabel        string
 	YUnit         string // "" is "1/s": a rate of operations
-	run           func(x int, s aa.Scheme) (y float64, err error)
+	run           func(x int, category string, s aa.Scheme) (y float64, err error)
 }
 
 // Point is one experiment of a custom figure.
 type Point struct {
-	X      int
-	Scheme aa.Scheme
-	Y      float64
+	X        int
+	Category string
+	Scheme   aa.Scheme
+	Y        float64
 }
 
 func (c *Custom) xName() string {
@@ -41,31 +48,50 @@ func (c *Custom) xName() string {
 	return c.XLabel
 }
 
-// Axes are the plot's axes: labels with units and scales.
+// Unit is the Y axis's unit.
+func (c *Custom) Unit() string {
+	if c.YUnit == "" {
+		return "1/s"
+	}
+	return c.YUnit
+}
+
+// Axes are the plot's axes: labels with units and scales, or the
+// categories as named bars.
 func (c *Custom) Axes(title string) sweep.Axes {
-	x, y := c.xName(), c.YLabel+" (1/s)"
+	y := c.YLabel + " (" + c.Unit() + ")"
+	if c.Categories != nil {
+		return sweep.Axes{Title: title, XLabel: c.CategoryLabel, YLabel: y, XNames: c.Categories}
+	}
+	x := c.xName()
 	if c.XUnit != "" {
 		x += " (" + c.XUnit + ")"
-	}
-	if c.YUnit != "" {
-		y = c.YLabel + " (" + c.YUnit + ")"
 	}
 	return sweep.Axes{Title: title, XLabel: x, YLabel: y, LogX: c.LogX}
 }
 
+func (c *Custom) categories() []string {
+	if c.Categories == nil {
+		return []string{""}
+	}
+	return c.Categories
+}
+
 // Experiments is the number of points Run simulates.
-func (c *Custom) Experiments() int { return len(c.X) * len(c.Schemes) }
+func (c *Custom) Experiments() int { return len(c.X) * len(c.categories()) * len(c.Schemes) }
 
 // Run runs every experiment on jobs workers; the points come back in order.
 func (c *Custom) Run(jobs int, done func()) ([]Point, error) {
 	var pts []Point
 	for _, x := range c.X {
-		for _, s := range c.Schemes {
-			pts = append(pts, Point{X: x, Scheme: s})
+		for _, cat := range c.categories() {
+			for _, s := range c.Schemes {
+				pts = append(pts, Point{X: x, Category: cat, Scheme: s})
+			}
 		}
 	}
 	errs := make([]error, len(pts))
-	sweep.Parallel(len(pts), jobs, func(i int) { pts[i].Y, errs[i] = c.run(pts[i].X, pts[i].Scheme) }, done)
+	sweep.Parallel(len(pts), jobs, func(i int) { pts[i].Y, errs[i] = c.run(pts[i].X, pts[i].Category, pts[i].Scheme) }, done)
 	for i, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("%s %d, %s: %w", c.xName(), pts[i].X, pts[i].Scheme, err)
@@ -74,14 +100,25 @@ func (c *Custom) Run(jobs int, done func()) ([]Point, error) {
 	return pts, nil
 }
 
-// WriteCSV writes X, scheme and the measured value, one line a point.
+// WriteCSV writes X, the category if any, the scheme and the measured
+// value, one line a point.
 func (c *Custom) WriteCSV(w io.Writer, pts []Point) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{strings.ReplaceAll(c.xName(), " ", "_"), "scheme", strings.ReplaceAll(c.YLabel, " ", "_")}); err != nil {
+	head := []string{strings.ReplaceAll(c.xName(), " ", "_")}
+	if c.Categories != nil {
+		head = append(head, strings.ReplaceAll(c.CategoryLabel, " ", "_"))
+	}
+	head = append(head, "scheme", strings.ReplaceAll(c.YLabel, " ", "_"))
+	if err := cw.Write(head); err != nil {
 		return err
 	}
 	for _, p := range pts {
-		if err := cw.Write([]string{strconv.Itoa(p.X), string(p.Scheme), strconv.FormatFloat(p.Y, 'g', 8, 64)}); err != nil {
+		row := []string{strconv.Itoa(p.X)}
+		if c.Categories != nil {
+			row = append(row, p.Category)
+		}
+		row = append(row, string(p.Scheme), strconv.FormatFloat(p.Y, 'g', 8, 64))
+		if err := cw.Write(row); err != nil {
 			return err
 		}
 	}
@@ -89,24 +126,32 @@ func (c *Custom) WriteCSV(w io.Writer, pts []Point) error {
 	return cw.Error()
 }
 
-// Series groups the points by scheme for plotting.
+// Series groups the points by scheme for plotting; with categories X is
+// the category's index.
 func (c *Custom) Series(pts []Point) []sweep.Series {
 	var out []sweep.Series
 	for _, s := range c.Schemes {
 		sr := sweep.Series{Name: string(s)}
 		for _, p := range pts {
-			if p.Scheme == s {
-				sr.X, sr.Y = append(sr.X, float64(p.X)), append(sr.Y, p.Y)
+			if p.Scheme != s {
+				continue
 			}
+			x := float64(p.X)
+			if c.Categories != nil {
+				x = float64(slices.Index(c.Categories, p.Category))
+			}
+			sr.X, sr.Y = append(sr.X, x), append(sr.Y, p.Y)
 		}
 		out = append(out, sr)
 	}
 	return out
 }
 
-func at(pts []Point, x int, s aa.Scheme) float64 {
+func at(pts []Point, x int, s aa.Scheme) float64 { return atCat(pts, x, "", s) }
+
+func atCat(pts []Point, x int, cat string, s aa.Scheme) float64 {
 	for _, p := range pts {
-		if p.X == x && p.Scheme == s {
+		if p.X == x && p.Category == cat && p.Scheme == s {
 			return p.Y
 		}
 	}
@@ -128,7 +173,7 @@ var counterFigure = &Figure{
 		X:       []int{2, 4, 8},
 		Schemes: []aa.Scheme{aa.NoCnt, aa.AAPoll, aa.AKV, aa.Allreduce, aa.RMA},
 		YLabel:  "accesses per second",
-		run: func(nodes int, s aa.Scheme) (float64, error) {
+		run: func(nodes int, _ string, s aa.Scheme) (float64, error) {
 			c, err := cluster(nodes)
 			if err != nil {
 				return 0, err
@@ -172,7 +217,7 @@ var getLogFigure = &Figure{
 		X:       []int{2, 4, 8},
 		Schemes: []aa.Scheme{aa.NoFT, aa.AAPoll, aa.RMA},
 		YLabel:  "gets per second",
-		run: func(nodes int, s aa.Scheme) (float64, error) {
+		run: func(nodes int, _ string, s aa.Scheme) (float64, error) {
 			c, err := cluster(nodes)
 			if err != nil {
 				return 0, err

@@ -16,10 +16,11 @@ func TestLookup(t *testing.T) {
 		{nil, "6c 6d 7a 7b 7c"},
 		{[]string{"all"}, "6c 6d 7a 7b 7c"},
 		{[]string{"Fig7c", "6c"}, "7c 6c"},
-		{[]string{"9b"}, "the fault-tolerant sort is not built yet"},
+		{[]string{"9b", "8a", "8b"}, "9b 8a 8b"},
+		{nil, "7c 7d 8a 8b 9a 9b"},
 		{[]string{"7d", "9a"}, "7d 9a"},
 		{[]string{"6b", "fig6A"}, "6b 6a"},
-		{[]string{"all"}, "6a 6b 6c 6d 7a 7b 7c 7d 9a"},
+		{[]string{"all"}, "6a 6b 6c 6d 7a 7b 7c 7d 8a 8b 9a 9b"},
 		{[]string{"12"}, `figure "12": the paper has no such figure`},
 	} {
 		figs, err := Lookup(tc.names)
@@ -84,5 +85,78 @@ func TestScaleClaims(t *testing.T) {
 				t.Errorf("data set %d, %q: holds %v (%s), want %v", i, r.Claim.Text, r.Holds, r.Measured, w[i])
 			}
 		}
+	}
+}
+
+func pt(n int, cat string, s aa.Scheme, y float64) Point {
+	return Point{X: n, Category: cat, Scheme: s, Y: y}
+}
+
+// The sort's time claims read the points: shaped like the paper's they
+// hold, with AA no better than the others they fail.
+func TestSortTimeClaims(t *testing.T) {
+	var paperLike, flat []Point
+	for _, n := range sortNodes {
+		paperLike = append(paperLike, pt(n, "", aa.NoFT, 100), pt(n, "", aa.AAPoll, 100.5), pt(n, "", aa.AM, 200), pt(n, "", aa.RMA, 500))
+		flat = append(flat, pt(n, "", aa.NoFT, 100), pt(n, "", aa.AAPoll, 130), pt(n, "", aa.AM, 130), pt(n, "", aa.RMA, 130))
+	}
+	for i, pts := range [][]Point{paperLike, flat} {
+		for _, r := range sortTimeFigure.CheckPoints(pts) {
+			if r.Holds != (i == 0) {
+				t.Errorf("data set %d, %q: holds %v (%s)", i, r.Claim.Text, r.Holds, r.Measured)
+			}
+		}
+	}
+}
+
+// 8b's claim compares the schemes within each topology.
+func TestRouterClaim(t *testing.T) {
+	var good, bad []Point
+	for k, topo := range topologyNames() {
+		y := float64(10 + k)
+		good = append(good, pt(routerNodes, topo, aa.NoFT, y), pt(routerNodes, topo, aa.AAPoll, y), pt(routerNodes, topo, aa.AM, y*1.1), pt(routerNodes, topo, aa.RMA, y*2))
+		am := y * 1.1
+		if k == 3 {
+			am = y * 0.9 // AM below AA in one topology
+		}
+		bad = append(bad, pt(routerNodes, topo, aa.NoFT, y), pt(routerNodes, topo, aa.AAPoll, y), pt(routerNodes, topo, aa.AM, am), pt(routerNodes, topo, aa.RMA, y*2))
+	}
+	if r := routerEnergyFigure.CheckPoints(good)[0]; !r.Holds {
+		t.Errorf("paper-like: %s", r.Measured)
+	}
+	if r := routerEnergyFigure.CheckPoints(bad)[0]; r.Holds {
+		t.Errorf("AM below AA in one topology, yet it holds: %s", r.Measured)
+	}
+}
+
+// A figure with categories writes them as a column and plots X as their
+// index; one without keeps the node count.
+func TestCustomCategories(t *testing.T) {
+	c := &Custom{X: []int{8}, Categories: []string{"A", "B"}, CategoryLabel: "topology", Schemes: []aa.Scheme{aa.NoFT, aa.AAPoll}, YLabel: "router energy", YUnit: "µJ",
+		run: func(n int, cat string, s aa.Scheme) (float64, error) {
+			return float64(n) + float64(len(cat)) + float64(len(s)), nil
+		}}
+	pts, err := c.Run(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := c.WriteCSV(&b, pts); err != nil {
+		t.Fatal(err)
+	}
+	want := "nodes,topology,scheme,router_energy\n8,A,No-FT,14\n8,A,AA-Poll,16\n8,B,No-FT,14\n8,B,AA-Poll,16\n"
+	if b.String() != want {
+		t.Errorf("CSV:\n%s\nwant\n%s", b.String(), want)
+	}
+	sr := c.Series(pts)
+	if len(sr) != 2 || len(sr[0].X) != 2 || sr[0].X[0] != 0 || sr[0].X[1] != 1 {
+		t.Errorf("series %+v", sr)
+	}
+	if ax := c.Axes("t"); c.Unit() != "µJ" || (&Custom{}).Unit() != "1/s" || (&Custom{}).xName() != "nodes" ||
+		ax.XLabel != "topology" || ax.YLabel != "router energy (µJ)" || len(ax.XNames) != 2 {
+		t.Errorf("units and labels: %+v", ax)
+	}
+	if _, _, err := sweep.Draw(sr, c.Axes("t")); err != nil {
+		t.Errorf("bars: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ func streamFigure(name, title string, rateMbps uint64) *Figure {
 			Schemes: []aa.Scheme{noIOMMU1, eIOMMU1, noIOMMU32, eIOMMU32},
 			XLabel:  "message size", XUnit: "B", LogX: true,
 			YLabel: "payload bandwidth", YUnit: "B/s",
-			run: func(size int, s aa.Scheme) (float64, error) {
+			run: func(size int, _ string, s aa.Scheme) (float64, error) {
 				spec := aa.DefaultSpec()
 				spec.Wire.RateMbps = rateMbps
 				spec.IOMMU.Bypass = s == noIOMMU1 || s == noIOMMU32

@@ -13,8 +13,8 @@ func streamPoints(ratio1, ratio32 float64) []Point {
 	var pts []Point
 	for _, size := range streamSizes {
 		bw := float64(size) * 1e4
-		pts = append(pts, Point{size, noIOMMU1, bw}, Point{size, eIOMMU1, bw * ratio1},
-			Point{size, noIOMMU32, 2 * bw}, Point{size, eIOMMU32, 2 * bw * ratio32})
+		pts = append(pts, Point{X: size, Scheme: noIOMMU1, Y: bw}, Point{X: size, Scheme: eIOMMU1, Y: bw * ratio1},
+			Point{X: size, Scheme: noIOMMU32, Y: 2 * bw}, Point{X: size, Scheme: eIOMMU32, Y: 2 * bw * ratio32})
 	}
 	return pts
 }
@@ -59,7 +59,7 @@ func TestStreamFigurePoints(t *testing.T) {
 	c := streamFigure("6b", "test", 10000).Custom
 	y := map[aa.Scheme]float64{}
 	for _, s := range c.Schemes {
-		v, err := c.run(4096, s)
+		v, err := c.run(4096, "", s)
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}

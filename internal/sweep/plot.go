@@ -40,10 +40,13 @@ func (s *Spec) Figure(rows []Row, y string) (*plot.Plot, *plot.Legend, error) {
 	})
 }
 
-// Axes are a plot's title, axis labels (with units) and scales.
+// Axes are a plot's title, axis labels (with units) and scales. With
+// XNames the X axis is those categories (a series' X is the index) and the
+// series are bars grouped by category.
 type Axes struct {
 	Title, XLabel, YLabel string
 	LogX, LogY            bool
+	XNames                []string
 }
 
 // Draw plots the series, one line each, and returns the legend apart.
@@ -60,6 +63,9 @@ func Draw(series []Series, ax Axes) (*plot.Plot, *plot.Legend, error) {
 	}
 	if ax.LogY {
 		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
+	}
+	if ax.XNames != nil {
+		return bars(p, &leg, series, ax)
 	}
 	for i, sr := range series {
 		xys := make(plotter.XYs, len(sr.X))
@@ -81,6 +87,37 @@ func Draw(series []Series, ax Axes) (*plot.Plot, *plot.Legend, error) {
 		leg.Add(sr.Name, line, points)
 	}
 	return p, &leg, nil
+}
+
+// bars draws each series as bars, side by side within each category.
+func bars(p *plot.Plot, leg *plot.Legend, series []Series, ax Axes) (*plot.Plot, *plot.Legend, error) {
+	w := vg.Points(44 / float64(max(len(series), 1)))
+	top := 0.0
+	for i, sr := range series {
+		vs := make(plotter.Values, len(ax.XNames))
+		for j, x := range sr.X {
+			k := int(x)
+			if k < 0 || k >= len(vs) || float64(k) != x {
+				return nil, nil, fmt.Errorf("%s: category %v of %d", sr.Name, x, len(vs))
+			}
+			vs[k] = sr.Y[j]
+			top = max(top, sr.Y[j])
+		}
+		b, err := plotter.NewBarChart(vs, w)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", sr.Name, err)
+		}
+		b.Color = palette[i%len(palette)]
+		b.LineStyle.Width = 0
+		b.Offset = vg.Length(float64(i)-float64(len(series)-1)/2) * w
+		p.Add(b)
+		leg.Add(sr.Name, b)
+	}
+	p.NominalX(ax.XNames...)
+	p.Y.Min, p.Y.Max = 0, top*1.08 // room above the tallest bar
+	p.X.Min, p.X.Max = -0.5, float64(len(ax.XNames))-0.5
+	p.X.Tick.Label.Font.Size = vg.Points(8)
+	return p, leg, nil
 }
 
 // SaveFigure writes a plot and its legend as path.png and path.svg and
