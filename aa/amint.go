@@ -60,19 +60,14 @@ func (d *dht) setupAMInt() error {
 		if s.remaining == 0 {
 			continue
 		}
-		for k, left := range d.expect[sh.node] {
-			total := 0
-			for _, c := range left {
-				total += c
-			}
-			if total == 0 {
-				continue
-			}
-			rbuf := owner.Alloc(uint64(n * amBuffers * 16))
-			if err := owner.Register(rbuf, uint64(n*amBuffers*16), rw); err != nil {
+		for k := range d.expect[sh.node] {
+			l, err := d.newLane(sh, k)
+			if err != nil {
 				return err
 			}
-			l := &amLane{core: k, rbuf: rbuf, left: append([]int(nil), left...), dels: d.dels[sh.node][k], posted: make([]int, n)}
+			if l == nil {
+				continue
+			}
 			s.lanes = append(s.lanes, l)
 			for src := 0; src < n; src++ {
 				if src != sh.node {

@@ -398,26 +398,7 @@ func (d *dht) insertAll(x *Ctx, s *source, buf, scratch uint64) {
 		}
 		d.ops++
 	}
-	switch d.cfg.Scheme {
-	case RMA:
-	case AM, AMExp, AMOnload, AMInt:
-		// Each owner's server sets a flag once it has handled every message.
-		x.P.Op("dht.flush")
-		for owner, ok := range sent {
-			if ok {
-				flag := d.flagAddr(s.node, s.core, owner)
-				x.P.Poll(func() bool { return x.N.Mem.Load64(flag) != 0 })
-			}
-		}
-	default:
-		x.P.Op("dht.flush")
-		for owner, ok := range sent {
-			if ok {
-				x.Flush(owner)
-				x.ActiveFlush(owner, dhtIUID)
-			}
-		}
-	}
+	d.waitDone(x, s, sent, 1)
 	if len(s.lookups) > 0 || len(s.deletes) > 0 {
 		d.lookupsAndDeletes(x, s, buf, scratch)
 	}
@@ -471,23 +452,27 @@ func (d *dht) lookupsAndDeletes(x *Ctx, s *source, buf, scratch uint64) {
 		}
 		d.ops++
 	}
-	switch {
-	case d.cfg.Scheme == RMA:
-	case d.cfg.Scheme.activeMessages():
-		x.P.Op("dht.flush")
-		for owner, ok := range sent {
-			if ok {
-				flag := d.flagAddr(s.node, s.core, owner)
-				x.P.Poll(func() bool { return x.N.Mem.Load64(flag) == 2 })
-			}
-		}
-	default:
-		x.P.Op("dht.flush")
-		for owner, ok := range sent {
-			if ok {
-				x.Flush(owner)
-				x.ActiveFlush(owner, dhtIUID)
-			}
+	d.waitDone(x, s, sent, 2)
+}
+
+// waitDone returns when the owners the process sent to have performed it
+// all: RMA's operations completed as they went; AA flushes and
+// active-flushes each owner's log; with active messages each owner's server
+// sets the process's flag to phase (1: its inserts, 2: its deletes too).
+func (d *dht) waitDone(x *Ctx, s *source, sent []bool, phase uint64) {
+	if d.cfg.Scheme == RMA {
+		return
+	}
+	x.P.Op("dht.flush")
+	for owner, ok := range sent {
+		switch {
+		case !ok:
+		case d.cfg.Scheme.activeMessages():
+			flag := d.flagAddr(s.node, s.core, owner)
+			x.P.Poll(func() bool { return x.N.Mem.Load64(flag) >= phase })
+		default:
+			x.Flush(owner)
+			x.ActiveFlush(owner, dhtIUID)
 		}
 	}
 }
@@ -523,7 +508,6 @@ func (d *dht) lookup(x *Ctx, sh *shard, key, scratch uint64) (addr, val uint64, 
 // the messages of the processes on that core of the other nodes (they share
 // a connection), and sets each one's flag when it has handled them all.
 func (d *dht) setupAM() error {
-	n := len(d.c.Nodes)
 	cores := max(d.cfg.Procs, 1)
 	if err := d.setupExpectAndFlags(); err != nil {
 		return err
@@ -559,19 +543,13 @@ func (d *dht) setupAM() error {
 		for _, sv := range servers {
 			var lanes []*amLane
 			for _, k := range sv.lanes {
-				total := 0
-				for _, c := range d.expect[sh.node][k] {
-					total += c
-				}
-				if total == 0 {
-					continue
-				}
-				rbuf := owner.Alloc(uint64(n * amBuffers * 16))
-				if err := owner.Register(rbuf, uint64(n*amBuffers*16), rw); err != nil {
+				l, err := d.newLane(sh, k)
+				if err != nil {
 					return err
 				}
-				lanes = append(lanes, &amLane{core: k, rbuf: rbuf, left: append([]int(nil), d.expect[sh.node][k]...),
-					dels: d.dels[sh.node][k], posted: make([]int, n)})
+				if l != nil {
+					lanes = append(lanes, l)
+				}
 			}
 			if len(lanes) == 0 {
 				continue
@@ -639,6 +617,26 @@ type amLane struct {
 	left   []int // messages still expected, by source node
 	dels   []int // of which deletes (they come last), by source node
 	posted []int // receive requests posted, by source node
+}
+
+// newLane gives owner sh's server the receive buffers of core k's
+// connections, or nil when none of them sends it anything.
+func (d *dht) newLane(sh *shard, k int) (*amLane, error) {
+	n := len(d.c.Nodes)
+	total := 0
+	for _, c := range d.expect[sh.node][k] {
+		total += c
+	}
+	if total == 0 {
+		return nil, nil
+	}
+	owner := d.c.Nodes[sh.node]
+	rbuf := owner.Alloc(uint64(n * amBuffers * 16))
+	if err := owner.Register(rbuf, uint64(n*amBuffers*16), iommu.Perm{Bits: pte.R | pte.W}); err != nil {
+		return nil, err
+	}
+	return &amLane{core: k, rbuf: rbuf, left: append([]int(nil), d.expect[sh.node][k]...),
+		dels: d.dels[sh.node][k], posted: make([]int, n)}, nil
 }
 
 // amMessage performs one active message: an insert, or a delete (values
