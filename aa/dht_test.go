@@ -1,6 +1,7 @@
 package aa
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/aaemu/aaemu/sim"
@@ -89,17 +90,7 @@ func TestDHTMultiNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := SetupDHT(c, DHTConfig{Scheme: s, Inserts: 40, Cells: 64, Collisions: 0.3, Procs: 3, OnloadCores: 1, Seed: 7})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Run(sim.S, c.AppsDone)
-		if !c.AppsDone() {
-			t.Fatalf("%s: processes did not finish", s)
-		}
-		if err := d.Verify(); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
+		d := runChecked(t, c, DHTConfig{Scheme: s, Inserts: 40, Cells: 64, Collisions: 0.3, Procs: 3, OnloadCores: 1, Seed: 7}, string(s))
 		r := d.Result()
 		t.Logf("%-7s %d nodes × %d procs: %8.0f inserts/s, %.1f TLPs/insert, %d polls", s, r.Nodes, r.Procs, r.InsertsPerSec, r.TLPs, r.TargetPolls)
 		want := 4 * 3 * 40
@@ -136,19 +127,8 @@ func runLookupsDeletes(t *testing.T, s Scheme) (*Cluster, *dht) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := SetupDHT(c, DHTConfig{Scheme: s, Inserts: 30, Cells: 32, Collisions: 0.4, Procs: 3, OnloadCores: 1,
-		Lookups: 0.5, Deletes: 0.3, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Run(sim.S, c.AppsDone)
-	if !c.AppsDone() {
-		t.Fatalf("%s: processes did not finish", s)
-	}
-	if err := d.Verify(); err != nil {
-		t.Fatalf("%s: %v", s, err)
-	}
-	return c, d
+	return c, runChecked(t, c, DHTConfig{Scheme: s, Inserts: 30, Cells: 32, Collisions: 0.4, Procs: 3, OnloadCores: 1,
+		Lookups: 0.5, Deletes: 0.3, Seed: 3}, string(s))
 }
 
 // The verifier catches a deleted key brought back, a key lost, a broken
@@ -214,17 +194,8 @@ func TestDHTActiveMessagesInterrupt(t *testing.T) {
 	const inserts = 200
 	run := func(count int) DHTResult {
 		c := newCluster(t, nil)
-		d, err := SetupDHT(c, DHTConfig{Scheme: AMInt, Inserts: inserts, Cells: 1 << 12, Collisions: 0.05, AMIntCount: count, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Run(sim.S, c.AppsDone)
-		if !c.AppsDone() {
-			t.Fatalf("count %d: the inserting process did not finish", count)
-		}
-		if err := d.Verify(); err != nil {
-			t.Fatalf("count %d: %v", count, err)
-		}
+		d := runChecked(t, c, DHTConfig{Scheme: AMInt, Inserts: inserts, Cells: 1 << 12, Collisions: 0.05, AMIntCount: count, Seed: 1},
+			fmt.Sprintf("count %d", count))
 		r := d.Result()
 		st := c.Eng.Stats()
 		events, _ := st.Get("node1.nic0.cq_events")
@@ -302,4 +273,22 @@ func TestDHTAAIntModeration(t *testing.T) {
 	if _, err := SetupDHT(newCluster(t, nil), DHTConfig{Scheme: AAInt, Inserts: 1, Cells: 16, AAIntRecords: -1}); err == nil {
 		t.Error("a negative moderation was accepted")
 	}
+}
+
+// runChecked sets the DHT up on c, runs it until every process is done and
+// checks the table; what says which run failed.
+func runChecked(t testing.TB, c *Cluster, cfg DHTConfig, what string) *dht {
+	t.Helper()
+	d, err := SetupDHT(c, cfg)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	c.Run(sim.S, c.AppsDone)
+	if !c.AppsDone() {
+		t.Fatalf("%s: processes did not finish", what)
+	}
+	if err := d.Verify(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return d
 }

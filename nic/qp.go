@@ -208,13 +208,16 @@ func (q *qp) blocked() bool {
 // runs the retransmission timer.
 func (q *qp) progress(now sim.Tick) {
 	n := q.n
-	if q.needsFetch() {
+	// Every read needs a tag: while none is free, asking costs a look at
+	// each active QP's doorbell list for nothing.
+	if q.needsFetch() && n.req.Outstanding() < n.req.Tags() {
 		addr := q.cfg.SQBase + (q.sqHead%uint64(q.cfg.SQSize))*WQESize
 		if n.dmaRead(addr, WQESize, dmaPurpose{kind: fetchWQE, qp: q, txn: q.doorbellOf(q.sqHead)}) {
 			q.fetching = true
 		}
 	}
-	for _, w := range q.pending() {
+	pending := q.pending()
+	for _, w := range pending {
 		if n.req.Outstanding() >= n.req.Tags() {
 			break // every read needs a tag: none can issue
 		}
@@ -223,7 +226,7 @@ func (q *qp) progress(now sim.Tick) {
 		}
 	}
 	// PSNs in work-request order.
-	for _, w := range q.pending() {
+	for _, w := range pending {
 		if w.packets {
 			continue
 		}
