@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/energy"
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/memory"
 	"github.com/aaemu/aaemu/nic"
@@ -32,13 +33,16 @@ type Spec struct {
 	SQSize    int    // send-queue entries per QP (default 256)
 	// SwitchLatencyPS is the switch's forwarding latency (more than two nodes).
 	SwitchLatencyPS sim.Tick
+	// Power: the NICs' and routers' power figures, for the energy a run
+	// reports (assumptions; see energy.DefaultParams).
+	Power energy.Params
 }
 
 // DefaultSpec is the paper's two-node set-up: 1 GbE NICs on PCIe Gen3 x8.
 func DefaultSpec() Spec {
 	return Spec{Nodes: 2, Cores: 1, CPU: cpu.DefaultSpec(), IOMMU: iommu.DefaultSpec(), Memory: memory.DefaultSpec(),
 		NIC: nic.DefaultSpec(), PCIe: pcie.DefaultLinkSpec(), Wire: nic.DefaultWireSpec(), FabricMHz: 1000, SQSize: 256,
-		SwitchLatencyPS: 500 * sim.NS}
+		SwitchLatencyPS: 500 * sim.NS, Power: energy.DefaultParams()}
 }
 
 // Memory map of every node (physical addresses; the NIC's IO virtual
@@ -90,6 +94,9 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	}
 	if s.Cores < 1 {
 		return nil, fmt.Errorf("cores: %d, want at least 1", s.Cores)
+	}
+	if err := s.Power.Validate(); err != nil {
+		return nil, err
 	}
 	fabric, err := sim.PeriodOfMHz(s.FabricMHz)
 	if err != nil {
@@ -215,6 +222,17 @@ func (c *Cluster) WireBytes() uint64 {
 // SentBytes is every byte the node's NIC put on its wire: its frames as
 // sent, with Ethernet framing (retransmissions included).
 func (n *Node) SentBytes() uint64 { return n.out.Bytes() }
+
+// NICEnergy is the energy in joules the nodes' NICs spent over the first
+// seconds of the run: idle power throughout, and the active power's excess
+// while each sent what it sent (Spec.Power).
+func (c *Cluster) NICEnergy(seconds float64) float64 {
+	e := 0.0
+	for _, n := range c.Nodes {
+		e += c.Spec.Power.NIC(n.SentBytes(), float64(c.Spec.Wire.RateMbps), seconds)
+	}
+	return e
+}
 
 // Alloc returns size bytes of the node's memory, page aligned.
 func (n *Node) Alloc(size uint64) uint64 {

@@ -2,6 +2,7 @@ package aa
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/aaemu/aaemu/sim"
@@ -291,4 +292,33 @@ func runChecked(t testing.TB, c *Cluster, cfg DHTConfig, what string) *dht {
 		t.Fatalf("%s: %v", what, err)
 	}
 	return d
+}
+
+// A run reports its NICs' energy from the machine's power figures: idle
+// power over the run plus the active power's excess while sending, so
+// doubling both figures doubles it, and an idle-only machine's energy is
+// the idle power × NICs × time.
+func TestDHTNICEnergy(t *testing.T) {
+	run := func(active, idle float64) DHTResult {
+		spec := DefaultSpec()
+		spec.Power.NICActiveW, spec.Power.NICIdleW = active, idle
+		c, err := New(sim.NewEngine(1), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runChecked(t, c, DHTConfig{Scheme: AASP, Inserts: 100, Cells: 1 << 10, Collisions: 0.05, Seed: 1}, "energy").Result()
+	}
+	base, double, idle := run(1, 0.5), run(2, 1), run(0.5, 0.5)
+	secs := float64(base.SimTimePS) / 1e12
+	if want := 2 * 0.5 * secs; math.Abs(idle.NICEnergyJ-want) > 1e-12 {
+		t.Fatalf("idle-only energy %g J, want %g J (2 NICs × 0.5 W × %g s)", idle.NICEnergyJ, want, secs)
+	}
+	if math.Abs(double.NICEnergyJ-2*base.NICEnergyJ) > 1e-12 || base.NICEnergyJ <= idle.NICEnergyJ {
+		t.Fatalf("energies %g, %g (doubled), %g (idle only)", base.NICEnergyJ, double.NICEnergyJ, idle.NICEnergyJ)
+	}
+	spec := DefaultSpec()
+	spec.Power.NICIdleW = 2
+	if _, err := New(sim.NewEngine(1), spec); err == nil {
+		t.Fatal("an idle power above the active one was accepted")
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/aaemu/aaemu/energy"
 	"github.com/aaemu/aaemu/iommu/record"
 	"github.com/aaemu/aaemu/sim"
 )
@@ -39,7 +40,15 @@ type MachineSpec struct {
 	NIC struct {
 		PMTU         int    `yaml:"pmtu" json:"pmtu"`
 		RetransmitUS uint64 `yaml:"retransmit_us" json:"retransmit_us"`
+		// A NIC's power while it sends and while it does not, W: the
+		// energy a run reports (assumed figures by default).
+		ActiveW float64 `yaml:"active_w" json:"active_w"`
+		IdleW   float64 `yaml:"idle_w" json:"idle_w"`
 	} `yaml:"nic" json:"nic"`
+	Network struct {
+		// RouterNJPerByte: a router's energy per byte it forwards, nJ.
+		RouterNJPerByte float64 `yaml:"router_nj_per_byte" json:"router_nj_per_byte"`
+	} `yaml:"network" json:"network"`
 	IOMMU struct {
 		IOTLBSets     int    `yaml:"iotlb_sets" json:"iotlb_sets"`
 		IOTLBWays     int    `yaml:"iotlb_ways" json:"iotlb_ways"`
@@ -126,6 +135,8 @@ func DefaultScenario() Scenario {
 	m.Wire.RateMbps, m.Wire.LatencyNS = 1000, 1000
 	m.PCIe.Gen, m.PCIe.Width, m.PCIe.LatencyNS = 3, 8, 100
 	m.NIC.PMTU, m.NIC.RetransmitUS = 1024, 200
+	p := energy.DefaultParams()
+	m.NIC.ActiveW, m.NIC.IdleW, m.Network.RouterNJPerByte = p.NICActiveW, p.NICIdleW, p.RouterJPerByte*1e9
 	m.IOMMU.Mode = IOMMUExtended
 	m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays, m.IOMMU.IOTLBEviction = 16, 4, "lru"
 	m.IOMMU.LogCAMEntries, m.IOMMU.ProcessNS, m.IOMMU.MemAccessNS = 16, 5, 70
@@ -256,6 +267,17 @@ func (s *Scenario) Validate() (string, error) {
 		},
 		func() (string, error) { return pos("machine.nic.retransmit_us", m.NIC.RetransmitUS) },
 		func() (string, error) {
+			switch {
+			case m.NIC.IdleW < 0:
+				return "machine.nic.idle_w", fmt.Errorf("%v W is negative", m.NIC.IdleW)
+			case m.NIC.ActiveW < m.NIC.IdleW:
+				return "machine.nic.active_w", fmt.Errorf("%v W, below the idle %v W", m.NIC.ActiveW, m.NIC.IdleW)
+			case m.Network.RouterNJPerByte < 0:
+				return "machine.network.router_nj_per_byte", fmt.Errorf("%v nJ is negative", m.Network.RouterNJPerByte)
+			}
+			return "", nil
+		},
+		func() (string, error) {
 			switch m.IOMMU.Mode {
 			case IOMMUExtended, IOMMUNone:
 				return "", nil
@@ -352,6 +374,12 @@ func (s *Scenario) Validate() (string, error) {
 // field is 16 bits.
 const maxAMIntModeration = 65535
 
+// Power is the machine's power figures.
+func (s *Scenario) Power() energy.Params {
+	m := &s.Machine
+	return energy.Params{NICActiveW: m.NIC.ActiveW, NICIdleW: m.NIC.IdleW, RouterJPerByte: m.Network.RouterNJPerByte * 1e-9}
+}
+
 // ClusterSpec turns the machine part into a cluster spec.
 func (s *Scenario) ClusterSpec() Spec {
 	c := DefaultSpec()
@@ -360,6 +388,7 @@ func (s *Scenario) ClusterSpec() Spec {
 	c.Wire.RateMbps, c.Wire.LatencyPS, c.Wire.LossPPM = m.Wire.RateMbps, sim.Tick(m.Wire.LatencyNS)*sim.NS, m.Wire.LossPPM
 	c.PCIe.Gen, c.PCIe.Width, c.PCIe.LatencyPS = m.PCIe.Gen, m.PCIe.Width, sim.Tick(m.PCIe.LatencyNS)*sim.NS
 	c.NIC.PMTU, c.NIC.RetransmitPS = m.NIC.PMTU, sim.Tick(m.NIC.RetransmitUS)*sim.US
+	c.Power = s.Power()
 	c.IOMMU.Bypass = m.IOMMU.Mode == IOMMUNone
 	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays
 	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)

@@ -20,6 +20,8 @@ func TestScenarioErrors(t *testing.T) {
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    schemes: [AM-Onload]\n", "workload.dht.am_onload_cores: AM-Onload needs server cores"},
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    am_onload_cores: 4\n", "s.yaml:5: workload.dht.am_onload_cores: 4, want fewer than procs_per_node (4)"},
 		{"outputs:\n  trace_to: soon\n", "s.yaml:2: outputs.trace_to"},
+		{"machine:\n  nic: {active_w: 0.2}\n", "s.yaml:2: machine.nic.active_w: 0.2 W, below the idle 0.5 W"},
+		{"machine:\n  network:\n    router_nj_per_byte: -1\n", "s.yaml:3: machine.network.router_nj_per_byte: -1 nJ is negative"},
 		{"workload:\n  dht:\n    lookups: 1.5\n", "s.yaml:3: workload.dht.lookups: 1.5 out of 0..1"},
 		{"workload:\n  dht:\n    deletes: -0.1\n", "s.yaml:3: workload.dht.deletes: -0.1 out of 0..1"},
 		{"workload:\n  dht:\n    log_bytes: 100\n", "s.yaml:3: workload.dht.log_bytes: 100, want a multiple of 8 of at least 96"},

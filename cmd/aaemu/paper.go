@@ -14,15 +14,14 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"github.com/aaemu/aaemu/energy"
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/internal/paper"
 	"github.com/aaemu/aaemu/internal/sweep"
 )
 
 func newPaperCmd() *cobra.Command {
-	var out string
+	var out, scenario string
 	var jobs int
-	power := energy.DefaultParams()
 	cmd := &cobra.Command{
 		Use:   "paper [FIGURE...]",
 		Short: "Run the sweeps of the Active Access paper's figures and check its claims",
@@ -41,24 +40,30 @@ C), 7a and 7b (every scheme as the machine grows, 5 % and 25 % collisions),
 of gets) and 9b (the sort's communication time). 6d, 7a and 7b use the
 paper's 32 processes per node on up to 8 nodes; 7c uses 8 and 7d, 8a, 8b, 9a
 and 9b 4, so that a figure takes seconds. The power figures of 8a and 8b are
-assumptions (flags below), not the paper's NIC's measured ones.`,
+the machine's in the scenario (machine.nic.active_w, idle_w,
+machine.network.router_nj_per_byte; --scenario FILE to change them): by
+default assumptions, not the paper's NIC's measured ones.`,
 		Example: `  aaemu paper 6c
   aaemu paper 7a 7c --out /tmp/paper -j 2
-  aaemu paper 9b 8a 8b --nic-active-w 0.9 --nic-idle-w 0.3`,
+  aaemu paper 9b 8a 8b --scenario power.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := power.Validate(); err != nil {
-				return err
+			sc := aa.DefaultScenario()
+			if scenario != "" {
+				data, err := os.ReadFile(scenario)
+				if err != nil {
+					return err
+				}
+				if sc, err = aa.ParseScenario(scenario, data); err != nil {
+					return err
+				}
 			}
-			paper.Energy = power
+			paper.Energy = sc.Power()
 			return runPaper(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out, jobs)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/paper", "output directory")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
-	e := &power
-	cmd.Flags().Float64Var(&e.NICActiveW, "nic-active-w", e.NICActiveW, "8a: a NIC's power while sending, W (an assumption)")
-	cmd.Flags().Float64Var(&e.NICIdleW, "nic-idle-w", e.NICIdleW, "8a: a NIC's power idle, W (an assumption)")
-	cmd.Flags().Float64Var(&e.RouterJPerByte, "router-j-per-byte", e.RouterJPerByte, "8b: a router's energy per byte forwarded, J (an assumption)")
+	cmd.Flags().StringVar(&scenario, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's)")
 	return cmd
 }
 

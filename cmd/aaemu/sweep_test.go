@@ -98,7 +98,11 @@ func TestPaperSortFigure(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
-	if out, err := aaemu(t, "paper", "8a", "--nic-idle-w", "2", "--out", dir); err == nil || !strings.Contains(out+err.Error(), "idle") {
+	bad := filepath.Join(dir, "power.yaml")
+	if err := os.WriteFile(bad, []byte("machine:\n  nic: {active_w: 1, idle_w: 2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := aaemu(t, "paper", "8a", "--scenario", bad, "--out", dir); err == nil || !strings.Contains(out+err.Error(), "power.yaml:2: machine.nic.active_w") {
 		t.Fatalf("an idle power above the active one was taken: %v\n%s", err, out)
 	}
 }

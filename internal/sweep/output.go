@@ -35,6 +35,7 @@ var metrics = map[string]metric{
 		}
 		return r.OpsPerSec
 	}, 6},
+	"nic_energy_uj": {"NICs' energy", "µJ", func(r aa.DHTResult) float64 { return r.NICEnergyJ * 1e6 }, 7},
 }
 
 // metricOrder is the metrics in column order.
