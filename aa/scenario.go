@@ -2,9 +2,11 @@ package aa
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -68,7 +70,24 @@ type MachineSpec struct {
 
 // WorkloadSpec selects the workload.
 type WorkloadSpec struct {
-	DHT DHTSpec `yaml:"dht" json:"dht"`
+	// Kind is the workload the scenario runs (dht, counter, getlog,
+	// checkpoint, xor, stream, sort): its section below says how.
+	Kind       string         `yaml:"kind"`
+	DHT        DHTSpec        `yaml:"dht"`
+	Counter    CounterSpec    `yaml:"counter"`
+	GetLog     GetLogSpec     `yaml:"getlog"`
+	Checkpoint CheckpointSpec `yaml:"checkpoint"`
+	XOR        XORSpec        `yaml:"xor"`
+	Stream     StreamSpec     `yaml:"stream"`
+	Sort       SortSpec       `yaml:"sort"`
+}
+
+// MarshalJSON writes the kind and its section only: stats.json records the
+// workload that ran.
+func (w WorkloadSpec) MarshalJSON() ([]byte, error) {
+	sections := map[string]any{KindDHT: w.DHT, KindCounter: w.Counter, KindGetLog: w.GetLog, KindCheckpoint: w.Checkpoint,
+		KindXOR: w.XOR, KindStream: w.Stream, KindSort: w.Sort}
+	return json.Marshal(map[string]any{"kind": w.Kind, w.Kind: sections[w.Kind]})
 }
 
 // DHTSpec is the hashtable insert benchmark: every scheme at every
@@ -141,6 +160,7 @@ func DefaultScenario() Scenario {
 	m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays, m.IOMMU.IOTLBEviction = 16, 4, "lru"
 	m.IOMMU.LogCAMEntries, m.IOMMU.ProcessNS, m.IOMMU.MemAccessNS = 16, 5, 70
 	m.CPU.InterruptNS, m.CPU.ScratchpadNS = 3000, 15
+	defaultWorkloads(&s.Workload)
 	s.Workload.DHT = DHTSpec{Inserts: 2000, Cells: 1 << 14, Collisions: []float64{0.05, 0.25}, Schemes: []string{"AA-SP", "RMA"}}
 	s.Outputs = OutputSpec{VCD: true, Trace: "node1.iommu,node1.nic0,node0.nic0,net", TraceFrom: "0", TraceTo: "40us", Pcap: true}
 	return s
@@ -296,6 +316,12 @@ func (s *Scenario) Validate() (string, error) {
 			return pos("machine.iommu.log_cam_entries", uint64(max(m.IOMMU.LogCAMEntries, 0)))
 		},
 		func() (string, error) {
+			if !slices.Contains(Kinds, s.Workload.Kind) {
+				return "workload.kind", fmt.Errorf("%q: want one of %s", s.Workload.Kind, strings.Join(Kinds, ", "))
+			}
+			if s.Workload.Kind != KindDHT {
+				return s.checkWorkload()
+			}
 			d := &s.Workload.DHT
 			logBytes := d.LogBytes
 			if logBytes == 0 {
@@ -407,6 +433,12 @@ type Experiment struct {
 // Experiments lists the scenario's runs in order; the first is traced.
 func (s *Scenario) Experiments() []Experiment {
 	var out []Experiment
+	if s.Workload.Kind != KindDHT {
+		for _, sc := range s.Workload.schemes() {
+			out = append(out, Experiment{Scheme: Scheme(sc)})
+		}
+		return out
+	}
 	for _, sc := range s.Workload.DHT.Schemes {
 		k, _ := ParseScheme(sc)
 		for _, c := range s.Workload.DHT.Collisions {

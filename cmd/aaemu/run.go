@@ -122,6 +122,7 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 		return err
 	}
 	var results []aa.DHTResult
+	var others []aa.WorkloadResult // the other workloads'
 	var first *sim.Engine
 	var traced *tracedOutputs
 	start := time.Now()
@@ -130,9 +131,36 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 		if i == 0 && o.txnLog {
 			e.EnableTxnLog()
 		}
-		c, w, err := sc.Build(e, x)
-		if err != nil {
-			return err
+		var c *aa.Cluster
+		var finish func() error // reads and checks the result
+		if sc.Workload.Kind == aa.KindDHT {
+			cl, w, err := sc.Build(e, x)
+			if err != nil {
+				return err
+			}
+			c = cl
+			finish = func() error {
+				r := w.Result()
+				if !r.Verified {
+					return fmt.Errorf("%s at %.0f%% collisions: the hashtable is wrong: %v", x.Scheme, 100*x.Collisions, w.Verify())
+				}
+				results = append(results, r)
+				return nil
+			}
+		} else {
+			cl, w, err := sc.BuildWorkload(e, x)
+			if err != nil {
+				return err
+			}
+			c = cl
+			finish = func() error {
+				r := w.Result()
+				if !r.Verified {
+					return fmt.Errorf("%s, %s: the result is wrong: %s", sc.Workload.Kind, x.Scheme, r.Detail)
+				}
+				others = append(others, r)
+				return nil
+			}
 		}
 		if i == 0 {
 			if traced, err = attachOutputs(e, c, sc, o); err != nil {
@@ -142,14 +170,16 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 		}
 		log.WithFields(logrus.Fields{"scheme": x.Scheme, "collisions": x.Collisions}).Info("running")
 		end := c.Run(until, c.AppsDone)
-		r := w.Result()
-		if !r.Verified {
-			return fmt.Errorf("%s at %.0f%% collisions: the hashtable is wrong: %v", x.Scheme, 100*x.Collisions, w.Verify())
-		}
 		if !c.AppsDone() {
-			return fmt.Errorf("%s at %.0f%% collisions did not finish by %v", x.Scheme, 100*x.Collisions, end)
+			what := string(x.Scheme)
+			if sc.Workload.Kind == aa.KindDHT {
+				what += fmt.Sprintf(" at %.0f%% collisions", 100*x.Collisions)
+			}
+			return fmt.Errorf("%s did not finish by %v", what, end)
 		}
-		results = append(results, r)
+		if err := finish(); err != nil {
+			return err
+		}
 		if i == 0 {
 			if err := traced.close(uint64(end)); err != nil {
 				return err
@@ -159,7 +189,11 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 	wall := time.Since(start)
 	statsPath := filepath.Join(o.out, "stats.json")
 	if err := writeFile(statsPath, func(w io.Writer) error {
-		return first.WriteStatsJSON(w, sim.RunInfo{Version: version.Version, Config: sc, Wall: wall, Host: !o.noHost, Results: results})
+		info := sim.RunInfo{Version: version.Version, Config: sc, Wall: wall, Host: !o.noHost, Results: results}
+		if sc.Workload.Kind != aa.KindDHT {
+			info.Results = others
+		}
+		return first.WriteStatsJSON(w, info)
 	}); err != nil {
 		return err
 	}
@@ -168,7 +202,11 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 			return err
 		}
 	}
-	printResults(stdout, sc, results, wall)
+	if sc.Workload.Kind == aa.KindDHT {
+		printResults(stdout, sc, results, wall)
+	} else {
+		printWorkloadResults(stdout, sc, others, wall)
+	}
 	fmt.Fprintf(stdout, "\noutputs in %s/:", o.out)
 	if traced.vcd != nil {
 		fmt.Fprintf(stdout, " run.vcd (%d signals, %d changes), run.gtkw,", len(traced.vcd.Signals()), traced.vcd.Changes())
@@ -222,6 +260,20 @@ func printResults(w io.Writer, sc aa.Scenario, rs []aa.DHTResult, wall time.Dura
 			}
 		}
 	}
+	fmt.Fprintf(w, "(%d experiments in %v wall time)\n", len(rs), wall.Round(time.Millisecond))
+}
+
+// printWorkloadResults is the table of a workload other than the DHT: a
+// line per scheme.
+func printWorkloadResults(w io.Writer, sc aa.Scenario, rs []aa.WorkloadResult, wall time.Duration) {
+	fmt.Fprintf(w, "aaemu %s · workload %s · %d nodes × %d cores · %d Mb/s links · seed %d\n\n",
+		version.Version, sc.Workload.Kind, sc.Machine.Nodes, sc.Machine.Cores, sc.Machine.Wire.RateMbps, sc.Seed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "scheme\trate\tsim time\tNIC energy\tdetail\t\n")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%.4g %s\t%s\t%.4g µJ\t%s\t\n", r.Scheme, r.Rate, r.Unit, sim.Tick(r.SimTimePS).Human(), r.NICEnergyJ*1e6, r.Detail)
+	}
+	tw.Flush()
 	fmt.Fprintf(w, "(%d experiments in %v wall time)\n", len(rs), wall.Round(time.Millisecond))
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/internal/testtool"
 	"github.com/aaemu/aaemu/waveforms"
 )
@@ -188,5 +189,47 @@ func TestRunScenarioErrors(t *testing.T) {
 	_, err := aaemu(t, "run", bad, "--out", dir)
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml:3: machine.pcie.width: x3") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// `aaemu run` runs a scenario of another workload (workload.kind): a line
+// per scheme, each checked, stats.json with that workload's results and
+// section, byte-identical on a rerun.
+func TestRunOtherWorkload(t *testing.T) {
+	var stats [2][]byte
+	for i := range stats {
+		dir := t.TempDir()
+		out, err := aaemu(t, "run", "../../examples/counter.yaml", "--out", dir, "--no-host-stats")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, want := range []string{"workload counter", "No-Cnt", "Allreduce", "accesses/s", "NIC energy"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if stats[i], err = os.ReadFile(filepath.Join(dir, "stats.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(stats[0], stats[1]) {
+		t.Fatal("stats.json differs between two runs of one scenario")
+	}
+	var st struct {
+		Config struct {
+			Workload map[string]json.RawMessage `json:"workload"`
+		} `json:"config"`
+		Results []aa.WorkloadResult `json:"results"`
+	}
+	if err := json.Unmarshal(stats[0], &st); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Config.Workload["counter"]; !ok || len(st.Config.Workload) != 2 || len(st.Results) != 5 {
+		t.Fatalf("config %v, %d results", st.Config.Workload, len(st.Results))
+	}
+	for _, r := range st.Results {
+		if r.Workload != "counter" || !r.Verified || r.Rate <= 0 || r.NICEnergyJ <= 0 {
+			t.Fatalf("result %+v", r)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/internal/sweep"
 )
 
@@ -80,14 +81,21 @@ func runSweep(stdout, stderr io.Writer, file, out string, jobs int) error {
 	for _, a := range s.Grid {
 		head = append(head, a.Key)
 	}
-	head = append(head, "scheme", "collisions")
+	dht := s.Kind() == aa.KindDHT
+	head = append(head, "scheme")
+	if dht {
+		head = append(head, "collisions")
+	}
 	head = append(head, s.Plot.Y...)
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range rows {
 		cells := append([]string{}, r.Point...)
-		cells = append(cells, string(r.Result.Scheme), fmt.Sprintf("%.0f%%", 100*r.Result.Collisions))
+		cells = append(cells, string(r.Scheme()))
+		if dht {
+			cells = append(cells, fmt.Sprintf("%.0f%%", 100*r.Result.Collisions))
+		}
 		for _, y := range s.Plot.Y {
-			cells = append(cells, fmt.Sprintf("%.4g", sweep.Metric(r.Result, y)))
+			cells = append(cells, fmt.Sprintf("%.4g", s.Metric(r, y)))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}

@@ -24,16 +24,6 @@ type workloadOpts struct {
 	jsonOut                 string
 }
 
-// workloadRow is one scheme's run of a workload, whatever the workload.
-type workloadRow struct {
-	Scheme    string  `json:"scheme"`
-	Rate      float64 `json:"rate"`
-	Unit      string  `json:"unit"`
-	SimTimePS uint64  `json:"sim_time_ps"`
-	Detail    string  `json:"detail"`
-	Verified  bool    `json:"verified"`
-}
-
 func newWorkloadCmd() *cobra.Command {
 	var o workloadOpts
 	cmd := &cobra.Command{
@@ -85,128 +75,81 @@ run checks its own result and fails if it is wrong.
 }
 
 func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
-	defaults := map[string]struct {
-		schemes   []aa.Scheme
-		size, ops int
-	}{
-		"counter":    {[]aa.Scheme{aa.NoCnt, aa.AAPoll, aa.RMA, aa.AKV, aa.Allreduce}, 4096, 100},
-		"getlog":     {[]aa.Scheme{aa.NoFT, aa.AAPoll, aa.RMA}, 64, 50},
-		"checkpoint": {[]aa.Scheme{aa.AAPoll}, 64, 20},
-		"xor":        {[]aa.Scheme{aa.AASP, aa.RMA}, 512, 0},
-		"stream":     {[]aa.Scheme{aa.IOMMUNone, aa.IOMMUExtended}, 4096, 128},
-		"sort":       {[]aa.Scheme{aa.NoFT, aa.AAPoll, aa.AM, aa.RMA}, 4096, 0},
+	if kind == aa.KindDHT || !slices.Contains(aa.Kinds, kind) {
+		return fmt.Errorf("workload %q: want counter, getlog, checkpoint, xor, stream or sort (the DHT runs with aaemu run)", kind)
 	}
-	d, ok := defaults[kind]
-	if !ok {
-		return fmt.Errorf("workload %q: want counter, getlog, checkpoint, xor, stream or sort", kind)
-	}
-	if o.size == 0 {
-		o.size = d.size
-	}
-	if o.ops == 0 {
-		o.ops = d.ops
-	}
-	schemes := d.schemes
-	if o.schemes != "" {
-		schemes = nil
-		for _, name := range strings.Split(o.schemes, ",") {
-			s := aa.Scheme(strings.TrimSpace(name))
-			if !slices.Contains(d.schemes, s) {
-				return fmt.Errorf("workload %s: scheme %q (want one of %v)", kind, s, d.schemes)
-			}
-			schemes = append(schemes, s)
+	// The flags are a scenario: the same set-up and checks as `aaemu run`
+	// with workload.kind set.
+	sc := aa.DefaultScenario()
+	sc.Seed = o.seed
+	sc.Machine.Nodes, sc.Machine.Cores, sc.Machine.Wire.RateMbps = o.nodes, max(o.procs, 1), o.rateMbps
+	w := &sc.Workload
+	w.Kind = kind
+	size := func(p *int) {
+		if o.size > 0 {
+			*p = o.size
 		}
 	}
-	var rows []workloadRow
-	for _, s := range schemes {
-		spec := aa.DefaultSpec()
-		spec.Nodes, spec.Cores, spec.Wire.RateMbps = o.nodes, max(o.procs, 1), o.rateMbps
-		spec.IOMMU.Bypass = s == aa.IOMMUNone
-		c, err := aa.New(sim.NewEngine(o.seed), spec)
+	ops := func(p *int) {
+		if o.ops > 0 {
+			*p = o.ops
+		}
+	}
+	var schemes []string
+	if o.schemes != "" {
+		for _, name := range strings.Split(o.schemes, ",") {
+			schemes = append(schemes, strings.TrimSpace(name))
+		}
+	}
+	switch kind {
+	case aa.KindCounter:
+		size(&w.Counter.Elements)
+		ops(&w.Counter.Accesses)
+		w.Counter.Procs, w.Counter.Schemes = o.procs, schemes
+	case aa.KindGetLog:
+		size(&w.GetLog.Words)
+		ops(&w.GetLog.Gets)
+		w.GetLog.Procs, w.GetLog.Schemes = o.procs, schemes
+	case aa.KindCheckpoint:
+		size(&w.Checkpoint.Pages)
+		ops(&w.Checkpoint.Puts)
+		if schemes != nil && !slices.Equal(schemes, []string{string(aa.AAPoll)}) {
+			return fmt.Errorf("workload checkpoint: schemes %v (it has AA-Poll only)", schemes)
+		}
+	case aa.KindXOR:
+		size(&w.XOR.Words)
+		w.XOR.Schemes = schemes
+	case aa.KindStream:
+		size(&w.Stream.MsgBytes)
+		ops(&w.Stream.Messages)
+		w.Stream.Op, w.Stream.Outstanding, w.Stream.Schemes = o.op, o.outstanding, schemes
+	case aa.KindSort:
+		size(&w.Sort.Keys)
+		w.Sort.Procs, w.Sort.Schemes = o.procs, schemes
+	}
+	if key, err := sc.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	var rows []aa.WorkloadResult
+	for _, x := range sc.Experiments() {
+		c, wl, err := sc.BuildWorkload(sim.NewEngine(sc.Seed), x)
 		if err != nil {
 			return err
 		}
-		var result func() workloadRow
-		switch kind {
-		case "counter":
-			k, err := aa.SetupCounter(c, aa.CounterConfig{Scheme: s, Elements: o.size, Accesses: o.ops, Procs: o.procs, Seed: o.seed})
-			if err != nil {
-				return err
-			}
-			result = func() workloadRow {
-				r := k.Result()
-				return workloadRow{string(s), r.AccessesPerSec, "accesses/s", r.SimTimePS, fmt.Sprintf("%d accesses %s", r.Accesses, r.Problem), r.Verified}
-			}
-		case "getlog":
-			g, err := aa.SetupGetLog(c, aa.GetLogConfig{Scheme: s, Gets: o.ops, Procs: o.procs, Words: o.size, Seed: o.seed})
-			if err != nil {
-				return err
-			}
-			result = func() workloadRow {
-				r := g.Result()
-				return workloadRow{string(s), r.GetsPerSec, "gets/s", r.SimTimePS, fmt.Sprintf("%d gets, %.0f wire bytes per get %s", r.Gets, r.WireBytes, r.Problem), r.Verified}
-			}
-		case "checkpoint":
-			k, err := aa.SetupCheckpoint(c, aa.CheckpointConfig{Pages: o.size, Epochs: 3, Puts: o.ops, Seed: o.seed})
-			if err != nil {
-				return err
-			}
-			result = func() workloadRow {
-				r := k.Result()
-				return workloadRow{"AA (W=1 WL=1 WLD=0)", float64(r.Records) / (float64(max(r.SimTimePS, 1)) / 1e12), "puts/s", r.SimTimePS,
-					fmt.Sprintf("pages copied per checkpoint %v of %d %s", r.PagesCopied, o.size, strings.Join(r.Problems, "; ")), r.Verified}
-			}
-		case "sort":
-			st, err := aa.SetupSort(c, aa.SortConfig{Scheme: s, Keys: o.size, Procs: o.procs, Seed: o.seed})
-			if err != nil {
-				return err
-			}
-			result = func() workloadRow {
-				r := st.Result()
-				return workloadRow{string(s), float64(r.RemoteBytes) / (float64(max(r.CommTimePS, 1)) / 1e12), "B/s", r.CommTimePS,
-					fmt.Sprintf("%d keys, %d bytes got from other nodes, %d on the wire (per NIC %v), %d logged %s",
-						r.Keys, r.RemoteBytes, r.WireBytes, r.SentBytes, r.LogBytes, r.Problem), r.Verified}
-			}
-		case "xor":
-			x, err := aa.SetupXORCheckpoint(c, aa.XORConfig{Scheme: s, Words: o.size, Seed: o.seed})
-			if err != nil {
-				return err
-			}
-			result = func() workloadRow {
-				r := x.Result()
-				return workloadRow{string(s), float64(r.Processes*r.Words) / (float64(max(r.SimTimePS, 1)) / 1e12), "words/s", r.SimTimePS,
-					fmt.Sprintf("%d TLPs at the checksum's node, %d remote ops %s", r.TargetTLPs, r.RemoteOps, r.Problem), r.Verified}
-			}
-		case "stream":
-			op, err := aa.ParseStreamOp(o.op)
-			if err != nil {
-				return err
-			}
-			st, err := aa.SetupStream(c, aa.StreamConfig{Op: op, MsgBytes: o.size, Messages: o.ops, Outstanding: o.outstanding, Seed: o.seed})
-			if err != nil {
-				return err
-			}
-			result = func() workloadRow {
-				r := st.Result()
-				return workloadRow{string(s), r.BytesPerSec, "B/s", r.SimTimePS,
-					fmt.Sprintf("%d %ss of %d B, %d in flight, first to last arrival %s, target FNV-1a %#x %s", r.Messages, r.Op, r.MsgBytes,
-						r.Outstanding, sim.Tick(r.LastPS-r.FirstPS).Human(), r.Checksum, r.Problem), r.Verified}
-			}
-		}
 		c.Run(10*sim.S, c.AppsDone)
 		if !c.AppsDone() {
-			return fmt.Errorf("workload %s, %s: did not finish in 10 s simulated", kind, s)
+			return fmt.Errorf("workload %s, %s: did not finish in 10 s simulated", kind, x.Scheme)
 		}
-		row := result()
-		if !row.Verified {
-			return fmt.Errorf("workload %s, %s: the result is wrong: %s", kind, s, row.Detail)
+		r := wl.Result()
+		if !r.Verified {
+			return fmt.Errorf("workload %s, %s: the result is wrong: %s", kind, x.Scheme, r.Detail)
 		}
-		rows = append(rows, row)
+		rows = append(rows, r)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scheme\trate\tsim time\tdetail\t\n")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%.4g %s\t%s\t%s\t\n", r.Scheme, r.Rate, r.Unit, sim.Tick(r.SimTimePS).Human(), strings.TrimSpace(r.Detail))
+		fmt.Fprintf(tw, "%s\t%.4g %s\t%s\t%s\t\n", r.Scheme, r.Rate, r.Unit, sim.Tick(r.SimTimePS).Human(), r.Detail)
 	}
 	tw.Flush()
 	if o.jsonOut != "" {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aaemu/aaemu/aa"
 )
 
 // `aaemu workload KIND` runs every scheme of each non-DHT workload, each
@@ -39,7 +41,7 @@ func TestWorkloadCommand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rows []workloadRow
+			var rows []aa.WorkloadResult
 			if err := json.Unmarshal(data, &rows); err != nil || len(rows) != tc.rows {
 				t.Fatalf("%d rows, %v", len(rows), err)
 			}

@@ -16,39 +16,70 @@ import (
 // metric is one measured column: its CSV name, axis label and unit.
 type metric struct {
 	label, unit string
-	get         func(aa.DHTResult) float64
+	get         func(Row) float64
 	order       int
 }
 
-var metrics = map[string]metric{
-	"inserts_per_second":    {"DHT insert rate", "inserts/s", func(r aa.DHTResult) float64 { return r.InsertsPerSec }, 0},
-	"sim_time_us":           {"simulated time", "µs", func(r aa.DHTResult) float64 { return float64(r.SimTimePS) / 1e6 }, 1},
-	"remote_ops_per_insert": {"remote operations per insert", "ops", func(r aa.DHTResult) float64 { return r.RemoteOps }, 2},
-	"pcie_tlps_per_insert":  {"PCIe TLPs per insert", "TLPs", func(r aa.DHTResult) float64 { return r.TLPs }, 3},
-	"wire_bytes_per_insert": {"wire bytes per insert", "bytes", func(r aa.DHTResult) float64 { return r.WireBytes }, 4},
-	"target_polls":          {"target receive-queue polls", "polls", func(r aa.DHTResult) float64 { return float64(r.TargetPolls) }, 5},
+// dhtMetrics are the DHT's columns.
+var dhtMetrics = map[string]metric{
+	"inserts_per_second":    {"DHT insert rate", "inserts/s", func(r Row) float64 { return r.Result.InsertsPerSec }, 0},
+	"sim_time_us":           {"simulated time", "µs", func(r Row) float64 { return float64(r.Result.SimTimePS) / 1e6 }, 1},
+	"remote_ops_per_insert": {"remote operations per insert", "ops", func(r Row) float64 { return r.Result.RemoteOps }, 2},
+	"pcie_tlps_per_insert":  {"PCIe TLPs per insert", "TLPs", func(r Row) float64 { return r.Result.TLPs }, 3},
+	"wire_bytes_per_insert": {"wire bytes per insert", "bytes", func(r Row) float64 { return r.Result.WireBytes }, 4},
+	"target_polls":          {"target receive-queue polls", "polls", func(r Row) float64 { return float64(r.Result.TargetPolls) }, 5},
 	// Inserts, lookups and deletes together (the insert rate when there are
 	// no lookups or deletes).
-	"ops_per_second": {"DHT operation rate", "ops/s", func(r aa.DHTResult) float64 {
-		if r.OpsPerSec == 0 {
-			return r.InsertsPerSec
+	"ops_per_second": {"DHT operation rate", "ops/s", func(r Row) float64 {
+		if r.Result.OpsPerSec == 0 {
+			return r.Result.InsertsPerSec
 		}
-		return r.OpsPerSec
+		return r.Result.OpsPerSec
 	}, 6},
-	"nic_energy_uj": {"NICs' energy", "µJ", func(r aa.DHTResult) float64 { return r.NICEnergyJ * 1e6 }, 7},
+	"nic_energy_uj": {"NICs' energy", "µJ", func(r Row) float64 { return r.Result.NICEnergyJ * 1e6 }, 7},
 }
 
-// metricOrder is the metrics in column order.
-var metricOrder = func() []string {
-	names := make([]string, 0, len(metrics))
-	for n := range metrics {
+// workloadMetrics are the columns of the other workloads: the rate is in
+// the workload's own unit (accesses/s, gets/s, B/s…), which the rows carry.
+var workloadMetrics = map[string]metric{
+	"rate":          {"rate", "", func(r Row) float64 { return r.Workload.Rate }, 0},
+	"sim_time_us":   {"simulated time", "µs", func(r Row) float64 { return float64(r.Workload.SimTimePS) / 1e6 }, 1},
+	"nic_energy_uj": {"NICs' energy", "µJ", func(r Row) float64 { return r.Workload.NICEnergyJ * 1e6 }, 2},
+}
+
+// ordered lists a metric set's names in column order.
+func ordered(ms map[string]metric) []string {
+	names := make([]string, 0, len(ms))
+	for n := range ms {
 		names = append(names, n)
 	}
-	sort.Slice(names, func(i, j int) bool { return metrics[names[i]].order < metrics[names[j]].order })
+	sort.Slice(names, func(i, j int) bool { return ms[names[i]].order < ms[names[j]].order })
 	return names
-}()
+}
 
-func metricNames() []string { return metricOrder }
+var dhtOrder, workloadOrder = ordered(dhtMetrics), ordered(workloadMetrics)
+
+// metricSet is the sweep's workload's metrics and their column order.
+func (s *Spec) metricSet() (map[string]metric, []string) {
+	if s.base.Workload.Kind != aa.KindDHT {
+		return workloadMetrics, workloadOrder
+	}
+	return dhtMetrics, dhtOrder
+}
+
+// metricOf is the named metric with its unit: a workload's rate takes the
+// unit its rows report.
+func (s *Spec) metricOf(name string, rows []Row) (metric, bool) {
+	ms, _ := s.metricSet()
+	m, ok := ms[name]
+	if ok && name == "rate" {
+		m.label = s.base.Workload.Kind + " rate"
+		if len(rows) > 0 {
+			m.unit = rows[0].Workload.Unit
+		}
+	}
+	return m, ok
+}
 
 // unitOf reads the unit a scenario key's name ends in.
 func unitOf(key string) string {
@@ -78,19 +109,27 @@ func (s *Spec) WriteCSV(w io.Writer, rows []Row) error {
 	for _, a := range s.Grid {
 		head = append(head, a.Key)
 	}
-	head = append(head, "scheme", "collisions")
-	head = append(head, metricNames()...)
+	dht := s.base.Workload.Kind == aa.KindDHT
+	ms, names := s.metricSet()
+	head = append(head, "scheme")
+	if dht {
+		head = append(head, "collisions")
+	}
+	head = append(head, names...)
 	head = append(head, "verified")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
 	for _, r := range rows {
 		rec := append([]string{}, r.Point...)
-		rec = append(rec, string(r.Result.Scheme), strconv.FormatFloat(r.Result.Collisions, 'g', -1, 64))
-		for _, n := range metricNames() {
-			rec = append(rec, strconv.FormatFloat(metrics[n].get(r.Result), 'g', 8, 64))
+		rec = append(rec, string(r.scheme()))
+		if dht {
+			rec = append(rec, strconv.FormatFloat(r.Result.Collisions, 'g', -1, 64))
 		}
-		rec = append(rec, strconv.FormatBool(r.Result.Verified))
+		for _, n := range names {
+			rec = append(rec, strconv.FormatFloat(ms[n].get(r), 'g', 8, 64))
+		}
+		rec = append(rec, strconv.FormatBool(r.Result.Verified || r.Workload.Verified))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -124,10 +163,11 @@ type Series struct {
 // Series groups the rows for plotting metric y against the X key, in order
 // of first appearance. X values must be numbers.
 func (s *Spec) Series(rows []Row, y string) ([]Series, error) {
-	m, ok := metrics[y]
+	m, ok := s.metricOf(y, rows)
 	if !ok {
 		return nil, fmt.Errorf("unknown metric %q", y)
 	}
+	dht := s.base.Workload.Kind == aa.KindDHT
 	xi := s.axis(s.Plot.X)
 	var out []Series
 	index := map[string]int{}
@@ -145,8 +185,8 @@ func (s *Spec) Series(rows []Row, y string) ([]Series, error) {
 				parts = append(parts, shortKey(a.Key)+"="+r.Point[i])
 			}
 		}
-		head := []string{string(r.Result.Scheme)}
-		if xi >= 0 {
+		head := []string{string(r.scheme())}
+		if xi >= 0 && dht {
 			head = append(head, fmt.Sprintf("%.0f%% coll.", 100*r.Result.Collisions))
 		}
 		parts = append(head, parts...)
@@ -157,7 +197,7 @@ func (s *Spec) Series(rows []Row, y string) ([]Series, error) {
 			index[name] = i
 			out = append(out, Series{Name: name})
 		}
-		v := m.get(r.Result)
+		v := m.get(r)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("%s: %s is %v at %s = %v", name, y, v, s.Plot.X, x)
 		}
@@ -170,5 +210,8 @@ func (s *Spec) Series(rows []Row, y string) ([]Series, error) {
 // shortKey is the last element of a dotted key, for legends.
 func shortKey(k string) string { return k[strings.LastIndex(k, ".")+1:] }
 
-// Metric is the named metric of one result.
-func Metric(r aa.DHTResult, name string) float64 { return metrics[name].get(r) }
+// Metric is the named metric of one row.
+func (s *Spec) Metric(r Row, name string) float64 {
+	m, _ := s.metricOf(name, nil)
+	return m.get(r)
+}

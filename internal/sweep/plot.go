@@ -31,7 +31,7 @@ func (s *Spec) Figure(rows []Row, y string) (*plot.Plot, *plot.Legend, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	m := metrics[y]
+	m, _ := s.metricOf(y, rows)
 	return Draw(series, Axes{
 		Title:  fmt.Sprintf("%s vs %s", m.label, shortKey(s.Plot.X)),
 		XLabel: axisLabel(s.Plot.X, unitOf(s.Plot.X)),

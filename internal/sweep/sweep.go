@@ -61,11 +61,26 @@ type PlotSpec struct {
 // Point is one grid point: the value of each axis, as written in the file.
 type Point []string
 
-// Row is one experiment at one point.
+// Row is one experiment at one point: a DHT result, or another workload's.
 type Row struct {
-	Point  Point        `json:"point"`
-	Result aa.DHTResult `json:"result"`
+	Point    Point             `json:"point"`
+	Result   aa.DHTResult      `json:"result,omitzero"`
+	Workload aa.WorkloadResult `json:"workload,omitzero"`
 }
+
+// scheme is the row's scheme, whatever its workload.
+func (r *Row) scheme() aa.Scheme {
+	if r.Workload.Workload != "" {
+		return r.Workload.Scheme
+	}
+	return r.Result.Scheme
+}
+
+// Scheme is the row's scheme, whatever its workload.
+func (r Row) Scheme() aa.Scheme { return r.scheme() }
+
+// Kind is the workload the sweep runs.
+func (s *Spec) Kind() string { return s.base.Workload.Kind }
 
 // Parse reads a sweep file. dir is where the base scenario is looked up.
 func Parse(name string, data []byte, dir string) (*Spec, error) {
@@ -134,15 +149,19 @@ func Parse(name string, data []byte, dir string) (*Spec, error) {
 	if s.Plot.X == "" {
 		s.Plot.X = s.Grid[0].Key
 	}
-	if s.axis(s.Plot.X) < 0 && s.Plot.X != CollisionsX {
+	if s.axis(s.Plot.X) < 0 && (s.Plot.X != CollisionsX || s.base.Workload.Kind != aa.KindDHT) {
 		return nil, fmt.Errorf("%s: plot.x: %q is not a grid key", name, s.Plot.X)
 	}
+	if s.axis("workload.kind") >= 0 {
+		return nil, fmt.Errorf("%s: grid: workload.kind cannot vary (the workloads measure different things): one sweep per workload", name)
+	}
+	ms, names := s.metricSet()
 	if len(s.Plot.Y) == 0 {
-		s.Plot.Y = []string{"inserts_per_second"}
+		s.Plot.Y = names[:1]
 	}
 	for _, y := range s.Plot.Y {
-		if _, ok := metrics[y]; !ok {
-			return nil, fmt.Errorf("%s: plot.y: unknown metric %q (want one of %s)", name, y, strings.Join(metricNames(), ", "))
+		if _, ok := ms[y]; !ok {
+			return nil, fmt.Errorf("%s: plot.y: unknown metric %q (want one of %s)", name, y, strings.Join(names, ", "))
 		}
 	}
 	if _, err := sim.ParseTick(s.Until); err != nil {
@@ -345,6 +364,24 @@ func (s *Spec) runPoint(p Point, until sim.Tick) ([]Row, error) {
 		return nil, err
 	}
 	var rows []Row
+	if sc.Workload.Kind != aa.KindDHT {
+		for _, x := range sc.Experiments() {
+			c, w, err := sc.BuildWorkload(sim.NewEngine(sc.Seed), x)
+			if err != nil {
+				return nil, err
+			}
+			end := c.Run(until, c.AppsDone)
+			if !c.AppsDone() {
+				return nil, fmt.Errorf("%s did not finish by %v", x.Scheme, end)
+			}
+			r := w.Result()
+			if !r.Verified {
+				return nil, fmt.Errorf("%s, %s: the result is wrong: %s", sc.Workload.Kind, x.Scheme, r.Detail)
+			}
+			rows = append(rows, Row{Point: p, Workload: r})
+		}
+		return rows, nil
+	}
 	for _, x := range sc.Experiments() {
 		c, w, err := sc.Build(sim.NewEngine(sc.Seed), x)
 		if err != nil {

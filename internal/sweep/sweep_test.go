@@ -253,3 +253,57 @@ func FuzzParseSweep(f *testing.F) {
 		}
 	})
 }
+
+// A sweep over another workload: the grid varies machine keys and the
+// workload's section, the rows carry that workload's results and its
+// columns (no collisions), every row checked; keys and metrics that belong
+// to the DHT, or a grid that changes the workload, are refused.
+func TestWorkloadSweep(t *testing.T) {
+	dir := t.TempDir()
+	base := "machine: {nodes: 3, cores: 2, wire: {rate_mbps: 10000}}\nworkload:\n  kind: getlog\n  getlog: {gets: 10, words: 16}\n"
+	if err := os.WriteFile(filepath.Join(dir, "getlog.yaml"), []byte(base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := "scenario: getlog.yaml\ngrid:\n  machine.nodes: [2, 3]\n  workload.getlog.procs_per_node: [1, 2]\nplot: {y: [rate, nic_energy_uj]}\n"
+	s, err := Parse("sweep.yaml", []byte(file), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Run(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4*3 {
+		t.Fatalf("%d rows, want 4 points × 3 schemes", len(rows))
+	}
+	var b bytes.Buffer
+	if err := s.WriteCSV(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if lines[0] != "machine.nodes,workload.getlog.procs_per_node,scheme,rate,sim_time_us,nic_energy_uj,verified" || !strings.HasPrefix(lines[1], "2,1,No-FT,") {
+		t.Fatalf("CSV:\n%s", b.String())
+	}
+	for _, r := range rows {
+		if !r.Workload.Verified || r.Workload.Rate <= 0 || r.Workload.Unit != "gets/s" || r.Result.Scheme != "" {
+			t.Fatalf("row %+v", r)
+		}
+	}
+	series, err := s.Series(rows, "rate")
+	if err != nil || len(series) != 6 || series[0].Name != "No-FT procs_per_node=1" || len(series[0].X) != 2 {
+		t.Fatalf("series %+v, %v", series, err)
+	}
+	if m, _ := s.metricOf("rate", rows); m.label != "getlog rate" || m.unit != "gets/s" {
+		t.Fatalf("rate metric %+v", m)
+	}
+	for _, bad := range []struct{ file, want string }{
+		{"scenario: getlog.yaml\ngrid:\n  workload.kind: [getlog, counter]\n", "workload.kind cannot vary"},
+		{"scenario: getlog.yaml\ngrid:\n  seed: [1]\nplot: {y: [inserts_per_second]}\n", `unknown metric "inserts_per_second" (want one of rate, sim_time_us, nic_energy_uj)`},
+		{"scenario: getlog.yaml\ngrid:\n  seed: [1]\nplot: {x: collisions}\n", "plot.x"},
+		{"scenario: getlog.yaml\ngrid:\n  workload.getlog.schemes: [[No-FT, AA-SP]]\n", `"AA-SP": the getlog workload has No-FT, AA-Poll, RMA`},
+	} {
+		if _, err := Parse("sweep.yaml", []byte(bad.file), dir); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want %q", bad.file, err, bad.want)
+		}
+	}
+}

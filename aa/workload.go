@@ -1,0 +1,315 @@
+package aa
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aaemu/aaemu/sim"
+)
+
+// The workloads a scenario can run (workload.kind).
+const (
+	KindDHT        = "dht"
+	KindCounter    = "counter"
+	KindGetLog     = "getlog"
+	KindCheckpoint = "checkpoint"
+	KindXOR        = "xor"
+	KindStream     = "stream"
+	KindSort       = "sort"
+)
+
+// Kinds lists the workloads in the order the documentation gives them.
+var Kinds = []string{KindDHT, KindCounter, KindGetLog, KindCheckpoint, KindXOR, KindStream, KindSort}
+
+// The scenario sections of the workloads other than the DHT. Processes
+// per node default to the machine's cores.
+type (
+	// CounterSpec: the access counter (aa.SetupCounter).
+	CounterSpec struct {
+		Elements int      `yaml:"elements" json:"elements"`
+		Accesses int      `yaml:"accesses" json:"accesses"` // per source process
+		Procs    int      `yaml:"procs_per_node" json:"procs_per_node"`
+		Schemes  []string `yaml:"schemes" json:"schemes"`
+	}
+	// GetLogSpec: the logging of gets (aa.SetupGetLog).
+	GetLogSpec struct {
+		Gets    int      `yaml:"gets" json:"gets"` // per process
+		Words   int      `yaml:"words" json:"words"`
+		Procs   int      `yaml:"procs_per_node" json:"procs_per_node"`
+		Schemes []string `yaml:"schemes" json:"schemes"`
+	}
+	// CheckpointSpec: incremental checkpointing (aa.SetupCheckpoint; AA only).
+	CheckpointSpec struct {
+		Pages  int `yaml:"pages" json:"pages"`
+		Epochs int `yaml:"epochs" json:"epochs"`
+		Puts   int `yaml:"puts" json:"puts"` // per epoch
+	}
+	// XORSpec: the XOR checksum checkpoint (aa.SetupXORCheckpoint).
+	XORSpec struct {
+		Words   int      `yaml:"words" json:"words"`
+		Schemes []string `yaml:"schemes" json:"schemes"`
+	}
+	// StreamSpec: the streaming microbenchmark (aa.SetupStream); its
+	// schemes are the IOMMU modes, no-iommu and e-iommu.
+	StreamSpec struct {
+		Op          string   `yaml:"op" json:"op"` // write or send
+		MsgBytes    int      `yaml:"msg_bytes" json:"msg_bytes"`
+		Messages    int      `yaml:"messages" json:"messages"`
+		Outstanding int      `yaml:"outstanding" json:"outstanding"`
+		Schemes     []string `yaml:"schemes" json:"schemes"`
+	}
+	// SortSpec: the fault-tolerant parallel sort (aa.SetupSort).
+	SortSpec struct {
+		Keys    int      `yaml:"keys" json:"keys"` // per process
+		Procs   int      `yaml:"procs_per_node" json:"procs_per_node"`
+		Schemes []string `yaml:"schemes" json:"schemes"`
+	}
+)
+
+// workloadSchemes are the schemes each workload knows.
+var workloadSchemes = map[string][]Scheme{
+	KindCounter:    {NoCnt, AAPoll, RMA, AKV, Allreduce},
+	KindGetLog:     {NoFT, AAPoll, RMA},
+	KindCheckpoint: {AAPoll},
+	KindXOR:        {AASP, RMA},
+	KindStream:     {IOMMUNone, IOMMUExtended},
+	KindSort:       {NoFT, AAPoll, AM, RMA},
+}
+
+// defaultWorkloads are the sections' defaults: small runs of a second or
+// less, every scheme.
+func defaultWorkloads(w *WorkloadSpec) {
+	w.Kind = KindDHT
+	w.Counter = CounterSpec{Elements: 4096, Accesses: 100}
+	w.GetLog = GetLogSpec{Gets: 50, Words: 64}
+	w.Checkpoint = CheckpointSpec{Pages: 64, Epochs: 3, Puts: 20}
+	w.XOR = XORSpec{Words: 512}
+	w.Stream = StreamSpec{Op: "write", MsgBytes: 4096, Messages: 128, Outstanding: 1}
+	w.Sort = SortSpec{Keys: 4096}
+}
+
+// schemes is the workload's scheme list: the section's, or every scheme
+// when it names none.
+func (w *WorkloadSpec) schemes() []string {
+	var l []string
+	switch w.Kind {
+	case KindCounter:
+		l = w.Counter.Schemes
+	case KindGetLog:
+		l = w.GetLog.Schemes
+	case KindXOR:
+		l = w.XOR.Schemes
+	case KindStream:
+		l = w.Stream.Schemes
+	case KindSort:
+		l = w.Sort.Schemes
+	}
+	if len(l) == 0 {
+		for _, s := range workloadSchemes[w.Kind] {
+			l = append(l, string(s))
+		}
+	}
+	return l
+}
+
+// checkWorkload validates the section of a workload other than the DHT:
+// its numbers and its schemes. It returns the key at fault.
+func (s *Scenario) checkWorkload() (string, error) {
+	w := &s.Workload
+	k := "workload." + w.Kind + "."
+	atLeast := func(key string, v, lo int) (string, error) {
+		if v < lo {
+			return k + key, fmt.Errorf("%d, want at least %d", v, lo)
+		}
+		return "", nil
+	}
+	procs := func(v int) (string, error) {
+		if v < 0 || v > s.Machine.Cores {
+			return k + "procs_per_node", fmt.Errorf("%d, want 0..machine.cores (%d; 0 is every core)", v, s.Machine.Cores)
+		}
+		return "", nil
+	}
+	var checks []func() (string, error)
+	switch w.Kind {
+	case KindCounter:
+		checks = append(checks,
+			func() (string, error) { return atLeast("elements", w.Counter.Elements, 1) },
+			func() (string, error) { return atLeast("accesses", w.Counter.Accesses, 1) },
+			func() (string, error) { return procs(w.Counter.Procs) })
+	case KindGetLog:
+		checks = append(checks,
+			func() (string, error) { return atLeast("gets", w.GetLog.Gets, 1) },
+			func() (string, error) { return atLeast("words", w.GetLog.Words, 1) },
+			func() (string, error) { return procs(w.GetLog.Procs) })
+	case KindCheckpoint:
+		checks = append(checks,
+			func() (string, error) { return atLeast("pages", w.Checkpoint.Pages, 1) },
+			func() (string, error) { return atLeast("epochs", w.Checkpoint.Epochs, 1) },
+			func() (string, error) { return atLeast("puts", w.Checkpoint.Puts, 0) })
+	case KindXOR:
+		checks = append(checks, func() (string, error) { return atLeast("words", w.XOR.Words, 1) })
+	case KindStream:
+		checks = append(checks,
+			func() (string, error) {
+				if _, err := ParseStreamOp(w.Stream.Op); err != nil {
+					return k + "op", err
+				}
+				return "", nil
+			},
+			func() (string, error) { return atLeast("msg_bytes", w.Stream.MsgBytes, 1) },
+			func() (string, error) { return atLeast("messages", w.Stream.Messages, 2) },
+			func() (string, error) { return atLeast("outstanding", w.Stream.Outstanding, 1) })
+	case KindSort:
+		checks = append(checks,
+			func() (string, error) { return atLeast("keys", w.Sort.Keys, 1) },
+			func() (string, error) { return procs(w.Sort.Procs) })
+	}
+	checks = append(checks, func() (string, error) {
+		l := w.schemes()
+		known := workloadSchemes[w.Kind]
+		for _, sc := range l {
+			if !slices.Contains(known, Scheme(sc)) {
+				names := make([]string, len(known))
+				for i, s := range known {
+					names[i] = string(s)
+				}
+				return k + "schemes", fmt.Errorf("%q: the %s workload has %s", sc, w.Kind, strings.Join(names, ", "))
+			}
+		}
+		return "", nil
+	})
+	for _, c := range checks {
+		if key, err := c(); err != nil {
+			return key, err
+		}
+	}
+	return "", nil
+}
+
+// WorkloadResult is one experiment of a workload other than the DHT: its
+// rate in the workload's own unit, the simulated time the rate is taken
+// over, the NICs' energy, and what the workload's own check found.
+type WorkloadResult struct {
+	Workload   string  `json:"workload"`
+	Scheme     Scheme  `json:"scheme"`
+	Rate       float64 `json:"rate"`
+	Unit       string  `json:"unit"`
+	SimTimePS  uint64  `json:"sim_time_ps"`
+	NICEnergyJ float64 `json:"nic_energy_j"`
+	Detail     string  `json:"detail"`
+	Verified   bool    `json:"verified"`
+}
+
+// Workload is a workload set up on a cluster: run the cluster, then read
+// the result.
+type Workload interface{ Result() WorkloadResult }
+
+// workloadFunc adapts a closure to Workload.
+type workloadFunc func() WorkloadResult
+
+func (f workloadFunc) Result() WorkloadResult { return f() }
+
+func perSecond(n float64, ps uint64) float64 { return n / (float64(max(ps, 1)) / 1e12) }
+
+// BuildWorkload makes the cluster and the workload (not the DHT: see Build)
+// of one experiment on engine e.
+func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workload, error) {
+	w := &s.Workload
+	spec := s.ClusterSpec()
+	if w.Kind == KindStream {
+		spec.IOMMU.Bypass = x.Scheme == IOMMUNone // the modes are the stream's schemes
+	}
+	c, err := New(e, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	procs := func(p int) int {
+		if p == 0 {
+			return s.Machine.Cores
+		}
+		return p
+	}
+	sch, seed := x.Scheme, s.Seed
+	var res func() WorkloadResult
+	switch w.Kind {
+	case KindCounter:
+		k, err := SetupCounter(c, CounterConfig{Scheme: sch, Elements: w.Counter.Elements, Accesses: w.Counter.Accesses, Procs: procs(w.Counter.Procs), Seed: seed})
+		if err != nil {
+			return nil, nil, err
+		}
+		res = func() WorkloadResult {
+			r := k.Result()
+			return WorkloadResult{Rate: r.AccessesPerSec, Unit: "accesses/s", SimTimePS: r.SimTimePS,
+				Detail: strings.TrimSpace(fmt.Sprintf("%d accesses %s", r.Accesses, r.Problem)), Verified: r.Verified}
+		}
+	case KindGetLog:
+		g, err := SetupGetLog(c, GetLogConfig{Scheme: sch, Gets: w.GetLog.Gets, Procs: procs(w.GetLog.Procs), Words: w.GetLog.Words, Seed: seed})
+		if err != nil {
+			return nil, nil, err
+		}
+		res = func() WorkloadResult {
+			r := g.Result()
+			return WorkloadResult{Rate: r.GetsPerSec, Unit: "gets/s", SimTimePS: r.SimTimePS,
+				Detail: strings.TrimSpace(fmt.Sprintf("%d gets, %.0f wire bytes per get %s", r.Gets, r.WireBytes, r.Problem)), Verified: r.Verified}
+		}
+	case KindCheckpoint:
+		k, err := SetupCheckpoint(c, CheckpointConfig{Pages: w.Checkpoint.Pages, Epochs: w.Checkpoint.Epochs, Puts: w.Checkpoint.Puts, Seed: seed})
+		if err != nil {
+			return nil, nil, err
+		}
+		res = func() WorkloadResult {
+			r := k.Result()
+			return WorkloadResult{Rate: perSecond(float64(r.Records), r.SimTimePS), Unit: "puts/s", SimTimePS: r.SimTimePS,
+				Detail: strings.TrimSpace(fmt.Sprintf("pages copied per checkpoint %v of %d %s", r.PagesCopied, w.Checkpoint.Pages, strings.Join(r.Problems, "; "))),
+				Verified: r.Verified}
+		}
+	case KindXOR:
+		k, err := SetupXORCheckpoint(c, XORConfig{Scheme: sch, Words: w.XOR.Words, Seed: seed})
+		if err != nil {
+			return nil, nil, err
+		}
+		res = func() WorkloadResult {
+			r := k.Result()
+			return WorkloadResult{Rate: perSecond(float64(r.Processes*r.Words), r.SimTimePS), Unit: "words/s", SimTimePS: r.SimTimePS,
+				Detail:   strings.TrimSpace(fmt.Sprintf("%d TLPs at the checksum's node, %d remote ops %s", r.TargetTLPs, r.RemoteOps, r.Problem)),
+				Verified: r.Verified}
+		}
+	case KindStream:
+		op, err := ParseStreamOp(w.Stream.Op)
+		if err != nil {
+			return nil, nil, err
+		}
+		k, err := SetupStream(c, StreamConfig{Op: op, MsgBytes: w.Stream.MsgBytes, Messages: w.Stream.Messages, Outstanding: w.Stream.Outstanding, Seed: seed})
+		if err != nil {
+			return nil, nil, err
+		}
+		res = func() WorkloadResult {
+			r := k.Result()
+			return WorkloadResult{Rate: r.BytesPerSec, Unit: "B/s", SimTimePS: r.SimTimePS,
+				Detail: strings.TrimSpace(fmt.Sprintf("%d %ss of %d B, %d in flight, first to last arrival %s, target FNV-1a %#x %s",
+					r.Messages, r.Op, r.MsgBytes, r.Outstanding, sim.Tick(r.LastPS-r.FirstPS).Human(), r.Checksum, r.Problem)),
+				Verified: r.Verified}
+		}
+	case KindSort:
+		k, err := SetupSort(c, SortConfig{Scheme: sch, Keys: w.Sort.Keys, Procs: procs(w.Sort.Procs), Seed: seed})
+		if err != nil {
+			return nil, nil, err
+		}
+		res = func() WorkloadResult {
+			r := k.Result()
+			return WorkloadResult{Rate: perSecond(float64(r.RemoteBytes), r.CommTimePS), Unit: "B/s", SimTimePS: r.CommTimePS,
+				Detail: strings.TrimSpace(fmt.Sprintf("%d keys, %d bytes got from other nodes, %d on the wire (per NIC %v), %d logged %s",
+					r.Keys, r.RemoteBytes, r.WireBytes, r.SentBytes, r.LogBytes, r.Problem)),
+				Verified: r.Verified}
+		}
+	default:
+		return nil, nil, fmt.Errorf("workload %q is not one BuildWorkload runs", w.Kind)
+	}
+	return c, workloadFunc(func() WorkloadResult {
+		r := res()
+		r.Workload, r.Scheme = w.Kind, sch
+		r.NICEnergyJ = c.NICEnergy(float64(r.SimTimePS) / 1e12)
+		return r
+	}), nil
+}
