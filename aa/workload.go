@@ -261,7 +261,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workloa
 		res = func() WorkloadResult {
 			r := k.Result()
 			return WorkloadResult{Rate: perSecond(float64(r.Records), r.SimTimePS), Unit: "puts/s", SimTimePS: r.SimTimePS,
-				Detail: strings.TrimSpace(fmt.Sprintf("pages copied per checkpoint %v of %d %s", r.PagesCopied, w.Checkpoint.Pages, strings.Join(r.Problems, "; "))),
+				Detail:   strings.TrimSpace(fmt.Sprintf("pages copied per checkpoint %v of %d %s", r.PagesCopied, w.Checkpoint.Pages, strings.Join(r.Problems, "; "))),
 				Verified: r.Verified}
 		}
 	case KindXOR:
@@ -312,4 +312,50 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workloa
 		r.NICEnergyJ = c.NICEnergy(float64(r.SimTimePS) / 1e12)
 		return r
 	}), nil
+}
+
+// Outcome is one experiment's checked result: the DHT's, or another
+// workload's.
+type Outcome struct {
+	DHT      DHTResult
+	Workload WorkloadResult
+}
+
+// Prepare builds one experiment of whatever workload the scenario runs on
+// engine e. Run the cluster, then call finish: it reads the result and
+// fails, saying what went wrong, if the processes did not finish by end or
+// the workload's own check did not pass.
+func (s *Scenario) Prepare(e *sim.Engine, x Experiment) (c *Cluster, finish func(end sim.Tick) (Outcome, error), err error) {
+	if s.Workload.Kind == KindDHT {
+		c, w, err := s.Build(e, x)
+		if err != nil {
+			return nil, nil, err
+		}
+		what := fmt.Sprintf("%s at %.0f%% collisions", x.Scheme, 100*x.Collisions)
+		return c, func(end sim.Tick) (Outcome, error) {
+			if !c.AppsDone() {
+				return Outcome{}, fmt.Errorf("%s did not finish by %v", what, end)
+			}
+			r := w.Result()
+			if !r.Verified {
+				return Outcome{}, fmt.Errorf("%s: the hashtable is wrong: %v", what, w.Verify())
+			}
+			return Outcome{DHT: r}, nil
+		}, nil
+	}
+	c, w, err := s.BuildWorkload(e, x)
+	if err != nil {
+		return nil, nil, err
+	}
+	what := fmt.Sprintf("workload %s, %s", s.Workload.Kind, x.Scheme)
+	return c, func(end sim.Tick) (Outcome, error) {
+		if !c.AppsDone() {
+			return Outcome{}, fmt.Errorf("%s did not finish by %v", what, end)
+		}
+		r := w.Result()
+		if !r.Verified {
+			return Outcome{}, fmt.Errorf("%s: the result is wrong: %s", what, r.Detail)
+		}
+		return Outcome{Workload: r}, nil
+	}, nil
 }

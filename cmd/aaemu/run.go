@@ -131,36 +131,9 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 		if i == 0 && o.txnLog {
 			e.EnableTxnLog()
 		}
-		var c *aa.Cluster
-		var finish func() error // reads and checks the result
-		if sc.Workload.Kind == aa.KindDHT {
-			cl, w, err := sc.Build(e, x)
-			if err != nil {
-				return err
-			}
-			c = cl
-			finish = func() error {
-				r := w.Result()
-				if !r.Verified {
-					return fmt.Errorf("%s at %.0f%% collisions: the hashtable is wrong: %v", x.Scheme, 100*x.Collisions, w.Verify())
-				}
-				results = append(results, r)
-				return nil
-			}
-		} else {
-			cl, w, err := sc.BuildWorkload(e, x)
-			if err != nil {
-				return err
-			}
-			c = cl
-			finish = func() error {
-				r := w.Result()
-				if !r.Verified {
-					return fmt.Errorf("%s, %s: the result is wrong: %s", sc.Workload.Kind, x.Scheme, r.Detail)
-				}
-				others = append(others, r)
-				return nil
-			}
+		c, finish, err := sc.Prepare(e, x)
+		if err != nil {
+			return err
 		}
 		if i == 0 {
 			if traced, err = attachOutputs(e, c, sc, o); err != nil {
@@ -170,15 +143,14 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 		}
 		log.WithFields(logrus.Fields{"scheme": x.Scheme, "collisions": x.Collisions}).Info("running")
 		end := c.Run(until, c.AppsDone)
-		if !c.AppsDone() {
-			what := string(x.Scheme)
-			if sc.Workload.Kind == aa.KindDHT {
-				what += fmt.Sprintf(" at %.0f%% collisions", 100*x.Collisions)
-			}
-			return fmt.Errorf("%s did not finish by %v", what, end)
-		}
-		if err := finish(); err != nil {
+		out, err := finish(end)
+		if err != nil {
 			return err
+		}
+		if sc.Workload.Kind == aa.KindDHT {
+			results = append(results, out.DHT)
+		} else {
+			others = append(others, out.Workload)
 		}
 		if i == 0 {
 			if err := traced.close(uint64(end)); err != nil {

@@ -132,19 +132,15 @@ func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
 	}
 	var rows []aa.WorkloadResult
 	for _, x := range sc.Experiments() {
-		c, wl, err := sc.BuildWorkload(sim.NewEngine(sc.Seed), x)
+		c, finish, err := sc.Prepare(sim.NewEngine(sc.Seed), x)
 		if err != nil {
 			return err
 		}
-		c.Run(10*sim.S, c.AppsDone)
-		if !c.AppsDone() {
-			return fmt.Errorf("workload %s, %s: did not finish in 10 s simulated", kind, x.Scheme)
+		out, err := finish(c.Run(10*sim.S, c.AppsDone))
+		if err != nil {
+			return err
 		}
-		r := wl.Result()
-		if !r.Verified {
-			return fmt.Errorf("workload %s, %s: the result is wrong: %s", kind, x.Scheme, r.Detail)
-		}
-		rows = append(rows, r)
+		rows = append(rows, out.Workload)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scheme\trate\tsim time\tdetail\t\n")

@@ -364,38 +364,16 @@ func (s *Spec) runPoint(p Point, until sim.Tick) ([]Row, error) {
 		return nil, err
 	}
 	var rows []Row
-	if sc.Workload.Kind != aa.KindDHT {
-		for _, x := range sc.Experiments() {
-			c, w, err := sc.BuildWorkload(sim.NewEngine(sc.Seed), x)
-			if err != nil {
-				return nil, err
-			}
-			end := c.Run(until, c.AppsDone)
-			if !c.AppsDone() {
-				return nil, fmt.Errorf("%s did not finish by %v", x.Scheme, end)
-			}
-			r := w.Result()
-			if !r.Verified {
-				return nil, fmt.Errorf("%s, %s: the result is wrong: %s", sc.Workload.Kind, x.Scheme, r.Detail)
-			}
-			rows = append(rows, Row{Point: p, Workload: r})
-		}
-		return rows, nil
-	}
 	for _, x := range sc.Experiments() {
-		c, w, err := sc.Build(sim.NewEngine(sc.Seed), x)
+		c, finish, err := sc.Prepare(sim.NewEngine(sc.Seed), x)
 		if err != nil {
 			return nil, err
 		}
-		end := c.Run(until, c.AppsDone)
-		if !c.AppsDone() {
-			return nil, fmt.Errorf("%s at %.0f%% collisions did not finish by %v", x.Scheme, 100*x.Collisions, end)
+		o, err := finish(c.Run(until, c.AppsDone))
+		if err != nil {
+			return nil, err
 		}
-		r := w.Result()
-		if !r.Verified {
-			return nil, fmt.Errorf("%s at %.0f%% collisions: the hashtable is wrong: %v", x.Scheme, 100*x.Collisions, w.Verify())
-		}
-		rows = append(rows, Row{Point: p, Result: r})
+		rows = append(rows, Row{Point: p, Result: o.DHT, Workload: o.Workload})
 	}
 	return rows, nil
 }
