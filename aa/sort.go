@@ -274,12 +274,7 @@ func (s *sortRun) run(x *Ctx, sp *sortProc) {
 	k := s.cfg.Keys
 	// Local sort.
 	x.P.Op("sort.local")
-	buf := make([]byte, k*8)
-	x.P.Read(sp.in, buf)
-	keys := make([]uint64, k)
-	for i := range keys {
-		keys[i] = le64(buf[i*8:])
-	}
+	keys := readKeys(x, sp.in, k)
 	slices.Sort(keys)
 	x.P.Compute(s.compareCost(k, k))
 	x.P.Write(sp.in, putKeys(keys))
@@ -357,17 +352,23 @@ func (s *sortRun) run(x *Ctx, sp *sortProc) {
 		s.fail("rank %d received %d keys, more than the %d it has room for", sp.rank, total, s.outCap)
 		return
 	}
-	got := make([]byte, total*8)
-	x.P.Read(sp.out, got)
-	res := make([]uint64, total)
-	for i := range res {
-		res[i] = le64(got[i*8:])
-	}
+	res := readKeys(x, sp.out, total)
 	slices.Sort(res)
 	x.P.Compute(s.compareCost(total, p))
 	x.P.Write(sp.merged, putKeys(res))
 	sp.count = total
 	s.end = max(s.end, x.Now())
+}
+
+// readKeys reads n 64-bit keys at addr through the process's core.
+func readKeys(x *Ctx, addr uint64, n int) []uint64 {
+	b := make([]byte, n*8)
+	x.P.Read(addr, b)
+	ks := make([]uint64, n)
+	for i := range ks {
+		ks[i] = le64(b[i*8:])
+	}
+	return ks
 }
 
 func putKeys(ks []uint64) []byte {
