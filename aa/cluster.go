@@ -33,6 +33,12 @@ type Spec struct {
 	SQSize    int    // send-queue entries per QP (default 256)
 	// SwitchLatencyPS is the switch's forwarding latency (more than two nodes).
 	SwitchLatencyPS sim.Tick
+	// Topology joins more than two nodes: TopologyStar, one switch with a
+	// port per node, or TopologyLeafSpine, NodesPerLeaf nodes on each leaf
+	// switch and every leaf linked to each of Spines spine switches.
+	Topology     string
+	NodesPerLeaf int
+	Spines       int
 	// Power: the NICs' and routers' power figures, for the energy a run
 	// reports (assumptions; see energy.DefaultParams).
 	Power energy.Params
@@ -78,13 +84,14 @@ type Node struct {
 
 // Cluster is the whole machine.
 type Cluster struct {
-	Eng    *sim.Engine
-	Spec   Spec
-	Fabric *sim.Clock
-	CPUClk *sim.Clock
-	Nodes  []*Node
-	Wires  []*nic.Wire
-	Switch *nic.Switch // more than two nodes
+	Eng      *sim.Engine
+	Spec     Spec
+	Fabric   *sim.Clock
+	CPUClk   *sim.Clock
+	Nodes    []*Node
+	Wires    []*nic.Wire
+	Switch   *nic.Switch   // the star's switch
+	Switches []*nic.Switch // every switch of the network (leaves, then spines)
 }
 
 // New builds a cluster on engine e.
@@ -126,10 +133,20 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	return c, nil
 }
 
+// The topologies of more than two nodes.
+const (
+	TopologyStar      = "star"
+	TopologyLeafSpine = "leaf-spine"
+)
+
 // network joins two nodes by a direct link (a wire each way), more through
-// a switch with a wire each way to every node.
+// a switch with a wire each way to every node, or through leaf and spine
+// switches.
 func (c *Cluster) network() error {
 	s := c.Spec
+	if s.Nodes > 2 && s.Topology == TopologyLeafSpine {
+		return c.leafSpine()
+	}
 	if s.Nodes == 2 {
 		for i := 0; i < 2; i++ {
 			a, b := c.Nodes[i], c.Nodes[1-i]
@@ -148,6 +165,7 @@ func (c *Cluster) network() error {
 		return err
 	}
 	c.Switch = sw
+	c.Switches = []*nic.Switch{sw}
 	for _, n := range c.Nodes {
 		up, err := nic.NewWire(c.Fabric, fmt.Sprintf("net.up%d", n.ID), s.Wire, n.NIC.Unit(), sw.Unit())
 		if err != nil {
@@ -163,6 +181,96 @@ func (c *Cluster) network() error {
 		c.Wires = append(c.Wires, up, down)
 	}
 	return nil
+}
+
+// leafSpine builds a two-level folded Clos: node i on leaf i/NodesPerLeaf,
+// at that leaf's port i%NodesPerLeaf; leaf ports NodesPerLeaf.. go up, one
+// to each spine; spine port l goes down to leaf l. A frame to another leaf
+// goes up to spine (destination mod Spines) and down: up/down routing,
+// which cannot deadlock a lossless network, and a fixed path per
+// destination, which keeps a connection's frames in order.
+func (c *Cluster) leafSpine() error {
+	s := c.Spec
+	per, spines := s.NodesPerLeaf, s.Spines
+	if per < 1 || spines < 1 {
+		return fmt.Errorf("leaf-spine: %d nodes per leaf and %d spines, want at least 1 of each", per, spines)
+	}
+	leaves := (s.Nodes + per - 1) / per
+	wire := func(name string, from, to *sim.Unit) (*nic.Wire, error) {
+		w, err := nic.NewWire(c.Fabric, name, s.Wire, from, to)
+		if err == nil {
+			c.Wires = append(c.Wires, w)
+		}
+		return w, err
+	}
+	leaf := make([]*nic.Switch, leaves)
+	for l := range leaf {
+		route := make([]int, s.Nodes)
+		for d := range route {
+			if d/per == l {
+				route[d] = d % per
+			} else {
+				route[d] = per + d%spines
+			}
+		}
+		sw, err := nic.NewSwitch(c.Fabric, fmt.Sprintf("net.leaf%d", l), nic.SwitchSpec{Ports: per + spines, LatencyPS: s.SwitchLatencyPS, QueueLen: 64, Route: route})
+		if err != nil {
+			return err
+		}
+		leaf[l] = sw
+	}
+	spine := make([]*nic.Switch, spines)
+	for k := range spine {
+		route := make([]int, s.Nodes)
+		for d := range route {
+			route[d] = d / per
+		}
+		sw, err := nic.NewSwitch(c.Fabric, fmt.Sprintf("net.spine%d", k), nic.SwitchSpec{Ports: leaves, LatencyPS: s.SwitchLatencyPS, QueueLen: 64, Route: route})
+		if err != nil {
+			return err
+		}
+		spine[k] = sw
+	}
+	for _, n := range c.Nodes {
+		sw := leaf[n.ID/per]
+		up, err := wire(fmt.Sprintf("net.up%d", n.ID), n.NIC.Unit(), sw.Unit())
+		if err != nil {
+			return err
+		}
+		down, err := wire(fmt.Sprintf("net.down%d", n.ID), sw.Unit(), n.NIC.Unit())
+		if err != nil {
+			return err
+		}
+		n.NIC.NetOut, n.NIC.NetIn = up.In, down.Out
+		n.out = up
+		sw.SetPort(n.ID%per, up.Out, down.In)
+	}
+	for l, lsw := range leaf {
+		for k, ssw := range spine {
+			up, err := wire(fmt.Sprintf("net.leaf%d_spine%d", l, k), lsw.Unit(), ssw.Unit())
+			if err != nil {
+				return err
+			}
+			down, err := wire(fmt.Sprintf("net.spine%d_leaf%d", k, l), ssw.Unit(), lsw.Unit())
+			if err != nil {
+				return err
+			}
+			lsw.SetPort(per+k, down.Out, up.In)
+			ssw.SetPort(l, up.Out, down.In)
+		}
+	}
+	c.Switches = append(leaf, spine...)
+	return nil
+}
+
+// RouterEnergy is the energy in joules the network's switches spent
+// forwarding what they forwarded (Spec.Power's energy per byte).
+func (c *Cluster) RouterEnergy() float64 {
+	var b uint64
+	for _, sw := range c.Switches {
+		b += sw.ForwardedBytes()
+	}
+	return float64(b) * c.Spec.Power.RouterJPerByte
 }
 
 func (c *Cluster) newNode(id int) (*Node, error) {
@@ -209,8 +317,9 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 	return n, nil
 }
 
-// WireBytes is every byte the network carried. Through a switch a frame
-// crosses two wires and counts twice, as it occupies both.
+// WireBytes is every byte the network carried. A frame counts once per wire
+// it crosses (two through a star's switch, four between leaves of a
+// leaf-spine network), as it occupies each.
 func (c *Cluster) WireBytes() uint64 {
 	var t uint64
 	for _, w := range c.Wires {

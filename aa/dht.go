@@ -139,6 +139,9 @@ type DHTResult struct {
 	// NICEnergyJ: the NICs' energy over the run (Spec.Power: idle power
 	// throughout, active power while sending).
 	NICEnergyJ float64 `json:"nic_energy_j"`
+	// RouterEnergyJ: the switches' energy for the bytes they forwarded
+	// (none on a direct link).
+	RouterEnergyJ float64 `json:"router_energy_j"`
 	// Interrupts counts AM-Int's completion interrupts (handler runs).
 	Interrupts int  `json:"interrupts,omitempty"`
 	Verified   bool `json:"verified"`
@@ -936,7 +939,8 @@ func (d *dht) Result() DHTResult {
 		Inserts: total, SimTimePS: uint64(end),
 		InsertsPerSec: n / (float64(end) / 1e12), RemoteOps: float64(d.ops) / n,
 		TLPs: tlps / n, WireBytes: float64(d.c.WireBytes()) / n, TargetPolls: d.polls, Interrupts: d.irqs,
-		Lookups: d.lookups, Deletes: d.deletes, NICEnergyJ: d.c.NICEnergy(float64(end) / 1e12)}
+		Lookups: d.lookups, Deletes: d.deletes, NICEnergyJ: d.c.NICEnergy(float64(end) / 1e12),
+		RouterEnergyJ: d.c.RouterEnergy()}
 	if d.lookups+d.deletes > 0 {
 		res.OpsPerSec = float64(total+d.lookups+d.deletes) / (float64(end) / 1e12)
 	}

@@ -48,6 +48,13 @@ type MachineSpec struct {
 		IdleW   float64 `yaml:"idle_w" json:"idle_w"`
 	} `yaml:"nic" json:"nic"`
 	Network struct {
+		// Topology of more than two nodes (two share a direct link): star,
+		// one switch; leaf-spine, nodes_per_leaf nodes on each leaf switch,
+		// every leaf linked to each of spines spine switches.
+		Topology        string `yaml:"topology" json:"topology"`
+		NodesPerLeaf    int    `yaml:"nodes_per_leaf" json:"nodes_per_leaf"`
+		Spines          int    `yaml:"spines" json:"spines"`
+		SwitchLatencyNS uint64 `yaml:"switch_latency_ns" json:"switch_latency_ns"`
 		// RouterNJPerByte: a router's energy per byte it forwards, nJ.
 		RouterNJPerByte float64 `yaml:"router_nj_per_byte" json:"router_nj_per_byte"`
 	} `yaml:"network" json:"network"`
@@ -156,6 +163,7 @@ func DefaultScenario() Scenario {
 	m.NIC.PMTU, m.NIC.RetransmitUS = 1024, 200
 	p := energy.DefaultParams()
 	m.NIC.ActiveW, m.NIC.IdleW, m.Network.RouterNJPerByte = p.NICActiveW, p.NICIdleW, p.RouterJPerByte*1e9
+	m.Network.Topology, m.Network.NodesPerLeaf, m.Network.Spines, m.Network.SwitchLatencyNS = TopologyStar, 8, 2, 500
 	m.IOMMU.Mode = IOMMUExtended
 	m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays, m.IOMMU.IOTLBEviction = 16, 4, "lru"
 	m.IOMMU.LogCAMEntries, m.IOMMU.ProcessNS, m.IOMMU.MemAccessNS = 16, 5, 70
@@ -294,6 +302,12 @@ func (s *Scenario) Validate() (string, error) {
 				return "machine.nic.active_w", fmt.Errorf("%v W, below the idle %v W", m.NIC.ActiveW, m.NIC.IdleW)
 			case m.Network.RouterNJPerByte < 0:
 				return "machine.network.router_nj_per_byte", fmt.Errorf("%v nJ is negative", m.Network.RouterNJPerByte)
+			case m.Network.Topology != TopologyStar && m.Network.Topology != TopologyLeafSpine:
+				return "machine.network.topology", fmt.Errorf("%q: want %s (one switch) or %s (leaf and spine switches)", m.Network.Topology, TopologyStar, TopologyLeafSpine)
+			case m.Network.NodesPerLeaf < 1:
+				return "machine.network.nodes_per_leaf", fmt.Errorf("%d, want at least 1", m.Network.NodesPerLeaf)
+			case m.Network.Spines < 1:
+				return "machine.network.spines", fmt.Errorf("%d, want at least 1", m.Network.Spines)
 			}
 			return "", nil
 		},
@@ -415,6 +429,8 @@ func (s *Scenario) ClusterSpec() Spec {
 	c.PCIe.Gen, c.PCIe.Width, c.PCIe.LatencyPS = m.PCIe.Gen, m.PCIe.Width, sim.Tick(m.PCIe.LatencyNS)*sim.NS
 	c.NIC.PMTU, c.NIC.RetransmitPS = m.NIC.PMTU, sim.Tick(m.NIC.RetransmitUS)*sim.US
 	c.Power = s.Power()
+	c.Topology, c.NodesPerLeaf, c.Spines = m.Network.Topology, m.Network.NodesPerLeaf, m.Network.Spines
+	c.SwitchLatencyPS = sim.Tick(m.Network.SwitchLatencyNS) * sim.NS
 	c.IOMMU.Bypass = m.IOMMU.Mode == IOMMUNone
 	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays
 	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)

@@ -29,6 +29,8 @@ func TestScenarioErrors(t *testing.T) {
 		{"workload:\n  kind: checkpoint\n  checkpoint:\n    pages: 0\n", "s.yaml:4: workload.checkpoint.pages: 0, want at least 1"},
 		{"machine:\n  nic: {active_w: 0.2}\n", "s.yaml:2: machine.nic.active_w: 0.2 W, below the idle 0.5 W"},
 		{"machine:\n  network:\n    router_nj_per_byte: -1\n", "s.yaml:3: machine.network.router_nj_per_byte: -1 nJ is negative"},
+		{"machine:\n  network: {topology: torus}\n", `s.yaml:2: machine.network.topology: "torus": want star (one switch) or leaf-spine`},
+		{"machine:\n  network:\n    topology: leaf-spine\n    spines: 0\n", "s.yaml:4: machine.network.spines: 0, want at least 1"},
 		{"workload:\n  dht:\n    lookups: 1.5\n", "s.yaml:3: workload.dht.lookups: 1.5 out of 0..1"},
 		{"workload:\n  dht:\n    deletes: -0.1\n", "s.yaml:3: workload.dht.deletes: -0.1 out of 0..1"},
 		{"workload:\n  dht:\n    log_bytes: 100\n", "s.yaml:3: workload.dht.log_bytes: 100, want a multiple of 8 of at least 96"},

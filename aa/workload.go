@@ -197,8 +197,10 @@ type WorkloadResult struct {
 	Unit       string  `json:"unit"`
 	SimTimePS  uint64  `json:"sim_time_ps"`
 	NICEnergyJ float64 `json:"nic_energy_j"`
-	Detail     string  `json:"detail"`
-	Verified   bool    `json:"verified"`
+	// RouterEnergyJ: the switches' energy for the bytes they forwarded.
+	RouterEnergyJ float64 `json:"router_energy_j"`
+	Detail        string  `json:"detail"`
+	Verified      bool    `json:"verified"`
 }
 
 // Workload is a workload set up on a cluster: run the cluster, then read
@@ -310,6 +312,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workloa
 		r := res()
 		r.Workload, r.Scheme = w.Kind, sch
 		r.NICEnergyJ = c.NICEnergy(float64(r.SimTimePS) / 1e12)
+		r.RouterEnergyJ = c.RouterEnergy()
 		return r
 	}), nil
 }

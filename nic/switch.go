@@ -12,6 +12,9 @@ type SwitchSpec struct {
 	Ports     int
 	LatencyPS sim.Tick // from a frame fully received to ready to leave (default 500 ns)
 	QueueLen  int      // frames per output queue (default 64)
+	// Route is the output port of each destination node; nil: the port is
+	// the destination node (a switch with every node on its own port).
+	Route []int
 }
 
 // Switch forwards frames by destination node with one queue per output
@@ -25,7 +28,7 @@ type Switch struct {
 	q    [][]queuedFrame
 	rr   int
 
-	forwarded, stalls *sim.Counter
+	forwarded, bytes, stalls *sim.Counter
 }
 
 type queuedFrame struct {
@@ -42,11 +45,17 @@ func NewSwitch(clk *sim.Clock, name string, spec SwitchSpec) (*Switch, error) {
 	if spec.QueueLen < 1 {
 		spec.QueueLen = 64
 	}
+	for d, p := range spec.Route {
+		if p < 0 || p >= spec.Ports {
+			return nil, fmt.Errorf("%s: node %d routed to port %d of %d", name, d, p, spec.Ports)
+		}
+	}
 	s := &Switch{spec: spec, In: make([]*sim.Chan[Frame], spec.Ports), Out: make([]*sim.Chan[Frame], spec.Ports),
 		q: make([][]queuedFrame, spec.Ports)}
 	s.u = clk.Add(name, s)
 	st := s.u.Engine().Stats()
 	s.forwarded = st.Counter(name+".forwarded", "frames", "frames forwarded")
+	s.bytes = st.Counter(name+".forwarded_bytes", "bytes", "bytes of the frames forwarded (Ethernet frames without preamble, FCS or gap)")
 	s.stalls = st.Counter(name+".stalls", "edges", "edges at which an input waited for a full output queue")
 	for i := 0; i < spec.Ports && i < 16; i++ {
 		i := i
@@ -54,6 +63,9 @@ func NewSwitch(clk *sim.Clock, name string, spec SwitchSpec) (*Switch, error) {
 	}
 	return s, nil
 }
+
+// ForwardedBytes is every byte the switch has forwarded.
+func (s *Switch) ForwardedBytes() uint64 { return s.bytes.Value() }
 
 // Unit is the switch's kernel unit.
 func (s *Switch) Unit() *sim.Unit { return s.u }
@@ -69,7 +81,13 @@ func (s *Switch) Tick(now sim.Tick) bool {
 		in := s.In[i]
 		for in != nil && in.Valid() {
 			d := in.Peek().DstNode
-			if d < 0 || d >= n {
+			if s.spec.Route != nil {
+				if d < 0 || d >= len(s.spec.Route) {
+					in.Recv() // no route: dropped, as a switch drops an unknown destination
+					continue
+				}
+				d = s.spec.Route[d]
+			} else if d < 0 || d >= n {
 				in.Recv() // no such port: dropped, as a switch drops an unknown destination
 				continue
 			}
@@ -87,6 +105,7 @@ func (s *Switch) Tick(now sim.Tick) bool {
 		for k < len(s.q[d]) && s.q[d][k].at <= now && s.Out[d].Ready() {
 			s.Out[d].Send(s.q[d][k].f)
 			s.forwarded.Inc()
+			s.bytes.Add(uint64(s.q[d][k].f.Len()))
 			k++
 		}
 		s.q[d] = slices.Delete(s.q[d], 0, k)

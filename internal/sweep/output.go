@@ -36,15 +36,17 @@ var dhtMetrics = map[string]metric{
 		}
 		return r.Result.OpsPerSec
 	}, 6},
-	"nic_energy_uj": {"NICs' energy", "µJ", func(r Row) float64 { return r.Result.NICEnergyJ * 1e6 }, 7},
+	"nic_energy_uj":    {"NICs' energy", "µJ", func(r Row) float64 { return r.Result.NICEnergyJ * 1e6 }, 7},
+	"router_energy_uj": {"switches' energy", "µJ", func(r Row) float64 { return r.Result.RouterEnergyJ * 1e6 }, 8},
 }
 
 // workloadMetrics are the columns of the other workloads: the rate is in
 // the workload's own unit (accesses/s, gets/s, B/s…), which the rows carry.
 var workloadMetrics = map[string]metric{
-	"rate":          {"rate", "", func(r Row) float64 { return r.Workload.Rate }, 0},
-	"sim_time_us":   {"simulated time", "µs", func(r Row) float64 { return float64(r.Workload.SimTimePS) / 1e6 }, 1},
-	"nic_energy_uj": {"NICs' energy", "µJ", func(r Row) float64 { return r.Workload.NICEnergyJ * 1e6 }, 2},
+	"rate":             {"rate", "", func(r Row) float64 { return r.Workload.Rate }, 0},
+	"sim_time_us":      {"simulated time", "µs", func(r Row) float64 { return float64(r.Workload.SimTimePS) / 1e6 }, 1},
+	"nic_energy_uj":    {"NICs' energy", "µJ", func(r Row) float64 { return r.Workload.NICEnergyJ * 1e6 }, 2},
+	"router_energy_uj": {"switches' energy", "µJ", func(r Row) float64 { return r.Workload.RouterEnergyJ * 1e6 }, 3},
 }
 
 // ordered lists a metric set's names in column order.

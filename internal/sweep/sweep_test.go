@@ -117,7 +117,7 @@ func TestRunDeterministicAcrossJobs(t *testing.T) {
 		t.Fatalf("1 and 3 workers wrote different tables:\n%s\n---\n%s", outs[0], outs[1])
 	}
 	head := strings.SplitN(outs[0], "\n", 2)[0]
-	if head != "workload.dht.compute_cycles,workload.dht.schemes,workload.dht.inserts,scheme,collisions,inserts_per_second,sim_time_us,remote_ops_per_insert,pcie_tlps_per_insert,wire_bytes_per_insert,target_polls,ops_per_second,nic_energy_uj,verified" {
+	if head != "workload.dht.compute_cycles,workload.dht.schemes,workload.dht.inserts,scheme,collisions,inserts_per_second,sim_time_us,remote_ops_per_insert,pcie_tlps_per_insert,wire_bytes_per_insert,target_polls,ops_per_second,nic_energy_uj,router_energy_uj,verified" {
 		t.Fatalf("CSV header %q", head)
 	}
 }
@@ -281,7 +281,7 @@ func TestWorkloadSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if lines[0] != "machine.nodes,workload.getlog.procs_per_node,scheme,rate,sim_time_us,nic_energy_uj,verified" || !strings.HasPrefix(lines[1], "2,1,No-FT,") {
+	if lines[0] != "machine.nodes,workload.getlog.procs_per_node,scheme,rate,sim_time_us,nic_energy_uj,router_energy_uj,verified" || !strings.HasPrefix(lines[1], "2,1,No-FT,") {
 		t.Fatalf("CSV:\n%s", b.String())
 	}
 	for _, r := range rows {
@@ -298,7 +298,7 @@ func TestWorkloadSweep(t *testing.T) {
 	}
 	for _, bad := range []struct{ file, want string }{
 		{"scenario: getlog.yaml\ngrid:\n  workload.kind: [getlog, counter]\n", "workload.kind cannot vary"},
-		{"scenario: getlog.yaml\ngrid:\n  seed: [1]\nplot: {y: [inserts_per_second]}\n", `unknown metric "inserts_per_second" (want one of rate, sim_time_us, nic_energy_uj)`},
+		{"scenario: getlog.yaml\ngrid:\n  seed: [1]\nplot: {y: [inserts_per_second]}\n", `unknown metric "inserts_per_second" (want one of rate, sim_time_us, nic_energy_uj, router_energy_uj)`},
 		{"scenario: getlog.yaml\ngrid:\n  seed: [1]\nplot: {x: collisions}\n", "plot.x"},
 		{"scenario: getlog.yaml\ngrid:\n  workload.getlog.schemes: [[No-FT, AA-SP]]\n", `"AA-SP": the getlog workload has No-FT, AA-Poll, RMA`},
 	} {
