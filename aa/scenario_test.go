@@ -1,6 +1,8 @@
 package aa
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,5 +86,38 @@ func TestScenarioAMIntModeration(t *testing.T) {
 	}
 	if irqs[50] >= irqs[1] {
 		t.Fatalf("interrupts: %d every message, %d every 50 messages", irqs[1], irqs[50])
+	}
+}
+
+// Every scenario in examples/ parses and validates (sweeps are checked in
+// internal/sweep).
+func TestExampleScenariosParse(t *testing.T) {
+	files, err := filepath.Glob("../examples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), "sweep-") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ParseScenario(f, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key, err := s.Validate(); err != nil {
+			t.Fatalf("%s: %s: %v", f, key, err)
+		}
+		if len(s.Experiments()) == 0 {
+			t.Fatalf("%s: no experiments", f)
+		}
+		n++
+	}
+	if n < 6 {
+		t.Fatalf("%d example scenarios", n)
 	}
 }
