@@ -96,6 +96,11 @@ type NIC struct {
 	// active holds the QPs with work to do, in creation order: the clocked
 	// loops visit only these, so thousands of idle connections cost nothing.
 	active []*qp
+	// timed holds QPs taken off the active list that only wait for a time:
+	// the retransmission timer while packets are out, or the end of an RNR
+	// wait. At that time they go back on the list (an event — a frame, a
+	// completion, a doorbell — puts them back sooner).
+	timed qpTimers
 
 	tlpQ   []pcie.Packet // TLPs waiting for DMAOut
 	ctrlQ  []Frame       // ACKs and responses: sent before requests
@@ -246,6 +251,15 @@ func (n *NIC) frame(q *qp, p roce.Packet, cause sim.TxnID, kind string) Frame {
 
 // Tick is one edge of the NIC.
 func (n *NIC) Tick(now sim.Tick) bool {
+	// QPs whose timer is due go back on the clocked list.
+	for {
+		n.timed.dropStale()
+		t, ok := n.timed.peek()
+		if !ok || t > now {
+			break
+		}
+		n.activate(n.timed.pop())
+	}
 	// Host side: completions of our reads, and doorbells.
 	for n.DMAIn.Valid() {
 		p := n.DMAIn.Recv()
@@ -302,6 +316,10 @@ func (n *NIC) schedule(now sim.Tick) bool {
 	}
 	next := sim.Never
 	keep := n.active[:0]
+	n.timed.dropStale()
+	if t, ok := n.timed.peek(); ok {
+		next = t
+	}
 	// NetOut.Ready counts a stall when the wire is full: ask it once per
 	// edge, and only when some QP has a packet to send.
 	tagFree := n.req.Outstanding() < n.req.Tags()
@@ -318,9 +336,18 @@ func (n *NIC) schedule(now sim.Tick) bool {
 		if d != 0 {
 			next = min(next, d)
 		}
-		if d == 0 && !fetch && !hasReq && q.settled() && !q.blocked() {
-			q.active = false
-			continue
+		if !fetch && !hasReq && q.settled() && !q.blocked() {
+			if d == 0 {
+				q.active = false
+				continue
+			}
+			if d > now {
+				// Only its timer can give it work: off the clocked list
+				// until then.
+				q.active, q.timer = false, d
+				n.timed.push(d, q)
+				continue
+			}
 		}
 		keep = append(keep, q)
 	}
@@ -339,7 +366,7 @@ func (n *NIC) activate(q *qp) {
 	if q.active {
 		return
 	}
-	q.active = true
+	q.active, q.timer = true, 0
 	i, _ := slices.BinarySearchFunc(n.active, q.idx, func(a *qp, idx int) int { return a.idx - idx })
 	n.active = slices.Insert(n.active, i, q)
 }

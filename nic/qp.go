@@ -15,9 +15,10 @@ import (
 type qp struct {
 	cfg    QPConfig
 	n      *NIC
-	idx    int  // creation order
-	active bool // on the NIC's active list
-	npk    int  // leading wqes that have their packets (so their payload too)
+	idx    int      // creation order
+	active bool     // on the NIC's active list
+	timer  sim.Tick // when it is off the list waiting only for a time (0: not)
+	npk    int      // leading wqes that have their packets (so their payload too)
 
 	// Requester.
 	sqHead, sqTail uint64

@@ -1,0 +1,54 @@
+package nic
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/aaemu/aaemu/sim"
+)
+
+// The QP timers come out by time, then by creation order, whatever order
+// they went in, as a sorted list of the same entries does.
+func TestQPTimersOrder(t *testing.T) {
+	r := sim.NewRand(3, "timers")
+	qps := make([]*qp, 40)
+	for i := range qps {
+		qps[i] = &qp{idx: i}
+	}
+	var h qpTimers
+	var want []qpTimer
+	for k := 0; k < 500; k++ {
+		e := qpTimer{at: sim.Tick(r.IntN(50)), q: qps[r.IntN(len(qps))]}
+		h.push(e.at, e.q)
+		want = append(want, e)
+		if r.IntN(3) == 0 { // interleave pops
+			slices.SortStableFunc(want, func(a, b qpTimer) int {
+				if a.at != b.at {
+					return int(a.at - b.at)
+				}
+				return a.q.idx - b.q.idx
+			})
+			at, _ := h.peek()
+			if q := h.pop(); at != want[0].at || q.idx != want[0].q.idx {
+				t.Fatalf("popped %d@%d, want %d@%d", q.idx, at, want[0].q.idx, want[0].at)
+			}
+			want = want[1:]
+		}
+	}
+	for len(want) > 0 {
+		slices.SortStableFunc(want, func(a, b qpTimer) int {
+			if a.at != b.at {
+				return int(a.at - b.at)
+			}
+			return a.q.idx - b.q.idx
+		})
+		at, _ := h.peek()
+		if q := h.pop(); at != want[0].at || q.idx != want[0].q.idx {
+			t.Fatalf("popped %d@%d, want %d@%d", q.idx, at, want[0].q.idx, want[0].at)
+		}
+		want = want[1:]
+	}
+	if _, ok := h.peek(); ok {
+		t.Fatal("entries left")
+	}
+}
