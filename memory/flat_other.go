@@ -2,4 +2,4 @@
 
 package memory
 
-func flatBytes(_ *Store, n uint64) []byte { return make([]byte, n) }
+func flatBytes(n uint64) []byte { return make([]byte, n) }

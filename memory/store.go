@@ -33,7 +33,7 @@ func NewStore() *Store { return &Store{pages: map[uint64]*[1 << pageBits]byte{},
 // array (no page lookup on the hot path), the rest sparse.
 func NewFlatStore(size uint64) *Store {
 	s := NewStore()
-	s.flat = flatBytes(s, (size+1<<pageBits-1)&^(1<<pageBits-1))
+	s.flat = flatBytes((size + 1<<pageBits - 1) &^ (1<<pageBits - 1))
 	if len(s.flat) >= 8 {
 		s.flatWords = uint64(len(s.flat)) - 7
 	}
