@@ -196,6 +196,9 @@ func (c *Cluster) leafSpine() error {
 		return fmt.Errorf("leaf-spine: %d nodes per leaf and %d spines, want at least 1 of each", per, spines)
 	}
 	leaves := (s.Nodes + per - 1) / per
+	if leaves == 1 {
+		spines = 0 // every node on one leaf: nothing goes up
+	}
 	wire := func(name string, from, to *sim.Unit) (*nic.Wire, error) {
 		w, err := nic.NewWire(c.Fabric, name, s.Wire, from, to)
 		if err == nil {

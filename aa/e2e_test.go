@@ -397,3 +397,21 @@ func TestLeafSpineNetwork(t *testing.T) {
 		t.Fatal("a leaf of no nodes was accepted")
 	}
 }
+
+// A leaf-spine network whose nodes all fit on one leaf has no spines: the
+// leaf alone forwards (and a scenario that asks for it builds).
+func TestLeafSpineOneLeaf(t *testing.T) {
+	spec := DefaultSpec()
+	spec.Nodes, spec.Topology, spec.NodesPerLeaf, spec.Spines = 3, TopologyLeafSpine, 8, 2
+	c, err := New(sim.NewEngine(1), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Switches) != 1 {
+		t.Fatalf("%d switches, want the one leaf", len(c.Switches))
+	}
+	runChecked(t, c, DHTConfig{Scheme: AASP, Inserts: 10, Cells: 64, Collisions: 0.1, Procs: 1, Seed: 1}, "one leaf")
+	if c.Switches[0].ForwardedBytes() == 0 {
+		t.Fatal("the leaf forwarded nothing")
+	}
+}

@@ -59,8 +59,9 @@ type SortResult struct {
 	Keys       int    `json:"keys"` // in total
 	CommTimePS uint64 `json:"comm_time_ps"`
 	SimTimePS  uint64 `json:"sim_time_ps"`
-	// SentBytes are the bytes each node's NIC put on its wire (frames as
-	// sent, with Ethernet framing); WireBytes is their sum.
+	// SentBytes are the bytes each node's NIC put on its wire during the
+	// exchange (frames as sent, with Ethernet framing); WireBytes is their
+	// sum.
 	SentBytes []uint64 `json:"nic_sent_bytes"`
 	WireBytes uint64   `json:"wire_bytes"`
 	// RemoteBytes is the key data got from other nodes; LogBytes the data
@@ -108,16 +109,31 @@ type sortLogEntry struct {
 }
 
 type sortRun struct {
-	cfg     SortConfig
-	c       *Cluster
-	procs   []*sortProc
-	outCap  int      // keys
-	aaLogs  []*Log   // AA: by node
-	amLog   []uint64 // AM: by node, the log area and its next-free counter
-	amNext  []uint64
-	amCap   uint64
-	end     sim.Tick
-	problem string
+	cfg   SortConfig
+	c     *Cluster
+	procs []*sortProc
+	// Every NIC's bytes sent when the exchange began and ended: the
+	// exchange's bytes, which its energy is computed over.
+	sent0, sent1 []uint64
+	outCap       int      // keys
+	aaLogs       []*Log   // AA: by node
+	amLog        []uint64 // AM: by node, the log area and its next-free counter
+	amNext       []uint64
+	amCap        uint64
+	end          sim.Tick
+	problem      string
+}
+
+// check bounds processes and keys for a machine of nodes × cores; it names
+// the scenario key (workload.sort.*) at fault.
+func (cfg SortConfig) check(nodes, cores int) (key string, err error) {
+	if cfg.Procs < 1 || cfg.Procs > cores {
+		return "procs_per_node", fmt.Errorf("sort: %d processes per node, the nodes have %d cores", cfg.Procs, cores)
+	}
+	if p := nodes * cfg.Procs; cfg.Keys < p || cfg.Keys > 1<<20 {
+		return "keys", fmt.Errorf("sort: %d keys per process, want %d (one per process) to %d", cfg.Keys, p, 1<<20)
+	}
+	return "", nil
 }
 
 // SetupSort builds the sort on the cluster (2+ nodes) and spawns its
@@ -128,13 +144,10 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 	default:
 		return nil, fmt.Errorf("sort: scheme %s, want No-FT, AA-Poll, AM or RMA", cfg.Scheme)
 	}
-	if cfg.Procs < 1 || cfg.Procs > c.Spec.Cores {
-		return nil, fmt.Errorf("sort: %d processes per node, the nodes have %d cores", cfg.Procs, c.Spec.Cores)
+	if _, err := cfg.check(len(c.Nodes), c.Spec.Cores); err != nil {
+		return nil, err
 	}
 	p := len(c.Nodes) * cfg.Procs
-	if cfg.Keys < p || cfg.Keys > 1<<20 {
-		return nil, fmt.Errorf("sort: %d keys per process, want %d (one per process) to %d", cfg.Keys, p, 1<<20)
-	}
 	if cfg.CompareCycles == 0 {
 		cfg.CompareCycles = 4
 	}
@@ -336,12 +349,16 @@ func (s *sortRun) run(x *Ctx, sp *sortProc) {
 	// The exchange.
 	x.P.Op("sort.exchange")
 	sp.t0 = x.Now()
+	if s.sent0 == nil {
+		s.sent0 = s.sentBytes() // the first process to start the exchange
+	}
 	if s.cfg.Scheme == AM {
 		s.exchangeAM(x, sp)
 	} else {
 		s.exchange(x, sp)
 	}
 	sp.t1 = x.Now()
+	s.sent1 = s.sentBytes() // the last process to finish it overwrites
 	// Merge the runs.
 	x.P.Op("sort.merge")
 	total := 0
@@ -800,6 +817,15 @@ func (s *sortRun) logEntries(node int) ([]sortLogEntry, error) {
 	return out, nil
 }
 
+// sentBytes is what every node's NIC has sent so far.
+func (s *sortRun) sentBytes() []uint64 {
+	b := make([]uint64, len(s.c.Nodes))
+	for i, n := range s.c.Nodes {
+		b[i] = n.SentBytes()
+	}
+	return b
+}
+
 // Result checks the run: every process's output sorted, the outputs in rank
 // order sorted as a whole and a permutation of the input; and, but for
 // No-FT, that replaying each owner's log gives every process exactly what
@@ -815,9 +841,10 @@ func (s *sortRun) Result() SortResult {
 	if t1 > t0 {
 		res.CommTimePS = uint64(t1 - t0)
 	}
-	for _, n := range s.c.Nodes {
-		res.SentBytes = append(res.SentBytes, n.SentBytes())
-		res.WireBytes += n.SentBytes()
+	for i := range s.sent1 {
+		b := s.sent1[i] - s.sent0[i]
+		res.SentBytes = append(res.SentBytes, b)
+		res.WireBytes += b
 	}
 	for _, r := range s.procs {
 		for _, q := range s.procs {

@@ -75,20 +75,29 @@ type stream struct {
 	problem     string
 }
 
+// check bounds the sizes; it names the scenario key (workload.stream.*)
+// at fault.
+func (cfg StreamConfig) check(sqSize int) (key string, err error) {
+	switch {
+	case cfg.MsgBytes < 1 || cfg.MsgBytes > 1<<20:
+		return "msg_bytes", fmt.Errorf("stream: message size %d B out of 1 B..1 MB", cfg.MsgBytes)
+	case cfg.Messages < 2:
+		return "messages", fmt.Errorf("stream: %d messages, want at least 2 (the rate is measured between the first and the last)", cfg.Messages)
+	case cfg.Outstanding < 1 || cfg.Outstanding > sqSize:
+		return "outstanding", fmt.Errorf("stream: %d outstanding, want 1..%d (the send-queue size)", cfg.Outstanding, sqSize)
+	case uint64(cfg.MsgBytes)*uint64(cfg.Messages) > 1<<30:
+		return "messages", fmt.Errorf("stream: %d × %d B is more than 1 GB", cfg.Messages, cfg.MsgBytes)
+	}
+	return "", nil
+}
+
 // SetupStream builds the stream between node 0 and node 1.
 func SetupStream(c *Cluster, cfg StreamConfig) (*stream, error) {
 	if _, err := ParseStreamOp(string(cfg.Op)); err != nil {
 		return nil, err
 	}
-	switch {
-	case cfg.MsgBytes < 1 || cfg.MsgBytes > 1<<20:
-		return nil, fmt.Errorf("stream: message size %d B out of 1 B..1 MB", cfg.MsgBytes)
-	case cfg.Messages < 2:
-		return nil, fmt.Errorf("stream: %d messages, want at least 2 (the rate is measured between the first and the last)", cfg.Messages)
-	case cfg.Outstanding < 1 || cfg.Outstanding > c.Spec.SQSize:
-		return nil, fmt.Errorf("stream: %d outstanding, want 1..%d (the send-queue size)", cfg.Outstanding, c.Spec.SQSize)
-	case uint64(cfg.MsgBytes)*uint64(cfg.Messages) > 1<<30:
-		return nil, fmt.Errorf("stream: %d × %d B is more than 1 GB", cfg.Messages, cfg.MsgBytes)
+	if _, err := cfg.check(c.Spec.SQSize); err != nil {
+		return nil, err
 	}
 	s := &stream{cfg: cfg, c: c}
 	size := uint64(cfg.MsgBytes) * uint64(cfg.Messages)

@@ -157,18 +157,30 @@ func (s *Scenario) checkWorkload() (string, error) {
 				}
 				return "", nil
 			},
-			func() (string, error) { return atLeast("msg_bytes", w.Stream.MsgBytes, 1) },
-			func() (string, error) { return atLeast("messages", w.Stream.Messages, 2) },
-			func() (string, error) { return atLeast("outstanding", w.Stream.Outstanding, 1) })
+			func() (string, error) {
+				cfg := StreamConfig{MsgBytes: w.Stream.MsgBytes, Messages: w.Stream.Messages, Outstanding: w.Stream.Outstanding}
+				key, err := cfg.check(s.ClusterSpec().SQSize)
+				return k + key, err
+			})
 	case KindSort:
 		checks = append(checks,
-			func() (string, error) { return atLeast("keys", w.Sort.Keys, 1) },
-			func() (string, error) { return procs(w.Sort.Procs) })
+			func() (string, error) { return procs(w.Sort.Procs) },
+			func() (string, error) {
+				p := w.Sort.Procs
+				if p == 0 {
+					p = s.Machine.Cores
+				}
+				key, err := SortConfig{Keys: w.Sort.Keys, Procs: p}.check(s.Machine.Nodes, s.Machine.Cores)
+				return k + key, err
+			})
 	}
 	checks = append(checks, func() (string, error) {
 		l := w.schemes()
 		known := workloadSchemes[w.Kind]
 		for _, sc := range l {
+			if Scheme(sc).active() && s.Machine.IOMMU.Mode == IOMMUNone {
+				return "machine.iommu.mode", fmt.Errorf("%s: workload.%s.schemes has %s, which needs the extended IOMMU (%s)", IOMMUNone, w.Kind, sc, IOMMUExtended)
+			}
 			if !slices.Contains(known, Scheme(sc)) {
 				names := make([]string, len(known))
 				for i, s := range known {

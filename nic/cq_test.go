@@ -225,3 +225,23 @@ func TestCQConfigAndBinding(t *testing.T) {
 		t.Error("rebound a QP that has received")
 	}
 }
+
+// QP numbers whose doorbells would land on another doorbell page are
+// refused: a receive doorbell must never be taken for a CQ arm.
+func TestQPNumbersStayInTheirDoorbellPage(t *testing.T) {
+	n, err := NewNIC(sim.NewEngine(1).NewClock("fabric", 1000, 0), "nic", Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		qpn uint32
+		ok  bool
+	}{{0, false}, {1, true}, {MaxQPN - 1, true}, {MaxQPN, false}, {0x8007, false}, {0xffffff, false}} {
+		if err := n.CreateQP(QPConfig{QPN: c.qpn, SQSize: 4, CQSize: 4, RQSize: 4}); (err == nil) != c.ok {
+			t.Errorf("QPN %#x: %v, want ok=%v", c.qpn, err, c.ok)
+		}
+	}
+	if RQDoorbells+8*(MaxQPN-1) >= CQDoorbells {
+		t.Fatal("the last QP's receive doorbell reaches the CQ arms")
+	}
+}

@@ -55,6 +55,11 @@ func (s Spec) Validate() error {
 // RQDoorbells is the offset in the BAR of the receive-queue doorbells.
 const RQDoorbells = 0x8_0000
 
+// MaxQPN bounds the QP numbers: a QP's receive-queue doorbell at
+// RQDoorbells + 8 × QPN must stay below the CQ arm doorbells, and its send
+// doorbell at 8 × QPN below the receive doorbells.
+const MaxQPN = (CQDoorbells - RQDoorbells) / 8
+
 // QPConfig connects a reliable-connection queue pair to its peer and to its
 // rings in host memory.
 type QPConfig struct {
@@ -177,8 +182,8 @@ func (n *NIC) Spec() Spec { return n.spec }
 
 // CreateQP creates a connected queue pair.
 func (n *NIC) CreateQP(c QPConfig) error {
-	if _, dup := n.qps[c.QPN]; dup || c.QPN == 0 || c.QPN > 0xffffff {
-		return fmt.Errorf("%s: QPN %d is taken or invalid", n.name, c.QPN)
+	if _, dup := n.qps[c.QPN]; dup || c.QPN == 0 || c.QPN >= MaxQPN {
+		return fmt.Errorf("%s: QPN %d is taken or invalid (1..%d: the doorbell pages hold that many)", n.name, c.QPN, MaxQPN-1)
 	}
 	if c.SQSize < 1 || c.CQSize < 1 {
 		return fmt.Errorf("%s: QP %d needs a send and a completion queue", n.name, c.QPN)
