@@ -139,6 +139,8 @@ type DHTResult struct {
 	// NICEnergyJ: the NICs' energy over the run (Spec.Power: idle power
 	// throughout, active power while sending).
 	NICEnergyJ float64 `json:"nic_energy_j"`
+	// IOTLBHitRate: the IOTLB lookups that hit, over every node's IOMMU.
+	IOTLBHitRate float64 `json:"iotlb_hit_rate"`
 	// RouterEnergyJ: the switches' energy for the bytes they forwarded
 	// (none on a direct link).
 	RouterEnergyJ float64 `json:"router_energy_j"`
@@ -924,11 +926,17 @@ func (d *dht) verifyShard(sh *shard) error {
 func (d *dht) Result() DHTResult {
 	end := d.end
 	st := d.c.Eng.Stats()
-	tlps := 0.0
-	for _, n := range d.c.Nodes {
-		if s, ok := st.Get(fmt.Sprintf("node%d.iommu.tlps", n.ID)); ok {
-			tlps += float64(s.(*sim.Counter).Value())
+	tlps, hits, misses := 0.0, 0.0, 0.0
+	count := func(name string) float64 {
+		if s, ok := st.Get(name); ok {
+			return float64(s.(*sim.Counter).Value())
 		}
+		return 0
+	}
+	for _, n := range d.c.Nodes {
+		tlps += count(fmt.Sprintf("node%d.iommu.tlps", n.ID))
+		hits += count(fmt.Sprintf("node%d.iommu.iotlb.hits", n.ID))
+		misses += count(fmt.Sprintf("node%d.iommu.iotlb.misses", n.ID))
 	}
 	total := 0
 	for _, s := range d.sources {
@@ -941,6 +949,9 @@ func (d *dht) Result() DHTResult {
 		TLPs: tlps / n, WireBytes: float64(d.c.WireBytes()) / n, TargetPolls: d.polls, Interrupts: d.irqs,
 		Lookups: d.lookups, Deletes: d.deletes, NICEnergyJ: d.c.NICEnergy(float64(end) / 1e12),
 		RouterEnergyJ: d.c.RouterEnergy()}
+	if hits+misses > 0 {
+		res.IOTLBHitRate = hits / (hits + misses)
+	}
 	if d.lookups+d.deletes > 0 {
 		res.OpsPerSec = float64(total+d.lookups+d.deletes) / (float64(end) / 1e12)
 	}

@@ -160,3 +160,35 @@ func TestCustomCategories(t *testing.T) {
 		t.Errorf("bars: %v", err)
 	}
 }
+
+// Figure 7c's mechanism claim compares lru with random at the same
+// associative IOTLB and scale, and leaves the direct-mapped one out (it has
+// no choice of victim).
+func TestIOTLBMechanismClaim(t *testing.T) {
+	var f *Figure
+	for _, g := range Figures() {
+		if g.Name == "7c" {
+			f = g
+		}
+	}
+	claim := f.Claims[len(f.Claims)-1]
+	mk := func(lru4, rnd4, lruF, rndF float64) []sweep.Row {
+		var rows []sweep.Row
+		add := func(iommu string, rate float64) {
+			rows = append(rows, sweep.Row{Point: sweep.Point{iommu, "4"}, Result: aa.DHTResult{IOTLBHitRate: rate}})
+		}
+		add("{iotlb_sets: 64, iotlb_ways: 1, iotlb_eviction: lru}", 0.5)
+		add("{iotlb_sets: 64, iotlb_ways: 1, iotlb_eviction: random}", 0.5)
+		add("{iotlb_sets: 16, iotlb_ways: 4, iotlb_eviction: lru}", lru4)
+		add("{iotlb_sets: 16, iotlb_ways: 4, iotlb_eviction: random}", rnd4)
+		add("{iotlb_sets: 1, iotlb_ways: 64, iotlb_eviction: lru}", lruF)
+		add("{iotlb_sets: 1, iotlb_ways: 64, iotlb_eviction: random}", rndF)
+		return rows
+	}
+	if m, ok := claim.Measure(mk(0.8, 0.7, 0.9, 0.8)); !ok || !strings.Contains(m, "2 of 2") {
+		t.Errorf("lru ahead everywhere: %q %v", m, ok)
+	}
+	if m, ok := claim.Measure(mk(0.8, 0.85, 0.9, 0.8)); ok || !strings.Contains(m, "1 of 2") {
+		t.Errorf("random ahead once: %q %v", m, ok)
+	}
+}

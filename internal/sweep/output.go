@@ -38,6 +38,7 @@ var dhtMetrics = map[string]metric{
 	}, 6},
 	"nic_energy_uj":    {"NICs' energy", "µJ", func(r Row) float64 { return r.Result.NICEnergyJ * 1e6 }, 7},
 	"router_energy_uj": {"switches' energy", "µJ", func(r Row) float64 { return r.Result.RouterEnergyJ * 1e6 }, 8},
+	"iotlb_hit_rate":   {"IOTLB hit rate", "", func(r Row) float64 { return r.Result.IOTLBHitRate }, 9},
 }
 
 // workloadMetrics are the columns of the other workloads: the rate is in

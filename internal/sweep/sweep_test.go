@@ -117,7 +117,7 @@ func TestRunDeterministicAcrossJobs(t *testing.T) {
 		t.Fatalf("1 and 3 workers wrote different tables:\n%s\n---\n%s", outs[0], outs[1])
 	}
 	head := strings.SplitN(outs[0], "\n", 2)[0]
-	if head != "workload.dht.compute_cycles,workload.dht.schemes,workload.dht.inserts,scheme,collisions,inserts_per_second,sim_time_us,remote_ops_per_insert,pcie_tlps_per_insert,wire_bytes_per_insert,target_polls,ops_per_second,nic_energy_uj,router_energy_uj,verified" {
+	if head != "workload.dht.compute_cycles,workload.dht.schemes,workload.dht.inserts,scheme,collisions,inserts_per_second,sim_time_us,remote_ops_per_insert,pcie_tlps_per_insert,wire_bytes_per_insert,target_polls,ops_per_second,nic_energy_uj,router_energy_uj,iotlb_hit_rate,verified" {
 		t.Fatalf("CSV header %q", head)
 	}
 }
