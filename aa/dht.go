@@ -89,6 +89,13 @@ type DHTConfig struct {
 	// insert records are in the log (0 or 1: every record), the rest after
 	// the IOMMU's notification interval.
 	AAIntRecords int
+	// ProcessLogs (AA, Procs > 1): every inserting process owns an access
+	// log of its node's shard, as the paper's threads do, instead of one
+	// log per node. The table's pages are tagged with the processes' IUIDs
+	// in turn, so each process handles the puts to its pages; AA-Poll's
+	// process polls its own log on its own core (AA-Int's MSIs still go to
+	// core 0, AA-SP's polling hyperthread polls every log).
+	ProcessLogs bool
 	// AM-Int's completion-event moderation: an interrupt every AMIntCount
 	// messages a node receives (default 10, as the paper reports), or
 	// AMIntPeriodPS after the first of fewer (default 10 µs, AA-Int's
@@ -114,6 +121,9 @@ const (
 	cellSize  = 32
 	entrySize = 32
 	dhtIUID   = 1
+	// procIUID is the first IUID of the per-process logs (ProcessLogs):
+	// process k's log is procIUID+k.
+	procIUID  = 64
 	amBuffers = 16 // receive buffers an AM server keeps posted per peer
 	tombstone = ^uint64(0)
 )
@@ -168,6 +178,23 @@ type source struct {
 	owners     []int // the shard of each key
 	lookups    []int // indices of keys it looks up, then
 	deletes    []int // of keys it deletes
+	// AA: the logs it put to, by owner (an index into dht.iuids), which
+	// its flush waits for.
+	touched [][]bool
+}
+
+// touch notes an active put of s to owner's log k.
+func (s *source) touch(owner, k, logs int) {
+	if s.touched == nil {
+		s.touched = make([][]bool, owner+1)
+	}
+	for len(s.touched) <= owner {
+		s.touched = append(s.touched, nil)
+	}
+	if s.touched[owner] == nil {
+		s.touched[owner] = make([]bool, logs)
+	}
+	s.touched[owner][k] = true
 }
 
 type dht struct {
@@ -187,7 +214,14 @@ type dht struct {
 	lookups    int
 	deletes    int
 	badLookups []string // lookups that found the wrong value, or nothing
+	iuids      []uint16 // AA: the logs of every shard (one, or one per process)
 }
+
+// pageIUID is the log of the table page at byte offset off: the processes'
+// logs take the pages in turn.
+func (d *dht) pageIUID(off uint64) uint16 { return d.iuids[d.pageLog(off)] }
+
+func (d *dht) pageLog(off uint64) int { return int(off/4096) % len(d.iuids) }
 
 // SetupDHT builds the shards and the inserting processes. Run the cluster,
 // then call Result.
@@ -222,7 +256,16 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 	if cfg.AMIntCount < 1 {
 		return nil, fmt.Errorf("dht: AM-Int moderation count %d, want at least 1", cfg.AMIntCount)
 	}
-	d := &dht{cfg: cfg, c: c, shards: make([]*shard, len(c.Nodes))}
+	d := &dht{cfg: cfg, c: c, shards: make([]*shard, len(c.Nodes)), iuids: []uint16{dhtIUID}}
+	if cfg.ProcessLogs && cfg.Scheme.active() && cfg.Procs > 1 {
+		if fb := c.Spec.IOMMU.FlushBufferEntries; fb < cfg.Procs {
+			return nil, fmt.Errorf("dht: a log per process needs %d flushing pages, the IOMMU's flush buffer holds %d (machine.iommu.flush_buffer_entries)", cfg.Procs, fb)
+		}
+		d.iuids = nil
+		for k := 0; k < cfg.Procs; k++ {
+			d.iuids = append(d.iuids, procIUID+uint16(k))
+		}
+	}
 	d.makeKeys()
 	am := cfg.Scheme.activeMessages()
 	if cfg.Scheme == AMOnload && (cfg.Procs < 2 || cfg.OnloadCores < 1 || cfg.OnloadCores >= cfg.Procs) {
@@ -249,18 +292,33 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 		// never written (W=0, WL=1, WLD=1); the handler inserts locally.
 		sh := sh
 		thresh := uint32(max(cfg.AAIntRecords, 1) * record.Size(16))
-		if _, err := owner.CreateLogThreshold(dhtIUID, cfg.LogBytes, cfg.Scheme.mode(), thresh, func(x *Ctx, r Record) { d.handle(x, sh, r) }); err != nil {
-			return nil, err
-		}
-		if _, err := owner.CreateFlushPage(dhtIUID); err != nil {
-			return nil, err
+		for k, iuid := range d.iuids {
+			opt := LogOptions{Threshold: thresh}
+			if d.cfg.ProcessLogs {
+				opt.Core = k // the owning process's core
+			}
+			if _, err := owner.CreateLogWith(iuid, cfg.LogBytes, cfg.Scheme.mode(), opt, func(x *Ctx, r Record) { d.handle(x, sh, r) }); err != nil {
+				return nil, err
+			}
+			if _, err := owner.CreateFlushPage(iuid); err != nil {
+				return nil, err
+			}
 		}
 		bits := pte.WL | pte.WLD | pte.E
 		if cfg.Lookups > 0 || cfg.Deletes > 0 {
 			bits |= pte.R // lookups read it with plain gets (RL=0: not logged)
 		}
-		if err := owner.Register(sh.table, uint64(cfg.Cells*cellSize), iommu.Perm{Bits: bits, IUID: dhtIUID}); err != nil {
-			return nil, err
+		tableBytes := uint64(cfg.Cells * cellSize)
+		if len(d.iuids) == 1 {
+			if err := owner.Register(sh.table, tableBytes, iommu.Perm{Bits: bits, IUID: d.iuids[0]}); err != nil {
+				return nil, err
+			}
+		} else {
+			for off := uint64(0); off < tableBytes; off += 4096 {
+				if err := owner.Register(sh.table+off, 4096, iommu.Perm{Bits: bits, IUID: d.pageIUID(off)}); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if cfg.Lookups > 0 || cfg.Deletes > 0 {
 			// Lookups read the heap too; deletes are active puts to the
@@ -269,7 +327,7 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 				return nil, err
 			}
 			sh.del = owner.Alloc(4096)
-			if err := owner.Register(sh.del, 4096, iommu.Perm{Bits: pte.WL | pte.WLD | pte.E, IUID: dhtIUID}); err != nil {
+			if err := owner.Register(sh.del, 4096, iommu.Perm{Bits: pte.WL | pte.WLD | pte.E, IUID: d.iuids[0]}); err != nil {
 				return nil, err
 			}
 		}
@@ -403,6 +461,7 @@ func (d *dht) insertAll(x *Ctx, s *source, buf, scratch uint64) {
 			x.Send(owner, slot, 16) // one message per insert
 		} else {
 			x.Put(owner, slot, d.cell(sh, key), 16) // one active put per insert
+			s.touch(owner, d.pageLog(d.cell(sh, key)-sh.table), len(d.iuids))
 		}
 		d.ops++
 	}
@@ -457,6 +516,7 @@ func (d *dht) lookupsAndDeletes(x *Ctx, s *source, buf, scratch uint64) {
 			x.Send(owner, slot, 16)
 		} else {
 			x.Put(owner, slot, sh.del+(key%256)*16, 16)
+			s.touch(owner, 0, len(d.iuids)) // the delete page is the first log's
 		}
 		d.ops++
 	}
@@ -480,7 +540,11 @@ func (d *dht) waitDone(x *Ctx, s *source, sent []bool, phase uint64) {
 			x.P.Poll(func() bool { return x.N.Mem.Load64(flag) >= phase })
 		default:
 			x.Flush(owner)
-			x.ActiveFlush(owner, dhtIUID)
+			for k, iuid := range d.iuids {
+				if owner < len(s.touched) && s.touched[owner] != nil && s.touched[owner][k] {
+					x.ActiveFlush(owner, iuid)
+				}
+			}
 		}
 	}
 }

@@ -54,6 +54,21 @@ func (n *Node) CreateLog(iuid uint16, size uint64, mode iommu.Notify, h Handler)
 // record), fewer waiting for its notification interval. It moderates
 // interrupts as the paper's "an interrupt every 10 inserts".
 func (n *Node) CreateLogThreshold(iuid uint16, size uint64, mode iommu.Notify, threshold uint32, h Handler) (*Log, error) {
+	return n.CreateLogWith(iuid, size, mode, LogOptions{Threshold: threshold}, h)
+}
+
+// LogOptions are a log's less common settings.
+type LogOptions struct {
+	Threshold uint32 // Int: bytes of records per MSI (0: every record)
+	Core      int    // Poll: the core whose process polls the log (default 0)
+}
+
+// CreateLogWith is CreateLog with options.
+func (n *Node) CreateLogWith(iuid uint16, size uint64, mode iommu.Notify, opt LogOptions, h Handler) (*Log, error) {
+	threshold := opt.Threshold
+	if opt.Core < 0 || opt.Core >= len(n.Cores) {
+		return nil, fmt.Errorf("node %d, log of IUID %d: core %d of %d", n.ID, iuid, opt.Core, len(n.Cores))
+	}
 	if _, dup := n.logs[iuid]; dup {
 		return nil, fmt.Errorf("node %d already has a log for IUID %d", n.ID, iuid)
 	}
@@ -78,7 +93,7 @@ func (n *Node) CreateLogThreshold(iuid uint16, size uint64, mode iommu.Notify, t
 			}
 		})
 	case iommu.Poll:
-		n.Cores[0].SpawnDaemon(fmt.Sprintf("log%d_poll", iuid), func(p *cpu.Proc) {
+		n.Cores[opt.Core].SpawnDaemon(fmt.Sprintf("log%d_poll", iuid), func(p *cpu.Proc) {
 			c := &Ctx{N: n, P: p}
 			for !l.stopped {
 				p.Poll(func() bool { return l.stopped || n.Mem.Load64(l.entry+24) > l.head })

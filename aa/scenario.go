@@ -63,8 +63,11 @@ type MachineSpec struct {
 		IOTLBWays     int    `yaml:"iotlb_ways" json:"iotlb_ways"`
 		IOTLBEviction string `yaml:"iotlb_eviction" json:"iotlb_eviction"`
 		LogCAMEntries int    `yaml:"log_cam_entries" json:"log_cam_entries"`
-		ProcessNS     uint64 `yaml:"process_ns" json:"process_ns"`
-		MemAccessNS   uint64 `yaml:"mem_access_ns" json:"mem_access_ns"`
+		// FlushBufferEntries: flushing pages the IOMMU holds (one per log
+		// that active flushes wait on).
+		FlushBufferEntries int    `yaml:"flush_buffer_entries" json:"flush_buffer_entries"`
+		ProcessNS          uint64 `yaml:"process_ns" json:"process_ns"`
+		MemAccessNS        uint64 `yaml:"mem_access_ns" json:"mem_access_ns"`
 		// Mode is e-iommu (the extended IOMMU on every node's PCIe path) or
 		// no-iommu (no IOMMU: the NIC's requests reach memory untranslated).
 		Mode string `yaml:"mode" json:"mode"`
@@ -126,6 +129,10 @@ type DHTSpec struct {
 	// AAIntRecords: AA-Int's interrupt moderation, an MSI every that many
 	// records (0: every record).
 	AAIntRecords int `yaml:"aa_int_records" json:"aa_int_records,omitempty"`
+	// AALogs (AA schemes, procs_per_node > 1): node, one access log per
+	// node's shard; process, one per inserting process, as the paper's
+	// threads each own a log.
+	AALogs string `yaml:"aa_logs" json:"aa_logs,omitempty"`
 	// AMIntModeration: AM-Int's completion-event moderation count, an
 	// interrupt every that many messages a node receives (0: 10, as the
 	// paper reports); AMIntPeriodNS: the longest a message waits for its
@@ -167,6 +174,7 @@ func DefaultScenario() Scenario {
 	m.IOMMU.Mode = IOMMUExtended
 	m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays, m.IOMMU.IOTLBEviction = 16, 4, "lru"
 	m.IOMMU.LogCAMEntries, m.IOMMU.ProcessNS, m.IOMMU.MemAccessNS = 16, 5, 70
+	m.IOMMU.FlushBufferEntries = 8
 	m.CPU.InterruptNS, m.CPU.ScratchpadNS = 3000, 15
 	defaultWorkloads(&s.Workload)
 	s.Workload.DHT = DHTSpec{Inserts: 2000, Cells: 1 << 14, Collisions: []float64{0.05, 0.25}, Schemes: []string{"AA-SP", "RMA"}}
@@ -330,6 +338,9 @@ func (s *Scenario) Validate() (string, error) {
 			return pos("machine.iommu.log_cam_entries", uint64(max(m.IOMMU.LogCAMEntries, 0)))
 		},
 		func() (string, error) {
+			return pos("machine.iommu.flush_buffer_entries", uint64(max(m.IOMMU.FlushBufferEntries, 0)))
+		},
+		func() (string, error) {
 			if !slices.Contains(Kinds, s.Workload.Kind) {
 				return "workload.kind", fmt.Errorf("%q: want one of %s", s.Workload.Kind, strings.Join(Kinds, ", "))
 			}
@@ -362,6 +373,8 @@ func (s *Scenario) Validate() (string, error) {
 				return "workload.dht.deletes", fmt.Errorf("%v out of 0..1 (a fraction of each process's keys)", d.Deletes)
 			case d.LogBytes != 0 && (d.LogBytes%8 != 0 || d.LogBytes < 2*uint64(record.Size(16))):
 				return "workload.dht.log_bytes", fmt.Errorf("%d, want a multiple of 8 of at least %d (two records of an insert)", d.LogBytes, 2*record.Size(16))
+			case d.AALogs != "" && d.AALogs != "node" && d.AALogs != "process":
+				return "workload.dht.aa_logs", fmt.Errorf("%q: want node (one access log per node) or process (one per inserting process)", d.AALogs)
 			case d.AAIntRecords < 0 || uint64(d.AAIntRecords)*uint64(record.Size(16)) > logBytes/2:
 				return "workload.dht.aa_int_records", fmt.Errorf("%d, want 0..%d (records filling at most half the log)", d.AAIntRecords, logBytes/2/uint64(record.Size(16)))
 			case d.AMIntModeration < 0 || d.AMIntModeration > maxAMIntModeration:
@@ -435,6 +448,7 @@ func (s *Scenario) ClusterSpec() Spec {
 	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays
 	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)
 	c.IOMMU.LogCAMEntries = m.IOMMU.LogCAMEntries
+	c.IOMMU.FlushBufferEntries = m.IOMMU.FlushBufferEntries
 	c.IOMMU.ProcessPS, c.IOMMU.MemAccessPS = sim.Tick(m.IOMMU.ProcessNS)*sim.NS, sim.Tick(m.IOMMU.MemAccessNS)*sim.NS
 	c.CPU.InterruptPS, c.CPU.ScratchpadPS = sim.Tick(m.CPU.InterruptNS)*sim.NS, sim.Tick(m.CPU.ScratchpadNS)*sim.NS
 	return c
@@ -473,7 +487,7 @@ func (s *Scenario) Build(e *sim.Engine, x Experiment) (*Cluster, *dht, error) {
 	d := s.Workload.DHT
 	w, err := SetupDHT(c, DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
 		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores,
-		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes, AAIntRecords: d.AAIntRecords,
+		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes, AAIntRecords: d.AAIntRecords, ProcessLogs: d.AALogs == "process",
 		AMIntCount: d.AMIntModeration, AMIntPeriodPS: sim.Tick(d.AMIntPeriodNS) * sim.NS, Seed: s.Seed})
 	if err != nil {
 		return nil, nil, err

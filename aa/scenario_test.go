@@ -41,6 +41,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"workload:\n  dht:\n    lookups: 1.5\n", "s.yaml:3: workload.dht.lookups: 1.5 out of 0..1"},
 		{"workload:\n  dht:\n    deletes: -0.1\n", "s.yaml:3: workload.dht.deletes: -0.1 out of 0..1"},
 		{"workload:\n  dht:\n    log_bytes: 100\n", "s.yaml:3: workload.dht.log_bytes: 100, want a multiple of 8 of at least 96"},
+		{"workload:\n  dht:\n    aa_logs: thread\n", `s.yaml:3: workload.dht.aa_logs: "thread": want node`},
 		{"workload:\n  dht:\n    log_bytes: 4800\n    aa_int_records: 51\n", "s.yaml:4: workload.dht.aa_int_records: 51, want 0..50"},
 		{"machine:\n  iommu: {mode: off}\n", `s.yaml:2: machine.iommu.mode: "off": want e-iommu (the extended IOMMU) or no-iommu`},
 		{"machine:\n  iommu:\n    mode: no-iommu\n", "s.yaml:3: machine.iommu.mode: no-iommu: workload.dht.schemes has AA-SP, which needs the extended IOMMU (e-iommu)"},
