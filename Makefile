@@ -26,14 +26,14 @@ deps:
 # The second run builds without the tracing hooks (-tags notrace): the
 # difference in BenchmarkChain8 is what the hooks cost when tracing is off.
 bench:
-	$(GO) test -run '^$$' -bench . -skip DHTScale -benchmem -count 3 ./sim/... ./waveforms/... ./pcie/... ./iommu/... ./aa/...
+	$(GO) test -run '^$$' -bench . -skip DHTScale -benchmem -count 3 ./sim/... ./waveforms/... ./pcie/... ./iommu/... ./aa/... ./workload/...
 	$(GO) test -tags notrace -run '^$$' -bench 'Chain8$$' -benchmem -count 3 ./sim/
 
 # The anchor workload in SystemC TLM-2.0 LT, plain Go and aaemu, with ratios.
 # Wall time and memory of 1 ms of a DHT on 2..64 nodes × 32 processes
 # (minutes; not part of bench).
 bench-scale:
-	$(GO) test -run '^$$' -bench DHTScale -benchtime 1x -timeout 60m ./aa/
+	$(GO) test -run '^$$' -bench DHTScale -benchtime 1x -timeout 60m ./workload/
 
 bench-anchor:
 	./tools/bench-anchor.sh

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/waveforms"
 )
@@ -17,7 +18,7 @@ func benchPuts(b *testing.B, vcd bool) {
 	b.ReportAllocs()
 	var simTime sim.Tick
 	for i := 0; i < b.N; i++ {
-		c, err := New(sim.NewEngine(1), DefaultSpec())
+		c, err := New(sim.NewEngine(1), machine.DefaultSpec())
 		if err != nil {
 			b.Fatal(err)
 		}

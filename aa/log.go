@@ -7,7 +7,6 @@ import (
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
-	"github.com/aaemu/aaemu/sim"
 )
 
 // Record is one access-log record as a handler gets it.
@@ -81,12 +80,12 @@ func (n *Node) CreateLogWith(iuid uint16, size uint64, mode iommu.Notify, opt Lo
 	case iommu.Int:
 		cfg.MSIAddr, cfg.MSIData = 0xfee0_0000|uint64(n.ID)<<12, 0x40+uint32(iuid)
 		n.Cores[0].OnInterrupt(cfg.MSIAddr, cfg.MSIData, fmt.Sprintf("log%d", iuid), func(p *cpu.Proc) {
-			l.drain(&Ctx{N: n, P: p})
+			l.drain(n.Ctx(p, 0))
 		})
 	case iommu.SP:
 		cfg.SPSlot = uint32(len(n.logs))
 		n.Poller.SpawnDaemon(fmt.Sprintf("log%d_sp", iuid), func(p *cpu.Proc) {
-			c := &Ctx{N: n, P: p}
+			c := n.Ctx(p, 0)
 			for !l.stopped {
 				p.ScratchpadPoll(func() bool { return l.stopped || n.SP.Read(int(cfg.SPSlot)) > l.head })
 				l.drain(c)
@@ -94,7 +93,7 @@ func (n *Node) CreateLogWith(iuid uint16, size uint64, mode iommu.Notify, opt Lo
 		})
 	case iommu.Poll:
 		n.Cores[opt.Core].SpawnDaemon(fmt.Sprintf("log%d_poll", iuid), func(p *cpu.Proc) {
-			c := &Ctx{N: n, P: p}
+			c := n.Ctx(p, 0)
 			for !l.stopped {
 				p.Poll(func() bool { return l.stopped || n.Mem.Load64(l.entry+24) > l.head })
 				l.drain(c)
@@ -132,7 +131,7 @@ func (l *Log) drain(c *Ctx) {
 			p.Read(l.Base+l.head%l.Size+record.HeaderSize, r.Data)
 		}
 		if h.Kind != record.Pad {
-			c.P.Txn = c.N.c.Eng.NewTxn(l.n.IOMMU.RecordTxn(l.IUID, h.Seq), "handler."+h.Kind.String(), c.P.Name())
+			c.P.Txn = c.N.Cluster().Eng.NewTxn(l.n.IOMMU.RecordTxn(l.IUID, h.Seq), "handler."+h.Kind.String(), c.P.Name())
 			l.handler(c, r)
 			l.Processed++
 		}
@@ -186,39 +185,4 @@ func (n *Node) CreateFlushPage(iuid uint16) (uint64, error) {
 	}
 	n.flush[iuid] = page
 	return page, nil
-}
-
-// Run simulates until done returns true (checked every slice of simulated
-// time) or limit passes, then stops the log consumers.
-func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
-	const slice = 5 * sim.US
-	for c.Eng.Now() < limit {
-		before := c.Eng.Now()
-		until := min(before+slice, limit)
-		if next := c.Eng.Next(); next > until && next <= limit {
-			until = next // a long wait with nothing else to do (a computation)
-		}
-		if c.Eng.Run(until) == before || done() {
-			break // done, or nothing left to happen
-		}
-	}
-	for _, n := range c.Nodes {
-		for _, l := range n.logs {
-			l.Stop()
-		}
-	}
-	return c.Eng.Now()
-}
-
-// AppsDone reports whether every process spawned on the nodes' cores has
-// finished (log consumers excluded).
-func (c *Cluster) AppsDone() bool {
-	for _, n := range c.Nodes {
-		for _, core := range n.Cores {
-			if !core.AppsDone() {
-				return false
-			}
-		}
-	}
-	return true
 }

@@ -14,13 +14,13 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/internal/paper"
 	"github.com/aaemu/aaemu/internal/sweep"
+	"github.com/aaemu/aaemu/scenario"
 )
 
 func newPaperCmd() *cobra.Command {
-	var out, scenario string
+	var out, scenarioFile string
 	var jobs int
 	cmd := &cobra.Command{
 		Use:   "paper [FIGURE...]",
@@ -47,13 +47,13 @@ default assumptions, not the paper's NIC's measured ones.`,
   aaemu paper 7a 7c --out /tmp/paper -j 2
   aaemu paper 9b 8a 8b --scenario power.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc := aa.DefaultScenario()
-			if scenario != "" {
-				data, err := os.ReadFile(scenario)
+			sc := scenario.DefaultScenario()
+			if scenarioFile != "" {
+				data, err := os.ReadFile(scenarioFile)
 				if err != nil {
 					return err
 				}
-				if sc, err = aa.ParseScenario(scenario, data); err != nil {
+				if sc, err = scenario.ParseScenario(scenarioFile, data); err != nil {
 					return err
 				}
 			}
@@ -63,7 +63,7 @@ default assumptions, not the paper's NIC's measured ones.`,
 	}
 	cmd.Flags().StringVar(&out, "out", "out/paper", "output directory")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
-	cmd.Flags().StringVar(&scenario, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's)")
+	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's)")
 	return cmd
 }
 

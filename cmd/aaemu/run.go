@@ -15,8 +15,10 @@ import (
 	"github.com/aaemu/aaemu/internal/version"
 	"github.com/aaemu/aaemu/nic"
 	"github.com/aaemu/aaemu/nic/roce"
+	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/waveforms"
+	"github.com/aaemu/aaemu/workload"
 )
 
 type scenarioOpts struct {
@@ -81,15 +83,15 @@ at 5% and 25% collisions. See examples/ for scenario files.`,
 	return cmd
 }
 
-func loadScenario(file string) (aa.Scenario, error) {
+func loadScenario(file string) (scenario.Scenario, error) {
 	if file == "" {
-		return aa.DefaultScenario(), nil
+		return scenario.DefaultScenario(), nil
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return aa.Scenario{}, err
+		return scenario.Scenario{}, err
 	}
-	return aa.ParseScenario(file, data)
+	return scenario.ParseScenario(file, data)
 }
 
 func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOpts) error {
@@ -121,8 +123,8 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	var results []aa.DHTResult
-	var others []aa.WorkloadResult // the other workloads'
+	var results []workload.DHTResult
+	var others []scenario.WorkloadResult // the other workloads'
 	var first *sim.Engine
 	var traced *tracedOutputs
 	start := time.Now()
@@ -147,7 +149,7 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 		if err != nil {
 			return err
 		}
-		if sc.Workload.Kind == aa.KindDHT {
+		if sc.Workload.Kind == scenario.KindDHT {
 			results = append(results, out.DHT)
 		} else {
 			others = append(others, out.Workload)
@@ -162,7 +164,7 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 	statsPath := filepath.Join(o.out, "stats.json")
 	if err := writeFile(statsPath, func(w io.Writer) error {
 		info := sim.RunInfo{Version: version.Version, Config: sc, Wall: wall, Host: !o.noHost, Results: results}
-		if sc.Workload.Kind != aa.KindDHT {
+		if sc.Workload.Kind != scenario.KindDHT {
 			info.Results = others
 		}
 		return first.WriteStatsJSON(w, info)
@@ -174,7 +176,7 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 			return err
 		}
 	}
-	if sc.Workload.Kind == aa.KindDHT {
+	if sc.Workload.Kind == scenario.KindDHT {
 		printResults(stdout, sc, results, wall)
 	} else {
 		printWorkloadResults(stdout, sc, others, wall)
@@ -193,7 +195,7 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 	return nil
 }
 
-func printResults(w io.Writer, sc aa.Scenario, rs []aa.DHTResult, wall time.Duration) {
+func printResults(w io.Writer, sc scenario.Scenario, rs []workload.DHTResult, wall time.Duration) {
 	d := sc.Workload.DHT
 	who := "1 process on node 0 → table on node 1"
 	if d.ProcsPerNode > 0 {
@@ -223,11 +225,11 @@ func printResults(w io.Writer, sc aa.Scenario, rs []aa.DHTResult, wall time.Dura
 	tw.Flush()
 	// Speed-ups of each AA scheme over RMA at the same collision ratio.
 	for _, r := range rs {
-		if r.Scheme == aa.RMA {
+		if r.Scheme == workload.RMA {
 			continue
 		}
 		for _, b := range rs {
-			if b.Scheme == aa.RMA && b.Collisions == r.Collisions {
+			if b.Scheme == workload.RMA && b.Collisions == r.Collisions {
 				fmt.Fprintf(w, "%s is %.1f× as fast as RMA at %.0f%% collisions\n", r.Scheme, r.InsertsPerSec/b.InsertsPerSec, 100*r.Collisions)
 			}
 		}
@@ -237,7 +239,7 @@ func printResults(w io.Writer, sc aa.Scenario, rs []aa.DHTResult, wall time.Dura
 
 // printWorkloadResults is the table of a workload other than the DHT: a
 // line per scheme.
-func printWorkloadResults(w io.Writer, sc aa.Scenario, rs []aa.WorkloadResult, wall time.Duration) {
+func printWorkloadResults(w io.Writer, sc scenario.Scenario, rs []scenario.WorkloadResult, wall time.Duration) {
 	fmt.Fprintf(w, "aaemu %s · workload %s · %d nodes × %d cores · %d Mb/s links · seed %d\n\n",
 		version.Version, sc.Workload.Kind, sc.Machine.Nodes, sc.Machine.Cores, sc.Machine.Wire.RateMbps, sc.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -260,7 +262,7 @@ type tracedOutputs struct {
 	err     error
 }
 
-func attachOutputs(e *sim.Engine, c *aa.Cluster, sc aa.Scenario, o scenarioOpts) (*tracedOutputs, error) {
+func attachOutputs(e *sim.Engine, c *aa.System, sc scenario.Scenario, o scenarioOpts) (*tracedOutputs, error) {
 	t := &tracedOutputs{dir: o.out}
 	if sc.Outputs.Pcap {
 		f, err := os.Create(filepath.Join(o.out, "run.pcapng"))

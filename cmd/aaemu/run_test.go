@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/internal/testtool"
+	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/waveforms"
 )
 
@@ -219,7 +219,7 @@ func TestRunOtherWorkload(t *testing.T) {
 		Config struct {
 			Workload map[string]json.RawMessage `json:"workload"`
 		} `json:"config"`
-		Results []aa.WorkloadResult `json:"results"`
+		Results []scenario.WorkloadResult `json:"results"`
 	}
 	if err := json.Unmarshal(stats[0], &st); err != nil {
 		t.Fatal(err)

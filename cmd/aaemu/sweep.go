@@ -14,8 +14,8 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/internal/sweep"
+	"github.com/aaemu/aaemu/scenario"
 )
 
 func newSweepCmd() *cobra.Command {
@@ -81,7 +81,7 @@ func runSweep(stdout, stderr io.Writer, file, out string, jobs int) error {
 	for _, a := range s.Grid {
 		head = append(head, a.Key)
 	}
-	dht := s.Kind() == aa.KindDHT
+	dht := s.Kind() == scenario.KindDHT
 	head = append(head, "scheme")
 	if dht {
 		head = append(head, "collisions")

@@ -10,8 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/workload"
 )
 
 type workloadOpts struct {
@@ -75,12 +76,12 @@ run checks its own result and fails if it is wrong.
 }
 
 func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
-	if kind == aa.KindDHT || !slices.Contains(aa.Kinds, kind) {
+	if kind == scenario.KindDHT || !slices.Contains(scenario.Kinds, kind) {
 		return fmt.Errorf("workload %q: want counter, getlog, checkpoint, xor, stream or sort (the DHT runs with aaemu run)", kind)
 	}
 	// The flags are a scenario: the same set-up and checks as `aaemu run`
 	// with workload.kind set.
-	sc := aa.DefaultScenario()
+	sc := scenario.DefaultScenario()
 	sc.Seed = o.seed
 	sc.Machine.Nodes, sc.Machine.Cores, sc.Machine.Wire.RateMbps = o.nodes, max(o.procs, 1), o.rateMbps
 	w := &sc.Workload
@@ -102,35 +103,35 @@ func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
 		}
 	}
 	switch kind {
-	case aa.KindCounter:
+	case scenario.KindCounter:
 		size(&w.Counter.Elements)
 		ops(&w.Counter.Accesses)
 		w.Counter.Procs, w.Counter.Schemes = o.procs, schemes
-	case aa.KindGetLog:
+	case scenario.KindGetLog:
 		size(&w.GetLog.Words)
 		ops(&w.GetLog.Gets)
 		w.GetLog.Procs, w.GetLog.Schemes = o.procs, schemes
-	case aa.KindCheckpoint:
+	case scenario.KindCheckpoint:
 		size(&w.Checkpoint.Pages)
 		ops(&w.Checkpoint.Puts)
-		if schemes != nil && !slices.Equal(schemes, []string{string(aa.AAPoll)}) {
+		if schemes != nil && !slices.Equal(schemes, []string{string(workload.AAPoll)}) {
 			return fmt.Errorf("workload checkpoint: schemes %v (it has AA-Poll only)", schemes)
 		}
-	case aa.KindXOR:
+	case scenario.KindXOR:
 		size(&w.XOR.Words)
 		w.XOR.Schemes = schemes
-	case aa.KindStream:
+	case scenario.KindStream:
 		size(&w.Stream.MsgBytes)
 		ops(&w.Stream.Messages)
 		w.Stream.Op, w.Stream.Outstanding, w.Stream.Schemes = o.op, o.outstanding, schemes
-	case aa.KindSort:
+	case scenario.KindSort:
 		size(&w.Sort.Keys)
 		w.Sort.Procs, w.Sort.Schemes = o.procs, schemes
 	}
 	if key, err := sc.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	var rows []aa.WorkloadResult
+	var rows []scenario.WorkloadResult
 	for _, x := range sc.Experiments() {
 		c, finish, err := sc.Prepare(sim.NewEngine(sc.Seed), x)
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/scenario"
 )
 
 // `aaemu workload KIND` runs every scheme of each non-DHT workload, each
@@ -41,7 +41,7 @@ func TestWorkloadCommand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rows []aa.WorkloadResult
+			var rows []scenario.WorkloadResult
 			if err := json.Unmarshal(data, &rows); err != nil || len(rows) != tc.rows {
 				t.Fatalf("%d rows, %v", len(rows), err)
 			}

@@ -7,7 +7,9 @@ import (
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/verbs"
 	"github.com/aaemu/aaemu/verify"
 )
 
@@ -15,7 +17,7 @@ import (
 // node 0 issues the puts, gets and active flushes to node 1, whose handlers
 // keep every record.
 func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
-	spec := aa.DefaultSpec()
+	spec := machine.DefaultSpec()
 	spec.NIC.PMTU, spec.NIC.Sizes.MPS, spec.NIC.Sizes.MRRS = s.PMTU, s.MPS, s.MRRS
 	c, err := aa.New(sim.NewEngine(s.Seed), spec)
 	if err != nil {
@@ -57,7 +59,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 	}
 	var runErr error
 	src.Spawn(0, "api", func(x *aa.Ctx) {
-		wrs := map[int]aa.WR{}
+		wrs := map[int]verbs.WR{}
 		local := map[int]uint64{}
 		at := buf
 		for i, op := range s.Ops {

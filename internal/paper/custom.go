@@ -10,7 +10,9 @@ import (
 
 	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/internal/sweep"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/workload"
 )
 
 // Custom is a figure whose workload is not the DHT scenario: it runs its own
@@ -19,7 +21,7 @@ import (
 // runs one per (X, category, scheme) and draws bars grouped by category.
 type Custom struct {
 	X       []int // the node counts, or the values XLabel names
-	Schemes []aa.Scheme
+	Schemes []workload.Scheme
 	// XLabel names X in the plot and the CSV ("" is "nodes"); XUnit is
 	// its unit for the axis label ("" for none).
 	XLabel, XUnit string
@@ -30,14 +32,14 @@ type Custom struct {
 	CategoryLabel string
 	YLabel        string
 	YUnit         string // "" is "1/s": a rate of operations
-	run           func(x int, category string, s aa.Scheme) (y float64, err error)
+	run           func(x int, category string, s workload.Scheme) (y float64, err error)
 }
 
 // Point is one experiment of a custom figure.
 type Point struct {
 	X        int
 	Category string
-	Scheme   aa.Scheme
+	Scheme   workload.Scheme
 	Y        float64
 }
 
@@ -147,9 +149,9 @@ func (c *Custom) Series(pts []Point) []sweep.Series {
 	return out
 }
 
-func at(pts []Point, x int, s aa.Scheme) float64 { return atCat(pts, x, "", s) }
+func at(pts []Point, x int, s workload.Scheme) float64 { return atCat(pts, x, "", s) }
 
-func atCat(pts []Point, x int, cat string, s aa.Scheme) float64 {
+func atCat(pts []Point, x int, cat string, s workload.Scheme) float64 {
 	for _, p := range pts {
 		if p.X == x && p.Category == cat && p.Scheme == s {
 			return p.Y
@@ -159,8 +161,8 @@ func atCat(pts []Point, x int, cat string, s aa.Scheme) float64 {
 }
 
 // cluster is the machine of the custom figures: 4 cores per node, 10 Gb/s.
-func cluster(nodes int) (*aa.Cluster, error) {
-	spec := aa.DefaultSpec()
+func cluster(nodes int) (*aa.System, error) {
+	spec := machine.DefaultSpec()
 	spec.Nodes, spec.Cores = nodes, 4
 	spec.Wire.RateMbps = 10000
 	return aa.New(sim.NewEngine(1), spec)
@@ -171,14 +173,14 @@ var counterFigure = &Figure{
 	Title: "Access counter: accesses per second, 4 processes per node on the other nodes writing node 0's array, 10 Gb/s",
 	Custom: &Custom{
 		X:       []int{2, 4, 8},
-		Schemes: []aa.Scheme{aa.NoCnt, aa.AAPoll, aa.AKV, aa.Allreduce, aa.RMA},
+		Schemes: []workload.Scheme{workload.NoCnt, workload.AAPoll, workload.AKV, workload.Allreduce, workload.RMA},
 		YLabel:  "accesses per second",
-		run: func(nodes int, _ string, s aa.Scheme) (float64, error) {
+		run: func(nodes int, _ string, s workload.Scheme) (float64, error) {
 			c, err := cluster(nodes)
 			if err != nil {
 				return 0, err
 			}
-			k, err := aa.SetupCounter(c, aa.CounterConfig{Scheme: s, Elements: 4096, Accesses: 100, Procs: 4, Seed: 1})
+			k, err := workload.SetupCounter(c, workload.CounterConfig{Scheme: s, Elements: 4096, Accesses: 100, Procs: 4, Seed: 1})
 			if err != nil {
 				return 0, err
 			}
@@ -195,9 +197,9 @@ var counterFigure = &Figure{
 			ok := true
 			var parts []string
 			for _, n := range []int{2, 4, 8} {
-				a := at(pts, n, aa.AAPoll)
-				best, who := 0.0, aa.Scheme("")
-				for _, s := range []aa.Scheme{aa.AKV, aa.RMA, aa.Allreduce} {
+				a := at(pts, n, workload.AAPoll)
+				best, who := 0.0, workload.Scheme("")
+				for _, s := range []workload.Scheme{workload.AKV, workload.RMA, workload.Allreduce} {
 					if v := at(pts, n, s); v > best {
 						best, who = v, s
 					}
@@ -215,14 +217,14 @@ var getLogFigure = &Figure{
 	Title: "Logging gets: gets per second, 4 processes per node getting from random other nodes, 10 Gb/s",
 	Custom: &Custom{
 		X:       []int{2, 4, 8},
-		Schemes: []aa.Scheme{aa.NoFT, aa.AAPoll, aa.RMA},
+		Schemes: []workload.Scheme{workload.NoFT, workload.AAPoll, workload.RMA},
 		YLabel:  "gets per second",
-		run: func(nodes int, _ string, s aa.Scheme) (float64, error) {
+		run: func(nodes int, _ string, s workload.Scheme) (float64, error) {
 			c, err := cluster(nodes)
 			if err != nil {
 				return 0, err
 			}
-			g, err := aa.SetupGetLog(c, aa.GetLogConfig{Scheme: s, Gets: 50, Procs: 4, Words: 64, Seed: 1})
+			g, err := workload.SetupGetLog(c, workload.GetLogConfig{Scheme: s, Gets: 50, Procs: 4, Words: 64, Seed: 1})
 			if err != nil {
 				return 0, err
 			}
@@ -239,7 +241,7 @@ var getLogFigure = &Figure{
 			ok := true
 			var parts []string
 			for _, n := range []int{2, 4, 8} {
-				r := at(pts, n, aa.AAPoll) / at(pts, n, aa.NoFT)
+				r := at(pts, n, workload.AAPoll) / at(pts, n, workload.NoFT)
 				parts = append(parts, fmt.Sprintf("%d nodes %s", n, pct(r)))
 				ok = ok && r >= 0.9
 			}
@@ -249,7 +251,7 @@ var getLogFigure = &Figure{
 			ok := true
 			var parts []string
 			for _, n := range []int{2, 4, 8} {
-				r := at(pts, n, aa.AAPoll) / at(pts, n, aa.RMA)
+				r := at(pts, n, workload.AAPoll) / at(pts, n, workload.RMA)
 				parts = append(parts, fmt.Sprintf("%d nodes %.2f×", n, r))
 				ok = ok && r > 1
 			}

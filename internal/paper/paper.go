@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/internal/sweep"
+	"github.com/aaemu/aaemu/workload"
 )
 
 // Figure is one of the paper's figures as a sweep and its claims.
@@ -88,7 +88,7 @@ func Lookup(names []string) ([]*Figure, error) {
 
 // rate is the insert rate of scheme at the point whose grid value at axis
 // is v ("" for any).
-func rate(rows []sweep.Row, scheme aa.Scheme, axis int, v string) float64 {
+func rate(rows []sweep.Row, scheme workload.Scheme, axis int, v string) float64 {
 	for _, r := range rows {
 		if r.Result.Scheme == scheme && (v == "" || r.Point[axis] == v) {
 			return r.Result.InsertsPerSec
@@ -122,7 +122,7 @@ func collisions(rows []sweep.Row) []float64 {
 }
 
 // rateAt is scheme's insert rate at collision ratio c.
-func rateAt(rows []sweep.Row, scheme aa.Scheme, c float64) float64 {
+func rateAt(rows []sweep.Row, scheme workload.Scheme, c float64) float64 {
 	for _, r := range rows {
 		if r.Result.Scheme == scheme && r.Result.Collisions == c {
 			return r.Result.InsertsPerSec
@@ -152,7 +152,7 @@ plot:
 			{Text: "AA vs RMA on the two-node DHT", Paper: "≈3×", Measure: func(rows []sweep.Row) (string, bool) {
 				lo, hi := math.Inf(1), 0.0
 				for _, c := range collisions(rows) {
-					a, r := rateAt(rows, aa.AASP, c), rateAt(rows, aa.RMA, c)
+					a, r := rateAt(rows, workload.AASP, c), rateAt(rows, workload.RMA, c)
 					lo, hi = min(lo, a/r), max(hi, a/r)
 				}
 				return fmt.Sprintf("%.1f× to %.1f×", lo, hi), within(lo, 2, 4.5) && within(hi, 2, 4.5)
@@ -160,8 +160,8 @@ plot:
 			{Text: "both slow down as collisions rise", Paper: "yes", Measure: func(rows []sweep.Row) (string, bool) {
 				cs := collisions(rows)
 				c0, c1 := cs[0], cs[len(cs)-1]
-				a0, a1 := rateAt(rows, aa.AASP, c0), rateAt(rows, aa.AASP, c1)
-				r0, r1 := rateAt(rows, aa.RMA, c0), rateAt(rows, aa.RMA, c1)
+				a0, a1 := rateAt(rows, workload.AASP, c0), rateAt(rows, workload.AASP, c1)
+				r0, r1 := rateAt(rows, workload.RMA, c0), rateAt(rows, workload.RMA, c1)
 				return fmt.Sprintf("AA %s, RMA %s from %.0f %% to %.0f %%", pct(a1/a0), pct(r1/r0), 100*c0, 100*c1), a1 < a0 && r1 < r0
 			}},
 		},
@@ -188,7 +188,7 @@ plot:
 			{Text: "best C for AM-Onload (of 32 cores)", Paper: "C = 11", Measure: func(rows []sweep.Row) (string, bool) {
 				best, bestC := 0.0, ""
 				for _, c := range values(rows, 0) {
-					if r := rate(rows, aa.AMOnload, 0, c); r > best {
+					if r := rate(rows, workload.AMOnload, 0, c); r > best {
 						best, bestC = r, c
 					}
 				}
@@ -297,7 +297,7 @@ func init() {
 // scaleFigure is Figure 7a/7b: every scheme as the machine grows, at one
 // collision ratio.
 func scaleFigure(name string, coll float64) *Figure {
-	others := []aa.Scheme{aa.AAInt, aa.AM, aa.AMExp, aa.AMOnload, aa.RMA, aa.AMInt}
+	others := []workload.Scheme{workload.AAInt, workload.AM, workload.AMExp, workload.AMOnload, workload.RMA, workload.AMInt}
 	return &Figure{
 		Name:  name,
 		Title: fmt.Sprintf("DHT at %.0f %% collisions, every scheme, 2 to 8 nodes × 32 processes (AM-Onload: 11 serve; AA-Int and AM-Int: an interrupt every 10 inserts, as the paper reports), 10 Gb/s", 100*coll),
@@ -321,9 +321,9 @@ plot:
 			{Text: "AA-SP and AA-Poll vs the best other scheme, largest machine", Paper: "≈2×", Measure: func(rows []sweep.Row) (string, bool) {
 				ns := values(rows, 0)
 				n := ns[len(ns)-1]
-				sp := rate(rows, aa.AASP, 0, n)
-				poll := rate(rows, aa.AAPoll, 0, n)
-				best, who := 0.0, aa.Scheme("")
+				sp := rate(rows, workload.AASP, 0, n)
+				poll := rate(rows, workload.AAPoll, 0, n)
+				best, who := 0.0, workload.Scheme("")
 				for _, s := range others {
 					if r := rate(rows, s, 0, n); r > best {
 						best, who = r, s
@@ -334,9 +334,9 @@ plot:
 			{Text: "AA-SP vs the best active-message or RMA scheme, largest machine", Paper: "≈2×", Measure: func(rows []sweep.Row) (string, bool) {
 				ns := values(rows, 0)
 				n := ns[len(ns)-1]
-				sp := rate(rows, aa.AASP, 0, n)
-				best, who := 0.0, aa.Scheme("")
-				for _, s := range []aa.Scheme{aa.AM, aa.AMExp, aa.AMOnload, aa.RMA, aa.AMInt} {
+				sp := rate(rows, workload.AASP, 0, n)
+				best, who := 0.0, workload.Scheme("")
+				for _, s := range []workload.Scheme{workload.AM, workload.AMExp, workload.AMOnload, workload.RMA, workload.AMInt} {
 					if r := rate(rows, s, 0, n); r > best {
 						best, who = r, s
 					}
@@ -347,8 +347,8 @@ plot:
 				ok := true
 				var parts []string
 				for _, n := range values(rows, 0) {
-					sp := rate(rows, aa.AASP, 0, n)
-					on := rate(rows, aa.AMOnload, 0, n)
+					sp := rate(rows, workload.AASP, 0, n)
+					on := rate(rows, workload.AMOnload, 0, n)
 					parts = append(parts, fmt.Sprintf("%s nodes %.2f×", n, sp/on))
 					ok = ok && sp > on
 				}
@@ -358,7 +358,7 @@ plot:
 				var parts []string
 				ok := true
 				for _, n := range values(rows, 0) {
-					ai, mi := rate(rows, aa.AAInt, 0, n), rate(rows, aa.AMInt, 0, n)
+					ai, mi := rate(rows, workload.AAInt, 0, n), rate(rows, workload.AMInt, 0, n)
 					parts = append(parts, fmt.Sprintf("%s nodes %.2f×", n, ai/mi))
 					ok = ok && within(ai/mi, 2.0/3, 1.5)
 				}
@@ -368,8 +368,8 @@ plot:
 				var parts []string
 				ok := true
 				for _, n := range values(rows, 0) {
-					sp := rate(rows, aa.AASP, 0, n)
-					poll := rate(rows, aa.AAPoll, 0, n)
+					sp := rate(rows, workload.AASP, 0, n)
+					poll := rate(rows, workload.AAPoll, 0, n)
 					parts = append(parts, n+" nodes "+pct(sp/poll))
 					ok = ok && within(sp/poll, 1.0, 1.05)
 				}

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/internal/sweep"
+	"github.com/aaemu/aaemu/workload"
 )
 
 func TestLookup(t *testing.T) {
@@ -52,8 +52,8 @@ func TestFiguresParse(t *testing.T) {
 	}
 }
 
-func row(nodes string, s aa.Scheme, rate float64) sweep.Row {
-	return sweep.Row{Point: sweep.Point{nodes}, Result: aa.DHTResult{Scheme: s, InsertsPerSec: rate, Collisions: 0.05}}
+func row(nodes string, s workload.Scheme, rate float64) sweep.Row {
+	return sweep.Row{Point: sweep.Point{nodes}, Result: workload.DHTResult{Scheme: s, InsertsPerSec: rate, Collisions: 0.05}}
 }
 
 // The claim checks read the rows they are given: the same claim holds on
@@ -61,12 +61,12 @@ func row(nodes string, s aa.Scheme, rate float64) sweep.Row {
 func TestScaleClaims(t *testing.T) {
 	f := scaleFigure("7a", 0.05)
 	paperLike := []sweep.Row{
-		row("8", aa.AASP, 2.02), row("8", aa.AAPoll, 2.0), row("8", aa.AAInt, 1.0), row("8", aa.AM, 1.0),
-		row("8", aa.AMExp, 0.9), row("8", aa.AMOnload, 1.05), row("8", aa.RMA, 0.5), row("8", aa.AMInt, 0.95),
+		row("8", workload.AASP, 2.02), row("8", workload.AAPoll, 2.0), row("8", workload.AAInt, 1.0), row("8", workload.AM, 1.0),
+		row("8", workload.AMExp, 0.9), row("8", workload.AMOnload, 1.05), row("8", workload.RMA, 0.5), row("8", workload.AMInt, 0.95),
 	}
 	flat := []sweep.Row{
-		row("8", aa.AASP, 1.0), row("8", aa.AAPoll, 0.6), row("8", aa.AAInt, 1.0), row("8", aa.AM, 1.0),
-		row("8", aa.AMExp, 0.9), row("8", aa.AMOnload, 1.2), row("8", aa.RMA, 0.5), row("8", aa.AMInt, 0.4),
+		row("8", workload.AASP, 1.0), row("8", workload.AAPoll, 0.6), row("8", workload.AAInt, 1.0), row("8", workload.AM, 1.0),
+		row("8", workload.AMExp, 0.9), row("8", workload.AMOnload, 1.2), row("8", workload.RMA, 0.5), row("8", workload.AMInt, 0.4),
 	}
 	want := map[string][2]bool{ // claim → holds on paperLike, on flat
 		"AA-SP and AA-Poll vs the best other scheme, largest machine":     {true, false},
@@ -88,7 +88,7 @@ func TestScaleClaims(t *testing.T) {
 	}
 }
 
-func pt(n int, cat string, s aa.Scheme, y float64) Point {
+func pt(n int, cat string, s workload.Scheme, y float64) Point {
 	return Point{X: n, Category: cat, Scheme: s, Y: y}
 }
 
@@ -97,8 +97,8 @@ func pt(n int, cat string, s aa.Scheme, y float64) Point {
 func TestSortTimeClaims(t *testing.T) {
 	var paperLike, flat []Point
 	for _, n := range sortNodes {
-		paperLike = append(paperLike, pt(n, "", aa.NoFT, 100), pt(n, "", aa.AAPoll, 100.5), pt(n, "", aa.AM, 200), pt(n, "", aa.RMA, 500))
-		flat = append(flat, pt(n, "", aa.NoFT, 100), pt(n, "", aa.AAPoll, 130), pt(n, "", aa.AM, 130), pt(n, "", aa.RMA, 130))
+		paperLike = append(paperLike, pt(n, "", workload.NoFT, 100), pt(n, "", workload.AAPoll, 100.5), pt(n, "", workload.AM, 200), pt(n, "", workload.RMA, 500))
+		flat = append(flat, pt(n, "", workload.NoFT, 100), pt(n, "", workload.AAPoll, 130), pt(n, "", workload.AM, 130), pt(n, "", workload.RMA, 130))
 	}
 	for i, pts := range [][]Point{paperLike, flat} {
 		for _, r := range sortTimeFigure.CheckPoints(pts) {
@@ -114,12 +114,12 @@ func TestRouterClaim(t *testing.T) {
 	var good, bad []Point
 	for k, topo := range topologyNames() {
 		y := float64(10 + k)
-		good = append(good, pt(routerNodes, topo, aa.NoFT, y), pt(routerNodes, topo, aa.AAPoll, y), pt(routerNodes, topo, aa.AM, y*1.1), pt(routerNodes, topo, aa.RMA, y*2))
+		good = append(good, pt(routerNodes, topo, workload.NoFT, y), pt(routerNodes, topo, workload.AAPoll, y), pt(routerNodes, topo, workload.AM, y*1.1), pt(routerNodes, topo, workload.RMA, y*2))
 		am := y * 1.1
 		if k == 3 {
 			am = y * 0.9 // AM below AA in one topology
 		}
-		bad = append(bad, pt(routerNodes, topo, aa.NoFT, y), pt(routerNodes, topo, aa.AAPoll, y), pt(routerNodes, topo, aa.AM, am), pt(routerNodes, topo, aa.RMA, y*2))
+		bad = append(bad, pt(routerNodes, topo, workload.NoFT, y), pt(routerNodes, topo, workload.AAPoll, y), pt(routerNodes, topo, workload.AM, am), pt(routerNodes, topo, workload.RMA, y*2))
 	}
 	if r := routerEnergyFigure.CheckPoints(good)[0]; !r.Holds {
 		t.Errorf("paper-like: %s", r.Measured)
@@ -132,8 +132,8 @@ func TestRouterClaim(t *testing.T) {
 // A figure with categories writes them as a column and plots X as their
 // index; one without keeps the node count.
 func TestCustomCategories(t *testing.T) {
-	c := &Custom{X: []int{8}, Categories: []string{"A", "B"}, CategoryLabel: "topology", Schemes: []aa.Scheme{aa.NoFT, aa.AAPoll}, YLabel: "router energy", YUnit: "µJ",
-		run: func(n int, cat string, s aa.Scheme) (float64, error) {
+	c := &Custom{X: []int{8}, Categories: []string{"A", "B"}, CategoryLabel: "topology", Schemes: []workload.Scheme{workload.NoFT, workload.AAPoll}, YLabel: "router energy", YUnit: "µJ",
+		run: func(n int, cat string, s workload.Scheme) (float64, error) {
 			return float64(n) + float64(len(cat)) + float64(len(s)), nil
 		}}
 	pts, err := c.Run(2, nil)
@@ -175,7 +175,7 @@ func TestIOTLBMechanismClaim(t *testing.T) {
 	mk := func(lru4, rnd4, lruF, rndF float64) []sweep.Row {
 		var rows []sweep.Row
 		add := func(iommu string, rate float64) {
-			rows = append(rows, sweep.Row{Point: sweep.Point{iommu, "4"}, Result: aa.DHTResult{IOTLBHitRate: rate}})
+			rows = append(rows, sweep.Row{Point: sweep.Point{iommu, "4"}, Result: workload.DHTResult{IOTLBHitRate: rate}})
 		}
 		add("{iotlb_sets: 64, iotlb_ways: 1, iotlb_eviction: lru}", 0.5)
 		add("{iotlb_sets: 64, iotlb_ways: 1, iotlb_eviction: random}", 0.5)

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/energy"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/workload"
 )
 
 // Energy holds the power figures of Figures 8a and 8b (energy's defaults
@@ -22,7 +22,7 @@ const (
 	sortRate  = 10000 // Mb/s, cluster()'s links
 )
 
-var sortSchemes = []aa.Scheme{aa.NoFT, aa.AAPoll, aa.AM, aa.RMA}
+var sortSchemes = []workload.Scheme{workload.NoFT, workload.AAPoll, workload.AM, workload.RMA}
 
 // sortRuns keeps each (nodes, scheme) sort once a process has run it: the
 // three figures read the same runs.
@@ -33,16 +33,16 @@ var sortRuns struct {
 
 type sortKey struct {
 	nodes  int
-	scheme aa.Scheme
+	scheme workload.Scheme
 }
 
 type sortEntry struct {
 	once sync.Once
-	res  aa.SortResult
+	res  workload.SortResult
 	err  error
 }
 
-func sortResult(nodes int, s aa.Scheme) (aa.SortResult, error) {
+func sortResult(nodes int, s workload.Scheme) (workload.SortResult, error) {
 	sortRuns.Lock()
 	if sortRuns.m == nil {
 		sortRuns.m = map[sortKey]*sortEntry{}
@@ -59,7 +59,7 @@ func sortResult(nodes int, s aa.Scheme) (aa.SortResult, error) {
 			e.err = err
 			return
 		}
-		st, err := aa.SetupSort(c, aa.SortConfig{Scheme: s, Keys: sortKeys, Procs: sortProcs, Seed: 1})
+		st, err := workload.SetupSort(c, workload.SortConfig{Scheme: s, Keys: sortKeys, Procs: sortProcs, Seed: 1})
 		if err != nil {
 			e.err = err
 			return
@@ -74,7 +74,7 @@ func sortResult(nodes int, s aa.Scheme) (aa.SortResult, error) {
 }
 
 // nicEnergy is the NICs' energy over the exchange, in µJ.
-func nicEnergy(r aa.SortResult) float64 {
+func nicEnergy(r workload.SortResult) float64 {
 	t := float64(r.CommTimePS) / 1e12
 	e := 0.0
 	for _, b := range r.SentBytes {
@@ -102,7 +102,7 @@ var sortTimeFigure = &Figure{
 		Schemes: sortSchemes,
 		YLabel:  "communication time",
 		YUnit:   "µs",
-		run: func(nodes int, _ string, s aa.Scheme) (float64, error) {
+		run: func(nodes int, _ string, s workload.Scheme) (float64, error) {
 			r, err := sortResult(nodes, s)
 			return float64(r.CommTimePS) / 1e6, err
 		},
@@ -111,7 +111,7 @@ var sortTimeFigure = &Figure{
 		{Text: "AA close to No-FT", Paper: "< 1 %", Measure: func(pts []Point) (string, bool) {
 			ok := true
 			m := perNodes(sortNodes, func(n int) string {
-				r := at(pts, n, aa.AAPoll) / at(pts, n, aa.NoFT)
+				r := at(pts, n, workload.AAPoll) / at(pts, n, workload.NoFT)
 				ok = ok && within(r, 0.99, 1.01)
 				return pct(r)
 			})
@@ -120,7 +120,7 @@ var sortTimeFigure = &Figure{
 		{Text: "AA's time below AM's", Paper: "≈ −50 %", Measure: func(pts []Point) (string, bool) {
 			ok := true
 			m := perNodes(sortNodes, func(n int) string {
-				r := at(pts, n, aa.AAPoll) / at(pts, n, aa.AM)
+				r := at(pts, n, workload.AAPoll) / at(pts, n, workload.AM)
 				ok = ok && within(r, 0.35, 0.65)
 				return pct(r)
 			})
@@ -129,7 +129,7 @@ var sortTimeFigure = &Figure{
 		{Text: "AA's time below RMA's", Paper: "≈ −80 %", Measure: func(pts []Point) (string, bool) {
 			ok := true
 			m := perNodes(sortNodes, func(n int) string {
-				r := at(pts, n, aa.AAPoll) / at(pts, n, aa.RMA)
+				r := at(pts, n, workload.AAPoll) / at(pts, n, workload.RMA)
 				ok = ok && within(r, 0.1, 0.3)
 				return pct(r)
 			})
@@ -146,7 +146,7 @@ var nicEnergyFigure = &Figure{
 		Schemes: sortSchemes,
 		YLabel:  "NIC energy",
 		YUnit:   "µJ",
-		run: func(nodes int, _ string, s aa.Scheme) (float64, error) {
+		run: func(nodes int, _ string, s workload.Scheme) (float64, error) {
 			r, err := sortResult(nodes, s)
 			return nicEnergy(r), err
 		},
@@ -155,8 +155,8 @@ var nicEnergyFigure = &Figure{
 		{Text: "AA sends what No-FT sends", Paper: "same bytes", Measure: func([]Point) (string, bool) {
 			ok := true
 			m := perNodes(sortNodes, func(n int) string {
-				a, _ := sortResult(n, aa.AAPoll)
-				b, _ := sortResult(n, aa.NoFT)
+				a, _ := sortResult(n, workload.AAPoll)
+				b, _ := sortResult(n, workload.NoFT)
 				r := float64(a.WireBytes) / float64(b.WireBytes)
 				ok = ok && within(r, 0.99, 1.01)
 				return pct(r)
@@ -166,7 +166,7 @@ var nicEnergyFigure = &Figure{
 		{Text: "AA's NIC energy the lowest of the logging schemes", Paper: "yes", Measure: func(pts []Point) (string, bool) {
 			ok := true
 			m := perNodes(sortNodes, func(n int) string {
-				a, am, rma := at(pts, n, aa.AAPoll), at(pts, n, aa.AM), at(pts, n, aa.RMA)
+				a, am, rma := at(pts, n, workload.AAPoll), at(pts, n, workload.AM), at(pts, n, workload.RMA)
 				ok = ok && a < am && a < rma
 				return fmt.Sprintf("AM %.2f×, RMA %.2f×", am/a, rma/a)
 			})
@@ -188,7 +188,7 @@ var routerEnergyFigure = &Figure{
 		Schemes:       sortSchemes,
 		YLabel:        "router energy",
 		YUnit:         "µJ",
-		run: func(nodes int, topo string, s aa.Scheme) (float64, error) {
+		run: func(nodes int, topo string, s workload.Scheme) (float64, error) {
 			r, err := sortResult(nodes, s)
 			if err != nil {
 				return 0, err
@@ -205,8 +205,8 @@ var routerEnergyFigure = &Figure{
 			ok := true
 			lo, hi := 0.0, 0.0
 			for i, t := range topologyNames() {
-				a := atCat(pts, routerNodes, t, aa.AAPoll)
-				am, rma := atCat(pts, routerNodes, t, aa.AM), atCat(pts, routerNodes, t, aa.RMA)
+				a := atCat(pts, routerNodes, t, workload.AAPoll)
+				am, rma := atCat(pts, routerNodes, t, workload.AM), atCat(pts, routerNodes, t, workload.RMA)
 				ok = ok && a < am && a < rma
 				if i == 0 {
 					lo, hi = am/a, rma/a

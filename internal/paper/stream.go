@@ -6,16 +6,18 @@ import (
 	"strings"
 
 	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/workload"
 )
 
 // The series of the streaming figures: the IOMMU mode and how many
 // RDMA WRITEs the source keeps in flight.
 const (
-	noIOMMU1  aa.Scheme = "no-iommu, 1 in flight"
-	eIOMMU1   aa.Scheme = "e-iommu, 1 in flight"
-	noIOMMU32 aa.Scheme = "no-iommu, 32 in flight"
-	eIOMMU32  aa.Scheme = "e-iommu, 32 in flight"
+	noIOMMU1  workload.Scheme = "no-iommu, 1 in flight"
+	eIOMMU1   workload.Scheme = "e-iommu, 1 in flight"
+	noIOMMU32 workload.Scheme = "no-iommu, 32 in flight"
+	eIOMMU32  workload.Scheme = "e-iommu, 32 in flight"
 )
 
 // streamSizes are the message sizes of Figures 6a and 6b.
@@ -33,11 +35,11 @@ func streamFigure(name, title string, rateMbps uint64) *Figure {
 		Title: title,
 		Custom: &Custom{
 			X:       streamSizes,
-			Schemes: []aa.Scheme{noIOMMU1, eIOMMU1, noIOMMU32, eIOMMU32},
+			Schemes: []workload.Scheme{noIOMMU1, eIOMMU1, noIOMMU32, eIOMMU32},
 			XLabel:  "message size", XUnit: "B", LogX: true,
 			YLabel: "payload bandwidth", YUnit: "B/s",
-			run: func(size int, _ string, s aa.Scheme) (float64, error) {
-				spec := aa.DefaultSpec()
+			run: func(size int, _ string, s workload.Scheme) (float64, error) {
+				spec := machine.DefaultSpec()
 				spec.Wire.RateMbps = rateMbps
 				spec.IOMMU.Bypass = s == noIOMMU1 || s == noIOMMU32
 				c, err := aa.New(sim.NewEngine(1), spec)
@@ -48,7 +50,7 @@ func streamFigure(name, title string, rateMbps uint64) *Figure {
 				if s == noIOMMU32 || s == eIOMMU32 {
 					out = 32
 				}
-				st, err := aa.SetupStream(c, aa.StreamConfig{Op: aa.StreamWrite, MsgBytes: size,
+				st, err := workload.SetupStream(c, workload.StreamConfig{Op: workload.StreamWrite, MsgBytes: size,
 					Messages: max(8, streamBytes/size), Outstanding: out, Seed: 1})
 				if err != nil {
 					return 0, err
@@ -80,7 +82,7 @@ func streamFigure(name, title string, rateMbps uint64) *Figure {
 // gapClaim is the paper's "1–5 % apart" at one window: it holds when no
 // message size puts e-iommu ahead (beyond 0.1 %) or more than 5 % behind,
 // and the largest gap is at least 1 %.
-func gapClaim(text string, no, e aa.Scheme) PointClaim {
+func gapClaim(text string, no, e workload.Scheme) PointClaim {
 	return PointClaim{Text: text, Paper: "1–5 %", Measure: func(pts []Point) (string, bool) {
 		lo, hi, gaps := iommuGaps(pts, no, e)
 		return gaps, lo >= -0.001 && hi >= 0.01 && hi <= 0.05
@@ -89,7 +91,7 @@ func gapClaim(text string, no, e aa.Scheme) PointClaim {
 
 // iommuGaps is how much faster no is than e at every message size
 // (no / e − 1): the smallest, the largest, and every one as text.
-func iommuGaps(pts []Point, no, e aa.Scheme) (lo, hi float64, text string) {
+func iommuGaps(pts []Point, no, e workload.Scheme) (lo, hi float64, text string) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	var gaps []string
 	for _, size := range streamSizes {

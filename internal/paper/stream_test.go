@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/workload"
 )
 
 // streamPoints makes the points of a streaming figure with e-iommu at
@@ -57,7 +57,7 @@ func TestStreamClaims(t *testing.T) {
 // data, and no-iommu is not slower than e-iommu.
 func TestStreamFigurePoints(t *testing.T) {
 	c := streamFigure("6b", "test", 10000).Custom
-	y := map[aa.Scheme]float64{}
+	y := map[workload.Scheme]float64{}
 	for _, s := range c.Schemes {
 		v, err := c.run(4096, "", s)
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/scenario"
 )
 
 // metric is one measured column: its CSV name, axis label and unit.
@@ -64,7 +64,7 @@ var dhtOrder, workloadOrder = ordered(dhtMetrics), ordered(workloadMetrics)
 
 // metricSet is the sweep's workload's metrics and their column order.
 func (s *Spec) metricSet() (map[string]metric, []string) {
-	if s.base.Workload.Kind != aa.KindDHT {
+	if s.base.Workload.Kind != scenario.KindDHT {
 		return workloadMetrics, workloadOrder
 	}
 	return dhtMetrics, dhtOrder
@@ -112,7 +112,7 @@ func (s *Spec) WriteCSV(w io.Writer, rows []Row) error {
 	for _, a := range s.Grid {
 		head = append(head, a.Key)
 	}
-	dht := s.base.Workload.Kind == aa.KindDHT
+	dht := s.base.Workload.Kind == scenario.KindDHT
 	ms, names := s.metricSet()
 	head = append(head, "scheme")
 	if dht {
@@ -170,7 +170,7 @@ func (s *Spec) Series(rows []Row, y string) ([]Series, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown metric %q", y)
 	}
-	dht := s.base.Workload.Kind == aa.KindDHT
+	dht := s.base.Workload.Kind == scenario.KindDHT
 	xi := s.axis(s.Plot.X)
 	var out []Series
 	index := map[string]int{}

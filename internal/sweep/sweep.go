@@ -17,8 +17,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/workload"
 )
 
 // MaxPoints bounds a grid's cross product.
@@ -35,7 +36,7 @@ type Spec struct {
 	// Until bounds each experiment's simulated time ("10s" by default).
 	Until string `yaml:"until"`
 
-	base aa.Scenario
+	base scenario.Scenario
 }
 
 // Axis is one swept key and its values, kept as YAML so that a value can be
@@ -63,13 +64,13 @@ type Point []string
 
 // Row is one experiment at one point: a DHT result, or another workload's.
 type Row struct {
-	Point    Point             `json:"point"`
-	Result   aa.DHTResult      `json:"result,omitzero"`
-	Workload aa.WorkloadResult `json:"workload,omitzero"`
+	Point    Point                   `json:"point"`
+	Result   workload.DHTResult      `json:"result,omitzero"`
+	Workload scenario.WorkloadResult `json:"workload,omitzero"`
 }
 
 // scheme is the row's scheme, whatever its workload.
-func (r *Row) scheme() aa.Scheme {
+func (r *Row) scheme() workload.Scheme {
 	if r.Workload.Workload != "" {
 		return r.Workload.Scheme
 	}
@@ -77,7 +78,7 @@ func (r *Row) scheme() aa.Scheme {
 }
 
 // Scheme is the row's scheme, whatever its workload.
-func (r Row) Scheme() aa.Scheme { return r.scheme() }
+func (r Row) Scheme() workload.Scheme { return r.scheme() }
 
 // Kind is the workload the sweep runs.
 func (s *Spec) Kind() string { return s.base.Workload.Kind }
@@ -130,7 +131,7 @@ func Parse(name string, data []byte, dir string) (*Spec, error) {
 		return nil, fmt.Errorf("%s: grid: no keys to sweep", name)
 	}
 	if s.Scenario == "" {
-		s.base = aa.DefaultScenario()
+		s.base = scenario.DefaultScenario()
 	} else {
 		p := s.Scenario
 		if !filepath.IsAbs(p) {
@@ -140,7 +141,7 @@ func Parse(name string, data []byte, dir string) (*Spec, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: scenario: %w", name, err)
 		}
-		if s.base, err = aa.ParseScenario(p, b); err != nil {
+		if s.base, err = scenario.ParseScenario(p, b); err != nil {
 			return nil, err
 		}
 	}
@@ -149,7 +150,7 @@ func Parse(name string, data []byte, dir string) (*Spec, error) {
 	if s.Plot.X == "" {
 		s.Plot.X = s.Grid[0].Key
 	}
-	if s.axis(s.Plot.X) < 0 && (s.Plot.X != CollisionsX || s.base.Workload.Kind != aa.KindDHT) {
+	if s.axis(s.Plot.X) < 0 && (s.Plot.X != CollisionsX || s.base.Workload.Kind != scenario.KindDHT) {
 		return nil, fmt.Errorf("%s: plot.x: %q is not a grid key", name, s.Plot.X)
 	}
 	if s.axis("workload.kind") >= 0 {
@@ -228,37 +229,37 @@ func flow(v *yaml.Node) string {
 // scenarioAt is the base scenario with each grid key set to the point's
 // value: the scenario is written out as YAML, the keys are replaced in the
 // tree, and the result is parsed and validated like any scenario file.
-func (s *Spec) scenarioAt(p Point) (aa.Scenario, error) {
+func (s *Spec) scenarioAt(p Point) (scenario.Scenario, error) {
 	var root yaml.Node
 	b, err := yaml.Marshal(s.base)
 	if err != nil {
-		return aa.Scenario{}, err
+		return scenario.Scenario{}, err
 	}
 	if err := yaml.Unmarshal(b, &root); err != nil {
-		return aa.Scenario{}, err
+		return scenario.Scenario{}, err
 	}
 	for i, a := range s.Grid {
 		var v yaml.Node
 		if err := yaml.Unmarshal([]byte(p[i]), &v); err != nil {
-			return aa.Scenario{}, fmt.Errorf("grid: %s: %v", a.Key, err)
+			return scenario.Scenario{}, fmt.Errorf("grid: %s: %v", a.Key, err)
 		}
 		if err := set(root.Content[0], a.Key, v.Content[0]); err != nil {
-			return aa.Scenario{}, fmt.Errorf("grid: %w", err)
+			return scenario.Scenario{}, fmt.Errorf("grid: %w", err)
 		}
 	}
 	out, err := yaml.Marshal(&root)
 	if err != nil {
-		return aa.Scenario{}, err
+		return scenario.Scenario{}, err
 	}
 	// The tree holds every key of the scenario, so it decodes over nothing.
-	var sc aa.Scenario
+	var sc scenario.Scenario
 	dec := yaml.NewDecoder(bytes.NewReader(out))
 	dec.KnownFields(true)
 	if err := dec.Decode(&sc); err != nil {
-		return aa.Scenario{}, fmt.Errorf("grid point %s: %v", s.label(p), err)
+		return scenario.Scenario{}, fmt.Errorf("grid point %s: %v", s.label(p), err)
 	}
 	if key, err := sc.Validate(); err != nil {
-		return aa.Scenario{}, fmt.Errorf("grid point %s: %s: %w", s.label(p), key, err)
+		return scenario.Scenario{}, fmt.Errorf("grid point %s: %s: %w", s.label(p), key, err)
 	}
 	sc.Outputs.VCD, sc.Outputs.Pcap = false, false
 	return sc, nil

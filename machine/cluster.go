@@ -1,9 +1,10 @@
-// Package aa is the Active Access programming interface and the machine it
-// runs on: nodes (memory, IOMMU, memory controller, RDMA NIC on a PCIe link,
-// CPU cores, a scratchpad) joined into a cluster by Ethernet wires; Put,
-// Get, atomics and flushes for processes; access logs with their handlers;
-// and the paper's workloads.
-package aa
+// Package machine assembles the hardware every system of aaemu runs on:
+// nodes (memory, IOMMU, memory controller, RDMA NIC on a PCIe link, CPU
+// cores, a scratchpad) joined into a cluster by Ethernet wires and
+// switches, with the connected queue pairs a driver sets up at boot. It
+// knows no scheme: Active Access (package aa), the message layers (msg/)
+// and the workloads are built over it.
+package machine
 
 import (
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/energy"
 	"github.com/aaemu/aaemu/iommu"
+	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/memory"
 	"github.com/aaemu/aaemu/nic"
 	"github.com/aaemu/aaemu/pcie"
@@ -57,8 +59,10 @@ const (
 	heapBase   = 0x1000_0000
 	tablesBase = 0x0100_0000
 	tablesSize = 0x0100_0000
-	barBase    = 0xf000_0000
-	nicDomain  = 1
+	// BARBase is the NIC's BAR: its send-queue doorbells, then
+	// nic.RQDoorbells on.
+	BARBase   = 0xf000_0000
+	nicDomain = 1
 )
 
 // Node is one machine of the cluster.
@@ -75,9 +79,7 @@ type Node struct {
 	Poller     *cpu.Core // the polling hyperthread (SP mode)
 	SP         *scratchpad.Scratchpad
 	heap       uint64
-	qps        map[int][]*qpHandle // by remote node, one per core
-	logs       map[uint16]*Log
-	flush      map[uint16]uint64 // IUID → flushing page
+	qps        map[int][]*QP // by remote node, one per core
 	scratchBuf uint64
 	out        *nic.Wire // the wire the NIC sends on
 }
@@ -92,6 +94,7 @@ type Cluster struct {
 	Wires    []*nic.Wire
 	Switch   *nic.Switch   // the star's switch
 	Switches []*nic.Switch // every switch of the network (leaves, then spines)
+	onStop   []func()      // what Run calls when it ends (the systems' consumers)
 }
 
 // New builds a cluster on engine e.
@@ -279,7 +282,7 @@ func (c *Cluster) RouterEnergy() float64 {
 func (c *Cluster) newNode(id int) (*Node, error) {
 	s := c.Spec
 	p := fmt.Sprintf("node%d.", id)
-	n := &Node{ID: id, c: c, Mem: memory.NewStore(), heap: heapBase, qps: map[int][]*qpHandle{}, logs: map[uint16]*Log{}, flush: map[uint16]uint64{}}
+	n := &Node{ID: id, c: c, Mem: memory.NewStore(), heap: heapBase, qps: map[int][]*QP{}}
 	var err error
 	if n.IOMMU, err = iommu.New(c.Fabric, p+"iommu", s.IOMMU, n.Mem); err != nil {
 		return nil, err
@@ -289,7 +292,7 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 	}
 	n.IOMMU.ConnectMemory(n.MC.In, n.MC.Cpl)
 	ns := s.NIC
-	ns.ID, ns.Node, ns.Index, ns.BAR = tlp.NewID(1, 0, 0), id, 0, barBase
+	ns.ID, ns.Node, ns.Index, ns.BAR = tlp.NewID(1, 0, 0), id, 0, BARBase
 	if n.NIC, err = nic.NewNIC(c.Fabric, p+"nic0", ns); err != nil {
 		return nil, err
 	}
@@ -299,7 +302,7 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 	down := sim.NewChan[pcie.Packet](n.IOMMU.Unit(), n.NIC.Unit(), p+"pcie0.down", 8)
 	n.NIC.DMAOut, n.NIC.DMAIn = n.Up.In, down
 	port := n.IOMMU.AddPort(n.Up.Out, down)
-	n.IOMMU.SetBAR(port, barBase, 0x10_0000)
+	n.IOMMU.SetBAR(port, BARBase, 0x10_0000)
 	n.Driver = iommu.NewDriver(n.IOMMU, tablesBase, tablesSize)
 	if err := n.Driver.Attach(ns.ID, nicDomain); err != nil {
 		return nil, err
@@ -359,8 +362,23 @@ func (n *Node) Register(addr, size uint64, p iommu.Perm) error {
 	return n.Driver.Map(nicDomain, addr, addr, (size+0xfff)&^0xfff, 4096, p)
 }
 
-// AssocPage changes the bits of a registered page: it makes the page active
-// (AA bits, IUID) or plain again.
-func (n *Node) AssocPage(addr uint64, p iommu.Perm) error {
+// SetBits changes the bits of a registered page (for Active Access: makes
+// the page active, with AA bits and an IUID, or plain again).
+func (n *Node) SetBits(addr uint64, p iommu.Perm) error {
 	return n.Driver.SetBits(nicDomain, addr&^0xfff, p)
+}
+
+// Cluster is the machine the node belongs to.
+func (n *Node) Cluster() *Cluster { return n.c }
+
+// Scratch returns a registered 4 KB buffer of the node for the system
+// libraries' own use (an active flush's landing place).
+func (n *Node) Scratch() uint64 {
+	if n.scratchBuf == 0 {
+		n.scratchBuf = n.Alloc(4096)
+		if err := n.Register(n.scratchBuf, 4096, iommu.Perm{Bits: pte.R | pte.W}); err != nil {
+			panic(err)
+		}
+	}
+	return n.scratchBuf
 }

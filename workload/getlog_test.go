@@ -1,8 +1,9 @@
-package aa
+package workload
 
 import (
 	"testing"
 
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -13,7 +14,7 @@ import (
 func TestLoggingGets(t *testing.T) {
 	res := map[Scheme]GetLogResult{}
 	for _, s := range []Scheme{NoFT, AAPoll, RMA} {
-		c := newCluster(t, func(sp *Spec) { sp.Nodes, sp.Cores = 3, 2 })
+		c := newCluster(t, func(sp *machine.Spec) { sp.Nodes, sp.Cores = 3, 2 })
 		g, err := SetupGetLog(c, GetLogConfig{Scheme: s, Gets: 60, Procs: 2, Words: 64, Seed: 4})
 		if err != nil {
 			t.Fatal(err)

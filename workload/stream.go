@@ -1,14 +1,22 @@
-package aa
+package workload
 
 import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/nic"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/verbs"
+)
+
+// The values of machine.iommu.mode, which are also the stream's schemes.
+const (
+	IOMMUExtended = "e-iommu"  // the extended IOMMU translates, decides and logs every DMA request
+	IOMMUNone     = "no-iommu" // no IOMMU: DMA requests reach memory untranslated (iommu.Spec.Bypass)
 )
 
 // StreamOp is the verb a stream moves its data with.
@@ -66,7 +74,7 @@ type StreamResult struct {
 
 type stream struct {
 	cfg         StreamConfig
-	c           *Cluster
+	c           *aa.System
 	src, dst    uint64 // the buffers: Messages × MsgBytes each
 	flag        uint64 // the source's start flag, written by the target
 	data        []byte // what the source streams
@@ -77,7 +85,7 @@ type stream struct {
 
 // check bounds the sizes; it names the scenario key (workload.stream.*)
 // at fault.
-func (cfg StreamConfig) check(sqSize int) (key string, err error) {
+func (cfg StreamConfig) Check(sqSize int) (key string, err error) {
 	switch {
 	case cfg.MsgBytes < 1 || cfg.MsgBytes > 1<<20:
 		return "msg_bytes", fmt.Errorf("stream: message size %d B out of 1 B..1 MB", cfg.MsgBytes)
@@ -92,11 +100,11 @@ func (cfg StreamConfig) check(sqSize int) (key string, err error) {
 }
 
 // SetupStream builds the stream between node 0 and node 1.
-func SetupStream(c *Cluster, cfg StreamConfig) (*stream, error) {
+func SetupStream(c *aa.System, cfg StreamConfig) (*stream, error) {
 	if _, err := ParseStreamOp(string(cfg.Op)); err != nil {
 		return nil, err
 	}
-	if _, err := cfg.check(c.Spec.SQSize); err != nil {
+	if _, err := cfg.Check(c.Spec.SQSize); err != nil {
 		return nil, err
 	}
 	s := &stream{cfg: cfg, c: c}
@@ -132,16 +140,16 @@ func SetupStream(c *Cluster, cfg StreamConfig) (*stream, error) {
 	}
 	dst.Mem.Store64(go1, 1)
 	src.Spawn(0, "stream_tx", s.send)
-	dst.Spawn(0, "stream_rx", func(x *Ctx) { s.receive(x, go1) })
+	dst.Spawn(0, "stream_rx", func(x *aa.Ctx) { s.receive(x, go1) })
 	return s, nil
 }
 
 // send waits for the target's go, then posts every message, at most
 // Outstanding in flight, and waits for the last completions.
-func (s *stream) send(x *Ctx) {
+func (s *stream) send(x *aa.Ctx) {
 	x.P.Poll(func() bool { return x.N.Mem.Load64(s.flag) != 0 })
 	m := uint64(s.cfg.MsgBytes)
-	var inflight []WR
+	var inflight []verbs.WR
 	wait := func() {
 		if _, err := x.Wait(inflight[0]); err != nil && s.problem == "" {
 			s.problem = err.Error()
@@ -167,7 +175,7 @@ func (s *stream) send(x *Ctx) {
 
 // receive is the target: it posts its receive buffers (SEND), tells the
 // source to start with a WRITE to its flag, and times the arrivals.
-func (s *stream) receive(x *Ctx, one uint64) {
+func (s *stream) receive(x *aa.Ctx, one uint64) {
 	m, n := s.cfg.MsgBytes, s.cfg.Messages
 	posted := 0
 	post := func() {

@@ -1,9 +1,10 @@
-package aa
+package workload
 
 import (
 	"fmt"
 	"slices"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
@@ -38,7 +39,7 @@ const ckptIUID = 2
 
 type checkpoint struct {
 	cfg            CheckpointConfig
-	c              *Cluster
+	c              *aa.System
 	region, shadow uint64 // node 1: the live region and the checkpoint copy
 	flag, ack      uint64 // node 1's epoch flag; node 0's acknowledgement
 	dirty          map[int]bool
@@ -47,7 +48,7 @@ type checkpoint struct {
 }
 
 // SetupCheckpoint builds the workload on a two-or-more-node cluster.
-func SetupCheckpoint(c *Cluster, cfg CheckpointConfig) (*checkpoint, error) {
+func SetupCheckpoint(c *aa.System, cfg CheckpointConfig) (*checkpoint, error) {
 	if cfg.Pages < 1 || cfg.Pages > 1<<16 || cfg.Epochs < 1 || cfg.Puts < 0 {
 		return nil, fmt.Errorf("checkpoint: %d pages (1..%d), %d epochs, %d puts", cfg.Pages, 1<<16, cfg.Epochs, cfg.Puts)
 	}
@@ -83,13 +84,13 @@ func SetupCheckpoint(c *Cluster, cfg CheckpointConfig) (*checkpoint, error) {
 	if err := own.Register(one, 4096, rw); err != nil {
 		return nil, err
 	}
-	src.Spawn(0, "ckpt_writer", func(x *Ctx) { k.writer(x, buf) })
-	own.Spawn(0, "ckpt_taker", func(x *Ctx) { k.taker(x, one) })
+	src.Spawn(0, "ckpt_writer", func(x *aa.Ctx) { k.writer(x, buf) })
+	own.Spawn(0, "ckpt_taker", func(x *aa.Ctx) { k.taker(x, one) })
 	return k, nil
 }
 
 // logged is node 1's handler: a put record names a written page.
-func (k *checkpoint) logged(_ *Ctx, r Record) {
+func (k *checkpoint) logged(_ *aa.Ctx, r aa.Record) {
 	k.res.Records++
 	if r.Kind == record.Put && r.IOVA >= k.region && r.IOVA < k.region+uint64(k.cfg.Pages)*4096 {
 		k.dirty[int((r.IOVA-k.region)/4096)] = true
@@ -98,7 +99,7 @@ func (k *checkpoint) logged(_ *Ctx, r Record) {
 
 // writer is node 0's process: per epoch, puts to random pages, then makes
 // them visible and logged (Flush, ActiveFlush) and asks for a checkpoint.
-func (k *checkpoint) writer(x *Ctx, buf uint64) {
+func (k *checkpoint) writer(x *aa.Ctx, buf uint64) {
 	r := sim.NewRand(k.cfg.Seed, "ckpt.pages")
 	for e := 1; e <= k.cfg.Epochs; e++ {
 		written := map[int]bool{}
@@ -126,7 +127,7 @@ func (k *checkpoint) writer(x *Ctx, buf uint64) {
 
 // taker is node 1's checkpointing process: on each request it copies the
 // pages the log named since the last checkpoint into the shadow copy.
-func (k *checkpoint) taker(x *Ctx, one uint64) {
+func (k *checkpoint) taker(x *aa.Ctx, one uint64) {
 	page := make([]byte, 4096)
 	for e := 1; e <= k.cfg.Epochs; e++ {
 		flag := k.flag

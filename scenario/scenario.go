@@ -1,4 +1,4 @@
-package aa
+package scenario
 
 import (
 	"bytes"
@@ -11,9 +11,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/energy"
 	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/workload"
 )
 
 // Scenario is what `aaemu run` runs: a machine, a workload and the outputs.
@@ -151,12 +154,6 @@ type OutputSpec struct {
 	Pcap      bool   `yaml:"pcap" json:"pcap"`
 }
 
-// The values of machine.iommu.mode.
-const (
-	IOMMUExtended = "e-iommu"  // the extended IOMMU translates, decides and logs every DMA request
-	IOMMUNone     = "no-iommu" // no IOMMU: DMA requests reach memory untranslated (iommu.Spec.Bypass)
-)
-
 // DefaultScenario is `aaemu run` without a file: two nodes on 1 GbE, one
 // process inserting into a remote hashtable with AA and with plain RMA at 5%
 // and 25% collisions.
@@ -170,8 +167,8 @@ func DefaultScenario() Scenario {
 	m.NIC.PMTU, m.NIC.RetransmitUS = 1024, 200
 	p := energy.DefaultParams()
 	m.NIC.ActiveW, m.NIC.IdleW, m.Network.RouterNJPerByte = p.NICActiveW, p.NICIdleW, p.RouterJPerByte*1e9
-	m.Network.Topology, m.Network.NodesPerLeaf, m.Network.Spines, m.Network.SwitchLatencyNS = TopologyStar, 8, 2, 500
-	m.IOMMU.Mode = IOMMUExtended
+	m.Network.Topology, m.Network.NodesPerLeaf, m.Network.Spines, m.Network.SwitchLatencyNS = machine.TopologyStar, 8, 2, 500
+	m.IOMMU.Mode = workload.IOMMUExtended
 	m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays, m.IOMMU.IOTLBEviction = 16, 4, "lru"
 	m.IOMMU.LogCAMEntries, m.IOMMU.ProcessNS, m.IOMMU.MemAccessNS = 16, 5, 70
 	m.IOMMU.FlushBufferEntries = 8
@@ -310,8 +307,8 @@ func (s *Scenario) Validate() (string, error) {
 				return "machine.nic.active_w", fmt.Errorf("%v W, below the idle %v W", m.NIC.ActiveW, m.NIC.IdleW)
 			case m.Network.RouterNJPerByte < 0:
 				return "machine.network.router_nj_per_byte", fmt.Errorf("%v nJ is negative", m.Network.RouterNJPerByte)
-			case m.Network.Topology != TopologyStar && m.Network.Topology != TopologyLeafSpine:
-				return "machine.network.topology", fmt.Errorf("%q: want %s (one switch) or %s (leaf and spine switches)", m.Network.Topology, TopologyStar, TopologyLeafSpine)
+			case m.Network.Topology != machine.TopologyStar && m.Network.Topology != machine.TopologyLeafSpine:
+				return "machine.network.topology", fmt.Errorf("%q: want %s (one switch) or %s (leaf and spine switches)", m.Network.Topology, machine.TopologyStar, machine.TopologyLeafSpine)
 			case m.Network.NodesPerLeaf < 1:
 				return "machine.network.nodes_per_leaf", fmt.Errorf("%d, want at least 1", m.Network.NodesPerLeaf)
 			case m.Network.Spines < 1:
@@ -321,10 +318,10 @@ func (s *Scenario) Validate() (string, error) {
 		},
 		func() (string, error) {
 			switch m.IOMMU.Mode {
-			case IOMMUExtended, IOMMUNone:
+			case workload.IOMMUExtended, workload.IOMMUNone:
 				return "", nil
 			}
-			return "machine.iommu.mode", fmt.Errorf("%q: want %s (the extended IOMMU) or %s (no IOMMU on the PCIe path)", m.IOMMU.Mode, IOMMUExtended, IOMMUNone)
+			return "machine.iommu.mode", fmt.Errorf("%q: want %s (the extended IOMMU) or %s (no IOMMU on the PCIe path)", m.IOMMU.Mode, workload.IOMMUExtended, workload.IOMMUNone)
 		},
 		func() (string, error) { return pos("machine.iommu.iotlb_sets", uint64(max(m.IOMMU.IOTLBSets, 0))) },
 		func() (string, error) { return pos("machine.iommu.iotlb_ways", uint64(max(m.IOMMU.IOTLBWays, 0))) },
@@ -378,12 +375,12 @@ func (s *Scenario) Validate() (string, error) {
 			case d.AAIntRecords < 0 || uint64(d.AAIntRecords)*uint64(record.Size(16)) > logBytes/2:
 				return "workload.dht.aa_int_records", fmt.Errorf("%d, want 0..%d (records filling at most half the log)", d.AAIntRecords, logBytes/2/uint64(record.Size(16)))
 			case d.AMIntModeration < 0 || d.AMIntModeration > maxAMIntModeration:
-				return "workload.dht.am_int_moderation", fmt.Errorf("%d out of 1..%d messages per interrupt (0: %d)", d.AMIntModeration, maxAMIntModeration, DefaultAMIntCount)
+				return "workload.dht.am_int_moderation", fmt.Errorf("%d out of 1..%d messages per interrupt (0: %d)", d.AMIntModeration, maxAMIntModeration, workload.DefaultAMIntCount)
 			case d.AMIntPeriodNS > uint64(sim.S/sim.NS):
-				return "workload.dht.am_int_period_ns", fmt.Errorf("%d ns: more than a second (0: %d ns)", d.AMIntPeriodNS, uint64(DefaultAMIntPeriod/sim.NS))
+				return "workload.dht.am_int_period_ns", fmt.Errorf("%d ns: more than a second (0: %d ns)", d.AMIntPeriodNS, uint64(workload.DefaultAMIntPeriod/sim.NS))
 			}
 			for _, sc := range d.Schemes {
-				if sc == string(AMOnload) && d.AMOnloadCores == 0 {
+				if sc == string(workload.AMOnload) && d.AMOnloadCores == 0 {
 					return "workload.dht.am_onload_cores", fmt.Errorf("AM-Onload needs server cores (1..procs_per_node−1)")
 				}
 			}
@@ -393,12 +390,12 @@ func (s *Scenario) Validate() (string, error) {
 				}
 			}
 			for _, sc := range d.Schemes {
-				k, err := ParseScheme(sc)
+				k, err := workload.ParseScheme(sc)
 				if err != nil {
 					return "workload.dht.schemes", err
 				}
-				if k.active() && m.IOMMU.Mode == IOMMUNone {
-					return "machine.iommu.mode", fmt.Errorf("%s: workload.dht.schemes has %s, which needs the extended IOMMU (%s)", IOMMUNone, sc, IOMMUExtended)
+				if k.Active() && m.IOMMU.Mode == workload.IOMMUNone {
+					return "machine.iommu.mode", fmt.Errorf("%s: workload.dht.schemes has %s, which needs the extended IOMMU (%s)", workload.IOMMUNone, sc, workload.IOMMUExtended)
 				}
 			}
 			return "", nil
@@ -434,8 +431,8 @@ func (s *Scenario) Power() energy.Params {
 }
 
 // ClusterSpec turns the machine part into a cluster spec.
-func (s *Scenario) ClusterSpec() Spec {
-	c := DefaultSpec()
+func (s *Scenario) ClusterSpec() machine.Spec {
+	c := machine.DefaultSpec()
 	m := &s.Machine
 	c.Nodes, c.Cores, c.FabricMHz = m.Nodes, m.Cores, m.FabricMHz
 	c.Wire.RateMbps, c.Wire.LatencyPS, c.Wire.LossPPM = m.Wire.RateMbps, sim.Tick(m.Wire.LatencyNS)*sim.NS, m.Wire.LossPPM
@@ -444,7 +441,7 @@ func (s *Scenario) ClusterSpec() Spec {
 	c.Power = s.Power()
 	c.Topology, c.NodesPerLeaf, c.Spines = m.Network.Topology, m.Network.NodesPerLeaf, m.Network.Spines
 	c.SwitchLatencyPS = sim.Tick(m.Network.SwitchLatencyNS) * sim.NS
-	c.IOMMU.Bypass = m.IOMMU.Mode == IOMMUNone
+	c.IOMMU.Bypass = m.IOMMU.Mode == workload.IOMMUNone
 	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays
 	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)
 	c.IOMMU.LogCAMEntries = m.IOMMU.LogCAMEntries
@@ -456,7 +453,7 @@ func (s *Scenario) ClusterSpec() Spec {
 
 // Experiment is one scheme at one collision ratio.
 type Experiment struct {
-	Scheme     Scheme
+	Scheme     workload.Scheme
 	Collisions float64
 }
 
@@ -465,12 +462,12 @@ func (s *Scenario) Experiments() []Experiment {
 	var out []Experiment
 	if s.Workload.Kind != KindDHT {
 		for _, sc := range s.Workload.schemes() {
-			out = append(out, Experiment{Scheme: Scheme(sc)})
+			out = append(out, Experiment{Scheme: workload.Scheme(sc)})
 		}
 		return out
 	}
 	for _, sc := range s.Workload.DHT.Schemes {
-		k, _ := ParseScheme(sc)
+		k, _ := workload.ParseScheme(sc)
 		for _, c := range s.Workload.DHT.Collisions {
 			out = append(out, Experiment{Scheme: k, Collisions: c})
 		}
@@ -479,13 +476,13 @@ func (s *Scenario) Experiments() []Experiment {
 }
 
 // Build makes the cluster and the workload of one experiment on engine e.
-func (s *Scenario) Build(e *sim.Engine, x Experiment) (*Cluster, *dht, error) {
-	c, err := New(e, s.ClusterSpec())
+func (s *Scenario) Build(e *sim.Engine, x Experiment) (*aa.System, *workload.DHT, error) {
+	c, err := aa.New(e, s.ClusterSpec())
 	if err != nil {
 		return nil, nil, err
 	}
 	d := s.Workload.DHT
-	w, err := SetupDHT(c, DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
+	w, err := workload.SetupDHT(c, workload.DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
 		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores,
 		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes, AAIntRecords: d.AAIntRecords, ProcessLogs: d.AALogs == "process",
 		AMIntCount: d.AMIntModeration, AMIntPeriodPS: sim.Tick(d.AMIntPeriodNS) * sim.NS, Seed: s.Seed})

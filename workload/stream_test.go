@@ -1,4 +1,4 @@
-package aa
+package workload
 
 import (
 	"errors"
@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 )
 
-func statValue(t *testing.T, c *Cluster, name string) uint64 {
+func statValue(t *testing.T, c *aa.System, name string) uint64 {
 	t.Helper()
 	st, ok := c.Eng.Stats().Get(name)
 	if !ok {
@@ -31,7 +33,7 @@ func TestStream(t *testing.T) {
 	for _, mode := range []string{IOMMUNone, IOMMUExtended} {
 		for _, op := range []StreamOp{StreamWrite, StreamSend} {
 			for _, out := range []int{1, 16} {
-				c := newCluster(t, func(sp *Spec) { sp.IOMMU.Bypass = mode == IOMMUNone })
+				c := newCluster(t, func(sp *machine.Spec) { sp.IOMMU.Bypass = mode == IOMMUNone })
 				s, err := SetupStream(c, StreamConfig{Op: op, MsgBytes: size, Messages: msgs, Outstanding: out, Seed: 3})
 				if err != nil {
 					t.Fatal(err)
@@ -114,7 +116,7 @@ func TestStreamConfigErrors(t *testing.T) {
 // Without the extended IOMMU there are no access logs: every AA workload
 // refuses to set up, with the reason.
 func TestNoIOMMURefusesActiveAccess(t *testing.T) {
-	c := newCluster(t, func(sp *Spec) { sp.IOMMU.Bypass = true })
+	c := newCluster(t, func(sp *machine.Spec) { sp.IOMMU.Bypass = true })
 	_, err := SetupDHT(c, DHTConfig{Scheme: AASP, Inserts: 1, Cells: 16, Seed: 1})
 	if !errors.Is(err, iommu.ErrBypassed) {
 		t.Fatalf("AA-SP on no-iommu: %v", err)

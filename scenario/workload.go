@@ -1,11 +1,13 @@
-package aa
+package scenario
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/workload"
 )
 
 // The workloads a scenario can run (workload.kind).
@@ -25,32 +27,32 @@ var Kinds = []string{KindDHT, KindCounter, KindGetLog, KindCheckpoint, KindXOR, 
 // The scenario sections of the workloads other than the DHT. Processes
 // per node default to the machine's cores.
 type (
-	// CounterSpec: the access counter (aa.SetupCounter).
+	// CounterSpec: the access counter (workload.SetupCounter).
 	CounterSpec struct {
 		Elements int      `yaml:"elements" json:"elements"`
 		Accesses int      `yaml:"accesses" json:"accesses"` // per source process
 		Procs    int      `yaml:"procs_per_node" json:"procs_per_node"`
 		Schemes  []string `yaml:"schemes" json:"schemes"`
 	}
-	// GetLogSpec: the logging of gets (aa.SetupGetLog).
+	// GetLogSpec: the logging of gets (workload.SetupGetLog).
 	GetLogSpec struct {
 		Gets    int      `yaml:"gets" json:"gets"` // per process
 		Words   int      `yaml:"words" json:"words"`
 		Procs   int      `yaml:"procs_per_node" json:"procs_per_node"`
 		Schemes []string `yaml:"schemes" json:"schemes"`
 	}
-	// CheckpointSpec: incremental checkpointing (aa.SetupCheckpoint; AA only).
+	// CheckpointSpec: incremental checkpointing (workload.SetupCheckpoint; AA only).
 	CheckpointSpec struct {
 		Pages  int `yaml:"pages" json:"pages"`
 		Epochs int `yaml:"epochs" json:"epochs"`
 		Puts   int `yaml:"puts" json:"puts"` // per epoch
 	}
-	// XORSpec: the XOR checksum checkpoint (aa.SetupXORCheckpoint).
+	// XORSpec: the XOR checksum checkpoint (workload.SetupXORCheckpoint).
 	XORSpec struct {
 		Words   int      `yaml:"words" json:"words"`
 		Schemes []string `yaml:"schemes" json:"schemes"`
 	}
-	// StreamSpec: the streaming microbenchmark (aa.SetupStream); its
+	// StreamSpec: the streaming microbenchmark (workload.SetupStream); its
 	// schemes are the IOMMU modes, no-iommu and e-iommu.
 	StreamSpec struct {
 		Op          string   `yaml:"op" json:"op"` // write or send
@@ -59,7 +61,7 @@ type (
 		Outstanding int      `yaml:"outstanding" json:"outstanding"`
 		Schemes     []string `yaml:"schemes" json:"schemes"`
 	}
-	// SortSpec: the fault-tolerant parallel sort (aa.SetupSort).
+	// SortSpec: the fault-tolerant parallel sort (workload.SetupSort).
 	SortSpec struct {
 		Keys    int      `yaml:"keys" json:"keys"` // per process
 		Procs   int      `yaml:"procs_per_node" json:"procs_per_node"`
@@ -68,13 +70,13 @@ type (
 )
 
 // workloadSchemes are the schemes each workload knows.
-var workloadSchemes = map[string][]Scheme{
-	KindCounter:    {NoCnt, AAPoll, RMA, AKV, Allreduce},
-	KindGetLog:     {NoFT, AAPoll, RMA},
-	KindCheckpoint: {AAPoll},
-	KindXOR:        {AASP, RMA},
-	KindStream:     {IOMMUNone, IOMMUExtended},
-	KindSort:       {NoFT, AAPoll, AM, RMA},
+var workloadSchemes = map[string][]workload.Scheme{
+	KindCounter:    {workload.NoCnt, workload.AAPoll, workload.RMA, workload.AKV, workload.Allreduce},
+	KindGetLog:     {workload.NoFT, workload.AAPoll, workload.RMA},
+	KindCheckpoint: {workload.AAPoll},
+	KindXOR:        {workload.AASP, workload.RMA},
+	KindStream:     {workload.IOMMUNone, workload.IOMMUExtended},
+	KindSort:       {workload.NoFT, workload.AAPoll, workload.AM, workload.RMA},
 }
 
 // defaultWorkloads are the sections' defaults: small runs of a second or
@@ -152,14 +154,14 @@ func (s *Scenario) checkWorkload() (string, error) {
 	case KindStream:
 		checks = append(checks,
 			func() (string, error) {
-				if _, err := ParseStreamOp(w.Stream.Op); err != nil {
+				if _, err := workload.ParseStreamOp(w.Stream.Op); err != nil {
 					return k + "op", err
 				}
 				return "", nil
 			},
 			func() (string, error) {
-				cfg := StreamConfig{MsgBytes: w.Stream.MsgBytes, Messages: w.Stream.Messages, Outstanding: w.Stream.Outstanding}
-				key, err := cfg.check(s.ClusterSpec().SQSize)
+				cfg := workload.StreamConfig{MsgBytes: w.Stream.MsgBytes, Messages: w.Stream.Messages, Outstanding: w.Stream.Outstanding}
+				key, err := cfg.Check(s.ClusterSpec().SQSize)
 				return k + key, err
 			})
 	case KindSort:
@@ -170,7 +172,7 @@ func (s *Scenario) checkWorkload() (string, error) {
 				if p == 0 {
 					p = s.Machine.Cores
 				}
-				key, err := SortConfig{Keys: w.Sort.Keys, Procs: p}.check(s.Machine.Nodes, s.Machine.Cores)
+				key, err := workload.SortConfig{Keys: w.Sort.Keys, Procs: p}.Check(s.Machine.Nodes, s.Machine.Cores)
 				return k + key, err
 			})
 	}
@@ -178,10 +180,10 @@ func (s *Scenario) checkWorkload() (string, error) {
 		l := w.schemes()
 		known := workloadSchemes[w.Kind]
 		for _, sc := range l {
-			if Scheme(sc).active() && s.Machine.IOMMU.Mode == IOMMUNone {
-				return "machine.iommu.mode", fmt.Errorf("%s: workload.%s.schemes has %s, which needs the extended IOMMU (%s)", IOMMUNone, w.Kind, sc, IOMMUExtended)
+			if workload.Scheme(sc).Active() && s.Machine.IOMMU.Mode == workload.IOMMUNone {
+				return "machine.iommu.mode", fmt.Errorf("%s: workload.%s.schemes has %s, which needs the extended IOMMU (%s)", workload.IOMMUNone, w.Kind, sc, workload.IOMMUExtended)
 			}
-			if !slices.Contains(known, Scheme(sc)) {
+			if !slices.Contains(known, workload.Scheme(sc)) {
 				names := make([]string, len(known))
 				for i, s := range known {
 					names[i] = string(s)
@@ -203,12 +205,12 @@ func (s *Scenario) checkWorkload() (string, error) {
 // rate in the workload's own unit, the simulated time the rate is taken
 // over, the NICs' energy, and what the workload's own check found.
 type WorkloadResult struct {
-	Workload   string  `json:"workload"`
-	Scheme     Scheme  `json:"scheme"`
-	Rate       float64 `json:"rate"`
-	Unit       string  `json:"unit"`
-	SimTimePS  uint64  `json:"sim_time_ps"`
-	NICEnergyJ float64 `json:"nic_energy_j"`
+	Workload   string          `json:"workload"`
+	Scheme     workload.Scheme `json:"scheme"`
+	Rate       float64         `json:"rate"`
+	Unit       string          `json:"unit"`
+	SimTimePS  uint64          `json:"sim_time_ps"`
+	NICEnergyJ float64         `json:"nic_energy_j"`
 	// RouterEnergyJ: the switches' energy for the bytes they forwarded.
 	RouterEnergyJ float64 `json:"router_energy_j"`
 	Detail        string  `json:"detail"`
@@ -228,13 +230,13 @@ func perSecond(n float64, ps uint64) float64 { return n / (float64(max(ps, 1)) /
 
 // BuildWorkload makes the cluster and the workload (not the DHT: see Build)
 // of one experiment on engine e.
-func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workload, error) {
+func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*aa.System, Workload, error) {
 	w := &s.Workload
 	spec := s.ClusterSpec()
 	if w.Kind == KindStream {
-		spec.IOMMU.Bypass = x.Scheme == IOMMUNone // the modes are the stream's schemes
+		spec.IOMMU.Bypass = x.Scheme == workload.IOMMUNone // the modes are the stream's schemes
 	}
-	c, err := New(e, spec)
+	c, err := aa.New(e, spec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -248,7 +250,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workloa
 	var res func() WorkloadResult
 	switch w.Kind {
 	case KindCounter:
-		k, err := SetupCounter(c, CounterConfig{Scheme: sch, Elements: w.Counter.Elements, Accesses: w.Counter.Accesses, Procs: procs(w.Counter.Procs), Seed: seed})
+		k, err := workload.SetupCounter(c, workload.CounterConfig{Scheme: sch, Elements: w.Counter.Elements, Accesses: w.Counter.Accesses, Procs: procs(w.Counter.Procs), Seed: seed})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -258,7 +260,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workloa
 				Detail: strings.TrimSpace(fmt.Sprintf("%d accesses %s", r.Accesses, r.Problem)), Verified: r.Verified}
 		}
 	case KindGetLog:
-		g, err := SetupGetLog(c, GetLogConfig{Scheme: sch, Gets: w.GetLog.Gets, Procs: procs(w.GetLog.Procs), Words: w.GetLog.Words, Seed: seed})
+		g, err := workload.SetupGetLog(c, workload.GetLogConfig{Scheme: sch, Gets: w.GetLog.Gets, Procs: procs(w.GetLog.Procs), Words: w.GetLog.Words, Seed: seed})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -268,7 +270,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workloa
 				Detail: strings.TrimSpace(fmt.Sprintf("%d gets, %.0f wire bytes per get %s", r.Gets, r.WireBytes, r.Problem)), Verified: r.Verified}
 		}
 	case KindCheckpoint:
-		k, err := SetupCheckpoint(c, CheckpointConfig{Pages: w.Checkpoint.Pages, Epochs: w.Checkpoint.Epochs, Puts: w.Checkpoint.Puts, Seed: seed})
+		k, err := workload.SetupCheckpoint(c, workload.CheckpointConfig{Pages: w.Checkpoint.Pages, Epochs: w.Checkpoint.Epochs, Puts: w.Checkpoint.Puts, Seed: seed})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -279,7 +281,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workloa
 				Verified: r.Verified}
 		}
 	case KindXOR:
-		k, err := SetupXORCheckpoint(c, XORConfig{Scheme: sch, Words: w.XOR.Words, Seed: seed})
+		k, err := workload.SetupXORCheckpoint(c, workload.XORConfig{Scheme: sch, Words: w.XOR.Words, Seed: seed})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -290,11 +292,11 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workloa
 				Verified: r.Verified}
 		}
 	case KindStream:
-		op, err := ParseStreamOp(w.Stream.Op)
+		op, err := workload.ParseStreamOp(w.Stream.Op)
 		if err != nil {
 			return nil, nil, err
 		}
-		k, err := SetupStream(c, StreamConfig{Op: op, MsgBytes: w.Stream.MsgBytes, Messages: w.Stream.Messages, Outstanding: w.Stream.Outstanding, Seed: seed})
+		k, err := workload.SetupStream(c, workload.StreamConfig{Op: op, MsgBytes: w.Stream.MsgBytes, Messages: w.Stream.Messages, Outstanding: w.Stream.Outstanding, Seed: seed})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -306,7 +308,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workloa
 				Verified: r.Verified}
 		}
 	case KindSort:
-		k, err := SetupSort(c, SortConfig{Scheme: sch, Keys: w.Sort.Keys, Procs: procs(w.Sort.Procs), Seed: seed})
+		k, err := workload.SetupSort(c, workload.SortConfig{Scheme: sch, Keys: w.Sort.Keys, Procs: procs(w.Sort.Procs), Seed: seed})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -332,7 +334,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*Cluster, Workloa
 // Outcome is one experiment's checked result: the DHT's, or another
 // workload's.
 type Outcome struct {
-	DHT      DHTResult
+	DHT      workload.DHTResult
 	Workload WorkloadResult
 }
 
@@ -340,7 +342,7 @@ type Outcome struct {
 // engine e. Run the cluster, then call finish: it reads the result and
 // fails, saying what went wrong, if the processes did not finish by end or
 // the workload's own check did not pass.
-func (s *Scenario) Prepare(e *sim.Engine, x Experiment) (c *Cluster, finish func(end sim.Tick) (Outcome, error), err error) {
+func (s *Scenario) Prepare(e *sim.Engine, x Experiment) (c *aa.System, finish func(end sim.Tick) (Outcome, error), err error) {
 	if s.Workload.Kind == KindDHT {
 		c, w, err := s.Build(e, x)
 		if err != nil {

@@ -1,14 +1,16 @@
-package aa
+package workload
 
 import (
 	"fmt"
 	"math/bits"
 	"slices"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/verbs"
 )
 
 // SortConfig is the fault-tolerant parallel sort (the paper's §5.2.4): a
@@ -110,14 +112,14 @@ type sortLogEntry struct {
 
 type sortRun struct {
 	cfg   SortConfig
-	c     *Cluster
+	c     *aa.System
 	procs []*sortProc
 	// Every NIC's bytes sent when the exchange began and ended: the
 	// exchange's bytes, which its energy is computed over.
 	sent0, sent1 []uint64
-	outCap       int      // keys
-	aaLogs       []*Log   // AA: by node
-	amLog        []uint64 // AM: by node, the log area and its next-free counter
+	outCap       int       // keys
+	aaLogs       []*aa.Log // AA: by node
+	amLog        []uint64  // AM: by node, the log area and its next-free counter
 	amNext       []uint64
 	amCap        uint64
 	end          sim.Tick
@@ -126,7 +128,7 @@ type sortRun struct {
 
 // check bounds processes and keys for a machine of nodes × cores; it names
 // the scenario key (workload.sort.*) at fault.
-func (cfg SortConfig) check(nodes, cores int) (key string, err error) {
+func (cfg SortConfig) Check(nodes, cores int) (key string, err error) {
 	if cfg.Procs < 1 || cfg.Procs > cores {
 		return "procs_per_node", fmt.Errorf("sort: %d processes per node, the nodes have %d cores", cfg.Procs, cores)
 	}
@@ -138,13 +140,13 @@ func (cfg SortConfig) check(nodes, cores int) (key string, err error) {
 
 // SetupSort builds the sort on the cluster (2+ nodes) and spawns its
 // processes; run the cluster, then call Result.
-func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
+func SetupSort(c *aa.System, cfg SortConfig) (*sortRun, error) {
 	switch cfg.Scheme {
 	case NoFT, AAPoll, AM, RMA:
 	default:
 		return nil, fmt.Errorf("sort: scheme %s, want No-FT, AA-Poll, AM or RMA", cfg.Scheme)
 	}
-	if _, err := cfg.check(len(c.Nodes), c.Spec.Cores); err != nil {
+	if _, err := cfg.Check(len(c.Nodes), c.Spec.Cores); err != nil {
 		return nil, err
 	}
 	p := len(c.Nodes) * cfg.Procs
@@ -168,7 +170,7 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 	s := &sortRun{cfg: cfg, c: c, outCap: 3*cfg.Keys + p}
 	r := sim.NewRand(cfg.Seed, "sort.keys")
 	rw := iommu.Perm{Bits: pte.R | pte.W}
-	reg := func(n *Node, size uint64, perm iommu.Perm) (uint64, error) {
+	reg := func(n *aa.Node, size uint64, perm iommu.Perm) (uint64, error) {
 		a := n.Alloc(size)
 		return a, n.Register(a, size, perm)
 	}
@@ -252,7 +254,7 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 	}
 	for _, sp := range s.procs {
 		sp := sp
-		c.Nodes[sp.node].Spawn(sp.core, fmt.Sprintf("sort%d", sp.core), func(x *Ctx) { s.run(x, sp) })
+		c.Nodes[sp.node].Spawn(sp.core, fmt.Sprintf("sort%d", sp.core), func(x *aa.Ctx) { s.run(x, sp) })
 	}
 	return s, nil
 }
@@ -260,7 +262,7 @@ func SetupSort(c *Cluster, cfg SortConfig) (*sortRun, error) {
 // logged is a node's AA handler. The log is the store a restarted process
 // replays from: the consumer reads each record's header and the handler
 // has nothing to do (a real one might copy records to stable storage).
-func (s *sortRun) logged(*Ctx, Record) {}
+func (s *sortRun) logged(*aa.Ctx, aa.Record) {}
 
 func (s *sortRun) fail(format string, a ...any) {
 	if s.problem == "" {
@@ -282,7 +284,7 @@ func (s *sortRun) compareCost(n, m int) int {
 }
 
 // run is one process of the sort.
-func (s *sortRun) run(x *Ctx, sp *sortProc) {
+func (s *sortRun) run(x *aa.Ctx, sp *sortProc) {
 	p := len(s.procs)
 	k := s.cfg.Keys
 	// Local sort.
@@ -301,7 +303,7 @@ func (s *sortRun) run(x *Ctx, sp *sortProc) {
 	// Bucket boundaries: every process gets every sample and picks the
 	// same splitters.
 	x.P.Op("sort.samples")
-	var wrs []WR
+	var wrs []verbs.WR
 	for _, q := range s.procs {
 		dst := sp.gather + uint64(q.rank*(p-1))*8
 		switch {
@@ -378,7 +380,7 @@ func (s *sortRun) run(x *Ctx, sp *sortProc) {
 }
 
 // readKeys reads n 64-bit keys at addr through the process's core.
-func readKeys(x *Ctx, addr uint64, n int) []uint64 {
+func readKeys(x *aa.Ctx, addr uint64, n int) []uint64 {
 	b := make([]byte, n*8)
 	x.P.Read(addr, b)
 	ks := make([]uint64, n)
@@ -403,7 +405,7 @@ func putLE64(b []byte, v uint64) {
 }
 
 // wait waits for the work requests; a failed one is a problem of the run.
-func (s *sortRun) wait(x *Ctx, wrs []WR) {
+func (s *sortRun) wait(x *aa.Ctx, wrs []verbs.WR) {
 	for _, w := range wrs {
 		if _, err := x.Wait(w); err != nil {
 			s.fail("node %d: %v", x.N.ID, err)
@@ -414,10 +416,10 @@ func (s *sortRun) wait(x *Ctx, wrs []WR) {
 // barrier is a dissemination barrier: in round r each process raises the
 // flag of the process 2^r ranks on (a put, or a store on its own node) and
 // waits for its own flag of round r.
-func (s *sortRun) barrier(x *Ctx, sp *sortProc, epoch uint64) {
+func (s *sortRun) barrier(x *aa.Ctx, sp *sortProc, epoch uint64) {
 	x.P.Op("sort.barrier")
 	p := len(s.procs)
-	var wrs []WR
+	var wrs []verbs.WR
 	for r, d := 0, 1; d < p; r, d = r+1, d*2 {
 		q := s.procs[(sp.rank+d)%p]
 		if q.node == sp.node {
@@ -434,7 +436,7 @@ func (s *sortRun) barrier(x *Ctx, sp *sortProc, epoch uint64) {
 }
 
 // localBucket reads rank q's published (offset, count) of its bucket for sp.
-func (s *sortRun) localBucket(x *Ctx, q, sp *sortProc) (off, n uint64) {
+func (s *sortRun) localBucket(x *aa.Ctx, q, sp *sortProc) (off, n uint64) {
 	a := s.bucketAddr(q, sp.rank)
 	return x.P.Load64(a), x.P.Load64(a + 8)
 }
@@ -455,9 +457,9 @@ func (s *sortRun) place(sp *sortProc) {
 // owner's IOMMU writes each record as the read's data passes, before the
 // data reaches the requester, and the log is the store (the handler does
 // not need to have seen a record for it to be replayed).
-func (s *sortRun) exchange(x *Ctx, sp *sortProc) {
+func (s *sortRun) exchange(x *aa.Ctx, sp *sortProc) {
 	p := len(s.procs)
-	var wrs []WR
+	var wrs []verbs.WR
 	offs := make([]uint64, p)
 	sizes := sp.scratch // a 16-byte slot per rank
 	for _, q := range s.procs {
@@ -484,7 +486,7 @@ func (s *sortRun) exchange(x *Ctx, sp *sortProc) {
 	type chunk struct {
 		q      *sortProc
 		off, n uint64
-		wr     WR
+		wr     verbs.WR
 	}
 	var order []chunk
 	left := make([]int, p) // chunks of each bucket still to come
@@ -521,7 +523,7 @@ func (s *sortRun) exchange(x *Ctx, sp *sortProc) {
 	for len(inflight) > 0 {
 		c := inflight[0]
 		inflight = inflight[1:]
-		s.wait(x, []WR{c.wr})
+		s.wait(x, []verbs.WR{c.wr})
 		nodes[c.q.node] = true
 		if left[c.q.rank]--; left[c.q.rank] == 0 && s.cfg.Scheme == RMA {
 			if !s.putBack(x, sp, c.q, offs[c.q.rank]) {
@@ -545,7 +547,7 @@ func (s *sortRun) exchange(x *Ctx, sp *sortProc) {
 // putBack is RMA's logging of a bucket got from q, which knows nothing of
 // the get: a slot of q's log claimed with fetch-and-add, then the header
 // (the address read and the length) and the data put into it.
-func (s *sortRun) putBack(x *Ctx, sp, q *sortProc, off uint64) bool {
+func (s *sortRun) putBack(x *aa.Ctx, sp, q *sortProc, off uint64) bool {
 	n := sp.recvLen[q.rank]
 	slot, err := x.FetchAdd(q.node, q.rnext, rmaHdr+n)
 	if err != nil {
@@ -600,7 +602,7 @@ func (s *sortRun) amSlot(sp *sortProc, src, i int) uint64 {
 // flight to it, and it at most Window to the peer, whose replies come back.
 func (s *sortRun) recvBufs() int { return 2 * s.cfg.Window }
 
-func (s *sortRun) postRecvs(x *Ctx, sp *sortProc) {
+func (s *sortRun) postRecvs(x *aa.Ctx, sp *sortProc) {
 	for src := range s.c.Nodes {
 		if src == sp.node {
 			continue
@@ -623,14 +625,14 @@ func (s *sortRun) chunks(n uint64) int {
 // (from the processes of its core on the other nodes) and takes in the
 // replies, until it has every bucket and has served every request it will
 // get. A bucket goes into out where the previous one ended.
-func (s *sortRun) exchangeAM(x *Ctx, sp *sortProc) {
+func (s *sortRun) exchangeAM(x *aa.Ctx, sp *sortProc) {
 	nodes, p := len(s.c.Nodes), len(s.procs)
 	const unknown = ^uint64(0)
 	type request struct {
 		q   *sortProc
 		off uint64
 	}
-	var wrs []WR
+	var wrs []verbs.WR
 	var queue []request
 	for i := 1; i <= p; i++ {
 		if q := s.procs[(sp.rank+i)%p]; q.node != sp.node {
@@ -744,7 +746,7 @@ func (s *sortRun) exchangeAM(x *Ctx, sp *sortProc) {
 // serveAM is the owner's handler of a request: the chunk of the bucket is
 // copied with its header into the node's log (a slot claimed with a local
 // fetch-and-add) and sent from there as the reply.
-func (s *sortRun) serveAM(x *Ctx, owner, req *sortProc, c uint64) WR {
+func (s *sortRun) serveAM(x *aa.Ctx, owner, req *sortProc, c uint64) verbs.WR {
 	off, n := s.localBucket(x, owner, req)
 	total := n * 8
 	l := min(uint64(s.cfg.ChunkBytes), total-min(c, total))

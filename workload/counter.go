@@ -1,9 +1,10 @@
-package aa
+package workload
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
@@ -50,7 +51,7 @@ type counterSrc struct {
 
 type counter struct {
 	cfg    CounterConfig
-	c      *Cluster
+	c      *aa.System
 	array  uint64 // node 0: the counted array
 	counts uint64 // node 0: a 64-bit count per element
 	inbox  uint64 // node 0, Allreduce: a count vector per source
@@ -61,7 +62,7 @@ type counter struct {
 }
 
 // SetupCounter builds the workload; the cluster needs 2+ nodes.
-func SetupCounter(c *Cluster, cfg CounterConfig) (*counter, error) {
+func SetupCounter(c *aa.System, cfg CounterConfig) (*counter, error) {
 	switch cfg.Scheme {
 	case AAPoll, RMA, AKV, Allreduce, NoCnt:
 	default:
@@ -115,7 +116,7 @@ func SetupCounter(c *Cluster, cfg CounterConfig) (*counter, error) {
 		if err := n0.Register(k.flags, 4096, rw); err != nil {
 			return nil, err
 		}
-		n0.Spawn(0, "counter_reduce", func(x *Ctx) { k.reduce(x, pages) })
+		n0.Spawn(0, "counter_reduce", func(x *aa.Ctx) { k.reduce(x, pages) })
 	}
 	if cfg.Scheme == AKV {
 		if err := k.setupAKV(); err != nil {
@@ -135,13 +136,13 @@ func SetupCounter(c *Cluster, cfg CounterConfig) (*counter, error) {
 			}
 		}
 		s := s
-		n.Spawn(s.core, fmt.Sprintf("counter_src%d", s.core), func(x *Ctx) { k.access(x, s, buf) })
+		n.Spawn(s.core, fmt.Sprintf("counter_src%d", s.core), func(x *aa.Ctx) { k.access(x, s, buf) })
 	}
 	return k, nil
 }
 
 // logged is node 0's AA-Poll handler: one put record is one access.
-func (k *counter) logged(x *Ctx, r Record) {
+func (k *counter) logged(x *aa.Ctx, r aa.Record) {
 	if r.Kind != record.Put || r.IOVA < k.array || r.IOVA >= k.array+uint64(k.cfg.Elements*8) {
 		return
 	}
@@ -149,7 +150,7 @@ func (k *counter) logged(x *Ctx, r Record) {
 	x.P.Store64(a, x.P.Load64(a)+1)
 }
 
-func (k *counter) access(x *Ctx, s *counterSrc, buf uint64) {
+func (k *counter) access(x *aa.Ctx, s *counterSrc, buf uint64) {
 	for i, e := range s.elems {
 		x.P.Op("counter.access")
 		slot := buf + uint64(i%256)*8
@@ -184,7 +185,7 @@ func (k *counter) access(x *Ctx, s *counterSrc, buf uint64) {
 }
 
 // reduce is node 0's side of Allreduce: wait for every vector, sum them.
-func (k *counter) reduce(x *Ctx, pages uint64) {
+func (k *counter) reduce(x *aa.Ctx, pages uint64) {
 	for i := range k.srcs {
 		f := k.flags + uint64(i)*8
 		x.P.Poll(func() bool { return x.N.Mem.Load64(f) == 1 })
@@ -216,12 +217,12 @@ func (k *counter) setupAKV() error {
 			return err
 		}
 		core := core
-		n0.Spawn(core, fmt.Sprintf("akv_server%d", core), func(x *Ctx) { k.serveAKV(x, rbuf, expect) })
+		n0.Spawn(core, fmt.Sprintf("akv_server%d", core), func(x *aa.Ctx) { k.serveAKV(x, rbuf, expect) })
 	}
 	return nil
 }
 
-func (k *counter) serveAKV(x *Ctx, rbuf uint64, expect []int) {
+func (k *counter) serveAKV(x *aa.Ctx, rbuf uint64, expect []int) {
 	n := len(expect)
 	left := append([]int(nil), expect...)
 	posted := make([]int, n)

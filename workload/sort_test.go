@@ -1,16 +1,17 @@
-package aa
+package workload
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 )
 
 func runSort(t *testing.T, nodes, procs int, cfg SortConfig) (*sortRun, SortResult) {
 	t.Helper()
-	c := newCluster(t, func(sp *Spec) { sp.Nodes, sp.Cores = nodes, procs; sp.Wire.RateMbps = 10000 })
+	c := newCluster(t, func(sp *machine.Spec) { sp.Nodes, sp.Cores = nodes, procs; sp.Wire.RateMbps = 10000 })
 	s, err := SetupSort(c, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +131,7 @@ func TestSortConfigErrors(t *testing.T) {
 		{Scheme: NoFT, Keys: 1, Procs: 2},
 		{Scheme: AM, Keys: 100, Procs: 1, ChunkBytes: 12},
 	} {
-		c := newCluster(t, func(sp *Spec) { sp.Nodes, sp.Cores = 2, 2 })
+		c := newCluster(t, func(sp *machine.Spec) { sp.Nodes, sp.Cores = 2, 2 })
 		if _, err := SetupSort(c, cfg); err == nil {
 			t.Errorf("%+v: no error", cfg)
 		}

@@ -1,9 +1,10 @@
-package aa
+package workload
 
 import (
 	"fmt"
 	"slices"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
@@ -47,7 +48,7 @@ type logEntry struct{ addr, value uint64 }
 
 type getLog struct {
 	cfg     GetLogConfig
-	c       *Cluster
+	c       *aa.System
 	data    []uint64 // per node: the values gets read
 	logs    [][]logEntry
 	want    [][]logEntry // per target: the gets issued to it
@@ -60,7 +61,7 @@ type getLog struct {
 }
 
 // SetupGetLog builds the workload; the cluster needs 2+ nodes.
-func SetupGetLog(c *Cluster, cfg GetLogConfig) (*getLog, error) {
+func SetupGetLog(c *aa.System, cfg GetLogConfig) (*getLog, error) {
 	switch cfg.Scheme {
 	case NoFT, AAPoll, RMA:
 	default:
@@ -91,7 +92,7 @@ func SetupGetLog(c *Cluster, cfg GetLogConfig) (*getLog, error) {
 		if cfg.Scheme == AAPoll {
 			perm = iommu.Perm{Bits: pte.R | pte.W | pte.RL | pte.RLD | pte.E, IUID: getlogIUID}
 			i := i
-			if _, err := node.CreateLog(getlogIUID, 256<<10, iommu.Poll, func(_ *Ctx, rec Record) { g.logged(i, rec) }); err != nil {
+			if _, err := node.CreateLog(getlogIUID, 256<<10, iommu.Poll, func(_ *aa.Ctx, rec aa.Record) { g.logged(i, rec) }); err != nil {
 				return nil, err
 			}
 			if _, err := node.CreateFlushPage(getlogIUID); err != nil {
@@ -138,7 +139,7 @@ func SetupGetLog(c *Cluster, cfg GetLogConfig) (*getLog, error) {
 		}
 		for p := 0; p < cfg.Procs; p++ {
 			pl, b := plans[i][p], buf+uint64(p)*4096
-			node.Spawn(p, fmt.Sprintf("getlog%d", p), func(x *Ctx) { g.run(x, pl.dst, pl.addr, b) })
+			node.Spawn(p, fmt.Sprintf("getlog%d", p), func(x *aa.Ctx) { g.run(x, pl.dst, pl.addr, b) })
 		}
 	}
 	return g, nil
@@ -146,13 +147,13 @@ func SetupGetLog(c *Cluster, cfg GetLogConfig) (*getLog, error) {
 
 // logged is a node's AA handler: a get record carries the address and the
 // data the get returned.
-func (g *getLog) logged(node int, r Record) {
+func (g *getLog) logged(node int, r aa.Record) {
 	if r.Kind == record.Get && len(r.Data) == 8 {
 		g.logs[node] = append(g.logs[node], logEntry{r.IOVA, le64(r.Data)})
 	}
 }
 
-func (g *getLog) run(x *Ctx, dsts []int, offs []uint64, buf uint64) {
+func (g *getLog) run(x *aa.Ctx, dsts []int, offs []uint64, buf uint64) {
 	for k, dst := range dsts {
 		x.P.Op("getlog.get")
 		a := g.data[dst] + offs[k]

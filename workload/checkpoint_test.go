@@ -1,4 +1,4 @@
-package aa
+package workload
 
 import (
 	"testing"

@@ -1,11 +1,13 @@
-package aa
+package workload
 
 import (
 	"encoding/binary"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/nic"
 )
 
@@ -40,7 +42,7 @@ type amIntSource struct {
 // setupAMInt gives every owner a receive CQ shared by all its QPs, with an
 // interrupt handler on core 0, and a short setup process that posts the
 // receive buffers and arms the CQ.
-func (d *dht) setupAMInt() error {
+func (d *DHT) setupAMInt() error {
 	if err := d.setupExpectAndFlags(); err != nil {
 		return err
 	}
@@ -71,7 +73,7 @@ func (d *dht) setupAMInt() error {
 			s.lanes = append(s.lanes, l)
 			for src := 0; src < n; src++ {
 				if src != sh.node {
-					s.byQPN[d.c.qpn(src, k)] = amIntSource{lane: l, src: src}
+					s.byQPN[d.c.Nodes[sh.node].QP(src, k).QPN] = amIntSource{lane: l, src: src}
 				}
 			}
 		}
@@ -95,13 +97,13 @@ func (d *dht) setupAMInt() error {
 				return err
 			}
 		}
-		s.doorbell = barBase + nic.CQDoorbells + 8*amIntCQN
+		s.doorbell = machine.BARBase + nic.CQDoorbells + 8*amIntCQN
 		owner.Cores[0].OnInterrupt(msiAddr, amIntVector, "am_cq", func(p *cpu.Proc) {
-			d.onAMInterrupt(&Ctx{N: owner, P: p}, s)
+			d.onAMInterrupt(owner.Ctx(p, 0), s)
 		})
-		owner.Spawn(0, "dht_am_int_setup", func(x *Ctx) {
+		owner.Spawn(0, "dht_am_int_setup", func(x *aa.Ctx) {
 			for _, l := range s.lanes {
-				lx := &Ctx{N: x.N, P: x.P, core: l.core} // the lane's connections
+				lx := x.OnCore(l.core) // the lane's connections
 				for src := 0; src < n; src++ {
 					for l.posted[src] < min(amBuffers, l.left[src]) {
 						lx.PostRecv(src, d.amSlot(l.rbuf, src, l.posted[src]), 16)
@@ -132,7 +134,7 @@ func sortedQPNs(m map[uint32]amIntSource) []uint32 {
 
 // arm asks the NIC for one interrupt on the completions not yet consumed
 // and those to come.
-func (s *amIntServer) arm(x *Ctx) {
+func (s *amIntServer) arm(x *aa.Ctx) {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], nic.ArmNextCompletion|s.ci)
 	x.P.MMIOWrite(s.doorbell, b[:], x.P.Txn.ID)
@@ -146,7 +148,7 @@ func (s *amIntServer) arm(x *Ctx) {
 // memory when the drain looked, or one arriving later, raises the next
 // interrupt. (Arming first with the index of the start would count the
 // entries this run is about to drain, and interrupt again for them.)
-func (d *dht) onAMInterrupt(x *Ctx, s *amIntServer) {
+func (d *DHT) onAMInterrupt(x *aa.Ctx, s *amIntServer) {
 	d.irqs++
 	if s.remaining == 0 {
 		return // a late interrupt: everything is handled
@@ -173,7 +175,7 @@ func (d *dht) onAMInterrupt(x *Ctx, s *amIntServer) {
 		l.left[src]--
 		s.remaining--
 		if l.posted[src] < d.expect[node][l.core][src] {
-			(&Ctx{N: x.N, P: x.P, core: l.core}).PostRecv(src, slot, 16)
+			x.OnCore(l.core).PostRecv(src, slot, 16)
 			l.posted[src]++
 		}
 		if w, ok := l.flag(src, s.one); ok {

@@ -1,10 +1,12 @@
-package aa
+package workload
 
 import (
 	"fmt"
 	"math"
 	"testing"
 
+	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -85,9 +87,9 @@ func TestDHTActiveMessages(t *testing.T) {
 // sharing connections (the AM servers) and handlers interleaving.
 func TestDHTMultiNode(t *testing.T) {
 	for _, s := range []Scheme{AAPoll, AAInt, AASP, RMA, AM, AMExp, AMOnload, AMInt} {
-		spec := DefaultSpec()
+		spec := machine.DefaultSpec()
 		spec.Nodes, spec.Cores = 4, 3
-		c, err := New(sim.NewEngine(7), spec)
+		c, err := aa.New(sim.NewEngine(7), spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,11 +122,11 @@ func TestDHTLookupsAndDeletes(t *testing.T) {
 	}
 }
 
-func runLookupsDeletes(t *testing.T, s Scheme) (*Cluster, *dht) {
+func runLookupsDeletes(t *testing.T, s Scheme) (*aa.System, *DHT) {
 	t.Helper()
-	spec := DefaultSpec()
+	spec := machine.DefaultSpec()
 	spec.Nodes, spec.Cores = 3, 3
-	c, err := New(sim.NewEngine(3), spec)
+	c, err := aa.New(sim.NewEngine(3), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +139,9 @@ func runLookupsDeletes(t *testing.T, s Scheme) (*Cluster, *dht) {
 func TestDHTVerifyCatchesCorruption(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		corrupt func(c *Cluster, d *dht)
+		corrupt func(c *aa.System, d *DHT)
 	}{
-		{"a deleted key back", func(c *Cluster, d *dht) {
+		{"a deleted key back", func(c *aa.System, d *DHT) {
 			for _, sh := range d.shards {
 				for _, k := range sh.keys {
 					if sh.deleted[k] {
@@ -153,7 +155,7 @@ func TestDHTVerifyCatchesCorruption(t *testing.T) {
 			}
 			panic("no deleted key in a cell")
 		}},
-		{"a key lost", func(c *Cluster, d *dht) {
+		{"a key lost", func(c *aa.System, d *DHT) {
 			sh := d.shards[1]
 			for _, k := range sh.keys {
 				if a := d.cell(sh, k); !sh.deleted[k] && c.Nodes[1].Mem.Load64(a) == k {
@@ -162,7 +164,7 @@ func TestDHTVerifyCatchesCorruption(t *testing.T) {
 				}
 			}
 		}},
-		{"a chain cut", func(c *Cluster, d *dht) {
+		{"a chain cut", func(c *aa.System, d *DHT) {
 			sh := d.shards[2]
 			m := c.Nodes[2].Mem
 			for cell := 0; cell < d.cfg.Cells; cell++ {
@@ -173,7 +175,7 @@ func TestDHTVerifyCatchesCorruption(t *testing.T) {
 			}
 			panic("no chain of two entries")
 		}},
-		{"a wrong lookup", func(c *Cluster, d *dht) { d.badLookups = append(d.badLookups, "key 1: value 0x2") }},
+		{"a wrong lookup", func(c *aa.System, d *DHT) { d.badLookups = append(d.badLookups, "key 1: value 0x2") }},
 	} {
 		c, d := runLookupsDeletes(t, RMA)
 		tc.corrupt(c, d)
@@ -230,9 +232,9 @@ func TestDHTActiveMessagesInterrupt(t *testing.T) {
 // carries the consumer index): this machine and seed lost one when arming
 // did not, and the run never finished.
 func TestDHTAMIntNoLostInterrupt(t *testing.T) {
-	spec := DefaultSpec()
+	spec := machine.DefaultSpec()
 	spec.Nodes, spec.Cores = 4, 4
-	c, err := New(sim.NewEngine(1), spec)
+	c, err := aa.New(sim.NewEngine(1), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +280,7 @@ func TestDHTAAIntModeration(t *testing.T) {
 
 // runChecked sets the DHT up on c, runs it until every process is done and
 // checks the table; what says which run failed.
-func runChecked(t testing.TB, c *Cluster, cfg DHTConfig, what string) *dht {
+func runChecked(t testing.TB, c *aa.System, cfg DHTConfig, what string) *DHT {
 	t.Helper()
 	d, err := SetupDHT(c, cfg)
 	if err != nil {
@@ -300,9 +302,9 @@ func runChecked(t testing.TB, c *Cluster, cfg DHTConfig, what string) *dht {
 // the idle power × NICs × time.
 func TestDHTNICEnergy(t *testing.T) {
 	run := func(active, idle float64) DHTResult {
-		spec := DefaultSpec()
+		spec := machine.DefaultSpec()
 		spec.Power.NICActiveW, spec.Power.NICIdleW = active, idle
-		c, err := New(sim.NewEngine(1), spec)
+		c, err := aa.New(sim.NewEngine(1), spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,9 +318,9 @@ func TestDHTNICEnergy(t *testing.T) {
 	if math.Abs(double.NICEnergyJ-2*base.NICEnergyJ) > 1e-12 || base.NICEnergyJ <= idle.NICEnergyJ {
 		t.Fatalf("energies %g, %g (doubled), %g (idle only)", base.NICEnergyJ, double.NICEnergyJ, idle.NICEnergyJ)
 	}
-	spec := DefaultSpec()
+	spec := machine.DefaultSpec()
 	spec.Power.NICIdleW = 2
-	if _, err := New(sim.NewEngine(1), spec); err == nil {
+	if _, err := aa.New(sim.NewEngine(1), spec); err == nil {
 		t.Fatal("an idle power above the active one was accepted")
 	}
 }
@@ -329,9 +331,9 @@ func TestDHTNICEnergy(t *testing.T) {
 // deletes included, and every process's log has handled records.
 func TestDHTProcessLogs(t *testing.T) {
 	for _, s := range []Scheme{AAPoll, AAInt, AASP} {
-		spec := DefaultSpec()
+		spec := machine.DefaultSpec()
 		spec.Nodes, spec.Cores = 3, 3
-		c, err := New(sim.NewEngine(3), spec)
+		c, err := aa.New(sim.NewEngine(3), spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +344,7 @@ func TestDHTProcessLogs(t *testing.T) {
 		}
 		for _, n := range c.Nodes {
 			for _, iuid := range d.iuids {
-				if l := n.logs[iuid]; l == nil || l.Processed == 0 {
+				if l := n.Log(iuid); l == nil || l.Processed == 0 {
 					t.Fatalf("%s: node %d's log %d handled nothing", s, n.ID, iuid)
 				}
 			}

@@ -1,8 +1,9 @@
-package aa
+package workload
 
 import (
 	"testing"
 
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -14,7 +15,7 @@ func TestXORCheckpoint(t *testing.T) {
 	for _, nodes := range []int{2, 4} {
 		res := map[Scheme]XORResult{}
 		for _, s := range []Scheme{AASP, RMA} {
-			c := newCluster(t, func(sp *Spec) { sp.Nodes = nodes })
+			c := newCluster(t, func(sp *machine.Spec) { sp.Nodes = nodes })
 			x, err := SetupXORCheckpoint(c, XORConfig{Scheme: s, Words: 512, Seed: 5})
 			if err != nil {
 				t.Fatal(err)

@@ -1,8 +1,9 @@
-package aa
+package workload
 
 import (
 	"fmt"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
@@ -41,9 +42,9 @@ func ParseScheme(s string) (Scheme, error) {
 }
 
 // activeMessages: the scheme sends SENDs to server processes.
-// active says whether the scheme uses Active Access (access logs), which
+// Active says whether the scheme uses Active Access (access logs), which
 // needs the extended IOMMU.
-func (s Scheme) active() bool { return s == AAPoll || s == AAInt || s == AASP }
+func (s Scheme) Active() bool { return s == AAPoll || s == AAInt || s == AASP }
 
 func (s Scheme) activeMessages() bool { return s == AM || s == AMExp || s == AMOnload || s == AMInt }
 
@@ -197,9 +198,9 @@ func (s *source) touch(owner, k, logs int) {
 	s.touched[owner][k] = true
 }
 
-type dht struct {
+type DHT struct {
 	cfg     DHTConfig
-	c       *Cluster
+	c       *aa.System
 	shards  []*shard // by node; nil where a node owns none
 	sources []*source
 	expect  [][][]int // expect[owner][core][src node]: AM messages a server awaits
@@ -219,13 +220,13 @@ type dht struct {
 
 // pageIUID is the log of the table page at byte offset off: the processes'
 // logs take the pages in turn.
-func (d *dht) pageIUID(off uint64) uint16 { return d.iuids[d.pageLog(off)] }
+func (d *DHT) pageIUID(off uint64) uint16 { return d.iuids[d.pageLog(off)] }
 
-func (d *dht) pageLog(off uint64) int { return int(off/4096) % len(d.iuids) }
+func (d *DHT) pageLog(off uint64) int { return int(off/4096) % len(d.iuids) }
 
 // SetupDHT builds the shards and the inserting processes. Run the cluster,
 // then call Result.
-func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
+func SetupDHT(c *aa.System, cfg DHTConfig) (*DHT, error) {
 	if cfg.Cells < 1 || cfg.Cells&(cfg.Cells-1) != 0 {
 		return nil, fmt.Errorf("dht cells: %d is not a power of two", cfg.Cells)
 	}
@@ -256,8 +257,8 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 	if cfg.AMIntCount < 1 {
 		return nil, fmt.Errorf("dht: AM-Int moderation count %d, want at least 1", cfg.AMIntCount)
 	}
-	d := &dht{cfg: cfg, c: c, shards: make([]*shard, len(c.Nodes)), iuids: []uint16{dhtIUID}}
-	if cfg.ProcessLogs && cfg.Scheme.active() && cfg.Procs > 1 {
+	d := &DHT{cfg: cfg, c: c, shards: make([]*shard, len(c.Nodes)), iuids: []uint16{dhtIUID}}
+	if cfg.ProcessLogs && cfg.Scheme.Active() && cfg.Procs > 1 {
 		if fb := c.Spec.IOMMU.FlushBufferEntries; fb < cfg.Procs {
 			return nil, fmt.Errorf("dht: a log per process needs %d flushing pages, the IOMMU's flush buffer holds %d (machine.iommu.flush_buffer_entries)", cfg.Procs, fb)
 		}
@@ -293,11 +294,11 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 		sh := sh
 		thresh := uint32(max(cfg.AAIntRecords, 1) * record.Size(16))
 		for k, iuid := range d.iuids {
-			opt := LogOptions{Threshold: thresh}
+			opt := aa.LogOptions{Threshold: thresh}
 			if d.cfg.ProcessLogs {
 				opt.Core = k // the owning process's core
 			}
-			if _, err := owner.CreateLogWith(iuid, cfg.LogBytes, cfg.Scheme.mode(), opt, func(x *Ctx, r Record) { d.handle(x, sh, r) }); err != nil {
+			if _, err := owner.CreateLogWith(iuid, cfg.LogBytes, cfg.Scheme.mode(), opt, func(x *aa.Ctx, r aa.Record) { d.handle(x, sh, r) }); err != nil {
 				return nil, err
 			}
 			if _, err := owner.CreateFlushPage(iuid); err != nil {
@@ -352,7 +353,7 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 			return nil, err
 		}
 		s := s
-		n.Spawn(s.core, fmt.Sprintf("dht_insert%d", s.core), func(x *Ctx) { d.insertAll(x, s, buf, scratch) })
+		n.Spawn(s.core, fmt.Sprintf("dht_insert%d", s.core), func(x *aa.Ctx) { d.insertAll(x, s, buf, scratch) })
 	}
 	return d, nil
 }
@@ -360,7 +361,7 @@ func SetupDHT(c *Cluster, cfg DHTConfig) (*dht, error) {
 // makeKeys draws every process's keys and owners, so that the given
 // fraction of each shard's inserts lands in an occupied cell. The hash of
 // key k is k mod Cells.
-func (d *dht) makeKeys() {
+func (d *DHT) makeKeys() {
 	n := len(d.c.Nodes)
 	if d.cfg.Procs == 0 {
 		d.shards[1] = &shard{node: 1}
@@ -433,14 +434,14 @@ func (d *dht) makeKeys() {
 	}
 }
 
-func (d *dht) cell(sh *shard, key uint64) uint64 {
+func (d *DHT) cell(sh *shard, key uint64) uint64 {
 	return sh.table + (key%uint64(d.cfg.Cells))*cellSize
 }
 
 func value(key uint64) uint64 { return key*0x9e3779b97f4a7c15 | 1 }
 
 // insertAll is an inserting process.
-func (d *dht) insertAll(x *Ctx, s *source, buf, scratch uint64) {
+func (d *DHT) insertAll(x *aa.Ctx, s *source, buf, scratch uint64) {
 	sent := make([]bool, len(d.c.Nodes))
 	for i, key := range s.keys {
 		owner := s.owners[i]
@@ -475,7 +476,7 @@ func (d *dht) insertAll(x *Ctx, s *source, buf, scratch uint64) {
 // lookupsAndDeletes is a process's second phase: its keys are in the table
 // (its inserts were flushed); it looks some up, then deletes some and waits
 // until the deletes are done.
-func (d *dht) lookupsAndDeletes(x *Ctx, s *source, buf, scratch uint64) {
+func (d *DHT) lookupsAndDeletes(x *aa.Ctx, s *source, buf, scratch uint64) {
 	for _, i := range s.lookups {
 		key, sh := s.keys[i], d.shards[s.owners[i]]
 		x.P.Op("dht.lookup")
@@ -527,7 +528,7 @@ func (d *dht) lookupsAndDeletes(x *Ctx, s *source, buf, scratch uint64) {
 // all: RMA's operations completed as they went; AA flushes and
 // active-flushes each owner's log; with active messages each owner's server
 // sets the process's flag to phase (1: its inserts, 2: its deletes too).
-func (d *dht) waitDone(x *Ctx, s *source, sent []bool, phase uint64) {
+func (d *DHT) waitDone(x *aa.Ctx, s *source, sent []bool, phase uint64) {
 	if d.cfg.Scheme == RMA {
 		return
 	}
@@ -552,7 +553,7 @@ func (d *dht) waitDone(x *Ctx, s *source, sent []bool, phase uint64) {
 // lookup finds key in sh with plain gets: the cell, then its overflow chain
 // from the newest entry back. It returns the address of the key's word and
 // its value.
-func (d *dht) lookup(x *Ctx, sh *shard, key, scratch uint64) (addr, val uint64, ok bool) {
+func (d *DHT) lookup(x *aa.Ctx, sh *shard, key, scratch uint64) (addr, val uint64, ok bool) {
 	o := sh.node
 	get := func(remote uint64) (k, v, link uint64) {
 		x.Wait(x.Get(o, scratch, remote, 24))
@@ -579,7 +580,7 @@ func (d *dht) lookup(x *Ctx, sh *shard, key, scratch uint64) (addr, val uint64, 
 // setupAM gives every owner a server process per inserting core: it serves
 // the messages of the processes on that core of the other nodes (they share
 // a connection), and sets each one's flag when it has handled them all.
-func (d *dht) setupAM() error {
+func (d *DHT) setupAM() error {
 	cores := max(d.cfg.Procs, 1)
 	if err := d.setupExpectAndFlags(); err != nil {
 		return err
@@ -631,7 +632,7 @@ func (d *dht) setupAM() error {
 				return err
 			}
 			sh := sh
-			owner.Spawn(sv.core, fmt.Sprintf("dht_am_server%d", sv.core), func(x *Ctx) { d.serveAM(x, sh, lanes, one) })
+			owner.Spawn(sv.core, fmt.Sprintf("dht_am_server%d", sv.core), func(x *aa.Ctx) { d.serveAM(x, sh, lanes, one) })
 		}
 	}
 	return nil
@@ -640,7 +641,7 @@ func (d *dht) setupAM() error {
 // setupExpectAndFlags counts the messages every owner's server awaits per
 // (core, source node), and gives every node its done flags: a word per
 // (core, owner), written by the owners.
-func (d *dht) setupExpectAndFlags() error {
+func (d *DHT) setupExpectAndFlags() error {
 	n := len(d.c.Nodes)
 	cores := max(d.cfg.Procs, 1)
 	d.expect = make([][][]int, n)
@@ -678,7 +679,7 @@ func (d *dht) setupExpectAndFlags() error {
 }
 
 // flagAddr is the word on node that owner's server for core sets.
-func (d *dht) flagAddr(node, core, owner int) uint64 {
+func (d *DHT) flagAddr(node, core, owner int) uint64 {
 	return d.flags[node] + uint64(core*len(d.c.Nodes)+owner)*8
 }
 
@@ -693,7 +694,7 @@ type amLane struct {
 
 // newLane gives owner sh's server the receive buffers of core k's
 // connections, or nil when none of them sends it anything.
-func (d *dht) newLane(sh *shard, k int) (*amLane, error) {
+func (d *DHT) newLane(sh *shard, k int) (*amLane, error) {
 	n := len(d.c.Nodes)
 	total := 0
 	for _, c := range d.expect[sh.node][k] {
@@ -713,7 +714,7 @@ func (d *dht) newLane(sh *shard, k int) (*amLane, error) {
 
 // amMessage performs one active message: an insert, or a delete (values
 // are odd, so 0 marks a delete).
-func (d *dht) amMessage(x *Ctx, sh *shard, msg []byte) {
+func (d *DHT) amMessage(x *aa.Ctx, sh *shard, msg []byte) {
 	if key, val := le64(msg), le64(msg[8:]); val == 0 {
 		d.deleteLocal(x, sh, key)
 	} else {
@@ -740,11 +741,11 @@ func (l *amLane) flag(src int, one uint64) (uint64, bool) {
 // nothing arrives; AM-Onload: without pause, on its own core), inserts each
 // key locally and, when a peer's messages are all handled, sets that peer's
 // done flag with a put.
-func (d *dht) serveAM(x *Ctx, sh *shard, lanes []*amLane, one uint64) {
+func (d *DHT) serveAM(x *aa.Ctx, sh *shard, lanes []*amLane, one uint64) {
 	n := len(d.c.Nodes)
 	remaining := 0
 	for _, l := range lanes {
-		lx := &Ctx{N: x.N, P: x.P, core: l.core} // the lane's connections
+		lx := x.OnCore(l.core) // the lane's connections
 		for src := 0; src < n; src++ {
 			for l.posted[src] < min(amBuffers, l.left[src]) {
 				lx.PostRecv(src, d.amSlot(l.rbuf, src, l.posted[src]), 16)
@@ -760,7 +761,7 @@ func (d *dht) serveAM(x *Ctx, sh *shard, lanes []*amLane, one uint64) {
 	for remaining > 0 {
 		got := false
 		for _, l := range lanes {
-			lx := &Ctx{N: x.N, P: x.P, core: l.core}
+			lx := x.OnCore(l.core)
 			for src := 0; src < n; src++ {
 				if l.left[src] == 0 {
 					continue
@@ -797,14 +798,14 @@ func (d *dht) serveAM(x *Ctx, sh *shard, lanes []*amLane, one uint64) {
 }
 
 // amSlot is the receive buffer the i-th receive request from src uses.
-func (d *dht) amSlot(rbuf uint64, src, i int) uint64 {
+func (d *DHT) amSlot(rbuf uint64, src, i int) uint64 {
 	return rbuf + uint64(src*amBuffers+i%amBuffers)*16
 }
 
 // insertRMA: CAS the key into the cell; on a collision take an overflow
 // entry (FAO), write it (put + flush), and link it: CAS the cell's last
 // pointer, then put the previous entry's next pointer (+ flush).
-func (d *dht) insertRMA(x *Ctx, sh *shard, key, scratch uint64) {
+func (d *DHT) insertRMA(x *aa.Ctx, sh *shard, key, scratch uint64) {
 	cell, o := d.cell(sh, key), sh.node
 	old, _ := x.CAS(o, cell, 0, key)
 	d.ops++
@@ -840,7 +841,7 @@ func (d *dht) insertRMA(x *Ctx, sh *shard, key, scratch uint64) {
 }
 
 // handle is an owner's AA handler: the same insert, done locally.
-func (d *dht) handle(x *Ctx, sh *shard, r Record) {
+func (d *DHT) handle(x *aa.Ctx, sh *shard, r aa.Record) {
 	if len(r.Data) != 16 {
 		return
 	}
@@ -854,7 +855,7 @@ func (d *dht) handle(x *Ctx, sh *shard, r Record) {
 // deleteLocal is the owner's own delete: the key's word, in its cell or its
 // chain, becomes the tombstone. Only the process that inserted a key
 // deletes it, so nothing races the store.
-func (d *dht) deleteLocal(x *Ctx, sh *shard, key uint64) {
+func (d *DHT) deleteLocal(x *aa.Ctx, sh *shard, key uint64) {
 	p := x.P
 	cell := d.cell(sh, key)
 	if p.Load64(cell) == key {
@@ -875,7 +876,7 @@ func (d *dht) deleteLocal(x *Ctx, sh *shard, key uint64) {
 // insertLocal is the owner's own insert: into the cell, or at the end of
 // the cell's overflow chain. Several servers of one shard may interleave
 // (each operation yields the core), so the chain's tail moves by CAS.
-func (d *dht) insertLocal(x *Ctx, sh *shard, cell, key, val uint64) {
+func (d *DHT) insertLocal(x *aa.Ctx, sh *shard, cell, key, val uint64) {
 	p := x.P
 	if p.CAS(cell, 0, key) == 0 {
 		p.Store64(cell+8, val)
@@ -908,7 +909,7 @@ func le64(b []byte) uint64 {
 // keys inserted into it and not deleted, with their values, each in its own
 // cell or in the cell's overflow chain, and every overflow entry must be on
 // exactly one chain. Every lookup must have found its key's value.
-func (d *dht) Verify() error {
+func (d *DHT) Verify() error {
 	for _, sh := range d.shards {
 		if sh == nil {
 			continue
@@ -923,7 +924,7 @@ func (d *dht) Verify() error {
 	return nil
 }
 
-func (d *dht) verifyShard(sh *shard) error {
+func (d *DHT) verifyShard(sh *shard) error {
 	m := d.c.Nodes[sh.node].Mem
 	found := map[uint64]bool{}
 	add := func(k, v uint64, cell int, where string) error {
@@ -987,7 +988,7 @@ func (d *dht) verifyShard(sh *shard) error {
 
 // Result measures the run: the rate is every insert over the time the last
 // process finished.
-func (d *dht) Result() DHTResult {
+func (d *DHT) Result() DHTResult {
 	end := d.end
 	st := d.c.Eng.Stats()
 	tlps, hits, misses := 0.0, 0.0, 0.0

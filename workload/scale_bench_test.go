@@ -1,10 +1,12 @@
-package aa
+package workload
 
 import (
 	"fmt"
 	"runtime"
 	"testing"
 
+	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -13,16 +15,16 @@ import (
 // time per simulated millisecond (ns/op), the live heap after the run and
 // the inserts issued, so that growth from 2 to 64 nodes reads off one table:
 //
-//	go test -run '^$' -bench DHTScale -benchtime 1x ./aa/
+//	go test -run '^$' -bench DHTScale -benchtime 1x ./workload/
 func BenchmarkDHTScale(b *testing.B) {
 	for _, nodes := range []int{2, 4, 8, 16, 32, 64} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
 			var ops int
 			var heap uint64
 			for i := 0; i < b.N; i++ {
-				spec := DefaultSpec()
+				spec := machine.DefaultSpec()
 				spec.Nodes, spec.Cores = nodes, 32
-				c, err := New(sim.NewEngine(1), spec)
+				c, err := aa.New(sim.NewEngine(1), spec)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,8 +1,9 @@
-package aa
+package workload
 
 import (
 	"testing"
 
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -12,7 +13,7 @@ import (
 func TestAccessCounter(t *testing.T) {
 	res := map[Scheme]CounterResult{}
 	for _, s := range []Scheme{NoCnt, AAPoll, RMA, AKV, Allreduce} {
-		c := newCluster(t, func(sp *Spec) { sp.Nodes, sp.Cores = 3, 2 })
+		c := newCluster(t, func(sp *machine.Spec) { sp.Nodes, sp.Cores = 3, 2 })
 		k, err := SetupCounter(c, CounterConfig{Scheme: s, Elements: 256, Accesses: 150, Procs: 2, Seed: 9})
 		if err != nil {
 			t.Fatal(err)

@@ -1,9 +1,10 @@
-package aa
+package workload
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/sim"
@@ -37,7 +38,7 @@ const xorIUID = 3
 
 type xorCkpt struct {
 	cfg   XORConfig
-	c     *Cluster
+	c     *aa.System
 	sum   uint64     // node 0: the checksum
 	data  [][]uint64 // each source node's checkpoint
 	ops   int
@@ -46,7 +47,7 @@ type xorCkpt struct {
 }
 
 // SetupXORCheckpoint builds the workload; the cluster needs 2+ nodes.
-func SetupXORCheckpoint(c *Cluster, cfg XORConfig) (*xorCkpt, error) {
+func SetupXORCheckpoint(c *aa.System, cfg XORConfig) (*xorCkpt, error) {
 	if cfg.Words < 1 || cfg.Words*8 > 1<<20 {
 		return nil, fmt.Errorf("xor checkpoint: %d words, want 1..%d", cfg.Words, 1<<17)
 	}
@@ -85,7 +86,7 @@ func SetupXORCheckpoint(c *Cluster, cfg XORConfig) (*xorCkpt, error) {
 		for i, w := range words {
 			n.Mem.Store64(buf+uint64(i)*8, w) // the checkpoint, already in memory
 		}
-		n.Spawn(0, "xor_ckpt", func(cx *Ctx) { x.send(cx, words, buf) })
+		n.Spawn(0, "xor_ckpt", func(cx *aa.Ctx) { x.send(cx, words, buf) })
 	}
 	if s, ok := c.Eng.Stats().Get("node0.iommu.tlps"); ok {
 		x.tlps0 = s.(*sim.Counter).Value()
@@ -94,14 +95,14 @@ func SetupXORCheckpoint(c *Cluster, cfg XORConfig) (*xorCkpt, error) {
 }
 
 // fold is node 0's AA handler: XOR the logged data into the checksum.
-func (x *xorCkpt) fold(cx *Ctx, r Record) {
+func (x *xorCkpt) fold(cx *aa.Ctx, r aa.Record) {
 	for i := 0; i+8 <= len(r.Data); i += 8 {
 		a := r.IOVA + uint64(i) // the checksum page is mapped one to one
 		cx.P.Store64(a, cx.P.Load64(a)^le64(r.Data[i:]))
 	}
 }
 
-func (x *xorCkpt) send(cx *Ctx, words []uint64, buf uint64) {
+func (x *xorCkpt) send(cx *aa.Ctx, words []uint64, buf uint64) {
 	cx.P.Op("xor.checkpoint")
 	if x.cfg.Scheme == AASP {
 		cx.Put(0, buf, x.sum, len(words)*8) // one put of the whole checkpoint

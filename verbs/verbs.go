@@ -1,0 +1,189 @@
+// Package verbs is the RDMA programming interface of a process: the
+// one-sided and two-sided verbs of the NIC (Put, Get, CAS, FetchAdd,
+// Send/PostRecv/Recv, Flush) on the connected queue pairs the machine sets
+// up. Active Access (package aa) and the message layers build on it.
+package verbs
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/nic"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Ctx is what a process uses to talk to the cluster: the RMA verbs, on the
+// connections of core Core of node N.
+type Ctx struct {
+	N    *machine.Node
+	P    *cpu.Proc
+	Core int
+}
+
+func (c *Ctx) qp(dst int) *machine.QP {
+	h := c.N.QP(dst, c.Core)
+	if h == nil {
+		panic(fmt.Sprintf("verbs: node %d core %d has no connection to node %d", c.N.ID, c.Core, dst))
+	}
+	return h
+}
+
+// WR is a posted work request.
+type WR struct {
+	dst int
+	seq uint64 // its completion entry's sequence number
+}
+
+// Spawn starts body as a process on core k of node n.
+func Spawn(n *machine.Node, core int, name string, body func(c *Ctx)) {
+	n.Cores[core].Spawn(name, func(p *cpu.Proc) { body(&Ctx{N: n, P: p, Core: core}) })
+}
+
+func (c *Ctx) post(dst int, w nic.WQE) WR {
+	h := c.qp(dst)
+	// A full send queue waits for completions to free slots.
+	for h.Posted-h.Completed >= uint64(h.Size) {
+		c.reap(dst)
+	}
+	// The slot is claimed before the write yields the core: a handler
+	// (AM-Int's) may post on the same connection in between.
+	slot := h.Posted
+	h.Posted++
+	w.Signaled = true
+	w.WRID = slot
+	var b [nic.WQESize]byte
+	w.Put(b[:])
+	c.P.Write(h.SQBase+(slot%uint64(h.Size))*nic.WQESize, b[:])
+	var db [8]byte
+	binary.LittleEndian.PutUint64(db[:], h.Posted)
+	c.P.MMIOWrite(h.DoorbellAddr, db[:], c.P.Txn.ID)
+	return WR{dst: dst, seq: slot + 1}
+}
+
+// reap waits for the next completion entry of the connection to dst.
+func (c *Ctx) reap(dst int) nic.CQE {
+	h := c.qp(dst)
+	cqe := c.pollCQ(h.CQBase, h.Size, &h.Completed)
+	h.Results[cqe.WRID] = cqe
+	return cqe
+}
+
+// pollCQ polls the ring at base (size entries) for entry *done+1, reads it
+// and counts it consumed. An entry is fresh when its sequence number says so.
+func (c *Ctx) pollCQ(base uint64, size int, done *uint64) nic.CQE {
+	// Processes on one core may share a connection (an inserting process and
+	// an active-message server): an entry is claimed before the read that
+	// yields the core, and a poller that lost the entry waits for the next.
+	for {
+		want := *done + 1
+		addr := base + (*done%uint64(size))*nic.CQESize
+		c.P.Poll(func() bool { return *done+1 != want || c.N.Mem.Load64(addr+24) == want })
+		if *done+1 != want {
+			continue
+		}
+		*done++
+		b := make([]byte, nic.CQESize)
+		c.P.Read(addr, b)
+		return nic.ParseCQE(b)
+	}
+}
+
+// Wait blocks until the work request has completed and returns its
+// completion. Completions arrive in posting order per connection.
+func (c *Ctx) Wait(w WR) (nic.CQE, error) {
+	h := c.qp(w.dst)
+	for h.Completed < w.seq {
+		c.reap(w.dst)
+	}
+	cqe := h.Results[w.seq-1] // the WRID is the index at posting
+	delete(h.Results, w.seq-1)
+	if cqe.Status != nic.StatusOK {
+		return cqe, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, cqe.Status)
+	}
+	return cqe, nil
+}
+
+// Put writes size bytes at local to remote on node dst (an RDMA WRITE). On a
+// page with active bits the target's IOMMU logs it: an active put.
+func (c *Ctx) Put(dst int, local, remote uint64, size int) WR {
+	return c.post(dst, nic.WQE{Opcode: nic.OpWrite, Length: uint32(size), Local: local, Remote: remote})
+}
+
+// Send sends size bytes at local to dst, into the next receive buffer the
+// peer's process posted on its connection to this one.
+func (c *Ctx) Send(dst int, local uint64, size int) WR {
+	return c.post(dst, nic.WQE{Opcode: nic.OpSend, Length: uint32(size), Local: local})
+}
+
+// PostRecv posts a receive buffer of size bytes at addr for SENDs from src.
+func (c *Ctx) PostRecv(src int, addr uint64, size int) {
+	h := c.qp(src)
+	var b [nic.RWQESize]byte
+	binary.LittleEndian.PutUint64(b[:], addr)
+	binary.LittleEndian.PutUint32(b[8:], uint32(size))
+	slot := h.RQPosted // claimed before the write yields the core
+	h.RQPosted++
+	c.P.Write(h.RQBase+(slot%uint64(h.Size))*nic.RWQESize, b[:])
+	var db [8]byte
+	binary.LittleEndian.PutUint64(db[:], h.RQPosted)
+	c.P.MMIOWrite(machine.BARBase+nic.RQDoorbells+uint64(h.QPN)*8, db[:], c.P.Txn.ID)
+}
+
+// Recv waits for the next message from src and returns its completion: the
+// receive request's index (in posting order) and the length.
+func (c *Ctx) Recv(src int) nic.CQE {
+	h := c.qp(src)
+	return c.pollCQ(h.RCQBase, h.Size, &h.RQDone)
+}
+
+// TryRecv checks once (one memory access) whether a message from src has
+// arrived and takes its completion if so.
+func (c *Ctx) TryRecv(src int) (nic.CQE, bool) {
+	h := c.qp(src)
+	want := h.RQDone + 1
+	addr := h.RCQBase + (h.RQDone%uint64(h.Size))*nic.CQESize
+	if c.P.Load64(addr+24) != want || h.RQDone+1 != want {
+		return nic.CQE{}, false
+	}
+	h.RQDone++ // claimed before the read yields the core
+	b := make([]byte, nic.CQESize)
+	c.P.Read(addr, b)
+	return nic.ParseCQE(b), true
+}
+
+// Get reads size bytes at remote on node dst into local (an RDMA READ).
+func (c *Ctx) Get(dst int, local, remote uint64, size int) WR {
+	return c.post(dst, nic.WQE{Opcode: nic.OpRead, Length: uint32(size), Local: local, Remote: remote})
+}
+
+// CAS compares the 64-bit word at remote on dst with cmp and, if equal,
+// replaces it with swap; it returns the old value.
+func (c *Ctx) CAS(dst int, remote, cmp, swap uint64) (uint64, error) {
+	cqe, err := c.Wait(c.post(dst, nic.WQE{Opcode: nic.OpCAS, Remote: remote, Compare: cmp, Swap: swap}))
+	return cqe.Value, err
+}
+
+// FetchAdd adds v to the 64-bit word at remote on dst and returns the old value.
+func (c *Ctx) FetchAdd(dst int, remote, v uint64) (uint64, error) {
+	cqe, err := c.Wait(c.post(dst, nic.WQE{Opcode: nic.OpFetchOp, Remote: remote, Compare: v}))
+	return cqe.Value, err
+}
+
+// Flush (RMA) returns when every operation posted to dst has completed:
+// the data of every put is in dst's memory.
+func (c *Ctx) Flush(dst int) error {
+	h := c.qp(dst)
+	var err error
+	for h.Completed < h.Posted {
+		if cqe := c.reap(dst); cqe.Status != nic.StatusOK && err == nil {
+			err = fmt.Errorf("an operation to node %d failed with status %d", dst, cqe.Status)
+		}
+	}
+	clear(h.Results) // Flush reports the failures of everything it waited for
+	return err
+}
+
+// Now is the current simulated time.
+func (c *Ctx) Now() sim.Tick { return c.P.Now() }
