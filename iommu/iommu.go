@@ -80,7 +80,7 @@ type IOMMU struct {
 	OnAccept func(port int, p *pcie.Packet)
 
 	last   lastDecision
-	recTxn map[uint64]sim.TxnID // (IUID, seq) → the decision that made the record (transaction log only)
+	recTxn map[uint64]sim.TxnID // (IUID, seq) → the decision that made the record, until handled
 
 	stTLPs, stWrites, stReads, stAtomics, stUnsupported *sim.Counter
 	stTLBHits, stTLBMisses, stCtxHits, stCtxMisses      *sim.Counter

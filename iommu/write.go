@@ -197,10 +197,15 @@ func (m *IOMMU) describe(j *job) string {
 	return s + ",iotlb-miss"
 }
 
-// RecordTxn is the transaction that wrote record seq of IUID's log, when the
-// run records transactions (0 otherwise): handlers use it as their cause, so
-// an operation can be followed into the handler that processed it.
-func (m *IOMMU) RecordTxn(iuid uint16, seq uint64) sim.TxnID { return m.recTxn[uint64(iuid)<<48|seq] }
+// RecordTxn is the transaction that wrote record seq of IUID's log (0 if
+// none did), taken once: the handler that processes the record uses it as
+// its cause, so an operation can be followed into the handler.
+func (m *IOMMU) RecordTxn(iuid uint16, seq uint64) sim.TxnID {
+	k := uint64(iuid)<<48 | seq
+	id := m.recTxn[k]
+	delete(m.recTxn, k) // a record is handled once: the map holds only records not yet handled
+	return id
+}
 
 // loggedReason is the fault-log reason of an E=0 record: a standard
 // permission fault when the access was blocked, aaemu's AA reason when it
@@ -227,11 +232,17 @@ func (m *IOMMU) finish(j *job, now sim.Tick) {
 	if !j.tr.tlbHit && j.tr.fault == 0 && j.tr.level > 0 {
 		m.last.walk = pte.Levels - j.tr.level + 1
 	}
-	if e := m.u.Engine(); e.TxnLogEnabled() {
-		d := e.NewTxn(j.p.ID, "iommu."+m.describe(j), m.u.Name())
-		if j.ls != nil {
-			m.recTxn[uint64(j.ls.iuid)<<48|j.recSeq] = d.ID
-		}
+	// The decision is a transaction whether or not a log records it: IDs
+	// must not depend on which outputs a run writes. Only its description
+	// costs anything, so only a transaction log gets one.
+	e := m.u.Engine()
+	kind := ""
+	if e.TxnLogEnabled() {
+		kind = "iommu." + m.describe(j)
+	}
+	d := e.NewTxn(j.p.ID, kind, m.u.Name())
+	if j.ls != nil {
+		m.recTxn[uint64(j.ls.iuid)<<48|j.recSeq] = d.ID
 	}
 	switch {
 	case j.irq:

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/aaemu/aaemu/internal/testtool"
+	"github.com/aaemu/aaemu/waveforms"
+)
+
+// runIDs is what a run says about its transactions: the count in
+// stats.json, every frame's txn/cause comment in the capture (read by
+// tshark) and the VCD.
+type runIDs struct {
+	count    float64
+	comments []string
+	vcd      *waveforms.File
+}
+
+func readRunIDs(t *testing.T, dir string) runIDs {
+	t.Helper()
+	var r runIDs
+	var stats struct {
+		Simulation struct {
+			Transactions float64 `json:"transactions"`
+		} `json:"simulation"`
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "stats.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &stats); err != nil {
+		t.Fatal(err)
+	}
+	r.count = stats.Simulation.Transactions
+	if pcap := filepath.Join(dir, "run.pcapng"); fileExists(pcap) {
+		tshark := testtool.Need(t, "tshark")
+		out, err := exec.Command(tshark, testtool.TsharkArgs("-r", pcap, "-T", "fields", "-e", "frame.comment")...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.comments = strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+	if vcd := filepath.Join(dir, "run.vcd"); fileExists(vcd) {
+		data, err := os.ReadFile(vcd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.vcd, err = waveforms.Parse(bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+// valueAt is a signal's value at time t from its history.
+func valueAt(h []waveforms.Change, t uint64) string {
+	v := ""
+	for _, c := range h {
+		if c.T > t {
+			break
+		}
+		v = c.V
+	}
+	return v
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Transaction IDs are the thread a user follows from `aaemu trace` into
+// GTKWave and Wireshark: every output and option of a run gives the same
+// IDs, and the trace's frames are the capture's.
+func TestTransactionIDsIndependentOfOutputs(t *testing.T) {
+	base, _ := runSmall(t, "--no-host-stats")
+	want := readRunIDs(t, base)
+	if want.count == 0 || len(want.comments) == 0 || want.vcd == nil {
+		t.Fatalf("the plain run lacks IDs: %d transactions, %d frames", int(want.count), len(want.comments))
+	}
+	for _, opts := range [][]string{
+		{"--txn-log"},
+		{"--no-vcd"},
+		{"--no-pcap"},
+		{"--trace", "node1.iommu"},
+		{"--trace-from", "2us", "--trace-to", "9us"},
+		{"--txn-log", "--no-vcd", "--no-pcap"},
+	} {
+		t.Run(strings.Join(opts, " "), func(t *testing.T) {
+			dir, _ := runSmall(t, append([]string{"--no-host-stats"}, opts...)...)
+			got := readRunIDs(t, dir)
+			if got.count != want.count {
+				t.Errorf("%d transactions, the plain run has %d", int(got.count), int(want.count))
+			}
+			if got.comments != nil && strings.Join(got.comments, "\n") != strings.Join(want.comments, "\n") {
+				t.Errorf("the capture's txn comments differ from the plain run's")
+			}
+			if got.vcd != nil {
+				// Every signal this run traced changes as in the full trace,
+				// within the window it traced.
+				for _, v := range got.vcd.Vars {
+					full := want.vcd.History(v.Path)
+					if full == nil {
+						t.Fatalf("%s is not in the full trace", v.Path)
+					}
+					for _, c := range got.vcd.History(v.Path) {
+						if w := valueAt(full, c.T); w != c.V {
+							t.Fatalf("%s at %d: %q, the full trace has %q", v.Path, c.T, c.V, w)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// The transactions `aaemu trace` lists are the ones a plain run writes:
+// its frames carry the same txn and cause in the capture.
+func TestTraceIDsMatchCapture(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := aaemu(t, "run", "--out", dir, "--no-host-stats"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	comments := strings.Join(readRunIDs(t, dir).comments, "\n")
+	out, err := aaemu(t, "trace", "--op", "5")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// A frame step: "  time  +op  +cause  txn  frame.KIND [nodeN.nic0]".
+	frame := regexp.MustCompile(`(?m)^\s+\S+\s+\S+\s+\S+\s+(\d+)\s+frame\.`)
+	ms := frame.FindAllStringSubmatch(out, -1)
+	if len(ms) == 0 {
+		t.Fatalf("the trace has no frames:\n%s", out)
+	}
+	for _, m := range ms {
+		if !regexp.MustCompile(`(?m)^txn=` + m[1] + ` `).MatchString(comments) {
+			t.Errorf("the trace's frame txn %s is not in the plain run's capture", m[1])
+		}
+	}
+}
