@@ -330,6 +330,6 @@ func (p *Proc) ScratchpadPoll(cond func() bool) {
 // Op starts a new operation of the process (a put, an insert): its
 // transaction becomes the cause of what the process does next.
 func (p *Proc) Op(kind string) sim.Txn {
-	p.Txn = p.core.u.Engine().NewTxn(0, kind, p.name)
+	p.Txn = p.core.u.Engine().NewOp(kind, p.name)
 	return p.Txn
 }

@@ -27,6 +27,9 @@ type TxnRecord struct {
 	Kind  string `json:"kind"`
 	By    string `json:"by"`
 	At    Tick   `json:"at_ps"`
+	// Op marks an operation a process started (a put, an insert): the
+	// roots `aaemu trace` counts.
+	Op bool `json:"op,omitempty"`
 }
 
 // NewTxn allocates the next transaction ID, caused by cause (0 for none).
@@ -37,6 +40,16 @@ func (e *Engine) NewTxn(cause TxnID, kind, by string) Txn {
 	t := Txn{ID: e.lastTxn, Cause: cause}
 	if e.txnLog != nil {
 		e.txnLog = append(e.txnLog, TxnRecord{ID: t.ID, Cause: cause, Kind: kind, By: by, At: e.now})
+	}
+	return t
+}
+
+// NewOp allocates the transaction of an operation that a process (by)
+// starts: it has no cause, and the log marks it as an operation.
+func (e *Engine) NewOp(kind, by string) Txn {
+	t := e.NewTxn(0, kind, by)
+	if e.txnLog != nil {
+		e.txnLog[len(e.txnLog)-1].Op = true
 	}
 	return t
 }

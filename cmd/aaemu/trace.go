@@ -3,44 +3,50 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/sim"
 )
 
 func newTraceCmd(log *logrus.Logger) *cobra.Command {
 	var op int
+	var proc string
 	var o scenarioOpts
 	cmd := &cobra.Command{
 		Use:   "trace [scenario.yaml] --op N",
 		Short: "Follow one operation end to end, stage by stage",
-		Long: `Trace runs the scenario's first experiment with every transaction recorded
-and prints the life of the N-th operation of its first process (1 = the first
-insert): the CPU call, the doorbell TLP, the work-request and payload DMA, each
+		Long: `Trace runs the scenario's first experiment, of any workload, with every
+transaction recorded and prints the life of the N-th operation of its first
+process (or of --process; 1 = its first operation: a DHT insert, a counter
+access, a get, a put, a sort phase): the CPU call, the doorbell TLP, the work-request and payload DMA, each
 frame, each TLP at the target, the IOMMU's decision, the log record, the
 handler run, the ACK and the completion — each with its simulated time, the
 time since the operation began and since the step that caused it.`,
 		Example: `  aaemu trace --op 1
-  aaemu trace examples/dht-modes.yaml --op 100`,
+  aaemu trace examples/dht-modes.yaml --op 100
+  aaemu trace examples/counter.yaml --op 3 --process counter_src1`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := ""
 			if len(args) == 1 {
 				file = args[0]
 			}
-			return traceOp(cmd.OutOrStdout(), file, op, o)
+			return traceOp(cmd.OutOrStdout(), file, op, proc, o)
 		},
 	}
-	cmd.Flags().IntVar(&op, "op", 1, "which operation of the first process (1-based)")
+	cmd.Flags().IntVar(&op, "op", 1, "which operation of the process (1-based)")
+	cmd.Flags().StringVar(&proc, "process", "", "the process whose operation to follow (default: the first to start one)")
 	cmd.Flags().StringVar(&o.until, "until", "10s", "stop the simulation at this simulated time")
 	return cmd
 }
 
-func traceOp(w io.Writer, file string, op int, o scenarioOpts) error {
+func traceOp(w io.Writer, file string, op int, proc string, o scenarioOpts) error {
 	sc, err := loadScenario(file)
 	if err != nil {
 		return err
@@ -55,17 +61,27 @@ func traceOp(w io.Writer, file string, op int, o scenarioOpts) error {
 	x := sc.Experiments()[0]
 	e := sim.NewEngine(sc.Seed)
 	e.EnableTxnLog()
-	c, _, err := sc.Build(e, x)
+	c, _, err := sc.Prepare(e, x)
 	if err != nil {
 		return err
 	}
 	c.Run(until, c.AppsDone)
 	log := e.TxnLog()
-	// The N-th operation started by a process: a transaction without a cause.
+	// The N-th operation the process started.
 	var root *sim.TxnRecord
 	n := 0
+	var procs []string // the processes that started operations, in order
 	for i := range log {
-		if log[i].Cause == 0 && strings.HasPrefix(log[i].Kind, "dht.insert") {
+		if !log[i].Op {
+			continue
+		}
+		if !slices.Contains(procs, log[i].By) {
+			procs = append(procs, log[i].By)
+		}
+		if proc == "" {
+			proc = log[i].By
+		}
+		if log[i].By == proc {
 			n++
 			if n == op {
 				root = &log[i]
@@ -74,7 +90,10 @@ func traceOp(w io.Writer, file string, op int, o scenarioOpts) error {
 		}
 	}
 	if root == nil {
-		return fmt.Errorf("--op %d: the run has %d operations", op, n)
+		if n == 0 {
+			return fmt.Errorf("--process %q started no operation (these did: %s)", proc, strings.Join(procs, ", "))
+		}
+		return fmt.Errorf("--op %d: %s started %d operations", op, proc, n)
 	}
 	children := map[sim.TxnID][]int{}
 	for i := range log {
@@ -82,7 +101,11 @@ func traceOp(w io.Writer, file string, op int, o scenarioOpts) error {
 			children[log[i].Cause] = append(children[log[i].Cause], i)
 		}
 	}
-	fmt.Fprintf(w, "operation %d of %s (%s at %.0f%% collisions), txn %d\n", op, root.By, x.Scheme, 100*x.Collisions, root.ID)
+	what := fmt.Sprintf("%s at %.0f%% collisions", x.Scheme, 100*x.Collisions)
+	if sc.Workload.Kind != scenario.KindDHT {
+		what = fmt.Sprintf("workload %s, %s", sc.Workload.Kind, x.Scheme)
+	}
+	fmt.Fprintf(w, "operation %d of %s: %s (%s), txn %d\n", op, root.By, root.Kind, what, root.ID)
 	fmt.Fprintf(w, "%12s %10s %10s  %-6s %s\n", "time", "+op", "+cause", "txn", "step")
 	type line struct {
 		r     sim.TxnRecord

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/aaemu/aaemu/internal/testtool"
+	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/waveforms"
 )
 
@@ -140,5 +141,31 @@ func TestTraceIDsMatchCapture(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^txn=` + m[1] + ` `).MatchString(comments) {
 			t.Errorf("the trace's frame txn %s is not in the plain run's capture", m[1])
 		}
+	}
+}
+
+// `aaemu trace` follows an operation of whatever workload the scenario
+// runs, not a DHT under another workload's name.
+func TestTraceEveryWorkload(t *testing.T) {
+	prefix := map[string]string{"dht": "dht.", "counter": "counter.", "getlog": "getlog.", "checkpoint": "ckpt.",
+		"xor": "xor.", "stream": "stream.", "sort": "sort."}
+	for _, kind := range scenario.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "s.yaml")
+			if err := os.WriteFile(file, []byte("workload:\n  kind: "+kind+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := aaemu(t, "trace", file, "--op", "1")
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			head := strings.SplitN(out, "\n", 2)[0]
+			if !strings.Contains(head, ": "+prefix[kind]) || (kind != "dht" && !strings.Contains(head, "workload "+kind)) {
+				t.Fatalf("the trace of a %s scenario follows something else: %s", kind, head)
+			}
+			if strings.Count(out, "\n") < 4 {
+				t.Fatalf("the operation has no steps:\n%s", out)
+			}
+		})
 	}
 }
