@@ -76,7 +76,7 @@ func runPaper(stdout, stderr io.Writer, names []string, out string, jobs int) er
 		return fmt.Errorf("--jobs must be at least 1")
 	}
 	var md strings.Builder
-	md.WriteString("| figure | claim | paper | aaemu | agrees |\n|---|---|---|---|---|\n")
+	md.WriteString("| figure | claim | paper | tolerance | aaemu | agrees |\n|---|---|---|---|---|---|\n")
 	for _, f := range figs {
 		if f.Custom != nil {
 			if err := runCustomFigure(stdout, stderr, f, out, jobs, &md); err != nil {
@@ -157,14 +157,14 @@ func runCustomFigure(stdout, stderr io.Writer, f *paper.Figure, out string, jobs
 // printClaims prints a figure's claims as a table and adds them to md.
 func printClaims(stdout io.Writer, name string, rs []paper.Result, md *strings.Builder) {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  claim\tpaper\taaemu\tagrees\t")
+	fmt.Fprintln(tw, "  claim\tpaper\ttolerance\taaemu\tagrees\t")
 	for _, r := range rs {
 		verdict := "yes"
 		if !r.Holds {
 			verdict = "NO"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", r.Claim.Text, r.Claim.Paper, r.Measured, verdict)
-		fmt.Fprintf(md, "| %s | %s | %s | %s | %s |\n", name, r.Claim.Text, r.Claim.Paper, r.Measured, verdict)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", r.Claim.Text, r.Claim.Paper, r.Claim.Tolerance, r.Measured, verdict)
+		fmt.Fprintf(md, "| %s | %s | %s | %s | %s | %s |\n", name, r.Claim.Text, r.Claim.Paper, r.Claim.Tolerance, r.Measured, verdict)
 	}
 	tw.Flush()
 	fmt.Fprintln(stdout)

@@ -7,6 +7,7 @@ package paper
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -29,9 +30,12 @@ type Figure struct {
 
 // Claim is one qualitative statement of the paper and how to measure it.
 type Claim struct {
-	Text    string
-	Paper   string
-	Measure func(rows []sweep.Row) (measured string, holds bool)
+	Text  string
+	Paper string
+	// Tolerance is what the check accepts, in words: the verdict says
+	// what it checked, not only the paper's value.
+	Tolerance string
+	Measure   func(rows []sweep.Row) (measured string, holds bool)
 }
 
 // Result is a claim with what was measured.
@@ -86,15 +90,38 @@ func Lookup(names []string) ([]*Figure, error) {
 	return out, nil
 }
 
-// rate is the insert rate of scheme at the point whose grid value at axis
-// is v ("" for any).
+// rate is the insert rate of scheme at the points whose grid value at
+// axis is v ("" for any): the best, when the grid runs the scheme in
+// several configurations there (AM-Onload at every C, as the paper
+// compares it "in its best configuration").
 func rate(rows []sweep.Row, scheme workload.Scheme, axis int, v string) float64 {
+	best := 0.0
 	for _, r := range rows {
 		if r.Result.Scheme == scheme && (v == "" || r.Point[axis] == v) {
-			return r.Result.InsertsPerSec
+			best = max(best, r.Result.InsertsPerSec)
 		}
 	}
-	return 0
+	return best
+}
+
+var onloadCores = regexp.MustCompile(`am_onload_cores: (\d+)`)
+
+// bestOnloadC is the C of AM-Onload's best configuration at the points
+// whose grid value at axis is v.
+func bestOnloadC(rows []sweep.Row, axis int, v string) string {
+	best, c := 0.0, "?"
+	for _, r := range rows {
+		if r.Result.Scheme != workload.AMOnload || r.Point[axis] != v || r.Result.InsertsPerSec <= best {
+			continue
+		}
+		best = r.Result.InsertsPerSec
+		for _, p := range r.Point {
+			if m := onloadCores.FindStringSubmatch(p); m != nil {
+				c = m[1]
+			}
+		}
+	}
+	return c
 }
 
 // values lists the distinct grid values at axis in order of appearance.
@@ -149,7 +176,7 @@ plot:
   y: [inserts_per_second]
 `,
 		Claims: []Claim{
-			{Text: "AA vs RMA on the two-node DHT", Paper: "≈3×", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "AA vs RMA on the two-node DHT", Paper: "≈3×", Tolerance: "2×–4.5× at every collision ratio", Measure: func(rows []sweep.Row) (string, bool) {
 				lo, hi := math.Inf(1), 0.0
 				for _, c := range collisions(rows) {
 					a, r := rateAt(rows, workload.AASP, c), rateAt(rows, workload.RMA, c)
@@ -157,7 +184,7 @@ plot:
 				}
 				return fmt.Sprintf("%.1f× to %.1f×", lo, hi), within(lo, 2, 4.5) && within(hi, 2, 4.5)
 			}},
-			{Text: "both slow down as collisions rise", Paper: "yes", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "both slow down as collisions rise", Paper: "yes", Tolerance: "each scheme slower at the highest ratio than at the lowest", Measure: func(rows []sweep.Row) (string, bool) {
 				cs := collisions(rows)
 				c0, c1 := cs[0], cs[len(cs)-1]
 				a0, a1 := rateAt(rows, workload.AASP, c0), rateAt(rows, workload.AASP, c1)
@@ -185,7 +212,7 @@ plot:
   y: [inserts_per_second]
 `,
 		Claims: []Claim{
-			{Text: "best C for AM-Onload (of 32 cores)", Paper: "C = 11", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "best C for AM-Onload (of 32 cores)", Paper: "C = 11", Tolerance: "best C within 11 ± 3 (8–14)", Measure: func(rows []sweep.Row) (string, bool) {
 				best, bestC := 0.0, ""
 				for _, c := range values(rows, 0) {
 					if r := rate(rows, workload.AMOnload, 0, c); r > best {
@@ -193,7 +220,7 @@ plot:
 					}
 				}
 				c, _ := strconv.Atoi(bestC)
-				return fmt.Sprintf("C = %s (%.3g inserts/s)", bestC, best), within(float64(c), 8, 16)
+				return fmt.Sprintf("C = %s (%.3g inserts/s)", bestC, best), within(float64(c), 8, 14)
 			}},
 		},
 	},
@@ -224,7 +251,7 @@ plot:
   y: [inserts_per_second]
 `,
 		Claims: []Claim{
-			{Text: "lru beats random at every associativity and scale", Paper: "always", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "lru beats random at every associativity and scale", Paper: "always", Tolerance: "lru strictly ahead at every point", Measure: func(rows []sweep.Row) (string, bool) {
 				wins, total := 0, 0
 				byKey := map[string]float64{}
 				for _, r := range rows {
@@ -245,7 +272,7 @@ plot:
 				}
 				return fmt.Sprintf("lru ahead in %d of %d", wins, total), wins == total
 			}},
-			{Text: "fully associative vs 4-way, lru", Paper: "up to +16 %", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "fully associative vs 4-way, lru", Paper: "up to +16 %", Tolerance: "largest gain +3 % to +30 %", Measure: func(rows []sweep.Row) (string, bool) {
 				best := 0.0
 				for _, n := range values(rows, 1) {
 					var a4, af float64
@@ -266,7 +293,7 @@ plot:
 				}
 				return "up to " + pct(best), within(best, 1.03, 1.3)
 			}},
-			{Text: "the mechanism: lru's IOTLB hit rate above random's (associative IOTLBs)", Paper: "(lru: fewer misses)", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "the mechanism: lru's IOTLB hit rate above random's (associative IOTLBs)", Paper: "(lru: fewer misses)", Tolerance: "higher at every associative point", Measure: func(rows []sweep.Row) (string, bool) {
 				wins, total := 0, 0
 				lo, hi := 1.0, 0.0
 				for _, r := range rows {
@@ -300,17 +327,23 @@ func scaleFigure(name string, coll float64) *Figure {
 	others := []workload.Scheme{workload.AAInt, workload.AM, workload.AMExp, workload.AMOnload, workload.RMA, workload.AMInt}
 	return &Figure{
 		Name:  name,
-		Title: fmt.Sprintf("DHT at %.0f %% collisions, every scheme, 2 to 8 nodes × 32 processes (AM-Onload: 11 serve; AA-Int and AM-Int: an interrupt every 10 inserts, as the paper reports), 10 Gb/s", 100*coll),
+		Title: fmt.Sprintf("DHT at %.0f %% collisions, every scheme, 2 to 8 nodes × 32 processes (AM-Onload: the best of C = 4, 8, 11, 16, 24 serving; AA-Int and AM-Int: an interrupt every 10 inserts, as the paper reports), 10 Gb/s", 100*coll),
 		Sweep: fmt.Sprintf(`
 grid:
   machine.nodes: [2, 4, 8]
   machine.cores: [32]
   machine.wire.rate_mbps: [10000]
   workload.dht.procs_per_node: [32]
-  workload.dht.am_onload_cores: [11]
   workload.dht.aa_int_records: [10]
   workload.dht.compute_cycles: [2000]
-  workload.dht.schemes: [[AA-SP, AA-Poll, AA-Int, AM, AM-Exp, AM-Onload, RMA, AM-Int]]
+  # AM-Onload at every C of 6d's curve around its peak: the paper compares
+  # it "even in its best configuration".
+  workload.dht:
+    - {schemes: [AA-SP, AA-Poll, AA-Int, AM, AM-Exp, AM-Onload, RMA, AM-Int], am_onload_cores: 11}
+    - {schemes: [AM-Onload], am_onload_cores: 4}
+    - {schemes: [AM-Onload], am_onload_cores: 8}
+    - {schemes: [AM-Onload], am_onload_cores: 16}
+    - {schemes: [AM-Onload], am_onload_cores: 24}
   workload.dht.collisions: [[%v]]
   workload.dht.inserts: [25]
 plot:
@@ -318,7 +351,7 @@ plot:
   y: [inserts_per_second, target_polls]
 `, coll),
 		Claims: []Claim{
-			{Text: "AA-SP and AA-Poll vs the best other scheme, largest machine", Paper: "≈2×", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "AA-SP and AA-Poll vs the best other scheme, largest machine", Paper: "≈2×", Tolerance: "both 1.5×–3× (AM-Onload at its best C)", Measure: func(rows []sweep.Row) (string, bool) {
 				ns := values(rows, 0)
 				n := ns[len(ns)-1]
 				sp := rate(rows, workload.AASP, 0, n)
@@ -331,7 +364,7 @@ plot:
 				}
 				return fmt.Sprintf("AA-SP %.2f×, AA-Poll %.2f× (best other: %s)", sp/best, poll/best, who), within(sp/best, 1.5, 3) && within(poll/best, 1.5, 3)
 			}},
-			{Text: "AA-SP vs the best active-message or RMA scheme, largest machine", Paper: "≈2×", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "AA-SP vs the best active-message or RMA scheme, largest machine", Paper: "≈2×", Tolerance: "1.5×–3× (AM-Onload at its best C)", Measure: func(rows []sweep.Row) (string, bool) {
 				ns := values(rows, 0)
 				n := ns[len(ns)-1]
 				sp := rate(rows, workload.AASP, 0, n)
@@ -343,18 +376,18 @@ plot:
 				}
 				return fmt.Sprintf("%.2f× (%s)", sp/best, who), within(sp/best, 1.5, 3)
 			}},
-			{Text: "AM-Onload, even at its best C, does not beat AA-SP", Paper: "yes", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "AM-Onload, even at its best C, does not beat AA-SP", Paper: "yes", Tolerance: "AA-SP strictly ahead of AM-Onload's best C at every size", Measure: func(rows []sweep.Row) (string, bool) {
 				ok := true
 				var parts []string
 				for _, n := range values(rows, 0) {
 					sp := rate(rows, workload.AASP, 0, n)
 					on := rate(rows, workload.AMOnload, 0, n)
-					parts = append(parts, fmt.Sprintf("%s nodes %.2f×", n, sp/on))
+					parts = append(parts, fmt.Sprintf("%s nodes %.2f× (C = %s)", n, sp/on, bestOnloadC(rows, 0, n)))
 					ok = ok && sp > on
 				}
-				return "AA-SP/AM-Onload " + strings.Join(parts, ", "), ok
+				return "AA-SP/AM-Onload at its best C: " + strings.Join(parts, ", "), ok
 			}},
-			{Text: "AA-Int ≈ AM-Int", Paper: "comparable", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "AA-Int ≈ AM-Int", Paper: "comparable", Tolerance: "0.67×–1.5× at every size", Measure: func(rows []sweep.Row) (string, bool) {
 				var parts []string
 				ok := true
 				for _, n := range values(rows, 0) {
@@ -364,7 +397,7 @@ plot:
 				}
 				return "AA-Int/AM-Int " + strings.Join(parts, ", "), ok
 			}},
-			{Text: "AA-SP vs AA-Poll", Paper: "≈ +1 %", Measure: func(rows []sweep.Row) (string, bool) {
+			{Text: "AA-SP vs AA-Poll", Paper: "≈ +1 %", Tolerance: "0 to +5 % at every size", Measure: func(rows []sweep.Row) (string, bool) {
 				var parts []string
 				ok := true
 				for _, n := range values(rows, 0) {

@@ -88,6 +88,77 @@ func TestScaleClaims(t *testing.T) {
 	}
 }
 
+// AM-Onload is compared at its best C, as the paper words it: one C
+// that beats AA-SP at one size fails the claim, whichever C the figure's
+// other schemes ran with, and the measurement names that C.
+func TestScaleClaimOnloadBestC(t *testing.T) {
+	f := scaleFigure("7a", 0.05)
+	onload := func(c string, rate float64) sweep.Row {
+		return sweep.Row{Point: sweep.Point{"8", "{schemes: [AM-Onload], am_onload_cores: " + c + "}"},
+			Result: workload.DHTResult{Scheme: workload.AMOnload, InsertsPerSec: rate, Collisions: 0.05}}
+	}
+	sp := sweep.Row{Point: sweep.Point{"8", "{schemes: [AA-SP], am_onload_cores: 11}"}, Result: workload.DHTResult{Scheme: workload.AASP, InsertsPerSec: 2}}
+	for _, tc := range []struct {
+		rows  []sweep.Row
+		holds bool
+		bestC string
+	}{
+		{[]sweep.Row{sp, onload("11", 1), onload("4", 0.5), onload("24", 1.5)}, true, "C = 24"},
+		{[]sweep.Row{sp, onload("11", 1), onload("4", 0.5), onload("24", 2.5)}, false, "C = 24"},
+		{[]sweep.Row{sp, onload("8", 2.1), onload("11", 1)}, false, "C = 8"},
+	} {
+		for _, r := range f.Check(tc.rows) {
+			if r.Claim.Text != "AM-Onload, even at its best C, does not beat AA-SP" {
+				continue
+			}
+			if r.Holds != tc.holds || !strings.Contains(r.Measured, tc.bestC) {
+				t.Errorf("holds %v (%s), want %v and %s", r.Holds, r.Measured, tc.holds, tc.bestC)
+			}
+		}
+	}
+}
+
+// 6d's "C = 11" holds only within the tolerance it states (11 ± 3).
+func TestBestCClaim(t *testing.T) {
+	fs, err := Lookup([]string{"6d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		best  string
+		holds bool
+	}{{"11", true}, {"8", true}, {"16", false}, {"4", false}, {"24", false}} {
+		var rows []sweep.Row
+		for _, c := range []string{"1", "4", "8", "11", "16", "24", "31"} {
+			rate := 1.0
+			if c == tc.best {
+				rate = 2
+			}
+			rows = append(rows, sweep.Row{Point: sweep.Point{c}, Result: workload.DHTResult{Scheme: workload.AMOnload, InsertsPerSec: rate}})
+		}
+		r := fs[0].Check(rows)[0]
+		if r.Holds != tc.holds {
+			t.Errorf("best C = %s: holds %v (%s; tolerance %s), want %v", tc.best, r.Holds, r.Measured, r.Claim.Tolerance, tc.holds)
+		}
+	}
+}
+
+// Every claim states the tolerance its verdict used.
+func TestClaimsStateTolerance(t *testing.T) {
+	for _, f := range Figures() {
+		for _, c := range f.Claims {
+			if c.Tolerance == "" {
+				t.Errorf("figure %s: %q states no tolerance", f.Name, c.Text)
+			}
+		}
+		for _, c := range f.PointClaims {
+			if c.Tolerance == "" {
+				t.Errorf("figure %s: %q states no tolerance", f.Name, c.Text)
+			}
+		}
+	}
+}
+
 func pt(n int, cat string, s workload.Scheme, y float64) Point {
 	return Point{X: n, Category: cat, Scheme: s, Y: y}
 }

@@ -2,6 +2,7 @@ package paper
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 
@@ -108,7 +109,7 @@ var sortTimeFigure = &Figure{
 		},
 	},
 	PointClaims: []PointClaim{
-		{Text: "AA close to No-FT", Paper: "< 1 %", Measure: func(pts []Point) (string, bool) {
+		{Text: "AA close to No-FT", Paper: "< 1 %", Tolerance: "within ±1 % at every size", Measure: func(pts []Point) (string, bool) {
 			ok := true
 			m := perNodes(sortNodes, func(n int) string {
 				r := at(pts, n, workload.AAPoll) / at(pts, n, workload.NoFT)
@@ -117,7 +118,7 @@ var sortTimeFigure = &Figure{
 			})
 			return "AA vs No-FT: " + m, ok
 		}},
-		{Text: "AA's time below AM's", Paper: "≈ −50 %", Measure: func(pts []Point) (string, bool) {
+		{Text: "AA's time below AM's", Paper: "≈ −50 %", Tolerance: "−35 % to −65 % at every size", Measure: func(pts []Point) (string, bool) {
 			ok := true
 			m := perNodes(sortNodes, func(n int) string {
 				r := at(pts, n, workload.AAPoll) / at(pts, n, workload.AM)
@@ -126,7 +127,7 @@ var sortTimeFigure = &Figure{
 			})
 			return m, ok
 		}},
-		{Text: "AA's time below RMA's", Paper: "≈ −80 %", Measure: func(pts []Point) (string, bool) {
+		{Text: "AA's time below RMA's", Paper: "≈ −80 %", Tolerance: "−70 % to −90 % at every size", Measure: func(pts []Point) (string, bool) {
 			ok := true
 			m := perNodes(sortNodes, func(n int) string {
 				r := at(pts, n, workload.AAPoll) / at(pts, n, workload.RMA)
@@ -152,7 +153,7 @@ var nicEnergyFigure = &Figure{
 		},
 	},
 	PointClaims: []PointClaim{
-		{Text: "AA sends what No-FT sends", Paper: "same bytes", Measure: func([]Point) (string, bool) {
+		{Text: "AA sends what No-FT sends", Paper: "same bytes", Tolerance: "within ±1 % at every size", Measure: func([]Point) (string, bool) {
 			ok := true
 			m := perNodes(sortNodes, func(n int) string {
 				a, _ := sortResult(n, workload.AAPoll)
@@ -163,7 +164,7 @@ var nicEnergyFigure = &Figure{
 			})
 			return "AA's bytes vs No-FT's: " + m, ok
 		}},
-		{Text: "AA's NIC energy the lowest of the logging schemes", Paper: "yes", Measure: func(pts []Point) (string, bool) {
+		{Text: "AA's NIC energy the lowest of the logging schemes", Paper: "yes", Tolerance: "strictly below AM and RMA at every size", Measure: func(pts []Point) (string, bool) {
 			ok := true
 			m := perNodes(sortNodes, func(n int) string {
 				a, am, rma := at(pts, n, workload.AAPoll), at(pts, n, workload.AM), at(pts, n, workload.RMA)
@@ -201,18 +202,16 @@ var routerEnergyFigure = &Figure{
 		},
 	},
 	PointClaims: []PointClaim{
-		{Text: "AA's router energy the lowest in every topology", Paper: "yes", Measure: func(pts []Point) (string, bool) {
+		{Text: "AA's router energy the lowest in every topology", Paper: "yes", Tolerance: "strictly below AM and RMA in every topology", Measure: func(pts []Point) (string, bool) {
 			ok := true
-			lo, hi := 0.0, 0.0
-			for i, t := range topologyNames() {
+			am, rma := math.Inf(1), math.Inf(1) // the smallest ratios to AA's
+			for _, t := range topologyNames() {
 				a := atCat(pts, routerNodes, t, workload.AAPoll)
-				am, rma := atCat(pts, routerNodes, t, workload.AM), atCat(pts, routerNodes, t, workload.RMA)
-				ok = ok && a < am && a < rma
-				if i == 0 {
-					lo, hi = am/a, rma/a
-				}
+				m, r := atCat(pts, routerNodes, t, workload.AM), atCat(pts, routerNodes, t, workload.RMA)
+				ok = ok && a < m && a < r
+				am, rma = min(am, m/a), min(rma, r/a)
 			}
-			return fmt.Sprintf("in all %d topologies AM %.3f×, RMA %.2f× AA's", len(topologyNames()), lo, hi), ok
+			return fmt.Sprintf("over %d topologies AM at least %.3f×, RMA at least %.2f× AA's", len(topologyNames()), am, rma), ok
 		}},
 	},
 }

@@ -69,23 +69,23 @@ func streamFigure(name, title string, rateMbps uint64) *Figure {
 		PointClaims: []PointClaim{
 			gapClaim("no-iommu vs e-iommu 1–5 % apart, 1 write in flight", noIOMMU1, eIOMMU1),
 			gapClaim("no-iommu vs e-iommu 1–5 % apart, 32 writes in flight", noIOMMU32, eIOMMU32),
-			{Text: "no-iommu marginally faster", Paper: "yes", Measure: func(pts []Point) (string, bool) {
+			{Text: "no-iommu marginally faster", Paper: "yes", Tolerance: "e-iommu never faster; no-iommu ahead somewhere, by less than 5.5 %", Measure: func(pts []Point) (string, bool) {
 				lo1, hi1, _ := iommuGaps(pts, noIOMMU1, eIOMMU1)
 				lo32, hi32, _ := iommuGaps(pts, noIOMMU32, eIOMMU32)
 				lo, hi := min(lo1, lo32), max(hi1, hi32)
-				return fmt.Sprintf("no-iommu ahead by %+.2f %% to %+.2f %%", 100*lo, 100*hi), lo >= -0.001 && hi > 0 && hi < 0.1
+				return fmt.Sprintf("no-iommu ahead by %+.2f %% to %+.2f %%", 100*lo, 100*hi), lo >= 0 && hi > 0 && hi < 0.055
 			}},
 		},
 	}
 }
 
-// gapClaim is the paper's "1–5 % apart" at one window: it holds when no
-// message size puts e-iommu ahead (beyond 0.1 %) or more than 5 % behind,
-// and the largest gap is at least 1 %.
+// gapClaim is the paper's "the difference between no-iommu and e-iommu is
+// 1–5 %, with no-iommu marginally faster" at one window: every message
+// size's gap, no-iommu ahead, in 1–5 % give or take half a point.
 func gapClaim(text string, no, e workload.Scheme) PointClaim {
-	return PointClaim{Text: text, Paper: "1–5 %", Measure: func(pts []Point) (string, bool) {
+	return PointClaim{Text: text, Paper: "1–5 %", Tolerance: "no-iommu ahead by 0.5–5.5 % at every size", Measure: func(pts []Point) (string, bool) {
 		lo, hi, gaps := iommuGaps(pts, no, e)
-		return gaps, lo >= -0.001 && hi >= 0.01 && hi <= 0.05
+		return gaps, lo >= 0.005 && hi <= 0.055
 	}}
 }
 

@@ -33,6 +33,10 @@ func TestStreamClaims(t *testing.T) {
 		{"equal", 1, 1, [3]bool{false, false, false}},
 		{"e-iommu 20 % slower", 1 / 1.2, 1 / 1.2, [3]bool{false, false, false}},
 		{"e-iommu faster", 1.02, 1.02, [3]bool{false, false, false}},
+		// A faster e-iommu anywhere, however slightly, is not "no-iommu
+		// marginally faster".
+		{"e-iommu 3 % slower with one in flight, 0.05 % faster with 32", 1 / 1.03, 1.0005, [3]bool{true, false, false}},
+		{"e-iommu 0.3 % slower", 1 / 1.003, 1 / 1.003, [3]bool{false, false, true}},
 	} {
 		rs := f.CheckPoints(streamPoints(tc.ratio1, tc.ratio32))
 		if len(rs) != 3 {
