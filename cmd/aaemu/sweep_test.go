@@ -81,7 +81,7 @@ func TestPaperSortFigure(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"Figure 8b", "AA's router energy the lowest in every topology", "in all 7 topologies"} {
+	for _, want := range []string{"Figure 8b", "AA's router energy the lowest in every topology", "over 7 topologies"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
