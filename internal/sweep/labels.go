@@ -21,21 +21,26 @@ var labels = map[string]label{
 	"machine.nodes":                      {"nodes", ""},
 	"machine.cores":                      {"cores per node", ""},
 	"machine.fabric_mhz":                 {"fabric clock", "MHz"},
+	"machine.wire":                       {"wire", ""},
 	"machine.wire.rate_mbps":             {"wire rate", "Mb/s"},
 	"machine.wire.latency_ns":            {"wire latency", "ns"},
 	"machine.wire.loss_ppm":              {"wire loss", "ppm"},
+	"machine.pcie":                       {"PCIe", ""},
 	"machine.pcie.gen":                   {"PCIe generation", ""},
 	"machine.pcie.width":                 {"PCIe lanes", ""},
 	"machine.pcie.latency_ns":            {"PCIe latency", "ns"},
+	"machine.nic":                        {"NIC", ""},
 	"machine.nic.pmtu":                   {"path MTU", "B"},
 	"machine.nic.retransmit_us":          {"retransmission timeout", "µs"},
 	"machine.nic.active_w":               {"NIC power when sending", "W"},
 	"machine.nic.idle_w":                 {"NIC power when idle", "W"},
+	"machine.network":                    {"network", ""},
 	"machine.network.topology":           {"topology", ""},
 	"machine.network.nodes_per_leaf":     {"nodes per leaf switch", ""},
 	"machine.network.spines":             {"spine switches", ""},
 	"machine.network.switch_latency_ns":  {"switch latency", "ns"},
 	"machine.network.router_nj_per_byte": {"router energy per byte", "nJ/B"},
+	"machine.iommu":                      {"IOMMU", ""},
 	"machine.iommu.iotlb_sets":           {"IOTLB sets", ""},
 	"machine.iommu.iotlb_ways":           {"IOTLB ways", ""},
 	"machine.iommu.iotlb_eviction":       {"IOTLB eviction", ""},
@@ -44,6 +49,7 @@ var labels = map[string]label{
 	"machine.iommu.process_ns":           {"IOMMU processing time", "ns"},
 	"machine.iommu.mem_access_ns":        {"IOMMU memory access time", "ns"},
 	"machine.iommu.mode":                 {"IOMMU", ""},
+	"machine.cpu":                        {"CPU", ""},
 	"machine.cpu.interrupt_ns":           {"interrupt cost", "ns"},
 	"machine.cpu.scratchpad_ns":          {"scratchpad access time", "ns"},
 
@@ -95,15 +101,22 @@ var labels = map[string]label{
 // labelOf is the key's label: from the table, else its words and the unit
 // its name ends in.
 func labelOf(key string) label {
-	if l, ok := labels[key]; ok {
+	if l, ok := lookup(key); ok {
 		return l
 	}
-	if p := strings.Split(key, "."); len(p) == 3 && p[0] == "workload" {
-		if l, ok := labels["workload.*."+p[2]]; ok {
-			return l
-		}
-	}
 	return keyWords(key)
+}
+
+// lookup finds a key in the table.
+func lookup(key string) (label, bool) {
+	if l, ok := labels[key]; ok {
+		return l, true
+	}
+	if p := strings.Split(key, "."); len(p) == 3 && p[0] == "workload" {
+		l, ok := labels["workload.*."+p[2]]
+		return l, ok
+	}
+	return label{}, false
 }
 
 // unitSuffixes are the units scenario keys' names end in.
@@ -131,9 +144,13 @@ var sections = map[string]bool{
 
 // keyWords puts a key the table does not know into words: the unit its
 // name ends in taken off, sections dropped, underscores as spaces and
-// acronyms in capitals (workload.dht.am_poll_ns is "AM poll (ns)").
+// acronyms in capitals: workload.dht.am_poll_ns is "AM poll" in ns,
+// inserts_per_s "inserts per second".
 func keyWords(key string) label {
 	var l label
+	if k, ok := strings.CutSuffix(key, "_per_s"); ok { // a rate, not seconds
+		key = k + "_per_second"
+	}
 	for _, u := range unitSuffixes {
 		if strings.HasSuffix(key, u.suffix) && len(key) > len(u.suffix) {
 			key, l.unit = strings.TrimSuffix(key, u.suffix), u.unit
