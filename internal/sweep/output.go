@@ -84,26 +84,6 @@ func (s *Spec) metricOf(name string, rows []Row) (metric, bool) {
 	return m, ok
 }
 
-// unitOf reads the unit a scenario key's name ends in.
-func unitOf(key string) string {
-	for _, u := range []struct{ suffix, unit string }{
-		{"_ns", "ns"}, {"_us", "µs"}, {"_ps", "ps"}, {"_mhz", "MHz"}, {"_mbps", "Mb/s"},
-		{"_cycles", "cycles"}, {"_ppm", "ppm"}, {"_entries", "entries"},
-	} {
-		if strings.HasSuffix(key, u.suffix) {
-			return u.unit
-		}
-	}
-	return ""
-}
-
-func axisLabel(name, unit string) string {
-	if unit == "" {
-		return name
-	}
-	return name + " (" + unit + ")"
-}
-
 // WriteCSV writes one line per experiment: the grid keys, scheme,
 // collisions, then every metric, with a header.
 func (s *Spec) WriteCSV(w io.Writer, rows []Row) error {
@@ -185,15 +165,15 @@ func (s *Spec) Series(rows []Row, y string) ([]Series, error) {
 		var parts []string
 		for i, a := range s.Grid {
 			if i != xi && len(a.Values) > 1 { // a fixed key names no series
-				parts = append(parts, shortKey(a.Key)+"="+r.Point[i])
+				parts = append(parts, legendPart(a.Key, r.Point[i]))
 			}
 		}
 		head := []string{string(r.scheme())}
 		if xi >= 0 && dht {
-			head = append(head, fmt.Sprintf("%.0f%% coll.", 100*r.Result.Collisions))
+			head = append(head, collisionsPart(r.Result.Collisions))
 		}
 		parts = append(head, parts...)
-		name := strings.Join(parts, " ")
+		name := strings.Join(parts, ", ")
 		i, ok := index[name]
 		if !ok {
 			i = len(out)
@@ -209,9 +189,6 @@ func (s *Spec) Series(rows []Row, y string) ([]Series, error) {
 	}
 	return out, nil
 }
-
-// shortKey is the last element of a dotted key, for legends.
-func shortKey(k string) string { return k[strings.LastIndex(k, ".")+1:] }
 
 // Metric is the named metric of one row.
 func (s *Spec) Metric(r Row, name string) float64 {

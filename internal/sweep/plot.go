@@ -2,12 +2,11 @@ package sweep
 
 import (
 	"fmt"
-	"image/color"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
+	"sort"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -17,13 +16,6 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// palette is colour-blind safe (Okabe–Ito), so lines stay apart in print.
-var palette = []color.Color{
-	color.RGBA{0, 114, 178, 255}, color.RGBA{213, 94, 0, 255}, color.RGBA{0, 158, 115, 255},
-	color.RGBA{204, 121, 167, 255}, color.RGBA{230, 159, 0, 255}, color.RGBA{86, 180, 233, 255},
-	color.RGBA{240, 228, 66, 255}, color.RGBA{0, 0, 0, 255},
-}
-
 // Figure draws metric y against the X key, one line per series; the
 // legend is returned apart, to go under the plot rather than over the lines.
 func (s *Spec) Figure(rows []Row, y string) (*plot.Plot, *plot.Legend, error) {
@@ -31,42 +23,57 @@ func (s *Spec) Figure(rows []Row, y string) (*plot.Plot, *plot.Legend, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	m, _ := s.metricOf(y, rows)
+	yl := labelOf(y)
+	if y == "rate" {
+		m, _ := s.metricOf(y, rows)
+		yl = rateLabel(s.base.Workload.Kind, m.unit)
+	}
+	xl := labelOf(s.Plot.X)
 	return Draw(series, Axes{
-		Title:  fmt.Sprintf("%s vs %s", m.label, shortKey(s.Plot.X)),
-		XLabel: axisLabel(s.Plot.X, unitOf(s.Plot.X)),
-		YLabel: axisLabel(m.label, m.unit),
-		LogX:   s.Plot.LogX, LogY: s.Plot.LogY,
+		Title:  yl.words + " vs " + xl.words,
+		XLabel: xl.words, XUnit: xl.unit,
+		YLabel: yl.words, YUnit: yl.unit,
+		LogX: s.Plot.LogX, LogY: s.Plot.LogY,
 	})
 }
 
-// Axes are a plot's title, axis labels (with units) and scales. With
-// XNames the X axis is those categories (a series' X is the index) and the
-// series are bars grouped by category.
+// Axes are a plot's title, axis labels with their units, and scales. A
+// label's unit is XUnit (YUnit), or the one it ends in, in brackets
+// ("NIC energy (µJ)"); the ticks take the prefix that suits the data (35
+// mJ, not 35k µJ), and the label says which. With XNames the X axis is
+// those categories (a series' X is the index) and the series are bars
+// grouped by category.
 type Axes struct {
 	Title, XLabel, YLabel string
+	XUnit, YUnit          string
 	LogX, LogY            bool
 	XNames                []string
 }
 
+// coincideTol is how close two series' values are, relative to the
+// larger, for the legend to call them equal.
+const coincideTol = 1e-3
+
 // Draw plots the series, one line each, and returns the legend apart.
+// Every series has its own colour, marker and dash pattern, so one that
+// lies on another still shows; the legend names each one that coincides
+// with an earlier one: "e-iommu (= no-iommu)".
 func Draw(series []Series, ax Axes) (*plot.Plot, *plot.Legend, error) {
 	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = ax.Title, ax.XLabel, ax.YLabel
+	p.Title.Text = ax.Title
 	leg := plot.NewLegend()
 	leg.Top, leg.Left = true, true
 	leg.TextStyle.Font.Size = vg.Points(9)
+	leg.ThumbnailWidth = vg.Points(32)
+	leg.Padding = vg.Points(4) // room for the markers
 	p.Add(plotter.NewGrid())
-	p.X.Tick.Marker, p.Y.Tick.Marker = siTicks{}, siTicks{}
-	if ax.LogX {
-		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
-	}
-	if ax.LogY {
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
-	}
+	names := legendNames(series)
 	if ax.XNames != nil {
-		return bars(p, &leg, series, ax)
+		return bars(p, &leg, series, names, ax)
 	}
+	var lines []*plotter.Line
+	var marks []*plotter.Scatter
+	var xs []float64
 	for i, sr := range series {
 		xys := make(plotter.XYs, len(sr.X))
 		for j := range sr.X {
@@ -74,23 +81,95 @@ func Draw(series []Series, ax Axes) (*plot.Plot, *plot.Legend, error) {
 				return nil, nil, fmt.Errorf("%s: (%v, %v) cannot go on a log axis", sr.Name, sr.X[j], sr.Y[j])
 			}
 			xys[j].X, xys[j].Y = sr.X[j], sr.Y[j]
+			xs = append(xs, sr.X[j])
 		}
 		line, points, err := plotter.NewLinePoints(xys)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", sr.Name, err)
 		}
-		c := palette[i%len(palette)]
-		line.Color, points.Color = c, c
-		line.Width = vg.Points(1.5)
-		points.Shape = shapes[(i/len(palette))%len(shapes)]
-		p.Add(line, points)
-		leg.Add(sr.Name, line, points)
+		st := styleOf(i)
+		line.LineStyle = draw.LineStyle{Color: st.colour, Width: vg.Points(1.5), Dashes: st.dashes}
+		points.GlyphStyle = draw.GlyphStyle{Color: st.colour, Radius: st.radius, Shape: st.shape}
+		lines, marks = append(lines, line), append(marks, points)
+		leg.Add(names[i], line, points)
 	}
+	// Every line under every marker: a line does not hide a point.
+	for _, l := range lines {
+		p.Add(l)
+	}
+	for _, m := range marks {
+		p.Add(m)
+	}
+	setAxis(&p.X, ax.LogX, ax.XLabel, ax.XUnit, xs)
+	setAxis(&p.Y, ax.LogY, ax.YLabel, ax.YUnit, nil)
 	return p, &leg, nil
 }
 
+// setAxis gives an axis its scale, ticks (at values, if any) and title.
+// The axis's range is the data's, as the plotters added it.
+func setAxis(a *plot.Axis, log bool, title, u string, values []float64) {
+	words := title
+	if u == "" {
+		words, u = splitUnit(title)
+	}
+	if log {
+		a.Scale = plot.LogScale{}
+		if a.Min == a.Max && a.Min > 0 { // one value: a decade around it
+			a.Min, a.Max = a.Min/math.Sqrt(10), a.Max*math.Sqrt(10)
+		}
+	}
+	t := newAxisTicks(log, parseUnit(u), values)
+	a.Tick.Marker = t
+	a.Label.Text = t.title(words, a.Min, a.Max)
+}
+
+// legendNames are the series' names, each that coincides with an earlier
+// series followed by the first such: "e-iommu (= no-iommu)".
+func legendNames(series []Series) []string {
+	names := make([]string, len(series))
+	for i, sr := range series {
+		names[i] = sr.Name
+		for j := range i {
+			if coincide(series[j], sr, coincideTol) {
+				names[i] += " (= " + series[j].Name + ")"
+				break
+			}
+		}
+	}
+	return names
+}
+
+// coincide: a and b have the same points, X for X, their Ys equal within
+// tol of the larger.
+func coincide(a, b Series, tol float64) bool {
+	if len(a.X) != len(b.X) || len(a.X) == 0 {
+		return false
+	}
+	pa, pb := sortedPoints(a), sortedPoints(b)
+	for i := range pa {
+		if !near(pa[i][0], pb[i][0], tol) || !near(pa[i][1], pb[i][1], tol) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedPoints(s Series) [][2]float64 {
+	ps := make([][2]float64, len(s.X))
+	for i := range s.X {
+		ps[i] = [2]float64{s.X[i], s.Y[i]}
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i][0] < ps[j][0] || ps[i][0] == ps[j][0] && ps[i][1] < ps[j][1] })
+	return ps
+}
+
+// near: a and b differ by at most tol of the larger magnitude.
+func near(a, b, tol float64) bool {
+	return a == b || math.Abs(a-b) <= tol*max(math.Abs(a), math.Abs(b))
+}
+
 // bars draws each series as bars, side by side within each category.
-func bars(p *plot.Plot, leg *plot.Legend, series []Series, ax Axes) (*plot.Plot, *plot.Legend, error) {
+func bars(p *plot.Plot, leg *plot.Legend, series []Series, names []string, ax Axes) (*plot.Plot, *plot.Legend, error) {
 	w := vg.Points(44 / float64(max(len(series), 1)))
 	top := 0.0
 	for i, sr := range series {
@@ -107,16 +186,18 @@ func bars(p *plot.Plot, leg *plot.Legend, series []Series, ax Axes) (*plot.Plot,
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", sr.Name, err)
 		}
-		b.Color = palette[i%len(palette)]
+		b.Color = styleOf(i).colour
 		b.LineStyle.Width = 0
 		b.Offset = vg.Length(float64(i)-float64(len(series)-1)/2) * w
 		p.Add(b)
-		leg.Add(sr.Name, b)
+		leg.Add(names[i], b)
 	}
 	p.NominalX(ax.XNames...)
+	p.X.Label.Text = axisTitle(ax.XLabel, ax.XUnit)
 	p.Y.Min, p.Y.Max = 0, top*1.08 // room above the tallest bar
 	p.X.Min, p.X.Max = -0.5, float64(len(ax.XNames))-0.5
 	p.X.Tick.Label.Font.Size = vg.Points(8)
+	setAxis(&p.Y, false, ax.YLabel, ax.YUnit, nil)
 	return p, leg, nil
 }
 
@@ -133,35 +214,6 @@ func SaveFigure(p *plot.Plot, leg *plot.Legend, path string) ([]string, error) {
 	}
 	return out, nil
 }
-
-// siTicks are gonum's default ticks labelled with SI prefixes (2.5M, not
-// 2500000.00).
-type siTicks struct{}
-
-func (siTicks) Ticks(lo, hi float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = si(ts[i].Value)
-		}
-	}
-	return ts
-}
-
-func si(v float64) string {
-	a := math.Abs(v)
-	for _, p := range []struct {
-		f float64
-		s string
-	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-		if a >= p.f {
-			return strconv.FormatFloat(v/p.f, 'g', 4, 64) + p.s
-		}
-	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
-}
-
-var shapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
 
 // SavePlots writes dir/<base>-<metric>.png and .svg for every Y metric and
 // returns the paths written.
@@ -184,8 +236,7 @@ func (s *Spec) SavePlots(rows []Row, dir, base string) ([]string, error) {
 // savePlot draws the plot with its legend in a band below it.
 func savePlot(p *plot.Plot, leg *plot.Legend, path, ext string) error {
 	const w, plotH = 18 * vg.Centimeter, 11 * vg.Centimeter
-	rowH := leg.TextStyle.Font.Size * 1.4
-	legH := rowH*vg.Length(countEntries(leg)) + vg.Points(10)
+	legH := legendHeight(leg) + vg.Points(10)
 	h := plotH + legH
 	var canvas interface {
 		vg.CanvasSizer
@@ -216,11 +267,7 @@ func savePlot(p *plot.Plot, leg *plot.Legend, path, ext string) error {
 	return f.Close()
 }
 
-// countEntries counts a legend's lines (gonum keeps them private): the
-// height of its rectangle over one line's.
-func countEntries(l *plot.Legend) int {
-	c := draw.New(vgimg.New(100, 100))
-	r := l.Rectangle(c)
-	one := l.TextStyle.Rectangle("M")
-	return max(1, int(math.Round(float64(r.Size().Y/(one.Size().Y)))))
+// legendHeight is the height of a legend's lines.
+func legendHeight(l *plot.Legend) vg.Length {
+	return l.Rectangle(draw.New(vgimg.New(100, 100))).Size().Y
 }

@@ -138,7 +138,7 @@ func TestPlotsAreValidImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(series) != 6 || len(series[0].X) != 2 || series[0].Name != "AA-SP 5% coll. schemes=[AA-SP, AM]" {
+	if len(series) != 6 || len(series[0].X) != 2 || series[0].Name != "AA-SP, 5 % collisions, schemes = [AA-SP, AM]" {
 		t.Fatalf("series %+v", series)
 	}
 	dir := t.TempDir()
@@ -290,7 +290,7 @@ func TestWorkloadSweep(t *testing.T) {
 		}
 	}
 	series, err := s.Series(rows, "rate")
-	if err != nil || len(series) != 6 || series[0].Name != "No-FT procs_per_node=1" || len(series[0].X) != 2 {
+	if err != nil || len(series) != 6 || series[0].Name != "No-FT, processes per node = 1" || len(series[0].X) != 2 {
 		t.Fatalf("series %+v, %v", series, err)
 	}
 	if m, _ := s.metricOf("rate", rows); m.label != "getlog rate" || m.unit != "gets/s" {
