@@ -56,6 +56,7 @@ var labels = map[string]label{
 	"workload.kind":                  {"workload", ""},
 	"workload.*.schemes":             {"schemes", ""},
 	"workload.*.procs_per_node":      {"processes per node", ""},
+	"workload.dht":                   {"DHT", ""},
 	"workload.dht.inserts":           {"inserts per process", ""},
 	"workload.dht.cells":             {"table cells", ""},
 	"workload.dht.collisions":        {"collision ratios", ""},
