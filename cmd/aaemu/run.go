@@ -336,7 +336,7 @@ func (t *tracedOutputs) close(end uint64) error {
 		if err := t.vcdFile.Close(); err != nil {
 			return err
 		}
-		if err := writeGTKW(filepath.Join(t.dir, "run.gtkw"), "run.vcd", t.vcd.Signals()); err != nil {
+		if err := writeGTKW(filepath.Join(t.dir, "run.gtkw"), "run.vcd", t.vcd); err != nil {
 			return err
 		}
 	}
