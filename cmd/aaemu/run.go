@@ -47,7 +47,9 @@ output directory, for the first experiment (the first scheme at the first
 collision ratio):
   run.vcd       waveforms of the selected signals in the selected window
   run.gtkw      a GTKWave save file that opens run.vcd grouped by block
-  run.pcapng    every RoCEv2 frame, with its transaction IDs as comments
+  run.pcapng    every RoCEv2 frame on its wire's interface (named after the
+                wire), with picosecond times and its transaction IDs as
+                comments
   stats.json    statistics, configuration, seed, version, host speed, and
                 the results of every experiment
 
@@ -269,7 +271,11 @@ func attachOutputs(e *sim.Engine, c *aa.Cluster, sc aa.Scenario, o scenarioOpts)
 		if err != nil {
 			return t, err
 		}
-		cp, err := roce.NewCapture(f)
+		names := make([]string, len(c.Wires))
+		for i, w := range c.Wires {
+			names[i] = wireName(w)
+		}
+		cp, err := roce.NewCapture(f, names)
 		if err != nil {
 			return t, err
 		}
@@ -322,8 +328,8 @@ func (t *tracedOutputs) declareOpcodes(wires []*nic.Wire) {
 	}
 }
 
-// tap records the frames wire i sends: in the capture, and on its
-// bth_opcode signal.
+// tap records the frames wire i sends: on the wire's interface in the
+// capture, and on its bth_opcode signal.
 func (t *tracedOutputs) tap(i int) nic.Tap {
 	return func(now sim.Tick, fr *nic.Frame, lost bool) {
 		if t.opcode != nil && t.opcode[i] >= 0 {
@@ -338,7 +344,7 @@ func (t *tracedOutputs) tap(i int) nic.Tap {
 			if lost {
 				comment += " lost"
 			}
-			err = t.pcap.Write(uint64(now), b, comment)
+			err = t.pcap.Write(i, uint64(now), b, comment)
 		}
 		if err != nil && t.err == nil {
 			t.err = err
