@@ -47,7 +47,8 @@ func newDemoCmd(log *logrus.Logger) *cobra.Command {
 sink with a random ready in a second clock domain — and writes into the output
 directory:
   run.vcd      waveforms of every traced signal (IEEE 1364 VCD, 1 ps timescale)
-  run.gtkw     a GTKWave save file that opens run.vcd grouped by block
+  run.gtkw     a GTKWave save file that opens run.vcd on the window, grouped
+               by block
   stats.json   statistics with units and descriptions, the configuration,
                the seed, the version and the host's speed
   txns.jsonl   with --txn-log: every transaction with the one that caused it

@@ -46,7 +46,8 @@ a workload under each scheme it names. It prints a table and writes into the
 output directory, for the first experiment (the first scheme at the first
 collision ratio):
   run.vcd       waveforms of the selected signals in the selected window
-  run.gtkw      a GTKWave save file that opens run.vcd grouped by block
+  run.gtkw      a GTKWave save file that opens run.vcd on the window, grouped
+                by block, with run.*.txt naming enumerated values
   run.pcapng    every RoCEv2 frame on its wire's interface (named after the
                 wire), with picosecond times and its transaction IDs as
                 comments
