@@ -230,26 +230,12 @@ func TestGTKWaveScreenshot(t *testing.T) {
 	testtool.Need(t, "xvfb-run")
 	testtool.Need(t, "gtkwave")
 	testtool.Need(t, "import")
-	path, _ := traceDemo(t)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := waveforms.Parse(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sigs []waveforms.SignalInfo
-	for _, v := range parsed.Vars {
-		sigs = append(sigs, waveforms.SignalInfo{Path: v.Path, Width: v.Width, Code: v.Code})
-	}
+	path, tr := traceDemo(t)
 	gtkw := strings.TrimSuffix(path, ".vcd") + ".gtkw"
-	g, _ := os.Create(gtkw)
-	if _, err := (waveforms.SaveFile{DumpFile: filepath.Base(path), Signals: sigs}).WriteTo(g); err != nil {
+	from, to := tr.w.Window()
+	if err := (waveforms.SaveFile{DumpFile: filepath.Base(path), Signals: tr.w.Signals(), From: from, To: to}).Write(gtkw); err != nil {
 		t.Fatal(err)
 	}
-	g.Close()
 	png := filepath.Join(t.TempDir(), "wave.png")
 	script, _ := filepath.Abs("../tools/gtkwave/screenshot.sh")
 	if out, err := exec.Command(script, path, gtkw, png).CombinedOutput(); err != nil {
@@ -304,6 +290,88 @@ func TestGTKWaveFSTRoundTripFourStateAndReal(t *testing.T) {
 		a, b := fmt.Sprint(ours.History(p)), fmt.Sprint(theirs.History(p))
 		if a != b || a == "[]" {
 			t.Errorf("%s: ours %s, after FST %s", p, a, b)
+		}
+	}
+}
+
+// GTKWave opens the save file alone, from another directory, on the traced
+// window; the signals that never change sit in closed groups after the
+// others; an enumerated signal and three bits joined into one show names.
+func TestGTKWaveOpensTheSavedView(t *testing.T) {
+	const us = 1_000_000
+	dir := t.TempDir()
+	vcd := filepath.Join(dir, "view.vcd")
+	f, err := os.Create(vcd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := waveforms.NewWriter(f, waveforms.Options{From: 10 * us, To: 30 * us})
+	clk, _ := w.Declare("top.clk", 1)
+	kind, _ := w.Declare("top.pcie.kind", 5)
+	still, _ := w.Declare("top.pcie.still", 8)
+	w.Declare("top.log1.head", 64) // never set
+	perf, _ := w.Declare("top.iommu.performed", 1)
+	logged, _ := w.Declare("top.iommu.logged", 1)
+	fault, _ := w.Declare("top.iommu.fault", 1)
+	kinds := []uint64{0, 2, 12}
+	decisions := []uint64{0b001, 0b011, 0b110} // pass, pass+record, blocked+faultlog
+	for i := uint64(0); i < 40; i++ {
+		w.Set(i*us, clk, i%2)
+		w.Set(i*us, kind, kinds[i%3])
+		w.Set(i*us, still, 7)
+		d := decisions[i%3]
+		w.Set(i*us, fault, d>>2)
+		w.Set(i*us, logged, d>>1&1)
+		w.Set(i*us, perf, d&1)
+	}
+	if err := w.Close(40 * us); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	from, to := w.Window()
+	if from != 10*us || to != 30*us {
+		t.Fatalf("window %d..%d", from, to)
+	}
+	enums := []waveforms.Enum{
+		{Name: "kind", Signals: []string{"**.pcie.kind"}, Values: map[uint64]string{0: "MRd", 2: "MWr", 12: "CplD"}},
+		{Name: "decision", Signals: []string{"**.iommu"}, Bits: []string{"fault", "logged", "performed"},
+			Values: map[uint64]string{1: "pass", 3: "pass+record", 6: "blocked+faultlog"}},
+	}
+	gtkw := filepath.Join(dir, "view.gtkw")
+	if err := (waveforms.SaveFile{DumpFile: "view.vcd", Signals: w.Signals(), From: from, To: to, Enums: enums}).Write(gtkw); err != nil {
+		t.Fatal(err)
+	}
+	probe := []uint64{12*us + 500, 20*us + 500, 28*us + 500}
+	view := testtool.GTKWaveProbe(t, gtkw, probe...)
+	if view.Start > from || view.End < to || float64(to-from) < 0.8*float64(view.End-view.Start) {
+		t.Errorf("GTKWave shows %d..%d, the traced window is %d..%d", view.Start, view.End, from, to)
+	}
+	const closedBegin = 0xc00200
+	closedAt := -1
+	row := map[string]int{}
+	for i, tr := range view.Traces {
+		if tr.Flags == closedBegin && closedAt < 0 {
+			closedAt = i
+		}
+		row[tr.Name] = i
+	}
+	if closedAt < 0 {
+		t.Fatalf("no closed group: %+v", view.Traces)
+	}
+	for name, changes := range map[string]bool{"clk": true, "kind[4:0]": true, "decision": true, "performed": true,
+		"still[7:0]": false, "head[63:0]": false} {
+		i, ok := row[name]
+		if !ok || (i < closedAt) != changes {
+			t.Errorf("row %q at %d (found %v), the closed group begins at %d", name, i, ok, closedAt)
+		}
+	}
+	for k, tm := range probe {
+		i := tm / us
+		if got, want := view.Traces[row["kind[4:0]"]].Values[tm], enums[0].Values[kinds[i%3]]; got != want {
+			t.Errorf("at %d kind shows %q, want %q", tm, got, want)
+		}
+		if got, want := view.Traces[row["decision"]].Values[tm], enums[1].Values[decisions[i%3]]; got != want {
+			t.Errorf("probe %d: at %d the decision shows %q, want %q", k, tm, got, want)
 		}
 	}
 }

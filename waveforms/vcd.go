@@ -42,6 +42,9 @@ type SignalInfo struct {
 	Width int
 	Kind  Kind
 	Code  string // VCD identifier code
+	// Changes counts the value changes written after the initial values
+	// ($dumpvars): 0 for a signal that never changes in the window.
+	Changes uint64
 }
 
 type variable struct {
@@ -70,6 +73,7 @@ type Writer struct {
 	ended     bool // past the window
 	now       uint64
 	stamped   bool // "#now" written
+	dumpedAt  uint64
 	lastStamp uint64
 	touched   []int
 	buf       []byte
@@ -129,6 +133,16 @@ func (w *Writer) Signals() []SignalInfo {
 
 // Changes is the number of value changes written so far.
 func (w *Writer) Changes() uint64 { return w.changes }
+
+// Window is the time span the file covers, from the initial values to the
+// last timestamp (both in ps): after Close, the traced window. It is 0, 0
+// while no value has been written.
+func (w *Writer) Window() (from, to uint64) {
+	if !w.dumped {
+		return 0, 0
+	}
+	return w.dumpedAt, w.lastStamp
+}
 
 func (w *Writer) fail(err error) {
 	if w.err == nil {
@@ -230,6 +244,7 @@ func (w *Writer) endStep() {
 			w.apply(id)
 			w.writeValue(x)
 			w.changes++
+			x.Changes++
 		} else {
 			x.touched = false
 		}
@@ -263,6 +278,7 @@ func (w *Writer) dumpvars(t uint64) {
 	}
 	w.bw.WriteString("$end\n")
 	w.dumped = true
+	w.dumpedAt = t
 	w.stamped = t == w.now
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/aaemu/aaemu/internal/demo"
 	"github.com/aaemu/aaemu/internal/version"
+	"github.com/aaemu/aaemu/internal/waveview"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/waveforms"
 )
@@ -46,7 +47,8 @@ func newDemoCmd(log *logrus.Logger) *cobra.Command {
 sink with a random ready in a second clock domain — and writes into the output
 directory:
   run.vcd      waveforms of every traced signal (IEEE 1364 VCD, 1 ps timescale)
-  run.gtkw     a GTKWave save file that opens run.vcd grouped by block
+  run.gtkw     a GTKWave save file that opens run.vcd on the window, grouped
+               by block
   stats.json   statistics with units and descriptions, the configuration,
                the seed, the version and the host's speed
   txns.jsonl   with --txn-log: every transaction with the one that caused it
@@ -179,7 +181,7 @@ func runDemo(stdout io.Writer, log *logrus.Logger, o runOpts) error {
 			return err
 		}
 		gtkwPath := filepath.Join(o.out, "run.gtkw")
-		if err := writeGTKW(gtkwPath, "run.vcd", vw.Signals()); err != nil {
+		if err := writeGTKW(gtkwPath, "run.vcd", vw); err != nil {
 			return err
 		}
 	}
@@ -237,11 +239,11 @@ func writeTxnLog(path string, e *sim.Engine) error {
 	})
 }
 
-func writeGTKW(path, vcd string, sigs []waveforms.SignalInfo) error {
-	return writeFile(path, func(w io.Writer) error {
-		_, err := waveforms.SaveFile{DumpFile: vcd, Signals: sigs}.WriteTo(w)
-		return err
-	})
+// writeGTKW writes the save file of a closed VCD, which opens it on its
+// window, and next to it the translate files of its enumerated signals.
+func writeGTKW(path, vcd string, vw *waveforms.Writer) error {
+	from, to := vw.Window()
+	return waveforms.SaveFile{DumpFile: vcd, Signals: vw.Signals(), From: from, To: to, Enums: waveview.Enums()}.Write(path)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

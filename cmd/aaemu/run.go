@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -47,8 +48,11 @@ a workload under each scheme it names. It prints a table and writes into the
 output directory, for the first experiment (the first scheme at the first
 collision ratio):
   run.vcd       waveforms of the selected signals in the selected window
-  run.gtkw      a GTKWave save file that opens run.vcd grouped by block
-  run.pcapng    every RoCEv2 frame, with its transaction IDs as comments
+  run.gtkw      a GTKWave save file that opens run.vcd on the window, grouped
+                by block, with run.*.txt naming enumerated values
+  run.pcapng    every RoCEv2 frame on its wire's interface (named after the
+                wire), with picosecond times and its transaction IDs as
+                comments
   stats.json    statistics, configuration, seed, version, host speed, and
                 the results of every experiment
 
@@ -259,6 +263,7 @@ type tracedOutputs struct {
 	pcapF   *os.File
 	pcap    *roce.Capture
 	frames  int
+	opcode  []int // per wire: the VCD id of its bth_opcode, -1 when not dumped
 	err     error
 }
 
@@ -269,27 +274,15 @@ func attachOutputs(e *sim.Engine, c *aa.System, sc scenario.Scenario, o scenario
 		if err != nil {
 			return t, err
 		}
-		cp, err := roce.NewCapture(f)
+		names := make([]string, len(c.Wires))
+		for i, w := range c.Wires {
+			names[i] = wireName(w)
+		}
+		cp, err := roce.NewCapture(f, names)
 		if err != nil {
 			return t, err
 		}
 		t.pcapF, t.pcap = f, cp
-		for _, w := range c.Wires {
-			w.SetTap(func(now sim.Tick, fr *nic.Frame, lost bool) {
-				b, err := fr.Serialize()
-				if err == nil {
-					comment := fmt.Sprintf("txn=%d cause=%d", fr.ID, fr.Cause)
-					if lost {
-						comment += " lost"
-					}
-					err = cp.Write(uint64(now), b, comment)
-				}
-				if err != nil && t.err == nil {
-					t.err = err
-				}
-				t.frames++
-			})
-		}
 	}
 	if sc.Outputs.VCD {
 		filter, err := waveforms.NewFilter(sc.Outputs.Trace, o.traceExclude, false)
@@ -312,9 +305,55 @@ func attachOutputs(e *sim.Engine, c *aa.System, sc scenario.Scenario, o scenario
 		t.vcdFile = f
 		t.vcd = waveforms.NewWriter(f, waveforms.Options{Filter: filter, From: uint64(from), To: uint64(to),
 			Version: "aaemu " + version.Version, Comment: fmt.Sprintf("DHT %s at %.0f%% collisions, seed %d", x.Scheme, 100*x.Collisions, sc.Seed)})
+		t.declareOpcodes(c.Wires)
 		e.AttachTracer(t.vcd)
 	}
+	for i, w := range c.Wires {
+		w.SetTap(t.tap(i))
+	}
 	return t, nil
+}
+
+// wireName is a wire's block name ("net.wire01"): its input channel's
+// without ".tx".
+func wireName(w *nic.Wire) string { return strings.TrimSuffix(w.In.Name(), ".tx") }
+
+// declareOpcodes adds to the VCD, ahead of the blocks' signals, a
+// bth_opcode signal per wire: the BTH opcode of the latest frame the wire
+// sent (x before the first).
+func (t *tracedOutputs) declareOpcodes(wires []*nic.Wire) {
+	for _, w := range wires {
+		id, ok := t.vcd.Declare(wireName(w)+".bth_opcode", 8)
+		if !ok {
+			id = -1
+		}
+		t.opcode = append(t.opcode, id)
+	}
+}
+
+// tap records the frames wire i sends: on the wire's interface in the
+// capture, and on its bth_opcode signal.
+func (t *tracedOutputs) tap(i int) nic.Tap {
+	return func(now sim.Tick, fr *nic.Frame, lost bool) {
+		if t.opcode != nil && t.opcode[i] >= 0 {
+			t.vcd.Set(uint64(now), t.opcode[i], uint64(fr.Packet.Opcode))
+		}
+		if t.pcap == nil {
+			return
+		}
+		b, err := fr.Serialize()
+		if err == nil {
+			comment := fmt.Sprintf("txn=%d cause=%d", fr.ID, fr.Cause)
+			if lost {
+				comment += " lost"
+			}
+			err = t.pcap.Write(i, uint64(now), b, comment)
+		}
+		if err != nil && t.err == nil {
+			t.err = err
+		}
+		t.frames++
+	}
 }
 
 // close finishes the files; frames written after close (none: the run is
@@ -338,7 +377,7 @@ func (t *tracedOutputs) close(end uint64) error {
 		if err := t.vcdFile.Close(); err != nil {
 			return err
 		}
-		if err := writeGTKW(filepath.Join(t.dir, "run.gtkw"), "run.vcd", t.vcd.Signals()); err != nil {
+		if err := writeGTKW(filepath.Join(t.dir, "run.gtkw"), "run.vcd", t.vcd); err != nil {
 			return err
 		}
 	}

@@ -230,7 +230,7 @@ func reportMismatch(w io.Writer, s *verify.Stimulus, mm *verify.Mismatch, o veri
 		return err
 	}
 	f.Close()
-	if err := writeGTKW(base+".gtkw", filepath.Base(base)+".vcd", vw.Signals()); err != nil {
+	if err := writeGTKW(base+".gtkw", filepath.Base(base)+".vcd", vw); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "  replay: aaemu verify --replay %s.json\n  waveforms: gtkwave %s.vcd %s.gtkw\n", base, base, base)

@@ -16,13 +16,19 @@ import (
 	"github.com/aaemu/aaemu/internal/testtool"
 )
 
+// The sample's frames alternate between two wires, at times with
+// picoseconds below the nanosecond.
+var sampleWires = []string{"net.wire01", "net.wire10"}
+
+func sampleTime(i int) uint64 { return uint64(i)*1_000_001 + 7 }
+
 func writeSample(t *testing.T) string {
 	path := filepath.Join(t.TempDir(), "sample.pcapng")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCapture(f)
+	c, err := NewCapture(f, sampleWires)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +38,7 @@ func writeSample(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Write(uint64(i)*1_000_000, b, fmt.Sprintf("txn=%d cause=%d", i+10, i)); err != nil {
+		if err := c.Write(i%len(sampleWires), sampleTime(i), b, fmt.Sprintf("txn=%d cause=%d", i+10, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,5 +122,50 @@ print("ok", n)
 	}
 	if !strings.Contains(string(out), fmt.Sprintf("ok %d", len(samplePackets()))) {
 		t.Fatalf("scapy's ICRC disagrees:\n%s", out)
+	}
+}
+
+// tshark puts each frame on its wire's named interface at its time to the
+// nanosecond (Wireshark keeps no finer time); scapy reads the interfaces'
+// picosecond resolution and every timestamp exactly.
+func TestToolsReadInterfacesAndPicoseconds(t *testing.T) {
+	tshark := testtool.Need(t, "tshark")
+	path := writeSample(t)
+	out, err := exec.Command(tshark, testtool.TsharkArgs("-r", path, "-T", "fields", "-E", "separator=,",
+		"-e", "frame.interface_id", "-e", "frame.interface_name", "-e", "frame.time_epoch")...).Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(samplePackets()) {
+		t.Fatalf("tshark read %d frames:\n%s", len(lines), out)
+	}
+	for i, line := range lines {
+		ps := sampleTime(i)
+		want := fmt.Sprintf("%d,%s,%d.%09d", i%len(sampleWires), sampleWires[i%len(sampleWires)], ps/1e12, ps%1e12/1000)
+		if line != want {
+			t.Errorf("frame %d: tshark says %q, want %q", i+1, line, want)
+		}
+	}
+	testtool.Need(t, "python3")
+	script := `
+import sys
+from scapy.utils import PcapNgReader
+r = PcapNgReader(sys.argv[1])
+for p in r:
+    print(int(p.time * 10**12))
+print("resolutions", " ".join(str(i[2]) for i in r.interfaces))
+`
+	res, err := exec.Command("/usr/bin/python3", "-c", script, path).Output()
+	if err != nil {
+		t.Fatalf("scapy: %v", err)
+	}
+	var want []string
+	for i := range samplePackets() {
+		want = append(want, fmt.Sprint(sampleTime(i)))
+	}
+	want = append(want, "resolutions 1000000000000 1000000000000")
+	if got := strings.TrimSpace(string(res)); got != strings.Join(want, "\n") {
+		t.Fatalf("scapy reads\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
 }
