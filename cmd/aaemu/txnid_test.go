@@ -60,8 +60,8 @@ func readRunIDs(t *testing.T, dir string) runIDs {
 	return r
 }
 
-// valueAt is a signal's value at time t from its history.
-func valueAt(h []waveforms.Change, t uint64) string {
+// rawValueAt is a signal's value (as written) at time t from its history.
+func rawValueAt(h []waveforms.Change, t uint64) string {
 	v := ""
 	for _, c := range h {
 		if c.T > t {
@@ -109,7 +109,7 @@ func TestTransactionIDsIndependentOfOutputs(t *testing.T) {
 						t.Fatalf("%s is not in the full trace", v.Path)
 					}
 					for _, c := range got.vcd.History(v.Path) {
-						if w := valueAt(full, c.T); w != c.V {
+						if w := rawValueAt(full, c.T); w != c.V {
 							t.Fatalf("%s at %d: %q, the full trace has %q", v.Path, c.T, c.V, w)
 						}
 					}
