@@ -25,6 +25,9 @@ type Spec struct {
 	InterruptPS    sim.Tick // interrupt entry until the handler runs (default 3 µs)
 	ScratchpadPS   sim.Tick // a scratchpad access (default 15 ns)
 	PollIntervalPS sim.Tick // time between two checks of a polling loop (default 50 ns)
+	// An uncached 32-bit read and write of device memory (NIC SRAM), as
+	// figures for the message layers (0: not given).
+	UncachedReadPS, UncachedWritePS sim.Tick
 }
 
 // DefaultSpec are the timings of DESIGN.md §3.
@@ -46,7 +49,9 @@ type Core struct {
 
 	irqHandlers []irqHandler
 	busyUntil   sim.Tick
-	rr          int // index of the process that ran last (round-robin)
+	rr          int  // index of the process that ran last (round-robin)
+	smp         *SMP // the node's coherence model (nil: none)
+	smpID       int  // the core's cache in it
 
 	stOps, stIrqs, stBusy *sim.Counter
 }
@@ -254,9 +259,14 @@ func (p *Proc) Sleep(d sim.Tick) {
 	p.wait(d)
 }
 
-// Load64 reads a 64-bit word of local memory.
+// Load64 reads a 64-bit word of local memory. In an SMP (Core.SMP), this
+// and the other memory operations cost what the coherence model says.
 func (p *Proc) Load64(addr uint64) uint64 {
 	v := p.core.mem.Load64(addr)
+	if p.core.smp != nil {
+		p.smpAccess(addr, 8, accLoad)
+		return v
+	}
 	p.wait(p.core.spec.MemAccessPS)
 	return v
 }
@@ -264,18 +274,32 @@ func (p *Proc) Load64(addr uint64) uint64 {
 // Store64 writes a 64-bit word of local memory.
 func (p *Proc) Store64(addr, v uint64) {
 	p.core.mem.Store64(addr, v)
+	if p.core.smp != nil {
+		p.smpAccess(addr, 8, accStore)
+		return
+	}
 	p.wait(p.core.spec.MemAccessPS)
 }
 
-// Read copies local memory into b (one access per 64-byte line).
+// Read copies local memory into b (one access per 64-byte line; in an SMP,
+// the coherence model's cost of each line in turn).
 func (p *Proc) Read(addr uint64, b []byte) {
 	p.core.mem.Read(addr, b)
+	if p.core.smp != nil {
+		p.smpAccess(addr, len(b), accLoad)
+		return
+	}
 	p.wait(p.core.spec.MemAccessPS * sim.Tick((len(b)+63)/64))
 }
 
-// Write copies b into local memory (one access per 64-byte line).
+// Write copies b into local memory (one access per 64-byte line; in an
+// SMP, the coherence model's cost of each line in turn).
 func (p *Proc) Write(addr uint64, b []byte) {
 	p.core.mem.Write(addr, b)
+	if p.core.smp != nil {
+		p.smpAccess(addr, len(b), accStore)
+		return
+	}
 	p.wait(p.core.spec.MemAccessPS * sim.Tick((len(b)+63)/64))
 }
 
@@ -285,6 +309,10 @@ func (p *Proc) CAS(addr, cmp, swap uint64) uint64 {
 	if old == cmp {
 		p.core.mem.Store64(addr, swap)
 	}
+	if p.core.smp != nil {
+		p.smpAccess(addr, 8, accAtomic)
+		return old
+	}
 	p.wait(p.core.spec.AtomicPS)
 	return old
 }
@@ -293,6 +321,10 @@ func (p *Proc) CAS(addr, cmp, swap uint64) uint64 {
 func (p *Proc) FetchAdd(addr, v uint64) uint64 {
 	old := p.core.mem.Load64(addr)
 	p.core.mem.Store64(addr, old+v)
+	if p.core.smp != nil {
+		p.smpAccess(addr, 8, accAtomic)
+		return old
+	}
 	p.wait(p.core.spec.AtomicPS)
 	return old
 }

@@ -44,6 +44,10 @@ type Spec struct {
 	// Power: the NICs' and routers' power figures, for the energy a run
 	// reports (assumptions; see energy.DefaultParams).
 	Power energy.Params
+	// SMP makes every node a symmetric multiprocessor: its cores (and
+	// polling thread) share a coherence model and the node's memory
+	// bandwidth (cpu.SMP). Nil: every access costs CPU.MemAccessPS.
+	SMP *cpu.SMPSpec
 }
 
 // DefaultSpec is the paper's two-node set-up: 1 GbE NICs on PCIe Gen3 x8.
@@ -77,6 +81,7 @@ type Node struct {
 	Up         *pcie.Dir // NIC → root complex
 	Cores      []*cpu.Core
 	Poller     *cpu.Core // the polling hyperthread (SP mode)
+	SMP        *cpu.SMP  // the cores' coherence model (Spec.SMP; nil: none)
 	SP         *scratchpad.Scratchpad
 	heap       uint64
 	qps        map[int][]*QP // by remote node, one per core
@@ -315,12 +320,34 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 		n.Cores = append(n.Cores, core)
 	}
 	n.Poller = cpu.NewCore(c.CPUClk, p+"cpu_poll", s.CPU, n.Mem)
+	if err := n.smp(); err != nil {
+		return nil, err
+	}
 	irq := sim.NewChan[pcie.Packet](n.IOMMU.Unit(), n.Cores[0].Unit(), p+"irq", 8)
 	n.IOMMU.Irq = irq
 	n.Cores[0].Irq = irq
 	n.SP = scratchpad.New(c.CPUClk, p+"scratchpad", 64, n.IOMMU.Unit())
 	n.IOMMU.SP = n.SP.In
 	return n, nil
+}
+
+// smp attaches the node's cores, then its polling thread (a cache of its
+// own), to the node's SMP when the spec has one.
+func (n *Node) smp() error {
+	s := n.c.Spec.SMP
+	if s == nil {
+		return nil
+	}
+	var err error
+	if n.SMP, err = cpu.NewSMP(n.c.Eng, fmt.Sprintf("node%d.smp", n.ID), *s); err != nil {
+		return fmt.Errorf("smp: %w", err)
+	}
+	for _, core := range n.Cores {
+		if err := n.SMP.Attach(core); err != nil {
+			return err
+		}
+	}
+	return n.SMP.Attach(n.Poller)
 }
 
 // WireBytes is every byte the network carried. A frame counts once per wire

@@ -78,7 +78,10 @@ type MachineSpec struct {
 	CPU struct {
 		InterruptNS  uint64 `yaml:"interrupt_ns" json:"interrupt_ns"`
 		ScratchpadNS uint64 `yaml:"scratchpad_ns" json:"scratchpad_ns"`
+
+		CPUSMP `yaml:",inline"` // SMP nodes (smp.go)
 	} `yaml:"cpu" json:"cpu"`
+	Memory MemorySpec `yaml:"memory" json:"memory,omitzero"` // SMP nodes (smp.go)
 }
 
 // WorkloadSpec selects the workload.
@@ -400,6 +403,7 @@ func (s *Scenario) Validate() (string, error) {
 			}
 			return "", nil
 		},
+		s.checkSMP,
 		func() (string, error) {
 			for _, t := range []struct{ key, v string }{{"outputs.trace_from", s.Outputs.TraceFrom}, {"outputs.trace_to", s.Outputs.TraceTo}} {
 				if t.v == "" {
@@ -448,6 +452,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.IOMMU.FlushBufferEntries = m.IOMMU.FlushBufferEntries
 	c.IOMMU.ProcessPS, c.IOMMU.MemAccessPS = sim.Tick(m.IOMMU.ProcessNS)*sim.NS, sim.Tick(m.IOMMU.MemAccessNS)*sim.NS
 	c.CPU.InterruptPS, c.CPU.ScratchpadPS = sim.Tick(m.CPU.InterruptNS)*sim.NS, sim.Tick(m.CPU.ScratchpadNS)*sim.NS
+	s.smpSpec(&c)
 	return c
 }
 
