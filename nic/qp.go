@@ -388,20 +388,32 @@ func (w *wqeState) payloadArrived(off int, data []byte, err error) {
 	w.got += len(data)
 }
 
-// ackThrough acknowledges every sent packet up to and including psn.
+// ackThrough acknowledges every sent packet up to and including psn. ACKs
+// are cumulative, but one past a READ or an atomic does not complete it:
+// only its response does. The responder acknowledges a later request as
+// soon as it accepts it, while the READ's responses wait for its DMA, so
+// such an ACK can overtake them, or they may have been lost. The READ or
+// atomic stays the oldest packet out: its response completes it and
+// releases the packets the ACK covered behind it, or the timer resends it.
 func (q *qp) ackThrough(psn uint32, now sim.Tick) {
+	if next := (psn + 1) & 0xffffff; psnCmp(next, q.ackedPSN) > 0 {
+		q.ackedPSN = next
+	}
 	k := 0
-	for k < len(q.sent) && psnCmp(q.sent[k].psn, psn) <= 0 {
+	for k < len(q.sent) && psnCmp(q.sent[k].psn, q.ackedPSN) < 0 {
 		s := &q.sent[k]
-		if (s.w.w.Opcode == OpWrite || s.w.w.Opcode == OpSend) && s.psn == s.w.lastPSN {
+		op := s.w.w.Opcode
+		if (op == OpWrite || op == OpSend) && s.psn == s.w.lastPSN {
 			s.w.done = true
+		}
+		if (op == OpRead || op == OpCAS || op == OpFetchOp) && !s.w.done {
+			break
 		}
 		k++
 	}
 	if k == 0 {
 		return
 	}
-	q.ackedPSN = (psn + 1) & 0xffffff
 	q.sent = slices.Delete(q.sent, 0, k)
 	q.txPos = max(q.txPos-k, 0)
 	if q.txPos == 0 {
@@ -410,6 +422,16 @@ func (q *qp) ackThrough(psn uint32, now sim.Tick) {
 		q.deadlineAt = now + q.n.spec.RetransmitPS
 	}
 	q.completeInOrder()
+}
+
+// rewindTo makes psn the next packet to send (go back N after a NAK): the
+// packets before it stay out, waiting for their ACK or response.
+func (q *qp) rewindTo(psn uint32) {
+	k := 0
+	for k < len(q.sent) && psnCmp(q.sent[k].psn, psn) < 0 {
+		k++
+	}
+	q.txPos = min(q.txPos, k)
 }
 
 // completeInOrder writes the completion entries of finished work requests,
@@ -469,13 +491,13 @@ func (q *qp) onAck(p *roce.Packet, now sim.Tick) {
 		q.ackThrough(p.PSN, now)
 	case p.AETH.Syndrome>>5 == 1: // RNR NAK: no receive buffer yet; resend after a pause
 		q.ackThrough((p.PSN-1)&0xffffff, now)
-		q.txPos = 0
+		q.rewindTo(p.PSN)
 		q.rnrUntil = now + RNRDelayPS
 		q.n.stRNR.Inc()
 	case p.AETH.Syndrome == roce.SyndromeNAKSeq:
 		// Everything before the NAK's PSN arrived; go back to it.
 		q.ackThrough((p.PSN-1)&0xffffff, now)
-		q.txPos = 0
+		q.rewindTo(p.PSN)
 		q.n.stRetrans.Inc()
 	case p.AETH.Syndrome>>5 == 3: // other NAKs: the request failed at the responder
 		for k := range q.sent {
