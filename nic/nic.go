@@ -161,7 +161,7 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	c := func(s, unit, desc string) *sim.Counter { return st.Counter(name+"."+s, unit, desc) }
 	n.stFrames = c("frames_out", "frames", "frames sent (requests, responses, ACKs, retransmissions)")
 	n.stFramesIn = c("frames_in", "frames", "frames received")
-	n.stRetrans = c("retransmissions", "packets", "request packets sent again after a timeout or NAK")
+	n.stRetrans = c("retransmissions", "packets", "request packets sent again (after a timeout, a NAK or an RNR NAK), each counted as it is sent")
 	n.stNAKs = c("naks", "NAKs", "NAKs sent for PSN sequence errors")
 	n.stDupes = c("duplicates", "packets", "duplicate request packets received (answered, not re-executed)")
 	n.stWQEs = c("wqes", "work requests", "work requests fetched")

@@ -93,9 +93,10 @@ type wqeState struct {
 }
 
 type sentPkt struct {
-	psn uint32
-	f   Frame
-	w   *wqeState
+	psn   uint32
+	f     Frame
+	w     *wqeState
+	tries int // times sent
 }
 
 // readResp is a READ the responder serves: memory is read by DMA, then the
@@ -258,8 +259,8 @@ func (q *qp) progress(now sim.Tick) {
 		}
 	}
 	if q.deadlineAt != 0 && now >= q.deadlineAt && q.txPos > 0 {
-		// Go back N: everything not acknowledged goes again.
-		n.stRetrans.Add(uint64(q.txPos))
+		// Go back N: everything not acknowledged goes again (each packet
+		// counts as a retransmission when it is sent).
 		q.txPos = 0
 		q.deadlineAt = now + n.spec.RetransmitPS
 	}
@@ -340,7 +341,14 @@ func (q *qp) nextRequest(now sim.Tick) (Frame, bool) {
 	if !q.hasRequest() {
 		return Frame{}, false
 	}
-	f := q.sent[q.txPos].f
+	s := &q.sent[q.txPos]
+	if s.tries > 0 {
+		// Counted here, packet by packet, as the capture shows them: a
+		// rewind may resend many packets, or none when an ACK comes first.
+		q.n.stRetrans.Inc()
+	}
+	s.tries++
+	f := s.f
 	q.txPos++
 	// The timer runs while packets are out. After a go-back-N rewind that
 	// the wire held up past the timeout, it restarts with the first resent
@@ -498,7 +506,6 @@ func (q *qp) onAck(p *roce.Packet, now sim.Tick) {
 		// Everything before the NAK's PSN arrived; go back to it.
 		q.ackThrough((p.PSN-1)&0xffffff, now)
 		q.rewindTo(p.PSN)
-		q.n.stRetrans.Inc()
 	case p.AETH.Syndrome>>5 == 3: // other NAKs: the request failed at the responder
 		for k := range q.sent {
 			if q.sent[k].psn == p.PSN {
