@@ -536,7 +536,12 @@ func (q *qp) onReadResponse(f *Frame, now sim.Tick) {
 	if w == nil || p.PSN != w.nextResp {
 		return // a duplicate or a response after a lost one: the timer resends the request
 	}
-	// A response acknowledges every request before its READ.
+	// A response acknowledges every request before its READ, and each is
+	// progress, even in the middle of a long READ: the timer restarts for
+	// what is still out (a peer that answers is alive).
+	if q.txPos > 0 {
+		q.deadlineAt = now + q.n.spec.RetransmitPS
+	}
 	q.ackThrough((w.firstPSN-1)&0xffffff, now)
 	off := int((p.PSN-w.firstPSN)&0xffffff) * q.n.spec.PMTU
 	if len(p.Payload) > 0 {

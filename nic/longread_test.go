@@ -1,0 +1,34 @@
+package nic
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/aaemu/aaemu/sim"
+)
+
+// A READ longer than the timeout is answered packet by packet: each
+// response restarts the timer, so a lossless link sees no retransmission
+// however long the READ runs (a timer that only ACKs restarted resent the
+// READ, and the peer served it again).
+func TestLongReadKeepsTheTimerQuiet(t *testing.T) {
+	b := newPair(t, 1, DefaultSpec(), DefaultWireSpec())
+	const qpn, size = 0x100, 120_000 // 1 ms at 1 Gb/s: five timeouts of 200 µs
+	b.connect(qpn)
+	src := b.nodes[1].h.mem[dataBase : dataBase+size]
+	for i := range src {
+		src[i] = byte(i * 13)
+	}
+	b.post(0, qpn, WQE{Opcode: OpRead, Local: dataBase, Remote: dataBase, Length: size, WRID: 5, Signaled: true})
+	b.run(sim.S)
+	b.checkAgainstCapture()
+	if c := b.sendCQEs(0, qpn); len(c) != 1 || c[0].Status != StatusOK {
+		t.Fatalf("completions %+v", c)
+	}
+	if !bytes.Equal(b.nodes[0].h.mem[dataBase:dataBase+size], src) {
+		t.Fatal("the READ's data did not arrive")
+	}
+	if r := b.counter("nic0.retransmissions"); r != 0 {
+		t.Fatalf("%d retransmissions on a lossless link", r)
+	}
+}
