@@ -101,8 +101,11 @@ type flow struct {
 //     request is accepted when its PSN is the one expected, unless the
 //     responder answered that very frame with an RNR NAK (the NAK's cause
 //     names it); a READ accepts the PSNs of all its responses.
-func captureView(frames []capFrame, nodes, pmtu int) []nicView {
+//
+// It also gives each requester QP's retransmissions.
+func captureView(frames []capFrame, nodes, pmtu int) ([]nicView, map[flow]uint64) {
 	v := make([]nicView, nodes)
+	perQP := map[flow]uint64{}
 	rnrFor := map[uint64]bool{} // request frames answered with an RNR NAK
 	for i := range frames {
 		c := &frames[i]
@@ -137,6 +140,7 @@ func captureView(frames []capFrame, nodes, pmtu int) []nicView {
 		}
 		if sent[fl][p.PSN]++; sent[fl][p.PSN] > 1 {
 			v[c.src].Retransmissions++
+			perQP[fl]++
 		}
 		if c.lost {
 			continue
@@ -155,7 +159,16 @@ func captureView(frames []capFrame, nodes, pmtu int) []nicView {
 			v[c.dst].Duplicates++
 		}
 	}
-	return v
+	return v, perQP
+}
+
+// frames reads the capture so far.
+func (b *pairBench) frames() []capFrame {
+	b.t.Helper()
+	if err := b.cp.Flush(); err != nil {
+		b.t.Fatal(err)
+	}
+	return readCapture(b.t, b.pcap.Bytes())
 }
 
 // nicCounters reads the same counters from the statistics.
@@ -167,15 +180,20 @@ func (b *pairBench) nicCounters(node int) nicView {
 }
 
 // checkAgainstCapture compares every counter the capture can confirm: the
-// NICs' (captureView) and the wires' frames and losses.
+// NICs' (captureView), each QP's retransmissions, and the wires' frames
+// and losses.
+// The run must be over: a frame still on a wire is in the capture and not
+// yet in its receiver's counters.
 func (b *pairBench) checkAgainstCapture() []capFrame {
 	b.t.Helper()
-	if err := b.cp.Flush(); err != nil {
-		b.t.Fatal(err)
-	}
-	frames := readCapture(b.t, b.pcap.Bytes())
-	view := captureView(frames, len(b.nodes), b.nodes[0].n.spec.PMTU)
-	for i := range b.nodes {
+	frames := b.frames()
+	view, perQP := captureView(frames, len(b.nodes), b.nodes[0].n.spec.PMTU)
+	for i, nd := range b.nodes {
+		for _, k := range nd.n.order {
+			if s, _ := nd.n.QPStatus(k); s.Retransmitted != perQP[flow{i, k}] {
+				b.t.Errorf("node %d QP %d counts %d packets sent again; the capture shows %d", i, k, s.Retransmitted, perQP[flow{i, k}])
+			}
+		}
 		if got := b.nicCounters(i); got != view[i] {
 			b.t.Errorf("node %d: the NIC counts %+v,\n\tthe capture shows %+v", i, got, view[i])
 		}
@@ -188,9 +206,9 @@ func (b *pairBench) checkAgainstCapture() []capFrame {
 				}
 			}
 		}
-		w := b.wires[i].u.Name()
-		if f, l := b.counter(w+".frames"), b.counter(w+".lost"); f != sent || l != lost {
-			b.t.Errorf("%s counts %d frames, %d lost; the capture shows %d, %d lost", w, f, l, sent, lost)
+		w := b.wires[i]
+		if f, l := w.Frames(), w.Lost(); f != sent || l != lost {
+			b.t.Errorf("%s counts %d frames, %d lost; the capture shows %d, %d lost", w.u.Name(), f, l, sent, lost)
 		}
 	}
 	return frames

@@ -8,9 +8,10 @@ import (
 )
 
 // A READ longer than the timeout is answered packet by packet: each
-// response restarts the timer, so a lossless link sees no retransmission
-// however long the READ runs (a timer that only ACKs restarted resent the
-// READ, and the peer served it again).
+// response restarts the timer and the retry count, so a lossless link sees
+// no timeout and no retransmission however long the READ runs (a timer
+// that only ACKs restarted resent the READ, had the peer serve it again,
+// and with a finite retry_cnt would have failed it).
 func TestLongReadKeepsTheTimerQuiet(t *testing.T) {
 	b := newPair(t, 1, DefaultSpec(), DefaultWireSpec())
 	const qpn, size = 0x100, 120_000 // 1 ms at 1 Gb/s: five timeouts of 200 µs
@@ -28,7 +29,7 @@ func TestLongReadKeepsTheTimerQuiet(t *testing.T) {
 	if !bytes.Equal(b.nodes[0].h.mem[dataBase:dataBase+size], src) {
 		t.Fatal("the READ's data did not arrive")
 	}
-	if r := b.counter("nic0.retransmissions"); r != 0 {
-		t.Fatalf("%d retransmissions on a lossless link", r)
+	if r, to := b.counter("nic0.retransmissions"), b.counter("nic0.timeouts"); r != 0 || to != 0 {
+		t.Fatalf("%d retransmissions, %d timeouts on a lossless link", r, to)
 	}
 }

@@ -85,7 +85,7 @@ func runMix(t *testing.T, b *pairBench, qps, ops int) {
 			qpn := uint32(0x100 + k)
 			cqes := b.sendCQEs(i, qpn)
 			if len(cqes) != ops {
-				t.Fatalf("node %d QP %#x: %d of %d completions; %d work requests pending", i, qpn, len(cqes), ops, nd.n.pendingWQEs())
+				t.Fatalf("node %d QP %#x: %d of %d completions; pending: %v", i, qpn, len(cqes), ops, nd.n.Pending())
 			}
 			var sum uint64
 			sends := 0
@@ -127,8 +127,8 @@ func runMix(t *testing.T, b *pairBench, qps, ops int) {
 				}
 			}
 		}
-		if p := nd.n.pendingWQEs(); p != 0 {
-			t.Fatalf("node %d: finished, and yet %d work requests pending", i, p)
+		if p := nd.n.Pending(); len(p) != 0 {
+			t.Fatalf("node %d: finished, and yet pending: %v", i, p)
 		}
 	}
 }
@@ -162,11 +162,12 @@ func TestCountersMatchCaptureUnderLoss(t *testing.T) {
 			t.Logf("%d frames, %d lost; node 0 %+v; node 1 %+v", len(frames), lost, v[0], v[1])
 			retrans := v[0].Retransmissions + v[1].Retransmissions
 			naks := v[0].NAKs + v[1].NAKs
+			timeouts := b.counter("nic0.timeouts") + b.counter("nic1.timeouts")
 			switch {
-			case tc.loss == 0 && (retrans != 0 || lost != 0 || naks != 0):
-				t.Fatalf("no loss, and yet %d retransmissions, %d NAKs", retrans, naks)
-			case tc.loss > 0 && (naks == 0 || retrans <= naks):
-				t.Fatalf("loss that never made a NAK rewind several packets (%d NAKs, %d packets resent): the test does not cover it", naks, retrans)
+			case tc.loss == 0 && (retrans != 0 || lost != 0 || naks != 0 || timeouts != 0):
+				t.Fatalf("no loss, and yet %d retransmissions, %d NAKs, %d timeouts", retrans, naks, timeouts)
+			case tc.loss > 0 && (naks == 0 || retrans <= naks || timeouts == 0):
+				t.Fatalf("loss that never made a NAK rewind several packets or a timeout (%d NAKs, %d packets resent, %d timeouts): the test does not cover it", naks, retrans, timeouts)
 			}
 		})
 	}
