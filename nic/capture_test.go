@@ -99,18 +99,21 @@ type flow struct {
 //   - duplicates: requests the node received whose PSN its responder had
 //     already accepted. The responder is replayed from the capture: a
 //     request is accepted when its PSN is the one expected, unless the
-//     responder answered that very frame with an RNR NAK (the NAK's cause
-//     names it); a READ accepts the PSNs of all its responses.
+//     responder answered it with an RNR NAK; a READ accepts the PSNs of
+//     all its responses. A NAK's cause names the request frame, and a
+//     frame sent again keeps its transaction, so a frame that drew r RNR
+//     NAKs (lost ones too) was refused the first r times it arrived with
+//     the expected PSN.
 //
 // It also gives each requester QP's retransmissions.
 func captureView(frames []capFrame, nodes, pmtu int) ([]nicView, map[flow]uint64) {
 	v := make([]nicView, nodes)
 	perQP := map[flow]uint64{}
-	rnrFor := map[uint64]bool{} // request frames answered with an RNR NAK
+	rnrFor := map[uint64]int{} // RNR NAKs each request frame drew
 	for i := range frames {
 		c := &frames[i]
 		if c.syndrome(isRNRNAK) {
-			rnrFor[c.cause] = true
+			rnrFor[c.cause]++
 		}
 	}
 	sent := map[flow]map[uint32]int{}
@@ -147,7 +150,8 @@ func captureView(frames []capFrame, nodes, pmtu int) ([]nicView, map[flow]uint64
 		}
 		switch psnCmp(p.PSN, expected[fl]) {
 		case 0:
-			if rnrFor[c.id] {
+			if rnrFor[c.id] > 0 {
+				rnrFor[c.id]--
 				break
 			}
 			span := uint32(1)
