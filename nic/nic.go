@@ -114,6 +114,7 @@ type NIC struct {
 
 	stFrames, stFramesIn, stRetrans, stNAKs, stWQEs, stCQEs, stDupes *sim.Counter
 	stTLPs, stRNR                                                    *sim.Counter
+	stTimeouts, stRetryExceeded, stFlushed                           *sim.Counter
 
 	// Completion queues with events (cq.go), in creation order.
 	cqs                  map[uint32]*cq
@@ -161,13 +162,16 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	c := func(s, unit, desc string) *sim.Counter { return st.Counter(name+"."+s, unit, desc) }
 	n.stFrames = c("frames_out", "frames", "frames sent (requests, responses, ACKs, retransmissions)")
 	n.stFramesIn = c("frames_in", "frames", "frames received")
-	n.stRetrans = c("retransmissions", "packets", "request packets sent again after a timeout or NAK")
+	n.stRetrans = c("retransmissions", "packets", "request packets sent again (after a timeout, a NAK or an RNR NAK), each counted as it is sent")
 	n.stNAKs = c("naks", "NAKs", "NAKs sent for PSN sequence errors")
 	n.stDupes = c("duplicates", "packets", "duplicate request packets received (answered, not re-executed)")
 	n.stWQEs = c("wqes", "work requests", "work requests fetched")
 	n.stCQEs = c("cqes", "completions", "completion entries written")
 	n.stTLPs = c("tlps", "TLPs", "TLPs sent to the host")
 	n.stRNR = c("rnr_naks", "NAKs", "receiver-not-ready NAKs sent or received (SEND without a posted receive buffer)")
+	n.stTimeouts = c("timeouts", "timeouts", "retransmission timer expiries: each sends a QP's unacknowledged packets again, or fails its oldest work request once retry_cnt retries are used")
+	n.stRetryExceeded = c("retry_exceeded", "work requests", "work requests failed after their QP's retry_cnt or rnr_retry ran out (the QP enters the error state)")
+	n.stFlushed = c("flushed", "work requests", "send and receive work requests completed with a flush error (their QP was in the error state)")
 	n.u.Probe("sq_pending", 16, func() (uint64, bool) { return uint64(n.pendingWQEs()), true })
 	n.u.Probe("tlp_queue", 16, func() (uint64, bool) { return uint64(len(n.tlpQ)), true })
 	n.u.Probe("tags_outstanding", 11, func() (uint64, bool) { return uint64(n.req.Outstanding()), true })
@@ -188,7 +192,7 @@ func (n *NIC) CreateQP(c QPConfig) error {
 	if c.SQSize < 1 || c.CQSize < 1 {
 		return fmt.Errorf("%s: QP %d needs a send and a completion queue", n.name, c.QPN)
 	}
-	q := &qp{cfg: c, n: n, idx: len(n.order)}
+	q := &qp{cfg: c, n: n, idx: len(n.order), retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
 	n.qps[c.QPN] = q
 	n.order = append(n.order, c.QPN)
 	psnProbe := func(f func() uint32) func() (uint64, bool) { return func() (uint64, bool) { return uint64(f()), true } }

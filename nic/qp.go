@@ -49,6 +49,13 @@ type qp struct {
 	rcqTail        uint64
 	rcq            *cq      // a shared receive CQ (SetRecvCQ), instead of the ring at RCQBase
 	rnrUntil       sim.Tick // requester: the peer had no receive buffer; wait
+
+	// Retries (retry.go).
+	state                   QPState
+	failed                  uint32 // the status that put the QP in the error state
+	retryCnt, rnrRetry      int    // the limits
+	retries, rnrRetries     int    // used since the last progress
+	timeouts, retransmitted uint64
 }
 
 type rwqe struct {
@@ -93,9 +100,10 @@ type wqeState struct {
 }
 
 type sentPkt struct {
-	psn uint32
-	f   Frame
-	w   *wqeState
+	psn   uint32
+	f     Frame
+	w     *wqeState
+	tries int // times sent
 }
 
 // readResp is a READ the responder serves: memory is read by DMA, then the
@@ -209,6 +217,9 @@ func (q *qp) blocked() bool {
 // runs the retransmission timer.
 func (q *qp) progress(now sim.Tick) {
 	n := q.n
+	if q.state == QPStateError {
+		q.flushRecv()
+	}
 	// Every read needs a tag: while none is free, asking costs a look at
 	// each active QP's doorbell list for nothing.
 	if q.needsFetch() && n.req.Outstanding() < n.req.Tags() {
@@ -258,8 +269,15 @@ func (q *qp) progress(now sim.Tick) {
 		}
 	}
 	if q.deadlineAt != 0 && now >= q.deadlineAt && q.txPos > 0 {
-		// Go back N: everything not acknowledged goes again.
-		n.stRetrans.Add(uint64(q.txPos))
+		q.timeouts++
+		n.stTimeouts.Inc()
+		if q.retries == q.retryCnt {
+			q.fail(q.sent[0].w, StatusRetryExceeded)
+			return
+		}
+		q.retries++
+		// Go back N: everything not acknowledged goes again (each packet
+		// counts as a retransmission when it is sent).
 		q.txPos = 0
 		q.deadlineAt = now + n.spec.RetransmitPS
 	}
@@ -340,7 +358,15 @@ func (q *qp) nextRequest(now sim.Tick) (Frame, bool) {
 	if !q.hasRequest() {
 		return Frame{}, false
 	}
-	f := q.sent[q.txPos].f
+	s := &q.sent[q.txPos]
+	if s.tries > 0 {
+		// Counted here, packet by packet, as the capture shows them: a
+		// rewind may resend many packets, or none when an ACK comes first.
+		q.n.stRetrans.Inc()
+		q.retransmitted++
+	}
+	s.tries++
+	f := s.f
 	q.txPos++
 	// The timer runs while packets are out. After a go-back-N rewind that
 	// the wire held up past the timeout, it restarts with the first resent
@@ -367,6 +393,14 @@ func (q *qp) wqeFetched(data []byte, err error, fetch sim.Txn, now sim.Tick) {
 	}
 	wq, perr := ParseWQE(data)
 	w.w = wq
+	if q.state == QPStateError {
+		// Posted to a QP in the error state: flushed, as verbs does.
+		w.packets, w.done, w.status = true, true, StatusFlushed
+		n.stFlushed.Inc()
+		q.wqes = append(q.wqes, w)
+		q.completeInOrder()
+		return
+	}
 	if perr != nil {
 		w.packets, w.done, w.status = true, true, StatusBadRequest
 		q.wqes = append(q.wqes, w)
@@ -388,28 +422,46 @@ func (w *wqeState) payloadArrived(off int, data []byte, err error) {
 	w.got += len(data)
 }
 
-// ackThrough acknowledges every sent packet up to and including psn.
+// ackThrough acknowledges every sent packet up to and including psn. ACKs
+// are cumulative, but one past a READ or an atomic does not complete it:
+// only its response does. The responder acknowledges a later request as
+// soon as it accepts it, while the READ's responses wait for its DMA, so
+// such an ACK can overtake them, or they may have been lost. The READ or
+// atomic stays the oldest packet out: its response completes it and
+// releases the packets the ACK covered behind it, or the timer resends it.
 func (q *qp) ackThrough(psn uint32, now sim.Tick) {
+	if next := (psn + 1) & 0xffffff; psnCmp(next, q.ackedPSN) > 0 {
+		q.ackedPSN = next
+	}
 	k := 0
-	for k < len(q.sent) && psnCmp(q.sent[k].psn, psn) <= 0 {
+	for k < len(q.sent) && psnCmp(q.sent[k].psn, q.ackedPSN) < 0 {
 		s := &q.sent[k]
-		if (s.w.w.Opcode == OpWrite || s.w.w.Opcode == OpSend) && s.psn == s.w.lastPSN {
+		op := s.w.w.Opcode
+		if (op == OpWrite || op == OpSend) && s.psn == s.w.lastPSN {
 			s.w.done = true
+		}
+		if (op == OpRead || op == OpCAS || op == OpFetchOp) && !s.w.done {
+			break
 		}
 		k++
 	}
 	if k == 0 {
 		return
 	}
-	q.ackedPSN = (psn + 1) & 0xffffff
 	q.sent = slices.Delete(q.sent, 0, k)
 	q.txPos = max(q.txPos-k, 0)
-	if q.txPos == 0 {
-		q.deadlineAt = 0
-	} else {
-		q.deadlineAt = now + q.n.spec.RetransmitPS
-	}
+	q.progressed(now)
 	q.completeInOrder()
+}
+
+// rewindTo makes psn the next packet to send (go back N after a NAK): the
+// packets before it stay out, waiting for their ACK or response.
+func (q *qp) rewindTo(psn uint32) {
+	k := 0
+	for k < len(q.sent) && psnCmp(q.sent[k].psn, psn) < 0 {
+		k++
+	}
+	q.txPos = min(q.txPos, k)
 }
 
 // completeInOrder writes the completion entries of finished work requests,
@@ -451,6 +503,9 @@ func (n *NIC) fromNet(f *Frame, now sim.Tick) {
 		return // no such QP: silently dropped, as a NIC does
 	}
 	n.activate(q)
+	if q.state == QPStateError {
+		return // a QP in the error state drops what arrives
+	}
 	switch p.Opcode {
 	case roce.Ack:
 		q.onAck(p, now)
@@ -468,15 +523,23 @@ func (q *qp) onAck(p *roce.Packet, now sim.Tick) {
 	case p.AETH.Syndrome>>5 == 0: // ACK
 		q.ackThrough(p.PSN, now)
 	case p.AETH.Syndrome>>5 == 1: // RNR NAK: no receive buffer yet; resend after a pause
-		q.ackThrough((p.PSN-1)&0xffffff, now)
-		q.txPos = 0
-		q.rnrUntil = now + RNRDelayPS
 		q.n.stRNR.Inc()
+		q.ackThrough((p.PSN-1)&0xffffff, now)
+		k := slices.IndexFunc(q.sent, func(s sentPkt) bool { return s.psn == p.PSN })
+		if k < 0 {
+			return // nothing of ours is waiting at that PSN
+		}
+		if q.rnrRetry != RNRRetryInfinite && q.rnrRetries == q.rnrRetry {
+			q.fail(q.sent[k].w, StatusRNRRetryExceeded)
+			return
+		}
+		q.rnrRetries++
+		q.rewindTo(p.PSN)
+		q.rnrUntil = now + RNRDelayPS
 	case p.AETH.Syndrome == roce.SyndromeNAKSeq:
 		// Everything before the NAK's PSN arrived; go back to it.
 		q.ackThrough((p.PSN-1)&0xffffff, now)
-		q.txPos = 0
-		q.n.stRetrans.Inc()
+		q.rewindTo(p.PSN)
 	case p.AETH.Syndrome>>5 == 3: // other NAKs: the request failed at the responder
 		for k := range q.sent {
 			if q.sent[k].psn == p.PSN {
@@ -507,7 +570,10 @@ func (q *qp) onReadResponse(f *Frame, now sim.Tick) {
 	if w == nil || p.PSN != w.nextResp {
 		return // a duplicate or a response after a lost one: the timer resends the request
 	}
-	// A response acknowledges every request before its READ.
+	// A response acknowledges every request before its READ, and each is
+	// progress, even in the middle of a long READ: the timer restarts and
+	// the retry counts start over.
+	q.progressed(now)
 	q.ackThrough((w.firstPSN-1)&0xffffff, now)
 	off := int((p.PSN-w.firstPSN)&0xffffff) * q.n.spec.PMTU
 	if len(p.Payload) > 0 {
@@ -539,6 +605,9 @@ func (q *qp) onAtomicAck(f *Frame, now sim.Tick) {
 }
 
 func (q *qp) ack(psn uint32, syndrome uint8, cause sim.TxnID) {
+	if q.state == QPStateError {
+		return // a QP in the error state sends nothing
+	}
 	var a roce.Packet
 	a.Opcode, a.PSN = roce.Ack, psn
 	a.AETH.Syndrome, a.AETH.MSN = syndrome, q.msn&0xffffff
@@ -634,30 +703,37 @@ func (q *qp) receive(f *Frame) bool {
 	q.expPSN = (q.expPSN + 1) & 0xffffff
 	if p.Opcode == roce.SendLast || p.Opcode == roce.SendOnly {
 		q.msn++
-		q.rcqTail++
 		status := StatusOK
 		if int(q.sendOff) > int(r.len) {
 			status = StatusLocalError
 		}
-		if c := q.rcq; c != nil {
-			// A shared CQ: the entry names the QP, its sequence is the CQ's.
-			e := CQE{WRID: r.index, Status: status, Length: uint32(q.sendOff), Value: uint64(q.cfg.QPN), Seq: c.tail + 1}
-			b := make([]byte, CQESize)
-			e.Put(b)
-			n.dmaWrite(c.cfg.Base+(c.tail%uint64(c.cfg.Size))*CQESize, b, f.ID)
-			n.completed(c, n.u.Engine().Now(), f.ID)
-		} else {
-			c := CQE{WRID: r.index, Status: status, Length: uint32(q.sendOff), Seq: q.rcqTail}
-			b := make([]byte, CQESize)
-			c.Put(b)
-			n.dmaWrite(q.cfg.RCQBase+((q.rcqTail-1)%uint64(q.cfg.RQSize))*CQESize, b, f.ID)
-		}
+		q.recvCompletion(r.index, status, uint32(q.sendOff), f.ID)
 		q.rwqes = slices.Delete(q.rwqes, 0, 1)
 	}
 	if p.AckReq {
 		q.ack(p.PSN, roce.SyndromeAck, f.ID)
 	}
 	return true
+}
+
+// recvCompletion writes the completion of receive request index into the
+// QP's receive completion ring, or into its shared receive CQ.
+func (q *qp) recvCompletion(index uint64, status, length uint32, cause sim.TxnID) {
+	n := q.n
+	q.rcqTail++
+	if c := q.rcq; c != nil {
+		// A shared CQ: the entry names the QP, its sequence is the CQ's.
+		e := CQE{WRID: index, Status: status, Length: length, Value: uint64(q.cfg.QPN), Seq: c.tail + 1}
+		b := make([]byte, CQESize)
+		e.Put(b)
+		n.dmaWrite(c.cfg.Base+(c.tail%uint64(c.cfg.Size))*CQESize, b, cause)
+		n.completed(c, n.u.Engine().Now(), cause)
+		return
+	}
+	e := CQE{WRID: index, Status: status, Length: length, Seq: q.rcqTail}
+	b := make([]byte, CQESize)
+	e.Put(b)
+	n.dmaWrite(q.cfg.RCQBase+((q.rcqTail-1)%uint64(q.cfg.RQSize))*CQESize, b, cause)
 }
 
 // duplicate answers a request the responder already executed: an ACK for
@@ -724,6 +800,9 @@ func (n *NIC) atomicDone(p dmaPurpose, c *tlp.TLP, err error, now sim.Tick) {
 }
 
 func (q *qp) atomicAck(a *atomicServe) {
+	if q.state == QPStateError {
+		return
+	}
 	var r roce.Packet
 	r.Opcode, r.PSN = roce.AtomicAck, a.psn
 	r.AETH.Syndrome, r.AETH.MSN = roce.SyndromeAck, q.msn&0xffffff
@@ -752,6 +831,9 @@ func (r *readResp) arrived(off int, data []byte, err error) {
 
 func (q *qp) respond(r *readResp) {
 	n := q.n
+	if q.state == QPStateError {
+		return
+	}
 	if r.err {
 		q.ack(r.psn, roce.SyndromeNAKAccess, r.cause)
 		return

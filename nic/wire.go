@@ -91,6 +91,13 @@ func NewWire(clk *sim.Clock, name string, spec WireSpec, tx, rx *sim.Unit) (*Wir
 // Bytes is the number of bytes the wire has carried (with Ethernet framing).
 func (w *Wire) Bytes() uint64 { return w.bytes.Value() }
 
+// Frames is the number of frames the wire has transmitted, the lost ones
+// included.
+func (w *Wire) Frames() uint64 { return w.frames.Value() }
+
+// Lost is the number of frames the wire lost (injected loss).
+func (w *Wire) Lost() uint64 { return w.lost.Value() }
+
 // SetTap attaches a capture to the wire.
 func (w *Wire) SetTap(t Tap) { w.tap = t }
 

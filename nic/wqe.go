@@ -89,11 +89,35 @@ func ParseWQE(b []byte) (WQE, error) {
 
 // Completion statuses.
 const (
-	StatusOK          uint32 = 0
-	StatusRemoteError uint32 = 1 // the responder NAKed: remote access or operational error
-	StatusLocalError  uint32 = 2 // a local DMA failed (the source IOMMU blocked it)
-	StatusBadRequest  uint32 = 3 // a malformed work request
+	StatusOK               uint32 = 0
+	StatusRemoteError      uint32 = 1 // the responder NAKed: remote access or operational error
+	StatusLocalError       uint32 = 2 // a local DMA failed (the source IOMMU blocked it)
+	StatusBadRequest       uint32 = 3 // a malformed work request
+	StatusRetryExceeded    uint32 = 4 // no ACK or response through retry_cnt retries (verbs: IBV_WC_RETRY_EXC_ERR)
+	StatusRNRRetryExceeded uint32 = 5 // RNR NAKs through rnr_retry retries (verbs: IBV_WC_RNR_RETRY_EXC_ERR)
+	StatusFlushed          uint32 = 6 // the QP was in the error state (verbs: IBV_WC_WR_FLUSH_ERR)
 )
+
+// StatusText names a completion status.
+func StatusText(s uint32) string {
+	switch s {
+	case StatusOK:
+		return "success"
+	case StatusRemoteError:
+		return "remote error"
+	case StatusLocalError:
+		return "local error"
+	case StatusBadRequest:
+		return "bad work request"
+	case StatusRetryExceeded:
+		return "transport retries exceeded"
+	case StatusRNRRetryExceeded:
+		return "RNR retries exceeded"
+	case StatusFlushed:
+		return "flushed"
+	}
+	return fmt.Sprintf("status %d", s)
+}
 
 // CQE is a completion entry (little-endian): wr_id (8), status (4), byte
 // length (4), the atomic's original value (8), and a sequence number (8)
