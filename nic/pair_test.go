@@ -129,7 +129,7 @@ func newPair(t *testing.T, seed uint64, spec Spec, wire WireSpec) *pairBench {
 	b := &pairBench{t: t, e: sim.NewEngine(seed)}
 	clk := b.e.NewClock("fabric", 1000, 0)
 	var err error
-	if b.cp, err = roce.NewCapture(&b.pcap); err != nil {
+	if b.cp, err = roce.NewCapture(&b.pcap, []string{"wire01", "wire10"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range b.nodes {
@@ -160,7 +160,7 @@ func newPair(t *testing.T, seed uint64, spec Spec, wire WireSpec) *pairBench {
 				if lost {
 					comment += " lost"
 				}
-				err = b.cp.Write(uint64(now), raw, comment)
+				err = b.cp.Write(i, uint64(now), raw, comment)
 			}
 			if err != nil && b.err == nil {
 				b.err = err
