@@ -8,6 +8,7 @@ package machine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/energy"
@@ -408,4 +409,44 @@ func (n *Node) Scratch() uint64 {
 		}
 	}
 	return n.scratchBuf
+}
+
+// TransportReport says what the network and the NICs' reliable transport
+// went through when it was not smooth: frames the wires lost, packets sent
+// again, work requests that failed or were flushed, and every queue pair
+// still with work (up to max of them). It is empty for a clean run.
+func (c *Cluster) TransportReport(max int) string {
+	var frames, lost uint64
+	for _, w := range c.Wires {
+		frames += w.Frames()
+		lost += w.Lost()
+	}
+	var h nic.Health
+	var pending []string
+	total := 0
+	for _, n := range c.Nodes {
+		x := n.NIC.Health()
+		h.Retransmitted += x.Retransmitted
+		h.Timeouts += x.Timeouts
+		h.RetryExceeded += x.RetryExceeded
+		h.Flushed += x.Flushed
+		for _, q := range n.NIC.Pending() {
+			total++
+			if len(pending) < max {
+				pending = append(pending, fmt.Sprintf("node %d %s", n.ID, q))
+			}
+		}
+	}
+	if lost == 0 && h == (nic.Health{}) && total == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("the wires lost %d of %d frames; packets sent again: %d, after %d timeouts; work requests failed as their QP ran out of retries: %d, flushed: %d",
+		lost, frames, h.Retransmitted, h.Timeouts, h.RetryExceeded, h.Flushed)
+	if total > 0 {
+		s += fmt.Sprintf("; queue pairs not idle: %d: %s", total, strings.Join(pending, "; "))
+		if total > len(pending) {
+			s += "; …"
+		}
+	}
+	return s
 }

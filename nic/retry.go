@@ -258,3 +258,15 @@ func (n *NIC) Pending() []QPStatus {
 	}
 	return out
 }
+
+// Health is what the NIC's reliable transport went through: packets sent
+// again, retransmission timeouts, and the work requests it gave up on.
+type Health struct {
+	Retransmitted, Timeouts, RetryExceeded, Flushed uint64
+}
+
+// Health reads the NIC's transport counters.
+func (n *NIC) Health() Health {
+	return Health{Retransmitted: n.stRetrans.Value(), Timeouts: n.stTimeouts.Value(),
+		RetryExceeded: n.stRetryExceeded.Value(), Flushed: n.stFlushed.Value()}
+}

@@ -127,3 +127,36 @@ func TestExampleScenariosParse(t *testing.T) {
 		t.Fatalf("%d example scenarios", n)
 	}
 }
+
+// A run whose wires lose everything gives up as RC transport does (the
+// retry count runs out) and says what was pending, instead of retrying
+// forever.
+func TestTotalLossGivesUpAndSaysWhy(t *testing.T) {
+	for _, kind := range []string{"dht", "counter"} {
+		src := "machine:\n  wire: {loss_ppm: 1000000}\nworkload:\n  kind: " + kind + "\n  dht: {inserts: 10, schemes: [RMA], collisions: [0.05]}\n  counter: {accesses: 5, schemes: [RMA]}\n"
+		s, err := ParseScenario("s.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := s.Experiments()[0]
+		e := sim.NewEngine(1)
+		c, finish, err := s.Prepare(e, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := c.Run(sim.S, c.AppsDone)
+		_, err = finish(end)
+		if err == nil {
+			t.Fatalf("%s: a run that lost every frame passed", kind)
+		}
+		for _, want := range []string{"lost", "ran out of retries: ", "ERR after transport retries exceeded"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the error does not say %q:\n%v", kind, want, err)
+			}
+		}
+		// 8 transmissions 200 µs apart, then the error: far from the 1 s limit.
+		if end > 10*sim.MS {
+			t.Errorf("%s: gave up only at %v", kind, end.Human())
+		}
+	}
+}

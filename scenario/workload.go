@@ -351,11 +351,11 @@ func (s *Scenario) Prepare(e *sim.Engine, x Experiment) (c *aa.System, finish fu
 		what := fmt.Sprintf("%s at %.0f%% collisions", x.Scheme, 100*x.Collisions)
 		return c, func(end sim.Tick) (Outcome, error) {
 			if !c.AppsDone() {
-				return Outcome{}, fmt.Errorf("%s did not finish by %v", what, end)
+				return Outcome{}, fmt.Errorf("%s did not finish by %v%s", what, end, transport(c))
 			}
 			r := w.Result()
 			if !r.Verified {
-				return Outcome{}, fmt.Errorf("%s: the hashtable is wrong: %v", what, w.Verify())
+				return Outcome{}, fmt.Errorf("%s: the hashtable is wrong: %v%s", what, w.Verify(), transport(c))
 			}
 			return Outcome{DHT: r}, nil
 		}, nil
@@ -367,12 +367,22 @@ func (s *Scenario) Prepare(e *sim.Engine, x Experiment) (c *aa.System, finish fu
 	what := fmt.Sprintf("workload %s, %s", s.Workload.Kind, x.Scheme)
 	return c, func(end sim.Tick) (Outcome, error) {
 		if !c.AppsDone() {
-			return Outcome{}, fmt.Errorf("%s did not finish by %v", what, end)
+			return Outcome{}, fmt.Errorf("%s did not finish by %v%s", what, end, transport(c))
 		}
 		r := w.Result()
 		if !r.Verified {
-			return Outcome{}, fmt.Errorf("%s: the result is wrong: %s", what, r.Detail)
+			return Outcome{}, fmt.Errorf("%s: the result is wrong: %s%s", what, r.Detail, transport(c))
 		}
 		return Outcome{Workload: r}, nil
 	}, nil
+}
+
+// transport is what the network went through, when it explains a run that
+// failed: lost frames, retransmissions, failed work requests and the queue
+// pairs left with work.
+func transport(c *aa.System) string {
+	if r := c.TransportReport(4); r != "" {
+		return "\n  " + r
+	}
+	return ""
 }
