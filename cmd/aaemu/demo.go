@@ -136,9 +136,26 @@ func runDemo(stdout io.Writer, log *logrus.Logger, o runOpts) error {
 	if err != nil {
 		return fmt.Errorf("--trace: %w", err)
 	}
+	// Every output is created before the simulation; an earlier run's
+	// files that this run does not write go.
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
+	if err := clearOutputs(o.out, []string{"run.vcd", "run.gtkw", "stats.json", "txns.jsonl"}); err != nil {
+		return err
+	}
+	names := []string{"stats.json"}
+	if !o.noVCD {
+		names = append(names, "run.vcd", "run.gtkw")
+	}
+	if o.txnLog {
+		names = append(names, "txns.jsonl")
+	}
+	outs, err := createOutputs(o.out, names...)
+	if err != nil {
+		return err
+	}
+	defer outs.abandon()
 
 	e := sim.NewEngine(o.seed)
 	if o.txnLog {
@@ -154,9 +171,7 @@ func runDemo(stdout io.Writer, log *logrus.Logger, o runOpts) error {
 	var vcdFile *os.File
 	vcdPath := filepath.Join(o.out, "run.vcd")
 	if !o.noVCD {
-		if vcdFile, err = os.Create(vcdPath); err != nil {
-			return err
-		}
+		vcdFile = outs.take("run.vcd")
 		defer vcdFile.Close()
 		vw = waveforms.NewWriter(vcdFile, waveforms.Options{Filter: filter, From: uint64(from), To: uint64(to),
 			Version: "aaemu " + version.Version, Comment: fmt.Sprintf("scenario demo-pipeline, seed %d", o.seed)})
@@ -178,13 +193,15 @@ func runDemo(stdout io.Writer, log *logrus.Logger, o runOpts) error {
 		if err := vcdFile.Close(); err != nil {
 			return err
 		}
-		gtkwPath := filepath.Join(o.out, "run.gtkw")
-		if err := writeGTKW(gtkwPath, "run.vcd", vw.Signals()); err != nil {
+		if err := outs.write("run.gtkw", func(w io.Writer) error {
+			_, err := waveforms.SaveFile{DumpFile: "run.vcd", Signals: vw.Signals()}.WriteTo(w)
+			return err
+		}); err != nil {
 			return err
 		}
 	}
 	statsPath := filepath.Join(o.out, "stats.json")
-	if err := writeFile(statsPath, func(w io.Writer) error {
+	if err := outs.write("stats.json", func(w io.Writer) error {
 		return e.WriteStatsJSON(w, sim.RunInfo{Version: version.Version, Config: struct {
 			Scenario string      `json:"scenario"`
 			Pipeline demo.Config `json:"pipeline"`
@@ -194,7 +211,7 @@ func runDemo(stdout io.Writer, log *logrus.Logger, o runOpts) error {
 		return err
 	}
 	if o.txnLog {
-		if err := writeTxnLog(filepath.Join(o.out, "txns.jsonl"), e); err != nil {
+		if err := outs.write("txns.jsonl", func(w io.Writer) error { return encodeTxnLog(w, e) }); err != nil {
 			return err
 		}
 	}
@@ -225,16 +242,15 @@ func edges(e *sim.Engine) uint64 {
 	return n
 }
 
-func writeTxnLog(path string, e *sim.Engine) error {
-	return writeFile(path, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		for _, r := range e.TxnLog() {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
+// encodeTxnLog writes every recorded transaction as a JSON line.
+func encodeTxnLog(w io.Writer, e *sim.Engine) error {
+	enc := json.NewEncoder(w)
+	for _, r := range e.TxnLog() {
+		if err := enc.Encode(r); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 func writeGTKW(path, vcd string, sigs []waveforms.SignalInfo) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -32,7 +34,7 @@ time since the operation began and since the step that caused it.`,
 			if len(args) == 1 {
 				file = args[0]
 			}
-			return traceOp(cmd.OutOrStdout(), file, op, o)
+			return traceOp(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), file, op, o)
 		},
 	}
 	cmd.Flags().IntVar(&op, "op", 1, "which operation of the first process (1-based)")
@@ -40,7 +42,7 @@ time since the operation began and since the step that caused it.`,
 	return cmd
 }
 
-func traceOp(w io.Writer, file string, op int, o scenarioOpts) error {
+func traceOp(ctx context.Context, w, stderr io.Writer, file string, op int, o scenarioOpts) error {
 	sc, err := loadScenario(file)
 	if err != nil {
 		return err
@@ -55,11 +57,16 @@ func traceOp(w io.Writer, file string, op int, o scenarioOpts) error {
 	x := sc.Experiments()[0]
 	e := sim.NewEngine(sc.Seed)
 	e.EnableTxnLog()
-	c, _, err := sc.Build(e, x)
+	c, dht, err := sc.Build(e, x)
 	if err != nil {
 		return err
 	}
-	c.Run(until, c.AppsDone)
+	disp := newProgress(stderr, "trace", 1)
+	_, stopped := runctl.Run(disp.context(ctx), c.Cluster, x.Label(true), until, dht.Progress)
+	disp.close()
+	if stopped {
+		return runctl.ErrInterrupted
+	}
 	log := e.TxnLog()
 	// The N-th operation started by a process: a transaction without a cause.
 	var root *sim.TxnRecord
