@@ -221,10 +221,17 @@ type WorkloadResult struct {
 // the result.
 type Workload interface{ Result() WorkloadResult }
 
-// workloadFunc adapts a closure to Workload.
-type workloadFunc func() WorkloadResult
+// workloadFunc adapts closures to Workload.
+type workloadFunc struct {
+	result   func() WorkloadResult
+	progress func() float64
+}
 
-func (f workloadFunc) Result() WorkloadResult { return f() }
+func (f workloadFunc) Result() WorkloadResult { return f.result() }
+
+// Progress is the share of the workload's operations its processes have
+// started, 0..1 (for a progress display).
+func (f workloadFunc) Progress() float64 { return f.progress() }
 
 func perSecond(n float64, ps uint64) float64 { return n / (float64(max(ps, 1)) / 1e12) }
 
@@ -248,12 +255,14 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*aa.System, Workl
 	}
 	sch, seed := x.Scheme, s.Seed
 	var res func() WorkloadResult
+	var progress func() float64
 	switch w.Kind {
 	case KindCounter:
 		k, err := workload.SetupCounter(c, workload.CounterConfig{Scheme: sch, Elements: w.Counter.Elements, Accesses: w.Counter.Accesses, Procs: procs(w.Counter.Procs), Seed: seed})
 		if err != nil {
 			return nil, nil, err
 		}
+		progress = k.Progress
 		res = func() WorkloadResult {
 			r := k.Result()
 			return WorkloadResult{Rate: r.AccessesPerSec, Unit: "accesses/s", SimTimePS: r.SimTimePS,
@@ -264,6 +273,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*aa.System, Workl
 		if err != nil {
 			return nil, nil, err
 		}
+		progress = g.Progress
 		res = func() WorkloadResult {
 			r := g.Result()
 			return WorkloadResult{Rate: r.GetsPerSec, Unit: "gets/s", SimTimePS: r.SimTimePS,
@@ -274,6 +284,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*aa.System, Workl
 		if err != nil {
 			return nil, nil, err
 		}
+		progress = k.Progress
 		res = func() WorkloadResult {
 			r := k.Result()
 			return WorkloadResult{Rate: perSecond(float64(r.Records), r.SimTimePS), Unit: "puts/s", SimTimePS: r.SimTimePS,
@@ -285,6 +296,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*aa.System, Workl
 		if err != nil {
 			return nil, nil, err
 		}
+		progress = k.Progress
 		res = func() WorkloadResult {
 			r := k.Result()
 			return WorkloadResult{Rate: perSecond(float64(r.Processes*r.Words), r.SimTimePS), Unit: "words/s", SimTimePS: r.SimTimePS,
@@ -300,6 +312,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*aa.System, Workl
 		if err != nil {
 			return nil, nil, err
 		}
+		progress = k.Progress
 		res = func() WorkloadResult {
 			r := k.Result()
 			return WorkloadResult{Rate: r.BytesPerSec, Unit: "B/s", SimTimePS: r.SimTimePS,
@@ -312,6 +325,7 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*aa.System, Workl
 		if err != nil {
 			return nil, nil, err
 		}
+		progress = k.Progress
 		res = func() WorkloadResult {
 			r := k.Result()
 			return WorkloadResult{Rate: perSecond(float64(r.RemoteBytes), r.CommTimePS), Unit: "B/s", SimTimePS: r.CommTimePS,
@@ -322,13 +336,13 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*aa.System, Workl
 	default:
 		return nil, nil, fmt.Errorf("workload %q is not one BuildWorkload runs", w.Kind)
 	}
-	return c, workloadFunc(func() WorkloadResult {
+	return c, workloadFunc{result: func() WorkloadResult {
 		r := res()
 		r.Workload, r.Scheme = w.Kind, sch
 		r.NICEnergyJ = c.NICEnergy(float64(r.SimTimePS) / 1e12)
 		r.RouterEnergyJ = c.RouterEnergy()
 		return r
-	}), nil
+	}, progress: progress}, nil
 }
 
 // Outcome is one experiment's checked result: the DHT's, or another
@@ -338,18 +352,36 @@ type Outcome struct {
 	Workload WorkloadResult
 }
 
+// Prepared is one experiment built on its engine, ready to run.
+type Prepared struct {
+	Sys *aa.System
+	// Finish reads the result after the run: it fails, saying what went
+	// wrong, if the processes did not finish by end or the workload's own
+	// check did not pass.
+	Finish func(end sim.Tick) (Outcome, error)
+	// Progress is the share of the workload's operations its processes
+	// have started, 0..1: for a progress display, read between slices.
+	Progress func() float64
+}
+
 // Prepare builds one experiment of whatever workload the scenario runs on
 // engine e. Run the cluster, then call finish: it reads the result and
 // fails, saying what went wrong, if the processes did not finish by end or
 // the workload's own check did not pass.
 func (s *Scenario) Prepare(e *sim.Engine, x Experiment) (c *aa.System, finish func(end sim.Tick) (Outcome, error), err error) {
+	p, err := s.PrepareRun(e, x)
+	return p.Sys, p.Finish, err
+}
+
+// PrepareRun is Prepare with the workload's progress.
+func (s *Scenario) PrepareRun(e *sim.Engine, x Experiment) (Prepared, error) {
 	if s.Workload.Kind == KindDHT {
 		c, w, err := s.Build(e, x)
 		if err != nil {
-			return nil, nil, err
+			return Prepared{}, err
 		}
 		what := fmt.Sprintf("%s at %.0f%% collisions", x.Scheme, 100*x.Collisions)
-		return c, func(end sim.Tick) (Outcome, error) {
+		return Prepared{Sys: c, Progress: w.Progress, Finish: func(end sim.Tick) (Outcome, error) {
 			if !c.AppsDone() {
 				return Outcome{}, fmt.Errorf("%s did not finish by %v%s", what, end, transport(c))
 			}
@@ -358,14 +390,18 @@ func (s *Scenario) Prepare(e *sim.Engine, x Experiment) (c *aa.System, finish fu
 				return Outcome{}, fmt.Errorf("%s: the hashtable is wrong: %v%s", what, w.Verify(), transport(c))
 			}
 			return Outcome{DHT: r}, nil
-		}, nil
+		}}, nil
 	}
 	c, w, err := s.BuildWorkload(e, x)
 	if err != nil {
-		return nil, nil, err
+		return Prepared{}, err
 	}
 	what := fmt.Sprintf("workload %s, %s", s.Workload.Kind, x.Scheme)
-	return c, func(end sim.Tick) (Outcome, error) {
+	var progress func() float64
+	if p, ok := w.(interface{ Progress() float64 }); ok {
+		progress = p.Progress
+	}
+	return Prepared{Sys: c, Progress: progress, Finish: func(end sim.Tick) (Outcome, error) {
 		if !c.AppsDone() {
 			return Outcome{}, fmt.Errorf("%s did not finish by %v%s", what, end, transport(c))
 		}
@@ -374,7 +410,15 @@ func (s *Scenario) Prepare(e *sim.Engine, x Experiment) (c *aa.System, finish fu
 			return Outcome{}, fmt.Errorf("%s: the result is wrong: %s%s", what, r.Detail, transport(c))
 		}
 		return Outcome{Workload: r}, nil
-	}, nil
+	}}, nil
+}
+
+// Label names the experiment: its scheme, and a DHT's collision ratio.
+func (x Experiment) Label(dht bool) string {
+	if !dht {
+		return string(x.Scheme)
+	}
+	return fmt.Sprintf("%s at %.0f%% collisions", x.Scheme, 100*x.Collisions)
 }
 
 // transport is what the network went through, when it explains a run that

@@ -36,7 +36,7 @@ type statsFile struct {
 	Simulation    simSummary           `json:"simulation"`
 	Stats         map[string]statEntry `json:"stats"`
 	Results       any                  `json:"results,omitempty"`
-	Host          *hostSummary         `json:"host,omitempty"`
+	Host          *HostSpeed           `json:"host,omitempty"`
 }
 
 type simSummary struct {
@@ -76,7 +76,9 @@ type statEntry struct {
 	Overflow *uint64  `json:"overflow,omitempty"`
 }
 
-type hostSummary struct {
+// HostSpeed is how fast the host ran a simulation: wall time, rates, peak
+// memory. It differs from run to run.
+type HostSpeed struct {
 	WallSeconds       float64 `json:"wall_seconds"`
 	SimPSPerWallS     float64 `json:"sim_ps_per_wall_second"`
 	CyclesPerSecond   float64 `json:"cycles_per_wall_second"`
@@ -100,16 +102,20 @@ func (e *Engine) TotalCycles() uint64 {
 	return n
 }
 
-// WriteStatsJSON writes the statistics file: values with their units and
-// descriptions, the configuration, the seed, the version and, optionally, the
-// host's speed. Keys are sorted, so the file is deterministic without Host.
-func (e *Engine) WriteStatsJSON(w io.Writer, info RunInfo) error {
-	f := statsFile{Format: "aaemu-stats", FormatVersion: StatsFormatVersion, AaemuVersion: info.Version,
-		Seed: e.seed, Config: info.Config, Stats: map[string]statEntry{}, Results: info.Results}
-	f.Simulation = simSummary{EndTimePS: uint64(e.now), Transactions: e.Transactions(), TimeSteps: e.steps,
+// Snapshot is an engine's statistics at one moment, as the statistics
+// file records them: deterministic for a given model and seed.
+type Snapshot struct {
+	Simulation simSummary           `json:"simulation"`
+	Stats      map[string]statEntry `json:"stats"`
+}
+
+// Snapshot takes the engine's statistics now.
+func (e *Engine) Snapshot() Snapshot {
+	s := Snapshot{Stats: map[string]statEntry{}}
+	s.Simulation = simSummary{EndTimePS: uint64(e.now), Transactions: e.Transactions(), TimeSteps: e.steps,
 		UnitEvaluations: e.unitTicks, Cycles: e.TotalCycles()}
 	for _, c := range e.clks {
-		f.Simulation.Clocks = append(f.Simulation.Clocks, clockSummary{Name: c.name, PeriodPS: uint64(c.period),
+		s.Simulation.Clocks = append(s.Simulation.Clocks, clockSummary{Name: c.name, PeriodPS: uint64(c.period),
 			PhasePS: uint64(c.phase), Cycles: c.Cycles(e.now), EdgesEvaluated: c.edges})
 	}
 	for _, st := range e.stats.All() {
@@ -132,27 +138,43 @@ func (e *Engine) WriteStatsJSON(w io.Writer, info RunInfo) error {
 			ov := s.counts[len(s.bounds)]
 			ent.Overflow = &ov
 		}
-		f.Stats[st.Name()] = ent
+		s.Stats[st.Name()] = ent
 	}
+	return s
+}
+
+// HostSpeed is the host's speed over a simulation that took wall time.
+func (e *Engine) HostSpeed(wallTime time.Duration) *HostSpeed {
+	wall := wallTime.Seconds()
+	if wall <= 0 {
+		wall = math.SmallestNonzeroFloat64
+	}
+	h := &HostSpeed{WallSeconds: wallTime.Seconds(), GoVersion: runtime.Version(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH, CPUs: runtime.NumCPU(), PeakRSSBytes: peakRSS()}
+	cycles := e.TotalCycles()
+	h.SimPSPerWallS = float64(e.now) / wall
+	h.CyclesPerSecond = float64(cycles) / wall
+	h.EvalsPerSecond = float64(e.unitTicks) / wall
+	h.TxnPerSecond = float64(e.Transactions()) / wall
+	h.SimulatedSeconds = float64(e.now) / 1e12
+	if h.SimulatedSeconds > 0 {
+		h.SlowdownVsRealHW = wall / h.SimulatedSeconds
+	}
+	if e.unitTicks > 0 {
+		h.UnitEvaluationsNS = wall * 1e9 / float64(e.unitTicks)
+	}
+	return h
+}
+
+// WriteStatsJSON writes the statistics file: values with their units and
+// descriptions, the configuration, the seed, the version and, optionally, the
+// host's speed. Keys are sorted, so the file is deterministic without Host.
+func (e *Engine) WriteStatsJSON(w io.Writer, info RunInfo) error {
+	snap := e.Snapshot()
+	f := statsFile{Format: "aaemu-stats", FormatVersion: StatsFormatVersion, AaemuVersion: info.Version,
+		Seed: e.seed, Config: info.Config, Simulation: snap.Simulation, Stats: snap.Stats, Results: info.Results}
 	if info.Host {
-		wall := info.Wall.Seconds()
-		if wall <= 0 {
-			wall = math.SmallestNonzeroFloat64
-		}
-		h := &hostSummary{WallSeconds: info.Wall.Seconds(), GoVersion: runtime.Version(),
-			Platform: runtime.GOOS + "/" + runtime.GOARCH, CPUs: runtime.NumCPU(), PeakRSSBytes: peakRSS()}
-		h.SimPSPerWallS = float64(e.now) / wall
-		h.CyclesPerSecond = float64(f.Simulation.Cycles) / wall
-		h.EvalsPerSecond = float64(e.unitTicks) / wall
-		h.TxnPerSecond = float64(e.Transactions()) / wall
-		h.SimulatedSeconds = float64(e.now) / 1e12
-		if h.SimulatedSeconds > 0 {
-			h.SlowdownVsRealHW = wall / h.SimulatedSeconds
-		}
-		if e.unitTicks > 0 {
-			h.UnitEvaluationsNS = wall * 1e9 / float64(e.unitTicks)
-		}
-		f.Host = h
+		f.Host = e.HostSpeed(info.Wall)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

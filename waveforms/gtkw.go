@@ -181,14 +181,23 @@ func (s SaveFile) TranslateFile(e Enum) string {
 // every enum that names a signal.
 func (s SaveFile) Write(path string) error {
 	s.SaveName = filepath.Base(path)
+	if err := s.WriteTranslateFiles(filepath.Dir(path)); err != nil {
+		return err
+	}
+	return writeFile(path, s.WriteTo)
+}
+
+// WriteTranslateFiles writes into dir, where the save file goes, the
+// translate file of every enum that names a signal.
+func (s SaveFile) WriteTranslateFiles(dir string) error {
 	_, _, used := s.layout()
 	for _, j := range used {
 		e := s.Enums[j]
-		if err := writeFile(filepath.Join(filepath.Dir(path), s.TranslateFile(e)), e.WriteTo); err != nil {
+		if err := writeFile(filepath.Join(dir, s.TranslateFile(e)), e.WriteTo); err != nil {
 			return err
 		}
 	}
-	return writeFile(path, s.WriteTo)
+	return nil
 }
 
 func writeFile(path string, write func(io.Writer) (int64, error)) error {

@@ -45,6 +45,7 @@ type checkpoint struct {
 	dirty          map[int]bool
 	res            CheckpointResult
 	end            sim.Tick
+	opProgress
 }
 
 // SetupCheckpoint builds the workload on a two-or-more-node cluster.
@@ -53,6 +54,7 @@ func SetupCheckpoint(c *aa.System, cfg CheckpointConfig) (*checkpoint, error) {
 		return nil, fmt.Errorf("checkpoint: %d pages (1..%d), %d epochs, %d puts", cfg.Pages, 1<<16, cfg.Epochs, cfg.Puts)
 	}
 	k := &checkpoint{cfg: cfg, c: c, dirty: map[int]bool{}}
+	k.total = cfg.Epochs * (cfg.Puts + 1)
 	src, own := c.Nodes[0], c.Nodes[1]
 	size := uint64(cfg.Pages) * 4096
 	k.region, k.shadow = own.Alloc(size), own.Alloc(size)
@@ -108,11 +110,13 @@ func (k *checkpoint) writer(x *aa.Ctx, buf uint64) {
 			off := uint64(r.IntN(4096/8)) * 8
 			slot := buf + uint64(i%512)*8
 			x.P.Op("ckpt.put")
+			k.start()
 			x.P.Store64(slot, uint64(e)<<32|uint64(i)+1)
 			x.Put(1, slot, k.region+uint64(page)*4096+off, 8)
 			written[page] = true
 		}
 		x.P.Op("ckpt.epoch")
+		k.start()
 		x.Flush(1)
 		x.ActiveFlush(1, ckptIUID)
 		k.res.Written = append(k.res.Written, sortedKeys(written))

@@ -59,6 +59,7 @@ type counter struct {
 	srcs   []*counterSrc
 	truth  []uint64 // the accesses per element, as generated
 	end    sim.Tick
+	opProgress
 }
 
 // SetupCounter builds the workload; the cluster needs 2+ nodes.
@@ -80,6 +81,7 @@ func SetupCounter(c *aa.System, cfg CounterConfig) (*counter, error) {
 				e := r.IntN(cfg.Elements)
 				s.elems = append(s.elems, e)
 				k.truth[e]++
+				k.total++
 			}
 			k.srcs = append(k.srcs, s)
 		}
@@ -153,6 +155,7 @@ func (k *counter) logged(x *aa.Ctx, r aa.Record) {
 func (k *counter) access(x *aa.Ctx, s *counterSrc, buf uint64) {
 	for i, e := range s.elems {
 		x.P.Op("counter.access")
+		k.start()
 		slot := buf + uint64(i%256)*8
 		x.P.Store64(slot, uint64(i)+1)
 		target := k.array + uint64(e)*8

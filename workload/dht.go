@@ -216,6 +216,7 @@ type DHT struct {
 	deletes    int
 	badLookups []string // lookups that found the wrong value, or nothing
 	iuids      []uint16 // AA: the logs of every shard (one, or one per process)
+	progress   opProgress
 }
 
 // pageIUID is the log of the table page at byte offset off: the processes'
@@ -448,6 +449,7 @@ func (d *DHT) insertAll(x *aa.Ctx, s *source, buf, scratch uint64) {
 		sh := d.shards[owner]
 		sent[owner] = true
 		x.P.Op("dht.insert")
+		d.progress.start()
 		if d.cfg.Compute > 0 {
 			x.P.Compute(d.cfg.Compute)
 		}
@@ -480,6 +482,7 @@ func (d *DHT) lookupsAndDeletes(x *aa.Ctx, s *source, buf, scratch uint64) {
 	for _, i := range s.lookups {
 		key, sh := s.keys[i], d.shards[s.owners[i]]
 		x.P.Op("dht.lookup")
+		d.progress.start()
 		if d.cfg.Compute > 0 {
 			x.P.Compute(d.cfg.Compute)
 		}
@@ -496,6 +499,7 @@ func (d *DHT) lookupsAndDeletes(x *aa.Ctx, s *source, buf, scratch uint64) {
 		key, owner := s.keys[i], s.owners[i]
 		sh := d.shards[owner]
 		x.P.Op("dht.delete")
+		d.progress.start()
 		if d.cfg.Compute > 0 {
 			x.P.Compute(d.cfg.Compute)
 		}
@@ -1022,4 +1026,15 @@ func (d *DHT) Result() DHTResult {
 	}
 	res.Verified = d.Verify() == nil
 	return res
+}
+
+// Progress is the share of the DHT's inserts, lookups and deletes its
+// processes have started, 0..1 (for a progress display).
+func (d *DHT) Progress() float64 {
+	if d.progress.total == 0 {
+		for _, s := range d.sources {
+			d.progress.total += len(s.keys) + len(s.lookups) + len(s.deletes)
+		}
+	}
+	return d.progress.Progress()
 }

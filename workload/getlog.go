@@ -58,6 +58,7 @@ type getLog struct {
 	end     sim.Tick
 	values  map[uint64]uint64 // node<<48 | address → value
 	problem string
+	opProgress
 }
 
 // SetupGetLog builds the workload; the cluster needs 2+ nodes.
@@ -107,6 +108,7 @@ func SetupGetLog(c *aa.System, cfg GetLogConfig) (*getLog, error) {
 			for k := 0; k < cfg.Gets; k++ {
 				dst := (i + 1 + r.IntN(n-1)) % n
 				plans[i][p].dst = append(plans[i][p].dst, dst)
+				g.total++
 				plans[i][p].addr = append(plans[i][p].addr, uint64(r.IntN(cfg.Words))*8)
 			}
 		}
@@ -156,6 +158,7 @@ func (g *getLog) logged(node int, r aa.Record) {
 func (g *getLog) run(x *aa.Ctx, dsts []int, offs []uint64, buf uint64) {
 	for k, dst := range dsts {
 		x.P.Op("getlog.get")
+		g.start()
 		a := g.data[dst] + offs[k]
 		x.Wait(x.Get(dst, buf+8, a, 8))
 		v := x.P.Load64(buf + 8)

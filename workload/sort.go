@@ -124,6 +124,7 @@ type sortRun struct {
 	amCap        uint64
 	end          sim.Tick
 	problem      string
+	opProgress   // the local sort, the exchange and the merge of every process
 }
 
 // check bounds processes and keys for a machine of nodes × cores; it names
@@ -218,6 +219,7 @@ func SetupSort(c *aa.System, cfg SortConfig) (*sortRun, error) {
 			}
 		}
 		s.procs = append(s.procs, sp)
+		s.total += 3
 	}
 	for _, n := range c.Nodes {
 		switch cfg.Scheme {
@@ -289,6 +291,7 @@ func (s *sortRun) run(x *aa.Ctx, sp *sortProc) {
 	k := s.cfg.Keys
 	// Local sort.
 	x.P.Op("sort.local")
+	s.start()
 	keys := readKeys(x, sp.in, k)
 	slices.Sort(keys)
 	x.P.Compute(s.compareCost(k, k))
@@ -350,6 +353,7 @@ func (s *sortRun) run(x *aa.Ctx, sp *sortProc) {
 	s.barrier(x, sp, 2)
 	// The exchange.
 	x.P.Op("sort.exchange")
+	s.start()
 	sp.t0 = x.Now()
 	if s.sent0 == nil {
 		s.sent0 = s.sentBytes() // the first process to start the exchange
@@ -363,6 +367,7 @@ func (s *sortRun) run(x *aa.Ctx, sp *sortProc) {
 	s.sent1 = s.sentBytes() // the last process to finish it overwrites
 	// Merge the runs.
 	x.P.Op("sort.merge")
+	s.start()
 	total := 0
 	for _, l := range sp.recvLen {
 		total += int(l / 8)

@@ -81,6 +81,7 @@ type stream struct {
 	first, last sim.Tick
 	arrived     int
 	problem     string
+	opProgress
 }
 
 // check bounds the sizes; it names the scenario key (workload.stream.*)
@@ -108,6 +109,7 @@ func SetupStream(c *aa.System, cfg StreamConfig) (*stream, error) {
 		return nil, err
 	}
 	s := &stream{cfg: cfg, c: c}
+	s.total = cfg.Messages
 	size := uint64(cfg.MsgBytes) * uint64(cfg.Messages)
 	r := sim.NewRand(cfg.Seed, "stream")
 	s.data = make([]byte, size)
@@ -161,6 +163,7 @@ func (s *stream) send(x *aa.Ctx) {
 			wait()
 		}
 		x.P.Op("stream." + string(s.cfg.Op))
+		s.start()
 		off := uint64(k) * m
 		if s.cfg.Op == StreamSend {
 			inflight = append(inflight, x.Send(1, s.src+off, s.cfg.MsgBytes))

@@ -44,6 +44,7 @@ type xorCkpt struct {
 	ops   int
 	end   sim.Tick
 	tlps0 uint64
+	opProgress
 }
 
 // SetupXORCheckpoint builds the workload; the cluster needs 2+ nodes.
@@ -87,6 +88,7 @@ func SetupXORCheckpoint(c *aa.System, cfg XORConfig) (*xorCkpt, error) {
 			n.Mem.Store64(buf+uint64(i)*8, w) // the checkpoint, already in memory
 		}
 		n.Spawn(0, "xor_ckpt", func(cx *aa.Ctx) { x.send(cx, words, buf) })
+		x.total++
 	}
 	if s, ok := c.Eng.Stats().Get("node0.iommu.tlps"); ok {
 		x.tlps0 = s.(*sim.Counter).Value()
@@ -104,6 +106,7 @@ func (x *xorCkpt) fold(cx *aa.Ctx, r aa.Record) {
 
 func (x *xorCkpt) send(cx *aa.Ctx, words []uint64, buf uint64) {
 	cx.P.Op("xor.checkpoint")
+	x.start()
 	if x.cfg.Scheme == AASP {
 		cx.Put(0, buf, x.sum, len(words)*8) // one put of the whole checkpoint
 		x.ops++

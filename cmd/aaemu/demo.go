@@ -138,9 +138,26 @@ func runDemo(stdout io.Writer, log *logrus.Logger, o runOpts) error {
 	if err != nil {
 		return fmt.Errorf("--trace: %w", err)
 	}
+	// Every output is created before the simulation; an earlier run's
+	// files that this run does not write go.
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
+	if err := clearOutputs(o.out, []string{"run.vcd", "run.gtkw", "stats.json", "txns.jsonl"}); err != nil {
+		return err
+	}
+	names := []string{"stats.json"}
+	if !o.noVCD {
+		names = append(names, "run.vcd", "run.gtkw")
+	}
+	if o.txnLog {
+		names = append(names, "txns.jsonl")
+	}
+	outs, err := createOutputs(o.out, names...)
+	if err != nil {
+		return err
+	}
+	defer outs.abandon()
 
 	e := sim.NewEngine(o.seed)
 	if o.txnLog {
@@ -156,9 +173,7 @@ func runDemo(stdout io.Writer, log *logrus.Logger, o runOpts) error {
 	var vcdFile *os.File
 	vcdPath := filepath.Join(o.out, "run.vcd")
 	if !o.noVCD {
-		if vcdFile, err = os.Create(vcdPath); err != nil {
-			return err
-		}
+		vcdFile = outs.take("run.vcd")
 		defer vcdFile.Close()
 		vw = waveforms.NewWriter(vcdFile, waveforms.Options{Filter: filter, From: uint64(from), To: uint64(to),
 			Version: "aaemu " + version.Version, Comment: fmt.Sprintf("scenario demo-pipeline, seed %d", o.seed)})
@@ -180,13 +195,14 @@ func runDemo(stdout io.Writer, log *logrus.Logger, o runOpts) error {
 		if err := vcdFile.Close(); err != nil {
 			return err
 		}
-		gtkwPath := filepath.Join(o.out, "run.gtkw")
-		if err := writeGTKW(gtkwPath, "run.vcd", vw); err != nil {
+		if err := outs.write("run.gtkw", func(w io.Writer) error {
+			return writeGTKWTo(w, outs.dir, "run.gtkw", "run.vcd", vw)
+		}); err != nil {
 			return err
 		}
 	}
 	statsPath := filepath.Join(o.out, "stats.json")
-	if err := writeFile(statsPath, func(w io.Writer) error {
+	if err := outs.write("stats.json", func(w io.Writer) error {
 		return e.WriteStatsJSON(w, sim.RunInfo{Version: version.Version, Config: struct {
 			Scenario string      `json:"scenario"`
 			Pipeline demo.Config `json:"pipeline"`
@@ -196,7 +212,7 @@ func runDemo(stdout io.Writer, log *logrus.Logger, o runOpts) error {
 		return err
 	}
 	if o.txnLog {
-		if err := writeTxnLog(filepath.Join(o.out, "txns.jsonl"), e); err != nil {
+		if err := outs.write("txns.jsonl", func(w io.Writer) error { return encodeTxnLog(w, e) }); err != nil {
 			return err
 		}
 	}
@@ -227,23 +243,28 @@ func edges(e *sim.Engine) uint64 {
 	return n
 }
 
-func writeTxnLog(path string, e *sim.Engine) error {
-	return writeFile(path, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		for _, r := range e.TxnLog() {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
+// encodeTxnLog writes every recorded transaction as a JSON line.
+func encodeTxnLog(w io.Writer, e *sim.Engine) error {
+	enc := json.NewEncoder(w)
+	for _, r := range e.TxnLog() {
+		if err := enc.Encode(r); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
-// writeGTKW writes the save file of a closed VCD, which opens it on its
-// window, and next to it the translate files of its enumerated signals.
-func writeGTKW(path, vcd string, vw *waveforms.Writer) error {
+// writeGTKWTo writes to w the save file saveName (in dir) of a closed VCD,
+// which opens it on its window, and into dir the translate files of its
+// enumerated signals.
+func writeGTKWTo(w io.Writer, dir, saveName, vcd string, vw *waveforms.Writer) error {
 	from, to := vw.Window()
-	return waveforms.SaveFile{DumpFile: vcd, Signals: vw.Signals(), From: from, To: to, Enums: waveview.Enums()}.Write(path)
+	s := waveforms.SaveFile{DumpFile: vcd, SaveName: saveName, Signals: vw.Signals(), From: from, To: to, Enums: waveview.Enums()}
+	if err := s.WriteTranslateFiles(dir); err != nil {
+		return err
+	}
+	_, err := s.WriteTo(w)
+	return err
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
@@ -256,4 +277,11 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// writeGTKW writes the save file of a closed VCD at path, which opens it on
+// its window, and next to it the translate files of its enumerated signals.
+func writeGTKW(path, vcd string, vw *waveforms.Writer) error {
+	from, to := vw.Window()
+	return waveforms.SaveFile{DumpFile: vcd, Signals: vw.Signals(), From: from, To: to, Enums: waveview.Enums()}.Write(path)
 }

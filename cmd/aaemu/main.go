@@ -3,19 +3,40 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/version"
 )
 
+// exitInterrupted is the exit status of a command stopped by SIGINT or
+// SIGTERM (128 + SIGINT, as a shell reports Ctrl-C).
+const exitInterrupted = 130
+
 func main() {
-	if err := newRoot(os.Stdout, os.Stderr).Execute(); err != nil {
+	// SIGINT and SIGTERM cancel the context: the running simulation stops
+	// after its current time slice and the command writes what it has. A
+	// second signal kills at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "aaemu: %v\n", err)
+		if errors.Is(err, runctl.ErrInterrupted) {
+			os.Exit(exitInterrupted)
+		}
 		os.Exit(1)
 	}
 }

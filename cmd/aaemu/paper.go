@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,10 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/aaemu/aaemu/internal/paper"
+	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/sweep"
 	"github.com/aaemu/aaemu/scenario"
 )
@@ -58,7 +60,7 @@ default assumptions, not the paper's NIC's measured ones.`,
 				}
 			}
 			paper.Energy = sc.Power()
-			return runPaper(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out, jobs)
+			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out, jobs)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/paper", "output directory")
@@ -67,7 +69,16 @@ default assumptions, not the paper's NIC's measured ones.`,
 	return cmd
 }
 
-func runPaper(stdout, stderr io.Writer, names []string, out string, jobs int) error {
+// figureOutputs are the files a figure writes into its directory.
+func figureOutputs(f *paper.Figure) []string {
+	base := "fig" + f.Name
+	if f.Custom != nil {
+		return []string{"points.csv", base + ".png", base + ".svg"}
+	}
+	return sweepOutputs(base)
+}
+
+func runPaper(ctx context.Context, stdout, stderr io.Writer, names []string, out string, jobs int) error {
 	figs, err := paper.Lookup(names)
 	if err != nil {
 		return err
@@ -75,65 +86,143 @@ func runPaper(stdout, stderr io.Writer, names []string, out string, jobs int) er
 	if jobs < 1 {
 		return fmt.Errorf("--jobs must be at least 1")
 	}
-	var md strings.Builder
-	md.WriteString("| figure | claim | paper | tolerance | aaemu | agrees |\n|---|---|---|---|---|---|\n")
-	for _, f := range figs {
-		if f.Custom != nil {
-			if err := runCustomFigure(stdout, stderr, f, out, jobs, &md); err != nil {
-				return err
-			}
-			continue
+	// Before simulating: no earlier run's figure or claims stays, and every
+	// table and claims.md of this run is created.
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	for _, f := range paper.Figures() {
+		dir := filepath.Join(out, "fig"+f.Name)
+		if err := clearOutputs(dir, figureOutputs(f)); err != nil {
+			return err
 		}
-		s, err := sweep.Parse("figure "+f.Name, []byte(f.Sweep), ".")
+		os.Remove(dir) // only if empty
+	}
+	if err := clearOutputs(out, []string{"claims.md"}); err != nil {
+		return err
+	}
+	claims, err := createOutputs(out, "claims.md")
+	if err != nil {
+		return err
+	}
+	claims.take("claims.md").Close()
+	figOuts := make([]*outputs, len(figs))
+	defer func() {
+		for _, o := range figOuts {
+			if o != nil {
+				o.abandon()
+				os.Remove(o.dir) // a figure that never ran leaves no directory
+			}
+		}
+	}()
+	for i, f := range figs {
+		dir := filepath.Join(out, "fig"+f.Name)
+		if f.Custom != nil {
+			figOuts[i], err = createOutputs(dir, "points.csv")
+		} else {
+			figOuts[i], err = prepareSweepDir(dir, "fig"+f.Name)
+		}
 		if err != nil {
 			return err
 		}
-		dir := filepath.Join(out, "fig"+f.Name)
-		rows, plots, wall, err := runAndWrite(stderr, s, "figure "+f.Name, dir, "fig"+f.Name, jobs)
-		if err != nil {
-			return fmt.Errorf("figure %s: %w", f.Name, err)
-		}
-		fmt.Fprintf(stdout, "Figure %s: %s\n", f.Name, f.Title)
-		fmt.Fprintf(stdout, "(%d experiments in %v; %s/: sweep.csv, sweep.json", len(rows), wall.Round(time.Millisecond), dir)
-		for _, pl := range plots {
-			fmt.Fprintf(stdout, ", %s", filepath.Base(pl))
-		}
-		fmt.Fprintln(stdout, ")")
-		printClaims(stdout, f.Name, f.Check(rows), &md)
 	}
-	return writeFile(filepath.Join(out, "claims.md"), func(w io.Writer) error {
-		_, err := io.WriteString(w, md.String())
-		return err
-	})
+	var md strings.Builder
+	md.WriteString("| figure | claim | paper | tolerance | aaemu | agrees |\n|---|---|---|---|---|---|\n")
+	// claims.md is rewritten after each figure, so an interrupted run keeps
+	// the claims of the figures it finished.
+	writeClaims := func(note string) error {
+		return os.WriteFile(filepath.Join(out, "claims.md"), []byte(md.String()+note), 0o644)
+	}
+	for i, f := range figs {
+		if f.Custom != nil {
+			err = runCustomFigure(ctx, stdout, stderr, f, out, jobs, &md, figOuts[i])
+		} else {
+			err = runSweepFigure(ctx, stdout, stderr, f, out, jobs, &md, figOuts[i])
+		}
+		figOuts[i] = nil
+		if err != nil {
+			var rest []string
+			for _, g := range figs[i+1:] {
+				rest = append(rest, g.Name)
+			}
+			note := fmt.Sprintf("\nIncomplete: figure %s did not finish (%v)", f.Name, err)
+			if errors.Is(err, runctl.ErrInterrupted) {
+				note = fmt.Sprintf("\nIncomplete: interrupted during figure %s", f.Name)
+			}
+			if len(rest) > 0 {
+				note += "; not run: " + strings.Join(rest, ", ")
+			}
+			return errors.Join(err, writeClaims(note+".\n"))
+		}
+		if err := writeClaims(""); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// runCustomFigure runs a figure of a workload other than the DHT: its own
-// experiments, a CSV, a plot against the node count (or its X), and its
-// claims.
-func runCustomFigure(stdout, stderr io.Writer, f *paper.Figure, out string, jobs int, md *strings.Builder) error {
-	dir := filepath.Join(out, "fig"+f.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// runSweepFigure runs a figure that is a sweep of the DHT scenario.
+func runSweepFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Figure, out string, jobs int, md *strings.Builder, outs *outputs) error {
+	s, err := sweep.Parse("figure "+f.Name, []byte(f.Sweep), ".")
+	if err != nil {
+		outs.abandon()
 		return err
 	}
-	c := f.Custom
-	var p *mpb.Progress
-	var done func()
-	if fi, ok := stderr.(*os.File); ok && isTerminal(fi) {
-		p = mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(40))
-		bar := p.AddBar(int64(c.Experiments()), mpb.PrependDecorators(decor.Name("figure "+f.Name+" "), decor.CountersNoUnit("%d/%d")))
-		done = func() { bar.Increment() }
-	}
-	start := time.Now()
-	pts, err := c.Run(jobs, done)
-	if p != nil {
-		p.Wait()
-	}
+	dir := filepath.Join(out, "fig"+f.Name)
+	rows, plots, wall, err := runAndWrite(ctx, stderr, s, "figure "+f.Name, dir, "fig"+f.Name, jobs, outs)
 	if err != nil {
 		return fmt.Errorf("figure %s: %w", f.Name, err)
 	}
+	fmt.Fprintf(stdout, "Figure %s: %s\n", f.Name, f.Title)
+	fmt.Fprintf(stdout, "(%d experiments in %v; %s/: sweep.csv, sweep.json", len(rows), wall.Round(time.Millisecond), dir)
+	for _, pl := range plots {
+		fmt.Fprintf(stdout, ", %s", filepath.Base(pl))
+	}
+	fmt.Fprintln(stdout, ")")
+	printClaims(stdout, f.Name, f.Check(rows), md)
+	return nil
+}
+
+// runCustomFigure runs a figure of a workload other than the DHT: its own
+// experiments, a CSV written as they finish, a plot against the node count
+// (or its X), and its claims.
+func runCustomFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Figure, out string, jobs int, md *strings.Builder, outs *outputs) error {
+	dir := filepath.Join(out, "fig"+f.Name)
+	c := f.Custom
+	file := outs.take("points.csv")
+	cw := csv.NewWriter(file)
+	var writeErr error
+	write := func(rec []string) {
+		if writeErr == nil {
+			writeErr = cw.Write(rec)
+		}
+		cw.Flush()
+		if writeErr == nil {
+			writeErr = cw.Error()
+		}
+	}
+	write(c.CSVHeader())
+	disp := newProgress(stderr, "figure "+f.Name, c.Experiments())
+	start := time.Now()
+	var pts []paper.Point
+	err := c.RunStream(disp.context(ctx), jobs, func(p paper.Point) {
+		pts = append(pts, p)
+		write(c.CSVRecord(p))
+	}, nil)
+	disp.close()
 	wall := time.Since(start)
-	if err := writeFile(filepath.Join(dir, "points.csv"), func(w io.Writer) error { return c.WriteCSV(w, pts) }); err != nil {
-		return err
+	writeErr = errors.Join(writeErr, file.Close())
+	if writeErr != nil {
+		writeErr = fmt.Errorf("%s: %w", file.Name(), writeErr)
+	}
+	if err != nil {
+		if errors.Is(err, runctl.ErrInterrupted) {
+			err = fmt.Errorf("%w after %d experiments: %s holds their points", err, len(pts), file.Name())
+		}
+		return fmt.Errorf("figure %s: %w", f.Name, errors.Join(err, writeErr))
+	}
+	if writeErr != nil {
+		return writeErr
 	}
 	pl, leg, err := sweep.Draw(c.Series(pts), c.Axes(f.Title))
 	if err != nil {

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/version"
+	"github.com/aaemu/aaemu/internal/waveview"
 	"github.com/aaemu/aaemu/nic"
 	"github.com/aaemu/aaemu/nic/roce"
 	"github.com/aaemu/aaemu/scenario"
@@ -45,16 +51,23 @@ func newRunCmd(log *logrus.Logger) *cobra.Command {
 		Long: `Run simulates a scenario: a cluster of nodes (CPU cores, memory, an IOMMU with
 the Active Access extensions, an RDMA NIC on PCIe) joined by Ethernet, running
 a workload under each scheme it names. It prints a table and writes into the
-output directory, for the first experiment (the first scheme at the first
-collision ratio):
+output directory (the first three of the first experiment: the first scheme
+at the first collision ratio):
   run.vcd       waveforms of the selected signals in the selected window
   run.gtkw      a GTKWave save file that opens run.vcd on the window, grouped
                 by block, with run.*.txt naming enumerated values
   run.pcapng    every RoCEv2 frame on its wire's interface (named after the
                 wire), with picosecond times and its transaction IDs as
                 comments
-  stats.json    statistics, configuration, seed, version, host speed, and
-                the results of every experiment
+  stats.json    configuration, seed, version, every experiment's statistics
+                (labelled) and results: byte-identical for a scenario and seed
+  host.json     the host's speed per experiment
+
+Outputs are created before anything is simulated, and an earlier run's files
+that this run does not write are removed. On a terminal, stderr shows each
+experiment's simulated time, rate and ETA. Ctrl-C stops the simulation, closes
+the VCD and capture marked incomplete, writes stats.json with "complete":
+false and exits with status 130.
 
 The default scenario: two nodes on 1 GbE, one process inserting into a
 hashtable on the other node, with AA (scratchpad notification) and plain RMA,
@@ -69,7 +82,7 @@ at 5% and 25% collisions. See examples/ for scenario files.`,
 			if len(args) == 1 {
 				file = args[0]
 			}
-			return runScenario(cmd.OutOrStdout(), log, file, o)
+			return runScenario(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), log, file, o)
 		},
 	}
 	f := cmd.Flags()
@@ -82,7 +95,7 @@ at 5% and 25% collisions. See examples/ for scenario files.`,
 	f.StringVar(&o.traceFrom, "trace-from", "", "first time in the VCD (overrides outputs.trace_from)")
 	f.StringVar(&o.traceTo, "trace-to", "", "last time in the VCD (overrides outputs.trace_to)")
 	f.StringVar(&o.until, "until", "10s", "stop every experiment at this simulated time")
-	f.BoolVar(&o.noHost, "no-host-stats", false, "leave the host's speed out of stats.json (byte-identical reruns)")
+	f.BoolVar(&o.noHost, "no-host-stats", false, "do not write host.json (the host's speed, which differs from run to run)")
 	f.BoolVar(&o.txnLog, "txn-log", false, "write txns.jsonl: every transaction of the first experiment and its cause")
 	return cmd
 }
@@ -98,7 +111,68 @@ func loadScenario(file string) (scenario.Scenario, error) {
 	return scenario.ParseScenario(file, data)
 }
 
-func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOpts) error {
+// runOutputs are the files `aaemu run` may write into its directory.
+var runOutputs = append([]string{"run.vcd", "run.gtkw", "run.pcapng", "stats.json", "host.json", "txns.jsonl"}, translateFiles()...)
+
+// translateFiles are the GTKWave translate files a run's save file may use.
+func translateFiles() []string {
+	var out []string
+	for _, e := range waveview.Enums() {
+		out = append(out, waveforms.SaveFile{SaveName: "run.gtkw"}.TranslateFile(e))
+	}
+	return out
+}
+
+// runStats is stats.json: every experiment's statistics, labelled, and the
+// results, all deterministic for a scenario and seed (the host's speed is
+// in host.json).
+type runStats struct {
+	Format        string `json:"format"`
+	FormatVersion int    `json:"format_version"`
+	AaemuVersion  string `json:"aaemu_version"`
+	Seed          uint64 `json:"seed"`
+	// Complete is false when the run was interrupted or an experiment
+	// failed: the file holds what was simulated until then.
+	Complete    bool   `json:"complete"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	Error       string `json:"error,omitempty"`
+	Config      any    `json:"config"`
+	// Planned is how many experiments the scenario has; Experiments those
+	// that ran, in order, each with its own engine's statistics.
+	Planned     int               `json:"planned_experiments"`
+	Experiments []experimentStats `json:"experiments"`
+	// Results are the finished experiments' table rows.
+	Results any `json:"results"`
+}
+
+// runStatsVersion is stats.json's layout of aaemu run: 2 has a section per
+// experiment instead of the first experiment's statistics at the top.
+const runStatsVersion = 2
+
+type experimentStats struct {
+	Label      string          `json:"label"`
+	Workload   string          `json:"workload"`
+	Scheme     workload.Scheme `json:"scheme"`
+	Collisions *float64        `json:"collisions,omitempty"` // the DHT's
+	// Traced: the experiment run.vcd and run.pcapng show.
+	Traced   bool   `json:"traced,omitempty"`
+	Complete bool   `json:"complete"`
+	Error    string `json:"error,omitempty"`
+	sim.Snapshot
+}
+
+// hostStats is host.json: how fast this host ran each experiment. It
+// differs from run to run, so it is kept out of stats.json.
+type hostStats struct {
+	Format      string  `json:"format"`
+	WallSeconds float64 `json:"wall_seconds"`
+	Experiments []struct {
+		Label string `json:"label"`
+		*sim.HostSpeed
+	} `json:"experiments"`
+}
+
+func runScenario(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logger, file string, o scenarioOpts) error {
 	sc, err := loadScenario(file)
 	if err != nil {
 		return err
@@ -124,79 +198,158 @@ func runScenario(stdout io.Writer, log *logrus.Logger, file string, o scenarioOp
 	if key, err := sc.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
+	tr, err := traceOptions(sc, o)
+	if err != nil {
+		return err
+	}
+	// Every output is created before the simulation; an earlier run's
+	// files that this run does not write go.
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
+	if err := clearOutputs(o.out, runOutputs); err != nil {
+		return err
+	}
+	names := []string{"stats.json"}
+	if !o.noHost {
+		names = append(names, "host.json")
+	}
+	if o.txnLog {
+		names = append(names, "txns.jsonl")
+	}
+	if sc.Outputs.VCD {
+		names = append(names, "run.vcd", "run.gtkw")
+	}
+	if sc.Outputs.Pcap {
+		names = append(names, "run.pcapng")
+	}
+	outs, err := createOutputs(o.out, names...)
+	if err != nil {
+		return err
+	}
+	defer outs.abandon()
+
+	dht := sc.Workload.Kind == scenario.KindDHT
+	xs := sc.Experiments()
+	disp := newProgress(stderr, "run", len(xs))
+	ctx = disp.context(ctx)
 	var results []workload.DHTResult
 	var others []scenario.WorkloadResult // the other workloads'
-	var first *sim.Engine
+	var exps []experimentStats
+	host := hostStats{Format: "aaemu-host"}
 	var traced *tracedOutputs
+	var runErr, writeErr error
+	interrupted := false
 	start := time.Now()
-	for i, x := range sc.Experiments() {
+	for i, x := range xs {
+		if runctl.Canceled(ctx) {
+			interrupted = true
+			break
+		}
 		e := sim.NewEngine(sc.Seed)
 		if i == 0 && o.txnLog {
 			e.EnableTxnLog()
 		}
-		c, finish, err := sc.Prepare(e, x)
+		pr, err := sc.PrepareRun(e, x)
 		if err != nil {
-			return err
+			runErr = err
+			break
 		}
 		if i == 0 {
-			if traced, err = attachOutputs(e, c, sc, o); err != nil {
-				return err
-			}
-			first = e
+			traced = attachOutputs(e, pr.Sys, sc, x, tr, outs)
 		}
 		log.WithFields(logrus.Fields{"scheme": x.Scheme, "collisions": x.Collisions}).Info("running")
-		end := c.Run(until, c.AppsDone)
-		out, err := finish(end)
-		if err != nil {
-			return err
+		t0 := time.Now()
+		end, stopped := runctl.Run(ctx, pr.Sys.Cluster, x.Label(dht), until, pr.Progress)
+		es := experimentStats{Label: x.Label(dht), Workload: sc.Workload.Kind, Scheme: x.Scheme, Traced: i == 0, Complete: !stopped, Snapshot: e.Snapshot()}
+		if dht {
+			es.Collisions = &x.Collisions
 		}
-		if sc.Workload.Kind == scenario.KindDHT {
-			results = append(results, out.DHT)
-		} else {
-			others = append(others, out.Workload)
-		}
-		if i == 0 {
-			if err := traced.close(uint64(end)); err != nil {
-				return err
+		host.Experiments = append(host.Experiments, struct {
+			Label string `json:"label"`
+			*sim.HostSpeed
+		}{es.Label, e.HostSpeed(time.Since(t0))})
+		if !stopped {
+			out, err := pr.Finish(end)
+			switch {
+			case err != nil:
+				es.Complete, es.Error, runErr = false, err.Error(), err
+			case dht:
+				results = append(results, out.DHT)
+			default:
+				others = append(others, out.Workload)
 			}
 		}
+		exps = append(exps, es)
+		if i == 0 {
+			note := ""
+			if stopped {
+				note = fmt.Sprintf("incomplete: aaemu was interrupted at %s of simulated time; the run did not finish", end.Human())
+			}
+			writeErr = errors.Join(writeErr, traced.close(uint64(end), note))
+			if o.txnLog {
+				writeErr = errors.Join(writeErr, outs.write("txns.jsonl", func(w io.Writer) error { return encodeTxnLog(w, e) }))
+			}
+		}
+		if stopped {
+			interrupted = true
+			break
+		}
+		if runErr != nil {
+			break
+		}
 	}
+	disp.close()
 	wall := time.Since(start)
-	statsPath := filepath.Join(o.out, "stats.json")
-	if err := writeFile(statsPath, func(w io.Writer) error {
-		info := sim.RunInfo{Version: version.Version, Config: sc, Wall: wall, Host: !o.noHost, Results: results}
-		if sc.Workload.Kind != scenario.KindDHT {
-			info.Results = others
-		}
-		return first.WriteStatsJSON(w, info)
-	}); err != nil {
-		return err
+	st := runStats{Format: "aaemu-stats", FormatVersion: runStatsVersion, AaemuVersion: version.Version, Seed: sc.Seed,
+		Complete: !interrupted && runErr == nil && len(exps) == len(xs), Interrupted: interrupted, Config: sc,
+		Planned: len(xs), Experiments: exps, Results: results}
+	if !dht {
+		st.Results = others
 	}
-	if o.txnLog {
-		if err := writeTxnLog(filepath.Join(o.out, "txns.jsonl"), first); err != nil {
-			return err
-		}
+	if runErr != nil {
+		st.Error = runErr.Error()
 	}
-	if sc.Workload.Kind == scenario.KindDHT {
+	writeErr = errors.Join(writeErr, outs.write("stats.json", func(w io.Writer) error { return encodeJSON(w, st) }))
+	if !o.noHost {
+		host.WallSeconds = wall.Seconds()
+		writeErr = errors.Join(writeErr, outs.write("host.json", func(w io.Writer) error { return encodeJSON(w, host) }))
+	}
+	// The table of what finished, whatever happened to the files.
+	if dht {
 		printResults(stdout, sc, results, wall)
 	} else {
 		printWorkloadResults(stdout, sc, others, wall)
 	}
 	fmt.Fprintf(stdout, "\noutputs in %s/:", o.out)
-	if traced.vcd != nil {
+	if traced != nil && traced.vcd != nil {
 		fmt.Fprintf(stdout, " run.vcd (%d signals, %d changes), run.gtkw,", len(traced.vcd.Signals()), traced.vcd.Changes())
 	}
-	if traced.pcap != nil {
+	if traced != nil && traced.pcap != nil {
 		fmt.Fprintf(stdout, " run.pcapng (%d frames),", traced.frames)
 	}
-	fmt.Fprintf(stdout, " stats.json\n")
-	if traced.vcd != nil {
+	fmt.Fprintf(stdout, " stats.json")
+	if !o.noHost {
+		fmt.Fprintf(stdout, ", host.json")
+	}
+	if o.txnLog {
+		fmt.Fprintf(stdout, ", txns.jsonl")
+	}
+	fmt.Fprintln(stdout)
+	if traced != nil && traced.vcd != nil {
 		fmt.Fprintf(stdout, "view: gtkwave %s %s; wireshark %s\n", filepath.Join(o.out, "run.vcd"), filepath.Join(o.out, "run.gtkw"), filepath.Join(o.out, "run.pcapng"))
 	}
-	return nil
+	if interrupted {
+		return errors.Join(fmt.Errorf("%w after %d of %d experiments: %s/ holds what was simulated (stats.json says \"complete\": false)",
+			runctl.ErrInterrupted, len(results)+len(others), len(xs), o.out), writeErr)
+	}
+	return errors.Join(runErr, writeErr)
+}
+
+func encodeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func printResults(w io.Writer, sc scenario.Scenario, rs []workload.DHTResult, wall time.Duration) {
@@ -255,9 +408,35 @@ func printWorkloadResults(w io.Writer, sc scenario.Scenario, rs []scenario.Workl
 	fmt.Fprintf(w, "(%d experiments in %v wall time)\n", len(rs), wall.Round(time.Millisecond))
 }
 
+// traceOpts are the VCD's signal filter and window.
+type traceOpts struct {
+	filter   *waveforms.Filter
+	from, to sim.Tick
+}
+
+func traceOptions(sc scenario.Scenario, o scenarioOpts) (traceOpts, error) {
+	var t traceOpts
+	if !sc.Outputs.VCD {
+		return t, nil
+	}
+	filter, err := waveforms.NewFilter(sc.Outputs.Trace, o.traceExclude, false)
+	if err != nil {
+		return t, fmt.Errorf("outputs.trace: %w", err)
+	}
+	t.filter = filter
+	t.from, _ = sim.ParseTick(sc.Outputs.TraceFrom)
+	if sc.Outputs.TraceTo != "" {
+		t.to, _ = sim.ParseTick(sc.Outputs.TraceTo)
+	}
+	if t.to != 0 && t.to < t.from {
+		return t, fmt.Errorf("outputs.trace_to %v lies before trace_from %v", t.to, t.from)
+	}
+	return t, nil
+}
+
 // tracedOutputs are the files the first experiment writes.
 type tracedOutputs struct {
-	dir     string
+	outs    *outputs
 	vcdFile *os.File
 	vcd     *waveforms.Writer
 	pcapF   *os.File
@@ -267,43 +446,28 @@ type tracedOutputs struct {
 	err     error
 }
 
-func attachOutputs(e *sim.Engine, c *aa.System, sc scenario.Scenario, o scenarioOpts) (*tracedOutputs, error) {
-	t := &tracedOutputs{dir: o.out}
-	if sc.Outputs.Pcap {
-		f, err := os.Create(filepath.Join(o.out, "run.pcapng"))
-		if err != nil {
-			return t, err
-		}
+// attachOutputs taps the first experiment's wires and engine into the
+// capture and the VCD, which outs has created.
+func attachOutputs(e *sim.Engine, c *aa.System, sc scenario.Scenario, x scenario.Experiment, tr traceOpts, outs *outputs) *tracedOutputs {
+	t := &tracedOutputs{outs: outs}
+	if outs.has("run.pcapng") {
+		f := outs.take("run.pcapng")
+		t.pcapF = f
 		names := make([]string, len(c.Wires))
 		for i, w := range c.Wires {
 			names[i] = wireName(w)
 		}
 		cp, err := roce.NewCapture(f, names)
 		if err != nil {
-			return t, err
+			t.err = err
+			return t
 		}
-		t.pcapF, t.pcap = f, cp
+		t.pcap = cp
 	}
-	if sc.Outputs.VCD {
-		filter, err := waveforms.NewFilter(sc.Outputs.Trace, o.traceExclude, false)
-		if err != nil {
-			return t, fmt.Errorf("outputs.trace: %w", err)
-		}
-		from, _ := sim.ParseTick(sc.Outputs.TraceFrom)
-		var to sim.Tick
-		if sc.Outputs.TraceTo != "" {
-			to, _ = sim.ParseTick(sc.Outputs.TraceTo)
-		}
-		if to != 0 && to < from {
-			return t, fmt.Errorf("outputs.trace_to %v lies before trace_from %v", to, from)
-		}
-		f, err := os.Create(filepath.Join(o.out, "run.vcd"))
-		if err != nil {
-			return t, err
-		}
-		x := sc.Experiments()[0]
+	if outs.has("run.vcd") {
+		f := outs.take("run.vcd")
 		t.vcdFile = f
-		t.vcd = waveforms.NewWriter(f, waveforms.Options{Filter: filter, From: uint64(from), To: uint64(to),
+		t.vcd = waveforms.NewWriter(f, waveforms.Options{Filter: tr.filter, From: uint64(tr.from), To: uint64(tr.to),
 			Version: "aaemu " + version.Version, Comment: fmt.Sprintf("DHT %s at %.0f%% collisions, seed %d", x.Scheme, 100*x.Collisions, sc.Seed)})
 		t.declareOpcodes(c.Wires)
 		e.AttachTracer(t.vcd)
@@ -311,7 +475,7 @@ func attachOutputs(e *sim.Engine, c *aa.System, sc scenario.Scenario, o scenario
 	for i, w := range c.Wires {
 		w.SetTap(t.tap(i))
 	}
-	return t, nil
+	return t
 }
 
 // wireName is a wire's block name ("net.wire01"): its input channel's
@@ -356,30 +520,74 @@ func (t *tracedOutputs) tap(i int) nic.Tap {
 	}
 }
 
-// close finishes the files; frames written after close (none: the run is
-// over) would be lost.
-func (t *tracedOutputs) close(end uint64) error {
-	if t.pcap != nil {
-		if err := t.pcap.Flush(); err != nil {
-			return err
+// close finishes the files at simulated time end; a note (an interrupted
+// run) ends each with a mark that says so: a $comment in the VCD's
+// value-change section, a second pcapng section whose comment is the note.
+// It returns every error met.
+func (t *tracedOutputs) close(end uint64, note string) error {
+	var errs []error
+	if t.pcapF != nil {
+		if t.pcap != nil {
+			if err := t.pcap.Flush(); err != nil && t.err == nil {
+				t.err = err
+			}
 		}
-		if err := t.pcapF.Close(); err != nil {
-			return err
+		if note != "" && t.err == nil {
+			_, t.err = t.pcapF.Write(pcapngSection(note))
+		}
+		if err := t.pcapF.Close(); err != nil && t.err == nil {
+			t.err = err
 		}
 		if t.err != nil {
-			return fmt.Errorf("run.pcapng: %w", t.err)
+			errs = append(errs, fmt.Errorf("%s: %w", t.pcapF.Name(), t.err))
 		}
 	}
 	if t.vcd != nil {
-		if err := t.vcd.Close(end); err != nil {
-			return fmt.Errorf("run.vcd: %w", err)
+		err := t.vcd.Close(end)
+		if err == nil && note != "" {
+			_, err = fmt.Fprintf(t.vcdFile, "$comment\n\t%s\n$end\n", strings.ReplaceAll(note, "$end", "$ end"))
 		}
-		if err := t.vcdFile.Close(); err != nil {
-			return err
+		if cerr := t.vcdFile.Close(); err == nil {
+			err = cerr
 		}
-		if err := writeGTKW(filepath.Join(t.dir, "run.gtkw"), "run.vcd", t.vcd); err != nil {
-			return err
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", t.vcdFile.Name(), err))
+		}
+		errs = append(errs, t.outs.write("run.gtkw", func(w io.Writer) error {
+			return writeGTKWTo(w, t.outs.dir, "run.gtkw", "run.vcd", t.vcd)
+		}))
+	}
+	return errors.Join(errs...)
+}
+
+// pcapngSection is a pcapng section header block with no interfaces or
+// packets whose comment is note: a capture that ends with it says, to
+// capinfos and Wireshark's capture properties, why it ended.
+func pcapngSection(note string) []byte {
+	le := binary.LittleEndian
+	body := make([]byte, 16)
+	le.PutUint32(body, 0x1A2B3C4D) // byte-order magic
+	le.PutUint16(body[4:], 1)      // version 1.0
+	le.PutUint16(body[6:], 0)
+	le.PutUint64(body[8:], ^uint64(0)) // section length not given
+	opt := func(code uint16, val []byte) {
+		var h [4]byte
+		le.PutUint16(h[:], code)
+		le.PutUint16(h[2:], uint16(len(val)))
+		body = append(append(body, h[:]...), val...)
+		for len(body)%4 != 0 {
+			body = append(body, 0)
 		}
 	}
-	return nil
+	if len(note) > 60000 {
+		note = note[:60000]
+	}
+	opt(1, []byte(note)) // opt_comment
+	opt(0, nil)          // opt_endofopt
+	n := uint32(12 + len(body))
+	b := make([]byte, 8, n)
+	le.PutUint32(b, 0x0A0D0D0A)
+	le.PutUint32(b[4:], n)
+	b = append(b, body...)
+	return le.AppendUint32(b, n)
 }

@@ -50,27 +50,54 @@ func TestRunScenarioOutputs(t *testing.T) {
 		t.Fatal("the target IOMMU's decision is not traced")
 	}
 	var stats struct {
-		Results []struct {
+		Complete bool
+		Results  []struct {
 			Scheme        string
 			Verified      bool
 			InsertsPerSec float64 `json:"inserts_per_second"`
 		}
-		Stats map[string]struct{ Value uint64 }
+		Experiments []struct {
+			Label, Scheme    string
+			Collisions       *float64
+			Traced, Complete bool
+			Simulation       struct {
+				EndTimePS uint64 `json:"end_time_ps"`
+			}
+			Stats map[string]struct{ Value uint64 }
+		}
 	}
 	raw, _ := os.ReadFile(filepath.Join(dir, "stats.json"))
 	if err := json.Unmarshal(raw, &stats); err != nil {
 		t.Fatal(err)
 	}
-	if len(stats.Results) != 4 {
-		t.Fatalf("%d results", len(stats.Results))
+	if len(stats.Results) != 4 || !stats.Complete {
+		t.Fatalf("%d results, complete %v", len(stats.Results), stats.Complete)
 	}
 	for _, r := range stats.Results {
 		if !r.Verified || r.InsertsPerSec <= 0 {
 			t.Fatalf("result %+v", r)
 		}
 	}
-	if stats.Stats["node1.iommu.records"].Value != 200 {
-		t.Fatalf("the traced AA run logged %d records, want 200", stats.Stats["node1.iommu.records"].Value)
+	// Every experiment's own statistics, labelled: the AA runs logged every
+	// insert, the RMA runs nothing; the first is the traced one.
+	if len(stats.Experiments) != 4 {
+		t.Fatalf("%d experiments in stats.json, want 4", len(stats.Experiments))
+	}
+	for i, x := range stats.Experiments {
+		if x.Scheme != stats.Results[i].Scheme || x.Collisions == nil || !x.Complete || x.Traced != (i == 0) ||
+			!strings.HasPrefix(x.Label, x.Scheme+" at ") || x.Simulation.EndTimePS == 0 {
+			t.Fatalf("experiment %d: %s %v complete %v traced %v", i, x.Label, x.Collisions, x.Complete, x.Traced)
+		}
+		want := uint64(200)
+		if x.Scheme == "RMA" {
+			want = 0
+		}
+		if got := x.Stats["node1.iommu.records"].Value; got != want {
+			t.Fatalf("%s logged %d records, want %d", x.Label, got, want)
+		}
+	}
+	if stats.Experiments[0].Simulation == stats.Experiments[2].Simulation {
+		t.Fatal("the experiments' statistics are the same: not each its own")
 	}
 }
 

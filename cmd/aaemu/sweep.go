@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,9 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/sweep"
 	"github.com/aaemu/aaemu/scenario"
 )
@@ -41,15 +42,19 @@ and what to plot:
 Every point runs every experiment of the scenario (each scheme at each
 collision ratio), and every experiment checks its own result. Points run in
 parallel; the outputs are in grid order and byte-identical across runs:
-  sweep.csv, sweep.json          one row per experiment
+  sweep.csv, sweep.json          one row per experiment, written as the
+                                 points finish
   sweep-<metric>.png and .svg    one plot per y metric, a line per series
+
+Ctrl-C stops the sweep: the finished points' rows stay (sweep.json says
+"complete": false) and the exit status is 130.
 
 Metrics: inserts_per_second, sim_time_us, remote_ops_per_insert,
 pcie_tlps_per_insert, wire_bytes_per_insert, target_polls.`,
 		Example: `  aaemu sweep examples/sweep-compute.yaml --out /tmp/sweep`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSweep(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, jobs)
+			return runSweep(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, jobs)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out", "output directory")
@@ -57,7 +62,7 @@ pcie_tlps_per_insert, wire_bytes_per_insert, target_polls.`,
 	return cmd
 }
 
-func runSweep(stdout, stderr io.Writer, file, out string, jobs int) error {
+func runSweep(ctx context.Context, stdout, stderr io.Writer, file, out string, jobs int) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -70,8 +75,12 @@ func runSweep(stdout, stderr io.Writer, file, out string, jobs int) error {
 		return fmt.Errorf("--jobs must be at least 1")
 	}
 	pts := s.Points()
-	rows, plots, wall, err := runAndWrite(stderr, s, "sweep", out, "sweep", jobs)
+	outs, err := prepareSweepDir(out, "sweep")
 	if err != nil {
+		return err
+	}
+	rows, plots, wall, err := runAndWrite(ctx, stderr, s, "sweep", out, "sweep", jobs, outs)
+	if rows == nil && err != nil {
 		return err
 	}
 	// The table on the terminal: the grid values, scheme, collisions and
@@ -106,39 +115,63 @@ func runSweep(stdout, stderr io.Writer, file, out string, jobs int) error {
 		fmt.Fprintf(stdout, ", %s", filepath.Base(p))
 	}
 	fmt.Fprintln(stdout)
-	return nil
+	return err
 }
 
-// runAndWrite runs a sweep on jobs workers behind a progress bar (on a
-// terminal) and writes dir/sweep.csv, dir/sweep.json and the plots named
-// after base. It returns the rows, the plot files and the wall time.
-func runAndWrite(stderr io.Writer, s *sweep.Spec, label, dir, base string, jobs int) ([]sweep.Row, []string, time.Duration, error) {
+// sweepOutputs are the files a sweep may write into its directory: the
+// tables, and a PNG and an SVG per metric named after base.
+func sweepOutputs(base string) []string {
+	names := []string{"sweep.csv", "sweep.json"}
+	for _, m := range sweep.MetricNames() {
+		names = append(names, base+"-"+m+".png", base+"-"+m+".svg")
+	}
+	return names
+}
+
+// prepareSweepDir makes dir, removes an earlier sweep's files from it and
+// creates the tables.
+func prepareSweepDir(dir, base string) (*outputs, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, 0, err
+		return nil, err
 	}
-	var p *mpb.Progress
-	var done func()
-	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
-		p = mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(40))
-		bar := p.AddBar(int64(len(s.Points())), mpb.PrependDecorators(decor.Name(label+" "), decor.CountersNoUnit("%d/%d")),
-			mpb.AppendDecorators(decor.Percentage(), decor.Name(" "), decor.AverageETA(decor.ET_STYLE_GO)))
-		done = func() { bar.Increment() }
+	if err := clearOutputs(dir, sweepOutputs(base)); err != nil {
+		return nil, err
 	}
+	return createOutputs(dir, "sweep.csv", "sweep.json")
+}
+
+// runAndWrite runs a sweep on jobs workers and writes dir/sweep.csv and
+// dir/sweep.json (created by prepareSweepDir) as its points finish, then
+// the plots named after base. A terminal gets a line per running
+// experiment and one over the sweep. It returns the rows that finished, the
+// plot files and the wall time; when it was interrupted or a point failed,
+// the rows so far with the error (the JSON then says "complete": false,
+// and there are no plots).
+func runAndWrite(ctx context.Context, stderr io.Writer, s *sweep.Spec, label, dir, base string, jobs int, outs *outputs) ([]sweep.Row, []string, time.Duration, error) {
+	csvF, jsonF := outs.take("sweep.csv"), outs.take("sweep.json")
+	tables := s.NewTables(csvF, jsonF)
+	disp := newProgress(stderr, label, s.Experiments())
 	start := time.Now()
-	rows, err := s.Run(jobs, done)
-	if p != nil {
-		p.Wait()
+	rows := []sweep.Row{}
+	var writeErr error
+	err := s.RunStream(disp.context(ctx), jobs, func(r []sweep.Row) {
+		rows = append(rows, r...)
+		if err := tables.Add(r); err != nil && writeErr == nil {
+			writeErr = err
+		}
+	}, nil)
+	disp.close()
+	wall := time.Since(start)
+	writeErr = errors.Join(writeErr, tables.Close(err == nil), csvF.Close(), jsonF.Close())
+	if writeErr != nil {
+		writeErr = fmt.Errorf("%s: %w", dir, writeErr)
 	}
 	if err != nil {
-		return nil, nil, 0, err
-	}
-	wall := time.Since(start)
-	if err := writeFile(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error { return s.WriteCSV(w, rows) }); err != nil {
-		return nil, nil, 0, err
-	}
-	if err := writeFile(filepath.Join(dir, "sweep.json"), func(w io.Writer) error { return s.WriteJSON(w, rows) }); err != nil {
-		return nil, nil, 0, err
+		if errors.Is(err, runctl.ErrInterrupted) {
+			err = fmt.Errorf("%w after %d experiments: %s holds their rows (sweep.json says \"complete\": false)", err, len(rows), dir)
+		}
+		return rows, nil, wall, errors.Join(err, writeErr)
 	}
 	plots, err := s.SavePlots(rows, dir, base)
-	return rows, plots, wall, err
+	return rows, plots, wall, errors.Join(writeErr, err)
 }

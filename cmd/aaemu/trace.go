@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/sim"
 )
@@ -37,7 +39,7 @@ time since the operation began and since the step that caused it.`,
 			if len(args) == 1 {
 				file = args[0]
 			}
-			return traceOp(cmd.OutOrStdout(), file, op, proc, o)
+			return traceOp(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), file, op, proc, o)
 		},
 	}
 	cmd.Flags().IntVar(&op, "op", 1, "which operation of the process (1-based)")
@@ -46,7 +48,7 @@ time since the operation began and since the step that caused it.`,
 	return cmd
 }
 
-func traceOp(w io.Writer, file string, op int, proc string, o scenarioOpts) error {
+func traceOp(ctx context.Context, w, stderr io.Writer, file string, op int, proc string, o scenarioOpts) error {
 	sc, err := loadScenario(file)
 	if err != nil {
 		return err
@@ -61,11 +63,16 @@ func traceOp(w io.Writer, file string, op int, proc string, o scenarioOpts) erro
 	x := sc.Experiments()[0]
 	e := sim.NewEngine(sc.Seed)
 	e.EnableTxnLog()
-	c, _, err := sc.Prepare(e, x)
+	prep, err := sc.PrepareRun(e, x)
 	if err != nil {
 		return err
 	}
-	c.Run(until, c.AppsDone)
+	disp := newProgress(stderr, "trace", 1)
+	_, stopped := runctl.Run(disp.context(ctx), prep.Sys.Cluster, x.Label(true), until, prep.Progress)
+	disp.close()
+	if stopped {
+		return runctl.ErrInterrupted
+	}
 	log := e.TxnLog()
 	// The N-th operation the process started.
 	var root *sim.TxnRecord

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/workload"
@@ -58,7 +62,7 @@ run checks its own result and fails if it is wrong.
   aaemu workload xor --nodes 8 --size 1024 --json /tmp/xor.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runWorkload(cmd.OutOrStdout(), args[0], o)
+			return runWorkload(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], o)
 		},
 	}
 	f := cmd.Flags()
@@ -75,7 +79,7 @@ run checks its own result and fails if it is wrong.
 	return cmd
 }
 
-func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
+func runWorkload(ctx context.Context, stdout, stderr io.Writer, kind string, o workloadOpts) error {
 	if kind == scenario.KindDHT || !slices.Contains(scenario.Kinds, kind) {
 		return fmt.Errorf("workload %q: want counter, getlog, checkpoint, xor, stream or sort (the DHT runs with aaemu run)", kind)
 	}
@@ -131,30 +135,57 @@ func runWorkload(stdout io.Writer, kind string, o workloadOpts) error {
 	if key, err := sc.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	var rows []scenario.WorkloadResult
-	for _, x := range sc.Experiments() {
-		c, finish, err := sc.Prepare(sim.NewEngine(sc.Seed), x)
-		if err != nil {
+	// The JSON file is created before anything is simulated.
+	var jsonF *os.File
+	if o.jsonOut != "" {
+		var err error
+		if jsonF, err = os.Create(o.jsonOut); err != nil {
 			return err
 		}
-		out, err := finish(c.Run(10*sim.S, c.AppsDone))
+		defer jsonF.Close()
+	}
+	xs := sc.Experiments()
+	disp := newProgress(stderr, "workload "+kind, len(xs))
+	rctx := disp.context(ctx)
+	rows := []scenario.WorkloadResult{}
+	var runErr error
+	for _, x := range xs {
+		pr, err := sc.PrepareRun(sim.NewEngine(sc.Seed), x)
 		if err != nil {
-			return err
+			runErr = err
+			break
+		}
+		end, stopped := runctl.Run(rctx, pr.Sys.Cluster, x.Label(false), 10*sim.S, pr.Progress)
+		if stopped {
+			runErr = fmt.Errorf("%w after %d of %d schemes", runctl.ErrInterrupted, len(rows), len(xs))
+			break
+		}
+		out, err := pr.Finish(end)
+		if err != nil {
+			runErr = err
+			break
 		}
 		rows = append(rows, out.Workload)
 	}
+	disp.close()
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scheme\trate\tsim time\tdetail\t\n")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%.4g %s\t%s\t%s\t\n", r.Scheme, r.Rate, r.Unit, sim.Tick(r.SimTimePS).Human(), r.Detail)
 	}
 	tw.Flush()
-	if o.jsonOut != "" {
-		return writeFile(o.jsonOut, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rows)
-		})
+	if jsonF != nil {
+		// The rows that finished, even when a scheme failed or the run was
+		// interrupted.
+		enc := json.NewEncoder(jsonF)
+		enc.SetIndent("", "  ")
+		err := enc.Encode(rows)
+		if cerr := jsonF.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return errors.Join(runErr, fmt.Errorf("%s: %w", o.jsonOut, err))
+		}
 	}
-	return nil
+	return runErr
 }

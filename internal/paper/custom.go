@@ -1,7 +1,9 @@
 package paper
 
 import (
+	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/sweep"
 	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
@@ -32,7 +35,7 @@ type Custom struct {
 	CategoryLabel string
 	YLabel        string
 	YUnit         string // "" is "1/s": a rate of operations
-	run           func(x int, category string, s workload.Scheme) (y float64, err error)
+	run           func(ctx context.Context, x int, category string, s workload.Scheme) (y float64, err error)
 }
 
 // Point is one experiment of a custom figure.
@@ -85,6 +88,16 @@ func (c *Custom) Experiments() int { return len(c.X) * len(c.categories()) * len
 // Run runs every experiment on jobs workers; the points come back in order.
 func (c *Custom) Run(jobs int, done func()) ([]Point, error) {
 	var pts []Point
+	err := c.RunStream(context.Background(), jobs, func(p Point) { pts = append(pts, p) }, done)
+	if err != nil {
+		return nil, err
+	}
+	return pts, nil
+}
+
+// points lists the experiments in order.
+func (c *Custom) points() []Point {
+	var pts []Point
 	for _, x := range c.X {
 		for _, cat := range c.categories() {
 			for _, s := range c.Schemes {
@@ -92,40 +105,86 @@ func (c *Custom) Run(jobs int, done func()) ([]Point, error) {
 			}
 		}
 	}
+	return pts
+}
+
+type nameKey struct{}
+
+// RunStream runs every experiment on jobs workers and hands emit each
+// finished point in order, as soon as the points before it have finished
+// or failed (one call at a time). done, if not nil, is called after each
+// experiment. When ctx is cancelled no further experiment starts and the
+// running ones stop between time slices; the points finished by then are
+// still emitted, in order. It returns the first failed point's error, else
+// runctl.ErrInterrupted if ctx was cancelled before all finished.
+func (c *Custom) RunStream(ctx context.Context, jobs int, emit func(Point), done func()) error {
+	pts := c.points()
 	errs := make([]error, len(pts))
-	sweep.Parallel(len(pts), jobs, func(i int) { pts[i].Y, errs[i] = c.run(pts[i].X, pts[i].Category, pts[i].Scheme) }, done)
+	ok := sweep.Ordered(ctx, len(pts), jobs, func(i int) bool {
+		p := &pts[i]
+		name := fmt.Sprintf("%s %d", c.xName(), p.X)
+		if p.Category != "" {
+			name += " " + p.Category
+		}
+		p.Y, errs[i] = c.run(context.WithValue(ctx, nameKey{}, name+" "+string(p.Scheme)), p.X, p.Category, p.Scheme)
+		if done != nil {
+			done()
+		}
+		return errs[i] == nil
+	}, func(i int) { emit(pts[i]) })
 	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("%s %d, %s: %w", c.xName(), pts[i].X, pts[i].Scheme, err)
+		if err != nil && !errors.Is(err, runctl.ErrInterrupted) {
+			return fmt.Errorf("%s %d, %s: %w", c.xName(), pts[i].X, pts[i].Scheme, err)
 		}
 	}
-	return pts, nil
+	if ok < len(pts) {
+		return runctl.ErrInterrupted
+	}
+	return nil
+}
+
+// runFor runs c for at most a simulated second, or until ctx is cancelled
+// (runctl.ErrInterrupted); progress is the workload's, for the display.
+func runFor(ctx context.Context, c *aa.System, progress func() float64) error {
+	name, _ := ctx.Value(nameKey{}).(string)
+	if _, stopped := runctl.Run(ctx, c.Cluster, name, sim.S, progress); stopped {
+		return runctl.ErrInterrupted
+	}
+	return nil
 }
 
 // WriteCSV writes X, the category if any, the scheme and the measured
 // value, one line a point.
 func (c *Custom) WriteCSV(w io.Writer, pts []Point) error {
 	cw := csv.NewWriter(w)
-	head := []string{strings.ReplaceAll(c.xName(), " ", "_")}
-	if c.Categories != nil {
-		head = append(head, strings.ReplaceAll(c.CategoryLabel, " ", "_"))
-	}
-	head = append(head, "scheme", strings.ReplaceAll(c.YLabel, " ", "_"))
-	if err := cw.Write(head); err != nil {
+	if err := cw.Write(c.CSVHeader()); err != nil {
 		return err
 	}
 	for _, p := range pts {
-		row := []string{strconv.Itoa(p.X)}
-		if c.Categories != nil {
-			row = append(row, p.Category)
-		}
-		row = append(row, string(p.Scheme), strconv.FormatFloat(p.Y, 'g', 8, 64))
-		if err := cw.Write(row); err != nil {
+		if err := cw.Write(c.CSVRecord(p)); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// CSVHeader is the CSV's first line.
+func (c *Custom) CSVHeader() []string {
+	head := []string{strings.ReplaceAll(c.xName(), " ", "_")}
+	if c.Categories != nil {
+		head = append(head, strings.ReplaceAll(c.CategoryLabel, " ", "_"))
+	}
+	return append(head, "scheme", strings.ReplaceAll(c.YLabel, " ", "_"))
+}
+
+// CSVRecord is a point's line of the CSV.
+func (c *Custom) CSVRecord(p Point) []string {
+	row := []string{strconv.Itoa(p.X)}
+	if c.Categories != nil {
+		row = append(row, p.Category)
+	}
+	return append(row, string(p.Scheme), strconv.FormatFloat(p.Y, 'g', 8, 64))
 }
 
 // Series groups the points by scheme for plotting; with categories X is
@@ -175,7 +234,7 @@ var counterFigure = &Figure{
 		X:       []int{2, 4, 8},
 		Schemes: []workload.Scheme{workload.NoCnt, workload.AAPoll, workload.AKV, workload.Allreduce, workload.RMA},
 		YLabel:  "accesses per second",
-		run: func(nodes int, _ string, s workload.Scheme) (float64, error) {
+		run: func(ctx context.Context, nodes int, _ string, s workload.Scheme) (float64, error) {
 			c, err := cluster(nodes)
 			if err != nil {
 				return 0, err
@@ -184,7 +243,9 @@ var counterFigure = &Figure{
 			if err != nil {
 				return 0, err
 			}
-			c.Run(sim.S, c.AppsDone)
+			if err := runFor(ctx, c, k.Progress); err != nil {
+				return 0, err
+			}
 			r := k.Result()
 			if !r.Verified {
 				return 0, fmt.Errorf("the counts are wrong: %s", r.Problem)
@@ -219,7 +280,7 @@ var getLogFigure = &Figure{
 		X:       []int{2, 4, 8},
 		Schemes: []workload.Scheme{workload.NoFT, workload.AAPoll, workload.RMA},
 		YLabel:  "gets per second",
-		run: func(nodes int, _ string, s workload.Scheme) (float64, error) {
+		run: func(ctx context.Context, nodes int, _ string, s workload.Scheme) (float64, error) {
 			c, err := cluster(nodes)
 			if err != nil {
 				return 0, err
@@ -228,7 +289,9 @@ var getLogFigure = &Figure{
 			if err != nil {
 				return 0, err
 			}
-			c.Run(sim.S, c.AppsDone)
+			if err := runFor(ctx, c, g.Progress); err != nil {
+				return 0, err
+			}
 			r := g.Result()
 			if !r.Verified {
 				return 0, fmt.Errorf("the logs are wrong: %s", r.Problem)

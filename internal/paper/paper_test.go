@@ -1,6 +1,7 @@
 package paper
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -204,7 +205,7 @@ func TestRouterClaim(t *testing.T) {
 // index; one without keeps the node count.
 func TestCustomCategories(t *testing.T) {
 	c := &Custom{X: []int{8}, Categories: []string{"A", "B"}, CategoryLabel: "topology", Schemes: []workload.Scheme{workload.NoFT, workload.AAPoll}, YLabel: "router energy", YUnit: "µJ",
-		run: func(n int, cat string, s workload.Scheme) (float64, error) {
+		run: func(ctx context.Context, n int, cat string, s workload.Scheme) (float64, error) {
 			return float64(n) + float64(len(cat)) + float64(len(s)), nil
 		}}
 	pts, err := c.Run(2, nil)

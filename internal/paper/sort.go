@@ -1,13 +1,15 @@
 package paper
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"sync"
 
 	"github.com/aaemu/aaemu/energy"
-	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/workload"
 )
 
@@ -43,7 +45,7 @@ type sortEntry struct {
 	err  error
 }
 
-func sortResult(nodes int, s workload.Scheme) (workload.SortResult, error) {
+func sortResult(ctx context.Context, nodes int, s workload.Scheme) (workload.SortResult, error) {
 	sortRuns.Lock()
 	if sortRuns.m == nil {
 		sortRuns.m = map[sortKey]*sortEntry{}
@@ -65,12 +67,22 @@ func sortResult(nodes int, s workload.Scheme) (workload.SortResult, error) {
 			e.err = err
 			return
 		}
-		c.Run(sim.S, c.AppsDone)
+		if e.err = runFor(ctx, c, st.Progress); e.err != nil {
+			return
+		}
 		e.res = st.Result()
 		if !e.res.Verified {
 			e.err = fmt.Errorf("the sort is wrong: %s", e.res.Problem)
 		}
 	})
+	if errors.Is(e.err, runctl.ErrInterrupted) {
+		// Not kept: a later call runs it again.
+		sortRuns.Lock()
+		if sortRuns.m[sortKey{nodes, s}] == e {
+			delete(sortRuns.m, sortKey{nodes, s})
+		}
+		sortRuns.Unlock()
+	}
 	return e.res, e.err
 }
 
@@ -103,8 +115,8 @@ var sortTimeFigure = &Figure{
 		Schemes: sortSchemes,
 		YLabel:  "communication time",
 		YUnit:   "µs",
-		run: func(nodes int, _ string, s workload.Scheme) (float64, error) {
-			r, err := sortResult(nodes, s)
+		run: func(ctx context.Context, nodes int, _ string, s workload.Scheme) (float64, error) {
+			r, err := sortResult(ctx, nodes, s)
 			return float64(r.CommTimePS) / 1e6, err
 		},
 	},
@@ -147,8 +159,8 @@ var nicEnergyFigure = &Figure{
 		Schemes: sortSchemes,
 		YLabel:  "NIC energy",
 		YUnit:   "µJ",
-		run: func(nodes int, _ string, s workload.Scheme) (float64, error) {
-			r, err := sortResult(nodes, s)
+		run: func(ctx context.Context, nodes int, _ string, s workload.Scheme) (float64, error) {
+			r, err := sortResult(ctx, nodes, s)
 			return nicEnergy(r), err
 		},
 	},
@@ -156,8 +168,8 @@ var nicEnergyFigure = &Figure{
 		{Text: "AA sends what No-FT sends", Paper: "same bytes", Tolerance: "within ±1 % at every size", Measure: func([]Point) (string, bool) {
 			ok := true
 			m := perNodes(sortNodes, func(n int) string {
-				a, _ := sortResult(n, workload.AAPoll)
-				b, _ := sortResult(n, workload.NoFT)
+				a, _ := sortResult(context.Background(), n, workload.AAPoll)
+				b, _ := sortResult(context.Background(), n, workload.NoFT)
 				r := float64(a.WireBytes) / float64(b.WireBytes)
 				ok = ok && within(r, 0.99, 1.01)
 				return pct(r)
@@ -189,8 +201,8 @@ var routerEnergyFigure = &Figure{
 		Schemes:       sortSchemes,
 		YLabel:        "router energy",
 		YUnit:         "µJ",
-		run: func(nodes int, topo string, s workload.Scheme) (float64, error) {
-			r, err := sortResult(nodes, s)
+		run: func(ctx context.Context, nodes int, topo string, s workload.Scheme) (float64, error) {
+			r, err := sortResult(ctx, nodes, s)
 			if err != nil {
 				return 0, err
 			}

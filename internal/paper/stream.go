@@ -1,6 +1,7 @@
 package paper
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -38,7 +39,7 @@ func streamFigure(name, title string, rateMbps uint64) *Figure {
 			Schemes: []workload.Scheme{noIOMMU1, eIOMMU1, noIOMMU32, eIOMMU32},
 			XLabel:  "message size", XUnit: "B", LogX: true,
 			YLabel: "payload bandwidth", YUnit: "B/s",
-			run: func(size int, _ string, s workload.Scheme) (float64, error) {
+			run: func(ctx context.Context, size int, _ string, s workload.Scheme) (float64, error) {
 				spec := machine.DefaultSpec()
 				spec.Wire.RateMbps = rateMbps
 				spec.IOMMU.Bypass = s == noIOMMU1 || s == noIOMMU32
@@ -55,7 +56,9 @@ func streamFigure(name, title string, rateMbps uint64) *Figure {
 				if err != nil {
 					return 0, err
 				}
-				c.Run(sim.S, c.AppsDone)
+				if err := runFor(ctx, c, st.Progress); err != nil {
+					return 0, err
+				}
 				if !c.AppsDone() {
 					return 0, fmt.Errorf("the stream did not finish in 1 s simulated")
 				}

@@ -1,6 +1,7 @@
 package paper
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -63,7 +64,7 @@ func TestStreamFigurePoints(t *testing.T) {
 	c := streamFigure("6b", "test", 10000).Custom
 	y := map[workload.Scheme]float64{}
 	for _, s := range c.Schemes {
-		v, err := c.run(4096, "", s)
+		v, err := c.run(context.Background(), 4096, "", s)
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}

@@ -1,8 +1,6 @@
 package sweep
 
 import (
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -87,53 +85,16 @@ func (s *Spec) metricOf(name string, rows []Row) (metric, bool) {
 // WriteCSV writes one line per experiment: the grid keys, scheme,
 // collisions, then every metric, with a header.
 func (s *Spec) WriteCSV(w io.Writer, rows []Row) error {
-	cw := csv.NewWriter(w)
-	head := []string{}
-	for _, a := range s.Grid {
-		head = append(head, a.Key)
-	}
-	dht := s.base.Workload.Kind == scenario.KindDHT
-	ms, names := s.metricSet()
-	head = append(head, "scheme")
-	if dht {
-		head = append(head, "collisions")
-	}
-	head = append(head, names...)
-	head = append(head, "verified")
-	if err := cw.Write(head); err != nil {
-		return err
-	}
-	for _, r := range rows {
-		rec := append([]string{}, r.Point...)
-		rec = append(rec, string(r.scheme()))
-		if dht {
-			rec = append(rec, strconv.FormatFloat(r.Result.Collisions, 'g', -1, 64))
-		}
-		for _, n := range names {
-			rec = append(rec, strconv.FormatFloat(ms[n].get(r), 'g', 8, 64))
-		}
-		rec = append(rec, strconv.FormatBool(r.Result.Verified || r.Workload.Verified))
-		if err := cw.Write(rec); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
+	t := s.NewTables(w, nil)
+	t.Add(rows)
+	return t.Close(true)
 }
 
 // WriteJSON writes the grid and every row.
 func (s *Spec) WriteJSON(w io.Writer, rows []Row) error {
-	keys := make([]string, len(s.Grid))
-	for i, a := range s.Grid {
-		keys[i] = a.Key
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		Keys []string `json:"keys"`
-		Seed uint64   `json:"seed"`
-		Rows []Row    `json:"rows"`
-	}{keys, s.base.Seed, rows})
+	t := s.NewTables(nil, w)
+	t.Add(rows)
+	return t.Close(true)
 }
 
 // Series is one line of a plot: the points that share every grid value but

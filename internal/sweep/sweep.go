@@ -7,6 +7,7 @@ package sweep
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/workload"
@@ -319,58 +321,153 @@ func (s *Spec) label(p Point) string {
 // Run simulates every experiment at every point on jobs workers. done is
 // called after each point (for a progress bar) from the worker's goroutine.
 func (s *Spec) Run(jobs int, done func()) ([]Row, error) {
+	var all []Row
+	err := s.RunStream(context.Background(), jobs, func(rows []Row) { all = append(all, rows...) }, done)
+	if err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// Experiments is the number of experiments the sweep runs: each point's
+// schemes times its collision ratios.
+func (s *Spec) Experiments() int {
+	n := 0
+	for _, p := range s.Points() {
+		sc, err := s.scenarioAt(p)
+		if err == nil {
+			n += len(sc.Experiments())
+		}
+	}
+	return n
+}
+
+// RunStream simulates every experiment at every point on jobs workers and
+// hands emit the rows of each finished point in grid order, as soon as
+// every point before it has finished or failed, so that a caller can write
+// them as they come (emit calls come one at a time, from the workers). done,
+// if not nil, is called after each point. When ctx is cancelled RunStream
+// starts no more points and stops the running ones between time slices;
+// the points finished by then are still emitted, in grid order. It returns
+// the error of the first failed point in grid order, else
+// runctl.ErrInterrupted if ctx was cancelled before every point finished.
+func (s *Spec) RunStream(ctx context.Context, jobs int, emit func(rows []Row), done func()) error {
 	pts := s.Points()
 	until, _ := sim.ParseTick(s.Until)
 	rows := make([][]Row, len(pts))
 	errs := make([]error, len(pts))
-	Parallel(len(pts), jobs, func(i int) { rows[i], errs[i] = s.runPoint(pts[i], until) }, done)
-	var all []Row
-	for i := range pts {
-		if errs[i] != nil {
-			return nil, fmt.Errorf("%s: %w", s.label(pts[i]), errs[i])
+	finished := Ordered(ctx, len(pts), jobs, func(i int) bool {
+		rows[i], errs[i] = s.runPoint(ctx, pts[i], until)
+		if done != nil {
+			done()
 		}
-		all = append(all, rows[i]...)
+		return errs[i] == nil
+	}, func(i int) { emit(rows[i]) })
+	for i := range pts {
+		if errs[i] != nil && !errors.Is(errs[i], runctl.ErrInterrupted) {
+			return fmt.Errorf("%s: %w", s.label(pts[i]), errs[i])
+		}
 	}
-	return all, nil
+	if finished < len(pts) {
+		return runctl.ErrInterrupted
+	}
+	return nil
+}
+
+// Ordered calls f(0..n-1) on jobs workers (at least one) and emit(i) for
+// every i whose f returned true, in order of i: as soon as f has returned
+// for i and every index before it. emit calls come one at a time. Once ctx
+// is cancelled no further index starts; when the running calls have
+// returned, emit is called for the successful indices that an unfinished
+// one held back, still in order. It returns how many calls returned true.
+func Ordered(ctx context.Context, n, jobs int, f func(i int) bool, emit func(i int)) int {
+	state := make([]int8, n) // 0: not returned; 1: succeeded; -1: failed
+	var mu sync.Mutex
+	next, ok := 0, 0
+	flush := func() {
+		for next < n && state[next] != 0 {
+			if state[next] > 0 {
+				emit(next)
+			}
+			next++
+		}
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < max(jobs, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				r := f(i)
+				mu.Lock()
+				if r {
+					state[i] = 1
+					ok++
+				} else {
+					state[i] = -1
+				}
+				flush()
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := 0; i < n; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	for ; next < n; next++ {
+		if state[next] > 0 {
+			emit(next)
+		}
+	}
+	return ok
 }
 
 // Parallel calls f(0..n-1) on jobs workers (at least one) and done after
 // each. Each call writes only its own index's results, so the caller reads
 // them in order afterwards, whatever the scheduling.
 func Parallel(n, jobs int, f func(i int), done func()) {
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < max(jobs, 1); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-				if done != nil {
-					done()
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	Ordered(context.Background(), n, jobs, func(i int) bool {
+		f(i)
+		if done != nil {
+			done()
+		}
+		return true
+	}, func(int) {})
 }
 
-func (s *Spec) runPoint(p Point, until sim.Tick) ([]Row, error) {
+// runPoint runs the experiments of one point; it stops with
+// runctl.ErrInterrupted when ctx is cancelled.
+func (s *Spec) runPoint(ctx context.Context, p Point, until sim.Tick) ([]Row, error) {
 	sc, err := s.scenarioAt(p)
 	if err != nil {
 		return nil, err
 	}
 	var rows []Row
 	for _, x := range sc.Experiments() {
-		c, finish, err := sc.Prepare(sim.NewEngine(sc.Seed), x)
+		if ctx.Err() != nil {
+			return nil, runctl.ErrInterrupted
+		}
+		pr, err := sc.PrepareRun(sim.NewEngine(sc.Seed), x)
 		if err != nil {
 			return nil, err
 		}
-		o, err := finish(c.Run(until, c.AppsDone))
+		name := s.label(p) + " " + x.Label(sc.Workload.Kind == scenario.KindDHT)
+		end, stopped := runctl.Run(ctx, pr.Sys.Cluster, name, until, pr.Progress)
+		if stopped {
+			return nil, runctl.ErrInterrupted
+		}
+		o, err := pr.Finish(end)
 		if err != nil {
 			return nil, err
 		}
