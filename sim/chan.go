@@ -30,6 +30,13 @@ type Chan[T any] struct {
 	prod, cons *Unit
 	onRecv     func(v *T)
 
+	// A channel with lanes (NewLanedChan) keeps its transactions in one
+	// FIFO per lane instead of buf; n counts them all.
+	lanes   []lane[T]
+	laneOf  func(v *T) int
+	sent    uint64 // transactions sent so far: the arrival order across lanes
+	scratch T      // the transaction being sent, while laneOf looks at it
+
 	transfers *Counter
 	stalls    *Counter
 
@@ -88,7 +95,7 @@ func NewChan[T any](prod, cons *Unit, name string, depth int, opts ...ChanOption
 	c.stalls = st.Counter(name+".full_stalls", "events", "times the producer found the channel full")
 
 	c.sigValid = e.declare(name+".valid", 1, func() (uint64, bool) { return b2u(c.validNext()), true })
-	c.sigReady = e.declare(name+".ready", 1, func() (uint64, bool) { return b2u(c.n < c.depth), true })
+	c.sigReady = e.declare(name+".ready", 1, func() (uint64, bool) { return b2u(c.roomAll()), true })
 	c.sigFire = e.declare(name+".fire", 1, func() (uint64, bool) { return 0, true })
 	c.sigID = e.declare(name+".id", 64, c.headID)
 	c.sigCount = e.declare(name+".count", widthFor(depth), func() (uint64, bool) { return uint64(c.n), true })
@@ -119,8 +126,12 @@ func (c *Chan[T]) occupancyForProducer() int {
 	return c.n
 }
 
-// Ready reports whether the producer may Send in this cycle.
+// Ready reports whether the producer may Send in this cycle. A channel with
+// lanes is ready when every lane has room (ReadyFor asks about one).
 func (c *Chan[T]) Ready() bool {
+	if c.lanes != nil {
+		return c.readyAll()
+	}
 	if c.occupancyForProducer() < c.depth {
 		return true
 	}
@@ -139,6 +150,10 @@ func (c *Chan[T]) Ready() bool {
 // Send pushes v. Sending on a channel that is not Ready is a programming error
 // in the block and panics.
 func (c *Chan[T]) Send(v T) {
+	if c.lanes != nil {
+		c.sendLane(v)
+		return
+	}
 	if c.occupancyForProducer() >= c.depth {
 		panic(fmt.Sprintf("sim: %s: Send on a full channel at %v (check Ready first)", c.name, c.eng.now))
 	}
@@ -162,11 +177,19 @@ func (c *Chan[T]) Send(v T) {
 func (c *Chan[T]) OnRecv(f func(v *T)) { c.onRecv = f }
 
 // Valid reports whether the consumer has a transaction at the head.
-func (c *Chan[T]) Valid() bool { return c.n > 0 && c.vis[c.head] <= c.eng.now }
+func (c *Chan[T]) Valid() bool {
+	if c.lanes != nil {
+		return c.ValidLane(c.oldest())
+	}
+	return c.n > 0 && c.vis[c.head] <= c.eng.now
+}
 
 // Peek returns a pointer to the head transaction, or nil when not valid. The
 // pointer is good until the next Recv.
 func (c *Chan[T]) Peek() *T {
+	if c.lanes != nil {
+		return c.PeekLane(c.oldest())
+	}
 	if !c.Valid() {
 		return nil
 	}
@@ -175,6 +198,9 @@ func (c *Chan[T]) Peek() *T {
 
 // Recv takes the head transaction. Receiving when not Valid panics.
 func (c *Chan[T]) Recv() T {
+	if c.lanes != nil {
+		return c.RecvLane(c.oldest())
+	}
 	if !c.Valid() {
 		panic(fmt.Sprintf("sim: %s: Recv with nothing valid at %v", c.name, c.eng.now))
 	}
@@ -208,7 +234,34 @@ func (c *Chan[T]) Recv() T {
 
 // validNext reports whether the consumer will see the head at its next edge.
 func (c *Chan[T]) validNext() bool {
-	return c.n > 0 && c.vis[c.head] <= c.cons.clk.EdgeAtOrAfter(c.eng.horizon())
+	at, ok := c.headVis()
+	return ok && at <= c.cons.clk.EdgeAtOrAfter(c.eng.horizon())
+}
+
+// headVis is when the head transaction (of a laned channel: the oldest)
+// becomes visible; ok is false when the channel is empty.
+func (c *Chan[T]) headVis() (Tick, bool) {
+	if c.lanes != nil {
+		l := c.oldest()
+		if l < 0 {
+			return 0, false
+		}
+		return c.lanes[l].vis[c.lanes[l].head], true
+	}
+	if c.n == 0 {
+		return 0, false
+	}
+	return c.vis[c.head], true
+}
+
+// headItem is the head transaction (of a laned channel: the oldest); the
+// channel must not be empty.
+func (c *Chan[T]) headItem() *T {
+	if c.lanes != nil {
+		l := &c.lanes[c.oldest()]
+		return &l.buf[l.head]
+	}
+	return &c.buf[c.head]
 }
 
 func (c *Chan[T]) headID() (uint64, bool) {
@@ -216,7 +269,7 @@ func (c *Chan[T]) headID() (uint64, bool) {
 		return 0, false
 	}
 	// A pointer in an interface does not allocate; *T has T's methods.
-	if tx, ok := any(&c.buf[c.head]).(Transaction); ok {
+	if tx, ok := any(c.headItem()).(Transaction); ok {
 		return uint64(tx.TxnInfo().ID), true
 	}
 	return 0, true
@@ -234,12 +287,12 @@ func (c *Chan[T]) trace() {
 	e.set(c.sigValid, b2u(valid), true)
 	id, known := c.headID()
 	e.set(c.sigID, id, known)
-	e.set(c.sigReady, b2u(c.n < c.depth), true)
+	e.set(c.sigReady, b2u(c.roomAll()), true)
 	e.set(c.sigCount, uint64(c.n), true)
-	if !valid && c.n > 0 {
+	if vis, ok := c.headVis(); !valid && ok {
 		// The head is still in flight (latency beyond one cycle): valid
 		// rises in the cycle before the edge at which it arrives.
-		at := c.cons.clk.EdgeAtOrAfter(c.vis[c.head]) - c.cons.clk.period
+		at := c.cons.clk.EdgeAtOrAfter(vis) - c.cons.clk.period
 		e.traceAt(at, c.retrace)
 	}
 }
