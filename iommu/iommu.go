@@ -377,13 +377,8 @@ func (m *IOMMU) start(now sim.Tick) {
 	for i := 0; i < len(m.ports); i++ {
 		pi := (m.rr + i) % len(m.ports)
 		p := m.ports[pi]
-		for l := range p.stalled {
-			if !p.in.ValidLane(l) {
-				p.stalled[l] = false
-			}
-		}
 		if !p.in.Valid() {
-			continue
+			continue // (a lane's stalled flag is cleared when its head is taken)
 		}
 		if p.dataUntil > now {
 			continue // still taking the previous TLP's payload

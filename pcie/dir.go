@@ -326,7 +326,7 @@ func (d *Dir) deliver(now sim.Tick) {
 			skipped = true
 			continue
 		}
-		if !d.Out.ReadyFor(&f.p) {
+		if !d.Out.ReadyLane(int(c)) {
 			d.rxFull = true // the receiver's next Recv wakes the direction
 			if c == tlp.Posted {
 				break
@@ -334,7 +334,7 @@ func (d *Dir) deliver(now sim.Tick) {
 			blocked[c], skipped = true, true
 			continue
 		}
-		d.Out.Send(f.p)
+		d.Out.SendLane(int(c), f.p)
 		*f = inFlight{done: true}
 		if d.reverse != nil && d.spec.DLLP {
 			d.sinceAck++

@@ -48,7 +48,18 @@ func NewClassChan(prod, cons *sim.Unit, name string, depths [3]int, opts ...sim.
 // non-posted request or completion lets later TLPs of the other lanes pass.
 // NextLane changes nothing itself: the caller receives the head.
 func NextLane[T any](ch *sim.Chan[T], try func(lane int, v *T) bool) int {
+	// Most of the time the oldest head goes.
+	first := ch.OldestLane()
+	if first < 0 {
+		return -1
+	}
+	if try(first, ch.PeekLane(first)) {
+		return first
+	}
 	n := ch.Lanes()
+	if n == 1 || tlp.Class(first) == tlp.Posted {
+		return -1
+	}
 	if n > 3 {
 		panic(fmt.Sprintf("pcie: %s: %d lanes, want at most one per class", ch.Name(), n))
 	}
@@ -69,11 +80,11 @@ func NextLane[T any](ch *sim.Chan[T], try func(lane int, v *T) bool) int {
 		lanes[j], arr[j] = i, a
 		k++
 	}
-	for _, i := range lanes[:k] {
+	for _, i := range lanes[1:k] { // after the oldest, refused above
 		if try(i, ch.PeekLane(i)) {
 			return i
 		}
-		if n == 1 || tlp.Class(i) == tlp.Posted {
+		if tlp.Class(i) == tlp.Posted {
 			return -1
 		}
 	}
@@ -90,6 +101,7 @@ func NextLane[T any](ch *sim.Chan[T], try func(lane int, v *T) bool) int {
 type Outbox[T any] struct {
 	classOf func(v *T) tlp.Class
 	q       [3]sim.Queue[outItem[T]]
+	n       int // items queued, all classes
 	seq     uint64
 	scratch T
 }
@@ -110,6 +122,7 @@ func PacketClass(p *Packet) tlp.Class { return p.TLP.Kind.Class() }
 // Push queues v behind everything queued before it.
 func (o *Outbox[T]) Push(v T) {
 	o.seq++
+	o.n++
 	// classOf looks at v through a pointer; one into the outbox keeps v
 	// from escaping to the heap on every Push.
 	o.scratch = v
@@ -120,7 +133,7 @@ func (o *Outbox[T]) Push(v T) {
 }
 
 // Len is the number of items queued.
-func (o *Outbox[T]) Len() int { return o.q[0].Len() + o.q[1].Len() + o.q[2].Len() }
+func (o *Outbox[T]) Len() int { return o.n }
 
 // ClassLen is the number of items of class c queued.
 func (o *Outbox[T]) ClassLen(c tlp.Class) int { return o.q[c].Len() }
@@ -128,6 +141,9 @@ func (o *Outbox[T]) ClassLen(c tlp.Class) int { return o.q[c].Len() }
 // Drain sends what the ordering rules and the room in ch allow, oldest
 // first, and returns how many it sent.
 func (o *Outbox[T]) Drain(ch *sim.Chan[T]) int {
+	if o.n == 0 {
+		return 0
+	}
 	sent := 0
 	var blocked [3]bool
 	for {
@@ -135,14 +151,15 @@ func (o *Outbox[T]) Drain(ch *sim.Chan[T]) int {
 		if c < 0 {
 			return sent
 		}
-		if !ch.ReadyFor(&o.q[c].Front().v) {
+		if !ch.ReadyLane(c) {
 			if tlp.Class(c) == tlp.Posted || ch.Lanes() == 1 {
 				return sent // nothing passes a waiting posted request
 			}
 			blocked[c] = true
 			continue
 		}
-		ch.Send(o.q[c].Pop().v)
+		ch.SendLane(c, o.q[c].Pop().v)
+		o.n--
 		sent++
 	}
 }
@@ -151,13 +168,16 @@ func (o *Outbox[T]) Drain(ch *sim.Chan[T]) int {
 // Drain it asks ch for room, so a full lane wakes the producer when it
 // drains.
 func (o *Outbox[T]) Sendable(ch *sim.Chan[T]) bool {
+	if o.n == 0 {
+		return false
+	}
 	var blocked [3]bool
 	for {
 		c := o.oldest(&blocked)
 		if c < 0 {
 			return false
 		}
-		if ch.ReadyFor(&o.q[c].Front().v) {
+		if ch.ReadyLane(c) {
 			return true
 		}
 		if tlp.Class(c) == tlp.Posted || ch.Lanes() == 1 {

@@ -31,9 +31,12 @@ type Chan[T any] struct {
 	onRecv     func(v *T)
 
 	// A channel with lanes (NewLanedChan) keeps its transactions in one
-	// FIFO per lane instead of buf; n counts them all.
+	// FIFO per lane; n counts them all, and buf, vis and head are those of
+	// the lane whose head arrived first (oldest), so that Valid and Peek
+	// are the same cheap reads on either kind of channel.
 	lanes   []lane[T]
 	laneOf  func(v *T) int
+	oldest  int    // the lane buf, vis and head belong to
 	sent    uint64 // transactions sent so far: the arrival order across lanes
 	scratch T      // the transaction being sent, while laneOf looks at it
 
@@ -176,20 +179,13 @@ func (c *Chan[T]) Send(v T) {
 // flow-control credits this way).
 func (c *Chan[T]) OnRecv(f func(v *T)) { c.onRecv = f }
 
-// Valid reports whether the consumer has a transaction at the head.
-func (c *Chan[T]) Valid() bool {
-	if c.lanes != nil {
-		return c.ValidLane(c.oldest())
-	}
-	return c.n > 0 && c.vis[c.head] <= c.eng.now
-}
+// Valid reports whether the consumer has a transaction at the head (of a
+// channel with lanes: the oldest of the lanes' heads).
+func (c *Chan[T]) Valid() bool { return c.n > 0 && c.vis[c.head] <= c.eng.now }
 
 // Peek returns a pointer to the head transaction, or nil when not valid. The
 // pointer is good until the next Recv.
 func (c *Chan[T]) Peek() *T {
-	if c.lanes != nil {
-		return c.PeekLane(c.oldest())
-	}
 	if !c.Valid() {
 		return nil
 	}
@@ -199,7 +195,7 @@ func (c *Chan[T]) Peek() *T {
 // Recv takes the head transaction. Receiving when not Valid panics.
 func (c *Chan[T]) Recv() T {
 	if c.lanes != nil {
-		return c.RecvLane(c.oldest())
+		return c.RecvLane(c.oldest)
 	}
 	if !c.Valid() {
 		panic(fmt.Sprintf("sim: %s: Recv with nothing valid at %v", c.name, c.eng.now))
@@ -234,34 +230,7 @@ func (c *Chan[T]) Recv() T {
 
 // validNext reports whether the consumer will see the head at its next edge.
 func (c *Chan[T]) validNext() bool {
-	at, ok := c.headVis()
-	return ok && at <= c.cons.clk.EdgeAtOrAfter(c.eng.horizon())
-}
-
-// headVis is when the head transaction (of a laned channel: the oldest)
-// becomes visible; ok is false when the channel is empty.
-func (c *Chan[T]) headVis() (Tick, bool) {
-	if c.lanes != nil {
-		l := c.oldest()
-		if l < 0 {
-			return 0, false
-		}
-		return c.lanes[l].vis[c.lanes[l].head], true
-	}
-	if c.n == 0 {
-		return 0, false
-	}
-	return c.vis[c.head], true
-}
-
-// headItem is the head transaction (of a laned channel: the oldest); the
-// channel must not be empty.
-func (c *Chan[T]) headItem() *T {
-	if c.lanes != nil {
-		l := &c.lanes[c.oldest()]
-		return &l.buf[l.head]
-	}
-	return &c.buf[c.head]
+	return c.n > 0 && c.vis[c.head] <= c.cons.clk.EdgeAtOrAfter(c.eng.horizon())
 }
 
 func (c *Chan[T]) headID() (uint64, bool) {
@@ -269,7 +238,7 @@ func (c *Chan[T]) headID() (uint64, bool) {
 		return 0, false
 	}
 	// A pointer in an interface does not allocate; *T has T's methods.
-	if tx, ok := any(c.headItem()).(Transaction); ok {
+	if tx, ok := any(&c.buf[c.head]).(Transaction); ok {
 		return uint64(tx.TxnInfo().ID), true
 	}
 	return 0, true
@@ -289,10 +258,10 @@ func (c *Chan[T]) trace() {
 	e.set(c.sigID, id, known)
 	e.set(c.sigReady, b2u(c.roomAll()), true)
 	e.set(c.sigCount, uint64(c.n), true)
-	if vis, ok := c.headVis(); !valid && ok {
+	if !valid && c.n > 0 {
 		// The head is still in flight (latency beyond one cycle): valid
 		// rises in the cycle before the edge at which it arrives.
-		at := c.cons.clk.EdgeAtOrAfter(vis) - c.cons.clk.period
+		at := c.cons.clk.EdgeAtOrAfter(c.vis[c.head]) - c.cons.clk.period
 		e.traceAt(at, c.retrace)
 	}
 }

@@ -23,11 +23,12 @@ func (l *lane[T]) depth() int { return len(l.buf) }
 // requests and completions apart: a lane whose head waits does not block
 // another lane.
 //
-// The producer asks ReadyFor(v) (room in v's lane) or ReadyLane; Ready is
-// room in every lane. The consumer takes the head of any lane with
-// ValidLane, PeekLane and RecvLane, and compares the heads' arrival order
-// with Arrival; Valid, Peek and Recv take the oldest transaction of all
-// lanes, as from one FIFO. Visibility, the producer's view of space freed in
+// The producer asks ReadyFor(v) (room in v's lane) or ReadyLane, and sends
+// with Send or, knowing the lane, SendLane; Ready is room in every lane. The
+// consumer takes the head of any lane with ValidLane, PeekLane and
+// RecvLane, and compares the heads' arrival order with Arrival; Valid, Peek
+// and Recv take the oldest transaction of all lanes (OldestLane), as from
+// one FIFO, and cost what they cost on a plain channel. Visibility, the producer's view of space freed in
 // the same step, and OnRecv are those of a plain channel, lane by lane.
 func NewLanedChan[T any](prod, cons *Unit, name string, depths []int, laneOf func(v *T) int, opts ...ChanOption) *Chan[T] {
 	total := 0
@@ -41,12 +42,12 @@ func NewLanedChan[T any](prod, cons *Unit, name string, depths []int, laneOf fun
 		panic(fmt.Sprintf("sim: channel %s: no lanes", name))
 	}
 	c := NewChan[T](prod, cons, name, total, opts...)
-	c.buf, c.vis = nil, nil // the lanes hold the transactions
 	c.laneOf = laneOf
 	c.lanes = make([]lane[T], len(depths))
 	for i, d := range depths {
 		c.lanes[i] = lane[T]{buf: make([]T, d), vis: make([]Tick, d), seq: make([]uint64, d), lastPop: Never}
 	}
+	c.reoldest()
 	return c
 }
 
@@ -158,9 +159,20 @@ func (c *Chan[T]) sendLane(v T) {
 	i := c.laneOf(&c.scratch)
 	var zero T
 	c.scratch = zero
+	c.SendLane(i, v)
+}
+
+// SendLane pushes v into lane i, which must be v's lane and have room
+// (ReadyLane): a producer that knows the lane saves Send finding it. On a
+// plain channel it is Send.
+func (c *Chan[T]) SendLane(i int, v T) {
+	if c.lanes == nil {
+		c.Send(v)
+		return
+	}
 	l := &c.lanes[i]
 	if c.laneOccupancyForProducer(l) >= l.depth() {
-		panic(fmt.Sprintf("sim: %s: Send on a full lane %d at %v (check ReadyFor first)", c.name, i, c.eng.now))
+		panic(fmt.Sprintf("sim: %s: Send on a full lane %d at %v (check ReadyLane first)", c.name, i, c.eng.now))
 	}
 	k := l.head + l.n
 	if k >= l.depth() {
@@ -171,24 +183,41 @@ func (c *Chan[T]) sendLane(v T) {
 	l.buf[k], l.vis[k], l.seq[k] = v, at, c.sent
 	l.n++
 	c.n++
+	if c.n == 1 {
+		c.reoldest() // the only transaction is the oldest
+	}
 	c.cons.wake(at)
 	if traceHooks && c.eng.tr != nil && c.traced() {
 		c.trace()
 	}
 }
 
-// oldest is the lane whose head arrived first, -1 when every lane is empty.
+// reoldest points buf, vis and head at the lane whose head arrived first.
 // Every lane has the same latency, so the oldest head is also the first to
-// become visible.
-func (c *Chan[T]) oldest() int {
-	best := -1
+// become visible: Valid and Peek look at it. With every lane empty they
+// look at an empty lane (n is 0).
+func (c *Chan[T]) reoldest() {
+	best := 0
 	for i := range c.lanes {
 		l := &c.lanes[i]
-		if l.n > 0 && (best < 0 || l.seq[l.head] < c.lanes[best].seq[c.lanes[best].head]) {
+		if l.n > 0 && (c.lanes[best].n == 0 || l.seq[l.head] < c.lanes[best].seq[c.lanes[best].head]) {
 			best = i
 		}
 	}
-	return best
+	l := &c.lanes[best]
+	c.oldest, c.buf, c.vis, c.head = best, l.buf, l.vis, l.head
+}
+
+// OldestLane is the lane whose head arrived first, if it is valid (-1
+// otherwise): the lane Recv takes from (0 on a plain channel).
+func (c *Chan[T]) OldestLane() int {
+	if !c.Valid() {
+		return -1
+	}
+	if c.lanes == nil {
+		return 0
+	}
+	return c.oldest
 }
 
 // ValidLane reports whether lane i has a transaction at its head for the
@@ -259,6 +288,7 @@ func (c *Chan[T]) RecvLane(i int) T {
 	}
 	l.n--
 	c.n--
+	c.reoldest()
 	if l.lastPop != now {
 		l.lastPop, l.popsNow = now, 0
 	}
