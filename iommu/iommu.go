@@ -19,13 +19,34 @@ type SPWrite struct {
 }
 
 // port is one device side: TLPs from the device's link, completions back.
+//
+// A link's receive buffer has a lane per class (posted, non-posted,
+// completion), and the port takes the oldest TLP the ordering rules let go
+// (pcie.NextLane): a non-posted request that must wait — an active get whose
+// access log is full, a read with the tag buffer full, a second flush of a
+// page — stays at the head of its lane while later posted writes pass it, as
+// PCIe requires of a root complex (a full log must not deadlock the NIC's
+// writes). A posted request that waits holds back everything behind it: no
+// write passes a write, no read or completion passes a write. A device wired
+// with a plain channel is one FIFO.
 type port struct {
-	in, out   *sim.Chan[pcie.Packet]
-	queue     []pcie.Packet // completions waiting for room on out
-	stalled   bool          // the head TLP waits (full log, full buffers)
-	dataUntil sim.Tick      // the port's data path is busy until then
-	barBase   uint64        // the device's memory-mapped registers
+	in, out *sim.Chan[pcie.Packet]
+	// Completions and host writes waiting for room on out, in arrival
+	// order: a completion never passes a posted write down to the device.
+	queue     []pcie.Packet
+	stalled   [3]bool  // the head TLP of a lane waits (full log, full buffers)
+	dataUntil sim.Tick // the port's data path is busy until then
+	barBase   uint64   // the device's memory-mapped registers
 	barSize   uint64
+}
+
+// isStalled reports whether a head TLP of the port waits.
+func (p *port) isStalled() bool { return p.stalled[0] || p.stalled[1] || p.stalled[2] }
+
+// canTry reports whether the port has a head TLP not known to wait that the
+// ordering rules let go.
+func (p *port) canTry() bool {
+	return pcie.NextLane(p.in, func(l int, _ *pcie.Packet) bool { return !p.stalled[l] }) >= 0
 }
 
 // IOMMU is the extended IOMMU as a cycle-level block. It takes TLPs from
@@ -66,7 +87,10 @@ type IOMMU struct {
 	busyUntil sim.Tick
 	rr        int
 
-	memOut     []memory.Req
+	// Requests to the memory controller, a FIFO per class: the IOMMU's own
+	// writes and the devices' writes pass reads the controller cannot take
+	// yet; a read never passes a write.
+	memOut     *pcie.Outbox[memory.Req]
 	irqOut     []pcie.Packet
 	spOut      []SPWrite
 	nextPoll   sim.Tick
@@ -112,7 +136,8 @@ func New(clk *sim.Clock, name string, spec Spec, mem *memory.Store) (*IOMMU, err
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	m := &IOMMU{spec: spec, mem: mem, portOf: map[tlp.ID]int{}, recTxn: map[uint64]sim.TxnID{}}
+	m := &IOMMU{spec: spec, mem: mem, portOf: map[tlp.ID]int{}, recTxn: map[uint64]sim.TxnID{},
+		memOut: pcie.NewOutbox(memory.ReqClass)}
 	m.u = clk.Add(name, m)
 	e := m.u.Engine()
 	var err error
@@ -252,15 +277,20 @@ func (m *IOMMU) ConnectMemory(req *sim.Chan[memory.Req], cpl *sim.Chan[pcie.Pack
 
 func (m *IOMMU) anyStalled() bool {
 	for _, p := range m.ports {
-		if p.stalled {
+		if p.isStalled() {
 			return true
 		}
 	}
 	return false
 }
 
+// memWritesFit reports whether the writes waiting for the memory controller
+// leave room to take another TLP (Spec.MemQueue). Reads waiting there do not
+// count: they are bounded by the devices' tags, and must not hold up writes.
+func (m *IOMMU) memWritesFit() bool { return m.memOut.ClassLen(tlp.Posted) < m.spec.MemQueue }
+
 func (m *IOMMU) memWrite(addr uint64, data []byte) {
-	m.memOut = append(m.memOut, memory.Req{Kind: memory.Write, Addr: addr, Data: data})
+	m.memOut.Push(memory.Req{Kind: memory.Write, Addr: addr, Data: data})
 }
 
 func (m *IOMMU) sendMSI(addr uint64, data uint32, cause sim.TxnID) {
@@ -305,7 +335,7 @@ func (m *IOMMU) Tick(now sim.Tick) bool {
 		m.cur = nil
 	}
 	m.commit(now)
-	if m.cur == nil && len(m.memOut) < m.spec.MemQueue {
+	if m.cur == nil && m.memWritesFit() {
 		m.start(now)
 	}
 	m.drain()
@@ -314,7 +344,7 @@ func (m *IOMMU) Tick(now sim.Tick) bool {
 
 // drain moves queued outputs into their channels as they have room.
 func (m *IOMMU) drain() {
-	m.memOut = sendQueued(m.MemReq, m.memOut)
+	m.memOut.Drain(m.MemReq)
 	for _, p := range m.ports {
 		p.queue = sendQueued(p.out, p.queue)
 	}
@@ -341,28 +371,35 @@ func sendQueued[T any](ch *sim.Chan[T], q []T) []T {
 
 // start takes the next TLP, round robin over the ports, that can be
 // accepted now. A port whose TLP must wait (its access log is full) keeps it
-// — its link gets no credits back — while other ports go on.
+// — its link gets no credits back for that class — while other ports go on,
+// and so do the port's later TLPs that may pass it (pcie.NextLane).
 func (m *IOMMU) start(now sim.Tick) {
 	for i := 0; i < len(m.ports); i++ {
 		pi := (m.rr + i) % len(m.ports)
 		p := m.ports[pi]
 		if !p.in.Valid() {
-			p.stalled = false
-			continue
+			continue // (a lane's stalled flag is cleared when its head is taken)
 		}
 		if p.dataUntil > now {
 			continue // still taking the previous TLP's payload
 		}
-		j, ok := m.begin(pi, p.in.Peek(), now)
-		if !ok {
-			if !p.stalled {
-				p.stalled = true
+		var j *job
+		waited := false
+		l := pcie.NextLane(p.in, func(l int, pkt *pcie.Packet) bool {
+			var ok bool
+			if j, ok = m.begin(pi, pkt, now); !ok {
+				p.stalled[l], waited = true, true
 			}
+			return ok
+		})
+		if waited {
 			m.stStallCycles.Inc()
+		}
+		if l < 0 {
 			continue
 		}
-		p.stalled = false
-		j.p = p.in.Recv()
+		p.stalled[l] = false
+		j.p = p.in.RecvLane(l)
 		if m.OnAccept != nil {
 			m.OnAccept(pi, &j.p)
 		}
@@ -389,12 +426,12 @@ func (m *IOMMU) schedule(now sim.Tick) bool {
 		}
 	}
 	next := sim.Never
-	pending := len(m.memOut) > 0 && m.MemReq.Ready()
+	pending := m.memOut.Sendable(m.MemReq)
 	for _, p := range m.ports {
 		if len(p.queue) > 0 && p.out.Ready() {
 			pending = true
 		}
-		if m.cur == nil && p.in.Valid() && !p.stalled && len(m.memOut) < m.spec.MemQueue && p.dataUntil <= now {
+		if m.cur == nil && m.memWritesFit() && p.dataUntil <= now && p.canTry() {
 			pending = true
 		}
 		if p.dataUntil > now {
@@ -426,12 +463,7 @@ func (m *IOMMU) waitingOnHead() bool {
 	if m.activeFlushes() > 0 {
 		return true
 	}
-	for _, p := range m.ports {
-		if p.stalled {
-			return true
-		}
-	}
-	return false
+	return m.anyStalled()
 }
 
 // pollHeads re-reads the head of every log something waits on, every
@@ -456,7 +488,7 @@ func (m *IOMMU) pollHeads(now sim.Tick) {
 		m.stHeadPolls.Inc()
 	})
 	for _, p := range m.ports {
-		p.stalled = false // retry: start() decides again
+		p.stalled = [3]bool{} // retry: start() decides again
 	}
 	m.releaseFlushes(now)
 }

@@ -326,10 +326,13 @@ func (m *IOMMU) writeData(j *job, now sim.Tick) {
 	m.releaseJob(j) // a write not performed ends here
 }
 
-// commit sends the memory side of accepted requests to the memory
+// commit queues the memory side of accepted requests for the memory
 // controller strictly in the order the IOMMU took them: a read sees every
 // write taken before it, and writes to one address land in order, whatever
 // port they came from and however long their payload took to stream in.
+// (On the way a later write may pass a read the controller cannot take yet,
+// as PCIe lets posted requests pass non-posted ones; a read never passes a
+// write.)
 func (m *IOMMU) commit(now sim.Tick) {
 	k := 0
 	for k < len(m.commitQ) && m.commitQ[k].dataDone {
@@ -339,7 +342,7 @@ func (m *IOMMU) commit(now sim.Tick) {
 		case t.Kind == tlp.MWr:
 			data := t.Data[t.FirstByteOffset() : t.FirstByteOffset()+j.n]
 			if j.n > 0 {
-				m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.Write,
+				m.memOut.Push(memory.Req{Txn: j.p.Txn, Kind: memory.Write,
 					Addr: j.tr.pa + uint64(t.FirstByteOffset()), Data: data})
 			}
 			m.logRecord(j, record.Put, false, data, now)
@@ -347,11 +350,11 @@ func (m *IOMMU) commit(now sim.Tick) {
 		case t.Kind.IsAtomic():
 			req := *t
 			req.Addr = j.tr.pa
-			m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.DeviceAtomic, TLP: req})
+			m.memOut.Push(memory.Req{Txn: j.p.Txn, Kind: memory.DeviceAtomic, TLP: req})
 		default:
 			req := *t
 			req.Addr = j.tr.pa &^ 3
-			m.memOut = append(m.memOut, memory.Req{Txn: j.p.Txn, Kind: memory.DeviceRead, TLP: req})
+			m.memOut.Push(memory.Req{Txn: j.p.Txn, Kind: memory.DeviceRead, TLP: req})
 		}
 		m.commitQ[k] = nil
 		k++

@@ -34,7 +34,7 @@ type Spec struct {
 	BytesPerNS   int      // bandwidth; 0 = unlimited (default 25: DDR4-3200 one channel)
 	Sizes        pcie.Sizes
 	CompleterID  tlp.ID // the root complex's ID in completions
-	QueueEntries int    // requests in flight (default 64)
+	QueueEntries int    // writes in flight, and reads and AtomicOps in flight (default 64 each)
 }
 
 // DefaultSpec is a single DDR4 channel behind a root complex.
@@ -45,15 +45,23 @@ func DefaultSpec() Spec {
 // Controller completes memory requests after the access latency, in order,
 // limited by its bandwidth. Device reads come back as completions split at
 // the Read Completion Boundary.
+//
+// Writes and the requests that complete (reads, AtomicOps) wait in separate
+// queues, as a memory controller's write and read pending queues, and come
+// in through separate lanes: a read whose completions find no room holds up
+// the reads behind it but not the writes (posted requests pass non-posted
+// ones), while a read never passes an earlier write, so its data is never
+// older than a write taken before it.
 type Controller struct {
 	u     *sim.Unit
 	spec  Spec
 	Store *Store
 
-	In  *sim.Chan[Req]         // requests
+	In  *sim.Chan[Req]         // requests: a lane for writes, one for reads and AtomicOps
 	Cpl *sim.Chan[pcie.Packet] // completions of device reads and AtomicOps
 
-	pending sim.Queue[pendingReq]
+	pending [2]sim.Queue[pendingReq] // writes, reads and AtomicOps; by arrival within each
+	seq     uint64
 	busyTil sim.Tick
 	out     sim.Queue[pcie.Packet] // completions waiting for room in Cpl
 
@@ -61,9 +69,25 @@ type Controller struct {
 }
 
 type pendingReq struct {
-	r  Req
-	at sim.Tick
+	r   Req
+	at  sim.Tick
+	seq uint64 // arrival order across the two queues
 }
+
+// outMax bounds the completions waiting for room in Cpl: a read (or an
+// AtomicOp) is performed only while there is room for its completions.
+const outMax = 64
+
+// ReqClass is a request's PCIe ordering class, which is also its lane in
+// In: a write is posted, a read or AtomicOp non-posted (it completes).
+func ReqClass(r *Req) tlp.Class {
+	if r.Kind == Write {
+		return tlp.Posted
+	}
+	return tlp.NonPosted
+}
+
+func reqLane(r *Req) int { return int(ReqClass(r)) }
 
 // NewController places a memory controller in clk. src is the unit that
 // sends requests, dst the one that takes completions.
@@ -76,7 +100,7 @@ func NewController(clk *sim.Clock, name string, spec Spec, store *Store, src, ds
 	}
 	c := &Controller{spec: spec, Store: store}
 	c.u = clk.Add(name, c)
-	c.In = sim.NewChan[Req](src, c.u, name+".req", 2)
+	c.In = sim.NewLanedChan(src, c.u, name+".req", []int{2, 2}, reqLane)
 	c.Cpl = sim.NewChan[pcie.Packet](c.u, dst, name+".cpl", 4)
 	s := c.u.Engine().Stats()
 	c.reads = s.Counter(name+".reads", "requests", "device reads completed")
@@ -105,17 +129,31 @@ func (c *Controller) Tick(now sim.Tick) bool {
 	for c.out.Len() > 0 && c.Cpl.Ready() {
 		c.Cpl.Send(c.out.Pop())
 	}
-	if c.In.Valid() && c.pending.Len() < c.spec.QueueEntries {
-		r := c.In.Recv()
+	// The oldest request whose queue has room: a write never waits for
+	// room among the reads, a read never enters ahead of an earlier write.
+	if l := pcie.NextLane(c.In, func(l int, _ *Req) bool { return c.pending[l].Len() < c.spec.QueueEntries }); l >= 0 {
+		r := c.In.RecvLane(l)
 		start := max(now, c.busyTil)
 		if c.spec.BytesPerNS > 0 {
 			c.busyTil = start + sim.Tick((c.size(&r)*1000+c.spec.BytesPerNS-1)/c.spec.BytesPerNS)
 		}
-		c.pending.Push(pendingReq{r: r, at: start + c.spec.LatencyPS})
+		c.seq++
+		c.pending[l].Push(pendingReq{r: r, at: start + c.spec.LatencyPS, seq: c.seq})
 	}
-	for c.pending.Len() > 0 && c.pending.Front().at <= now && c.out.Len() < 64 {
-		c.perform(&c.pending.Front().r)
-		c.pending.Pop()
+	// Due requests in arrival order (their times rise with it, so an
+	// earlier write is always due before a later read), except that a read
+	// without room for its completions lets the writes behind it go.
+	for {
+		w, rd := c.due(0, now), c.due(1, now) && c.out.Len() < outMax
+		if !w && !rd {
+			break
+		}
+		i := 0
+		if rd && (!w || c.pending[1].Front().seq < c.pending[0].Front().seq) {
+			i = 1
+		}
+		c.perform(&c.pending[i].Front().r)
+		c.pending[i].Pop()
 	}
 	for c.out.Len() > 0 && c.Cpl.Ready() {
 		c.Cpl.Send(c.out.Pop())
@@ -123,10 +161,22 @@ func (c *Controller) Tick(now sim.Tick) bool {
 	if c.In.Valid() || c.out.Len() > 0 && c.Cpl.Ready() {
 		return true
 	}
-	if c.pending.Len() > 0 {
-		c.u.WakeAt(max(c.pending.Front().at, now+1))
+	next := sim.Never
+	for i := range c.pending {
+		if c.pending[i].Len() > 0 {
+			next = min(next, c.pending[i].Front().at)
+		}
+	}
+	if next != sim.Never {
+		c.u.WakeAt(max(next, now+1))
 	}
 	return false
+}
+
+// due reports whether the front of pending queue i has waited out its
+// latency.
+func (c *Controller) due(i int, now sim.Tick) bool {
+	return c.pending[i].Len() > 0 && c.pending[i].Front().at <= now
 }
 
 func (c *Controller) perform(r *Req) {

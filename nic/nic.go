@@ -107,9 +107,13 @@ type NIC struct {
 	// completion, a doorbell — puts them back sooner).
 	timed qpTimers
 
-	tlpQ   []pcie.Packet // TLPs waiting for DMAOut
-	ctrlQ  []Frame       // ACKs and responses: sent before requests
-	busy   sim.Tick      // the packet processor is busy until then
+	// TLPs waiting for DMAOut, a FIFO per class: a DMA write passes reads
+	// that wait for non-posted credits (a root complex that holds an active
+	// get on a full access log withholds them), as the ordering rules
+	// require, and no read passes a write.
+	tlpQ   *pcie.Outbox[pcie.Packet]
+	ctrlQ  []Frame  // ACKs and responses: sent before requests
+	busy   sim.Tick // the packet processor is busy until then
 	timers []sim.Tick
 
 	stFrames, stFramesIn, stRetrans, stNAKs, stWQEs, stCQEs, stDupes *sim.Counter
@@ -152,7 +156,8 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	n := &NIC{spec: spec, name: name, tags: map[uint16]dmaPurpose{}, qps: map[uint32]*qp{}, atomicsByTag: map[uint16]*atomicServe{}}
+	n := &NIC{spec: spec, name: name, tags: map[uint16]dmaPurpose{}, qps: map[uint32]*qp{}, atomicsByTag: map[uint16]*atomicServe{},
+		tlpQ: pcie.NewOutbox(pcie.PacketClass)}
 	n.u = clk.Add(name, n)
 	var err error
 	if n.req, err = pcie.NewRequester(spec.ID, spec.TagBits); err != nil {
@@ -173,7 +178,7 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	n.stRetryExceeded = c("retry_exceeded", "work requests", "work requests failed after their QP's retry_cnt or rnr_retry ran out (the QP enters the error state)")
 	n.stFlushed = c("flushed", "work requests", "send and receive work requests completed with a flush error (their QP was in the error state)")
 	n.u.Probe("sq_pending", 16, func() (uint64, bool) { return uint64(n.pendingWQEs()), true })
-	n.u.Probe("tlp_queue", 16, func() (uint64, bool) { return uint64(len(n.tlpQ)), true })
+	n.u.Probe("tlp_queue", 16, func() (uint64, bool) { return uint64(n.tlpQ.Len()), true })
 	n.u.Probe("tags_outstanding", 11, func() (uint64, bool) { return uint64(n.req.Outstanding()), true })
 	return n, nil
 }
@@ -214,7 +219,7 @@ func (n *NIC) endpoint(node, nic int) roce.Endpoint { return roce.NodeEndpoint(n
 
 // sendTLP queues a TLP for the host.
 func (n *NIC) sendTLP(t tlp.TLP, tx sim.Txn) {
-	n.tlpQ = append(n.tlpQ, pcie.Packet{Txn: tx, TLP: t})
+	n.tlpQ.Push(pcie.Packet{Txn: tx, TLP: t})
 	n.stTLPs.Inc()
 }
 
@@ -274,17 +279,12 @@ func (n *NIC) Tick(now sim.Tick) bool {
 		p := n.DMAIn.Recv()
 		n.fromHost(&p, now)
 	}
-	// TLPs to the host, in order.
-	k := 0
-	for k < len(n.tlpQ) && n.DMAOut.Ready() {
-		n.DMAOut.Send(n.tlpQ[k])
-		k++
-	}
-	n.tlpQ = slices.Delete(n.tlpQ, 0, k)
+	// TLPs to the host, in order but for writes passing waiting reads.
+	n.tlpQ.Drain(n.DMAOut)
 
 	// Network side: one frame per processing slot, only while the host side
 	// keeps up (a stalled IOMMU stops the NIC, the NIC stops the wire).
-	if n.busy <= now && n.NetIn.Valid() && len(n.tlpQ) < n.spec.QueueTLPs {
+	if n.busy <= now && n.NetIn.Valid() && n.tlpQ.Len() < n.spec.QueueTLPs {
 		f := n.NetIn.Recv()
 		n.stFramesIn.Inc()
 		n.busy = now + n.spec.ProcessPS
@@ -314,10 +314,10 @@ func (n *NIC) Tick(now sim.Tick) bool {
 }
 
 func (n *NIC) schedule(now sim.Tick) bool {
-	if len(n.tlpQ) > 0 && n.DMAOut.Ready() || len(n.ctrlQ) > 0 && n.NetOut.Ready() {
+	if n.tlpQ.Sendable(n.DMAOut) || len(n.ctrlQ) > 0 && n.NetOut.Ready() {
 		return true
 	}
-	if n.NetIn.Valid() && len(n.tlpQ) < n.spec.QueueTLPs {
+	if n.NetIn.Valid() && n.tlpQ.Len() < n.spec.QueueTLPs {
 		if n.busy <= now {
 			return true
 		}

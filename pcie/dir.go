@@ -12,21 +12,30 @@ import (
 // the receiver takes it from Out: a receiver that stops taking TLPs (the
 // IOMMU with a full access log) stops the flow of credits and so stalls the
 // sender, and nothing is lost.
+//
+// In and Out have a lane per class (NewClassChan), as a port's transmit
+// and receive buffers keep posted requests, non-posted requests and
+// completions apart: a receiver that leaves a non-posted request in its
+// buffer withholds non-posted credits only, and the posted requests behind
+// it still come in (take them with NextLane). Taken with Valid, Peek and
+// Recv, Out is one FIFO in arrival order.
 type Dir struct {
 	u    *sim.Unit
 	spec LinkSpec
 	ser  serializer
 
-	In  *sim.Chan[Packet] // from the transmitting port
-	Out *sim.Chan[Packet] // the receive buffer, drained by the receiving port
+	In  *sim.Chan[Packet] // from the transmitting port, a lane per class
+	Out *sim.Chan[Packet] // the receive buffer, a lane per class, drained by the receiving port
 
-	q        [3]queue // transmit queues: posted, non-posted, completion
-	seq      uint64   // arrival order across classes
-	avail    [6]int   // credits available: PH PD NPH NPD CplH CplD (−1: infinite)
-	wireFree sim.Tick // when the wire finishes the TLP being sent
+	q        [3]queue    // transmit queues: posted, non-posted, completion
+	seq      uint64      // arrival order across classes
+	avail    [6]int      // credits available: PH PD NPH NPD CplH CplD (−1: infinite)
+	creditAt [3]sim.Tick // per class, when the latest credit return took effect
+	wireFree sim.Tick    // when the wire finishes the TLP being sent
 
 	flight     []inFlight // on the wire, in delivery order, from flightHead
 	flightHead int
+	rxFull     bool                    // an arrived TLP waits for room in its lane of the receive buffer
 	returns    sim.Queue[creditReturn] // in time order: one latency for all
 
 	// DLLPs this direction owes the reverse one (Ack, UpdateFC), counted in
@@ -43,9 +52,10 @@ type Dir struct {
 }
 
 type queued struct {
-	p   Packet
-	seq uint64
-	at  sim.Tick // when it entered the queue
+	p      Packet
+	seq    uint64
+	at     sim.Tick // when it entered the queue
+	waited bool     // it found too few credits: it starts no earlier than their return
 }
 
 // queue is a bounded FIFO of one class.
@@ -73,8 +83,9 @@ func (q *queue) pop() queued {
 }
 
 type inFlight struct {
-	p  Packet
-	at sim.Tick
+	p    Packet
+	at   sim.Tick
+	done bool // delivered past a TLP whose lane was full
 }
 
 type creditReturn struct {
@@ -113,16 +124,23 @@ func NewDir(clk *sim.Clock, name string, spec LinkSpec, tx, rx *sim.Unit) (*Dir,
 			d.avail[i] = -1
 		}
 	}
-	// The receive buffer holds every TLP the header credits allow.
-	rxDepth := 0
-	for _, h := range []int{c.PH, c.NPH, c.CplH} {
+	// The receive buffer has a lane per class holding every TLP its header
+	// credits allow, as a receiver's P, NP and Cpl buffers do: the port
+	// behind it takes a posted request while a non-posted one it cannot
+	// serve yet waits (an active get on a full access log), and the
+	// non-posted request's withheld credits stall only non-posted traffic.
+	var rxDepth [3]int
+	for i, h := range []int{c.PH, c.NPH, c.CplH} {
 		if h == 0 {
-			h = 64
+			h = 64 // infinite credits: the receiver sinks what comes
 		}
-		rxDepth += h
+		rxDepth[i] = h
 	}
-	d.In = sim.NewChan[Packet](tx, d.u, name+".tx", 2)
-	d.Out = sim.NewChan[Packet](d.u, rx, name+".rx", rxDepth)
+	// The transmitting port hands TLPs over in a lane per class too, so a
+	// class whose transmit queue is full (no credits) does not hold up the
+	// others at the input.
+	d.In = NewClassChan(tx, d.u, name+".tx", [3]int{2, 2, 2})
+	d.Out = NewClassChan(d.u, rx, name+".rx", rxDepth)
 	d.Out.OnRecv(d.release)
 	d.dllpOut = sim.NewReg(d.u, "_dllp_bytes", uint64(0))
 	st := e.Stats()
@@ -240,6 +258,7 @@ func (d *Dir) Tick(now sim.Tick) bool {
 	for d.returns.Len() > 0 && d.returns.Front().at <= now {
 		r := d.returns.Pop()
 		c := int(r.class)
+		d.creditAt[c] = max(d.creditAt[c], r.at)
 		if d.avail[2*c] >= 0 {
 			d.avail[2*c] += r.hdr
 		}
@@ -252,29 +271,14 @@ func (d *Dir) Tick(now sim.Tick) bool {
 	}
 
 	// TLPs that reached the receiver enter its buffer, in order.
-	for d.flightHead < len(d.flight) && d.flight[d.flightHead].at <= now && d.Out.Ready() {
-		d.Out.Send(d.flight[d.flightHead].p)
-		d.flight[d.flightHead] = inFlight{}
-		d.flightHead++
-		if d.flightHead == len(d.flight) {
-			d.flight, d.flightHead = d.flight[:0], 0 // reuse the array
-		}
-		if d.reverse != nil && d.spec.DLLP {
-			d.sinceAck++
-			if d.sinceAck >= d.spec.AckEvery {
-				d.sinceAck = 0
-				d.sendDLLP(1) // Ack
-			}
-		}
-	}
+	d.deliver(now)
 
-	// Take one TLP from the transmitting port into its class queue.
-	if d.In.Valid() {
-		c := int(d.In.Peek().TLP.Kind.Class())
-		if d.q[c].n < len(d.q[c].buf) {
-			d.seq++
-			d.q[c].push(queued{p: d.In.Recv(), seq: d.seq, at: now})
-		}
+	// Take one TLP from the transmitting port into its class queue: the
+	// oldest whose queue has room, never one behind a posted request that
+	// must wait.
+	if c := NextLane(d.In, func(c int, _ *Packet) bool { return d.q[c].n < len(d.q[c].buf) }); c >= 0 {
+		d.seq++
+		d.q[c].push(queued{p: d.In.RecvLane(c), seq: d.seq, at: now})
 	}
 
 	// Put the oldest eligible TLP with credits on the wire once it is free.
@@ -287,6 +291,7 @@ func (d *Dir) Tick(now sim.Tick) bool {
 			}
 			if !d.haveCredits(c, &d.q[c].front().p.TLP) {
 				d.creditStall[c].Inc()
+				d.q[c].front().waited = true
 				continue
 			}
 			if best < 0 || d.q[c].front().seq < d.q[best].front().seq {
@@ -300,6 +305,54 @@ func (d *Dir) Tick(now sim.Tick) bool {
 		}
 	}
 	return d.schedule(now)
+}
+
+// deliver moves the TLPs that reached the receiver into its buffer, in
+// wire order. The credits keep every lane from overflowing; only a class
+// with infinite credits can find its lane full, and then its TLP waits on
+// the wire while later posted requests (and completions, past a waiting
+// non-posted request) go on — but nothing passes a waiting posted request.
+func (d *Dir) deliver(now sim.Tick) {
+	var blocked [3]bool
+	skipped := false
+	d.rxFull = false
+	for i := d.flightHead; i < len(d.flight) && d.flight[i].at <= now; i++ {
+		f := &d.flight[i]
+		if f.done {
+			continue
+		}
+		c := f.p.TLP.Kind.Class()
+		if blocked[c] {
+			skipped = true
+			continue
+		}
+		if !d.Out.ReadyLane(int(c)) {
+			d.rxFull = true // the receiver's next Recv wakes the direction
+			if c == tlp.Posted {
+				break
+			}
+			blocked[c], skipped = true, true
+			continue
+		}
+		d.Out.SendLane(int(c), f.p)
+		*f = inFlight{done: true}
+		if d.reverse != nil && d.spec.DLLP {
+			d.sinceAck++
+			if d.sinceAck >= d.spec.AckEvery {
+				d.sinceAck = 0
+				d.sendDLLP(1) // Ack
+			}
+		}
+		if !skipped {
+			d.flightHead = i + 1
+		}
+	}
+	for d.flightHead < len(d.flight) && d.flight[d.flightHead].done {
+		d.flightHead++
+	}
+	if d.flightHead == len(d.flight) {
+		d.flight, d.flightHead = d.flight[:0], 0 // reuse the array
+	}
 }
 
 // sendDLLP accounts n DLLPs this direction's receiver sends on the reverse
@@ -325,8 +378,13 @@ func (d *Dir) sendOwedDLLPs(now sim.Tick) {
 
 func (d *Dir) transmit(x queued, now sim.Tick) {
 	t := &x.p.TLP
-	// Back to back: a TLP queued before the wire freed starts when it frees.
+	// Back to back: a TLP queued before the wire freed starts when it frees
+	// (the block may run a little after that), but one that waited for
+	// credits starts no earlier than their return.
 	start := max(d.wireFree, x.at)
+	if x.waited {
+		start = max(start, d.creditAt[t.Kind.Class()])
+	}
 	wb := d.spec.WireBytes(t)
 	d.wireFree = start + d.ser.time(wb)
 	if d.flightHead > 0 && len(d.flight) == cap(d.flight) {
@@ -346,17 +404,27 @@ func (d *Dir) transmit(x queued, now sim.Tick) {
 // next wire, arrival or credit event. A receiver that drains its buffer, or a
 // new TLP at the input, wakes the block through its channels.
 func (d *Dir) schedule(now sim.Tick) bool {
-	if d.In.Valid() {
-		if q := &d.q[d.In.Peek().TLP.Kind.Class()]; q.n < len(q.buf) {
-			return true
-		}
+	if NextLane(d.In, func(c int, _ *Packet) bool { return d.q[c].n < len(d.q[c].buf) }) >= 0 {
+		return true
 	}
 	next := sim.Never
 	if d.q[0].n+d.q[1].n+d.q[2].n > 0 && d.wireFree > now {
 		next = d.wireFree
 	}
-	if d.flightHead < len(d.flight) && d.flight[d.flightHead].at > now {
-		next = min(next, d.flight[d.flightHead].at)
+	// The next arrival. A TLP that arrived and waits for room in the
+	// receive buffer is woken by the receiver draining it; one that arrived
+	// otherwise (put on the wire after this edge's deliveries) goes at the
+	// next edge.
+	for i := d.flightHead; i < len(d.flight); i++ {
+		if f := &d.flight[i]; !f.done {
+			if f.at > now {
+				next = min(next, f.at)
+				break
+			}
+			if !d.rxFull {
+				return true
+			}
+		}
 	}
 	if d.returns.Len() > 0 {
 		next = min(next, d.returns.Front().at)

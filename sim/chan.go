@@ -30,6 +30,16 @@ type Chan[T any] struct {
 	prod, cons *Unit
 	onRecv     func(v *T)
 
+	// A channel with lanes (NewLanedChan) keeps its transactions in one
+	// FIFO per lane; n counts them all, and buf, vis and head are those of
+	// the lane whose head arrived first (oldest), so that Valid and Peek
+	// are the same cheap reads on either kind of channel.
+	lanes   []lane[T]
+	laneOf  func(v *T) int
+	oldest  int    // the lane buf, vis and head belong to
+	sent    uint64 // transactions sent so far: the arrival order across lanes
+	scratch T      // the transaction being sent, while laneOf looks at it
+
 	transfers *Counter
 	stalls    *Counter
 
@@ -88,7 +98,7 @@ func NewChan[T any](prod, cons *Unit, name string, depth int, opts ...ChanOption
 	c.stalls = st.Counter(name+".full_stalls", "events", "times the producer found the channel full")
 
 	c.sigValid = e.declare(name+".valid", 1, func() (uint64, bool) { return b2u(c.validNext()), true })
-	c.sigReady = e.declare(name+".ready", 1, func() (uint64, bool) { return b2u(c.n < c.depth), true })
+	c.sigReady = e.declare(name+".ready", 1, func() (uint64, bool) { return b2u(c.roomAll()), true })
 	c.sigFire = e.declare(name+".fire", 1, func() (uint64, bool) { return 0, true })
 	c.sigID = e.declare(name+".id", 64, c.headID)
 	c.sigCount = e.declare(name+".count", widthFor(depth), func() (uint64, bool) { return uint64(c.n), true })
@@ -119,8 +129,12 @@ func (c *Chan[T]) occupancyForProducer() int {
 	return c.n
 }
 
-// Ready reports whether the producer may Send in this cycle.
+// Ready reports whether the producer may Send in this cycle. A channel with
+// lanes is ready when every lane has room (ReadyFor asks about one).
 func (c *Chan[T]) Ready() bool {
+	if c.lanes != nil {
+		return c.readyAll()
+	}
 	if c.occupancyForProducer() < c.depth {
 		return true
 	}
@@ -139,6 +153,10 @@ func (c *Chan[T]) Ready() bool {
 // Send pushes v. Sending on a channel that is not Ready is a programming error
 // in the block and panics.
 func (c *Chan[T]) Send(v T) {
+	if c.lanes != nil {
+		c.sendLane(v)
+		return
+	}
 	if c.occupancyForProducer() >= c.depth {
 		panic(fmt.Sprintf("sim: %s: Send on a full channel at %v (check Ready first)", c.name, c.eng.now))
 	}
@@ -161,7 +179,8 @@ func (c *Chan[T]) Send(v T) {
 // flow-control credits this way).
 func (c *Chan[T]) OnRecv(f func(v *T)) { c.onRecv = f }
 
-// Valid reports whether the consumer has a transaction at the head.
+// Valid reports whether the consumer has a transaction at the head (of a
+// channel with lanes: the oldest of the lanes' heads).
 func (c *Chan[T]) Valid() bool { return c.n > 0 && c.vis[c.head] <= c.eng.now }
 
 // Peek returns a pointer to the head transaction, or nil when not valid. The
@@ -175,6 +194,9 @@ func (c *Chan[T]) Peek() *T {
 
 // Recv takes the head transaction. Receiving when not Valid panics.
 func (c *Chan[T]) Recv() T {
+	if c.lanes != nil {
+		return c.RecvLane(c.oldest)
+	}
 	if !c.Valid() {
 		panic(fmt.Sprintf("sim: %s: Recv with nothing valid at %v", c.name, c.eng.now))
 	}
@@ -234,7 +256,7 @@ func (c *Chan[T]) trace() {
 	e.set(c.sigValid, b2u(valid), true)
 	id, known := c.headID()
 	e.set(c.sigID, id, known)
-	e.set(c.sigReady, b2u(c.n < c.depth), true)
+	e.set(c.sigReady, b2u(c.roomAll()), true)
 	e.set(c.sigCount, uint64(c.n), true)
 	if !valid && c.n > 0 {
 		// The head is still in flight (latency beyond one cycle): valid
