@@ -105,6 +105,43 @@ func (c *Ctx) Wait(w WR) (nic.CQE, error) {
 	return cqe, nil
 }
 
+// Test reports, without waiting, whether the work request has completed,
+// taking the completion entries that have arrived on its connection (one
+// memory access when none has). Once done, the completion is w's and later
+// calls must not ask again.
+func (c *Ctx) Test(w WR) (cqe nic.CQE, done bool, err error) {
+	h := c.qp(w.dst)
+	for h.Completed < w.seq {
+		want := h.Completed + 1
+		addr := h.CQBase + (h.Completed%uint64(h.Size))*nic.CQESize
+		fresh := c.P.Load64(addr+24) == want
+		if h.Completed+1 != want {
+			continue // another process on the connection took it meanwhile
+		}
+		if !fresh {
+			return nic.CQE{}, false, nil
+		}
+		h.Completed++ // claimed before the read yields the core
+		b := make([]byte, nic.CQESize)
+		c.P.Read(addr, b)
+		e := nic.ParseCQE(b)
+		h.Results[e.WRID] = e
+	}
+	cqe = h.Results[w.seq-1]
+	delete(h.Results, w.seq-1)
+	if cqe.Status != nic.StatusOK {
+		return cqe, true, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, cqe.Status)
+	}
+	return cqe, true, nil
+}
+
+// SQFree is the number of work requests that can be posted to dst without
+// waiting for completions (its connection's send-queue slots not in use).
+func (c *Ctx) SQFree(dst int) int {
+	h := c.qp(dst)
+	return h.Size - int(h.Posted-h.Completed)
+}
+
 // Put writes size bytes at local to remote on node dst (an RDMA WRITE). On a
 // page with active bits the target's IOMMU logs it: an active put.
 func (c *Ctx) Put(dst int, local, remote uint64, size int) WR {
