@@ -507,3 +507,40 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("two runs differ:\n%s\n%s", a, b)
 	}
 }
+
+// Thresholds are parameters: with no eager limit every non-empty message
+// takes a rendezvous; with a high one a 20 kB message goes eagerly.
+func TestThresholds(t *testing.T) {
+	for _, k := range []struct {
+		eager int
+		proto string
+	}{{-1, "rendezvous-put"}, {32 << 10, "eager"}} {
+		res, _, err := run(t, fabrics[1], 2, func(_ *machine.Spec, c *Config) {
+			c.RDMA.Params.EagerLimit = k.eager
+		}, func(c *Comm) {
+			for _, n := range []int{1, 20000} {
+				b := c.Alloc(n)
+				if c.Rank() == 0 {
+					c.Write(b, pattern(uint64(n), n))
+					c.Send(b, 1, 0)
+				} else if _, err := c.Recv(b, 0, 0); err != nil {
+					t.Error(err)
+				} else if err := checkPattern(c.Read(b), uint64(n), n); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Stats) != 1 || res.Stats[0].Protocol != k.proto || res.Stats[0].Messages != 2 {
+			t.Errorf("eager limit %d: %+v", k.eager, res.Stats)
+		}
+	}
+	c, _ := machine.New(sim.NewEngine(1), machine.DefaultSpec())
+	cfg := Config{}
+	cfg.RDMA.Params = Params{EagerLimit: -1, Rendezvous: RendezvousCopy}
+	if _, err := Run(c, cfg, func(*Comm) {}); err == nil {
+		t.Error("a copy-mode rendezvous through empty packets accepted")
+	}
+}

@@ -164,7 +164,10 @@ func (r *rank) reqsInOrder() []*Request {
 	return rs
 }
 
-func (r *rank) moved() { r.idle = false }
+func (r *rank) moved() {
+	r.idle = false
+	r.w.epoch++
+}
 
 func (r *rank) compute(cycles int) {
 	if cycles > 0 {

@@ -34,8 +34,11 @@ func (c ShmConfig) withDefaults() ShmConfig {
 }
 
 func fillParams(p, d Params) Params {
-	if p.EagerLimit == 0 {
+	switch {
+	case p.EagerLimit == 0:
 		p.EagerLimit = d.EagerLimit
+	case p.EagerLimit < 0:
+		p.EagerLimit = 0 // every message by rendezvous but empty ones
 	}
 	if p.Rendezvous == 0 {
 		p.Rendezvous = d.Rendezvous

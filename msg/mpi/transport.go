@@ -55,7 +55,8 @@ func ParseMode(s string) (Mode, error) {
 // takes by its size, and how a rendezvous moves it.
 type Params struct {
 	// EagerLimit: messages of at most this many bytes go eagerly (one
-	// packet with the data); larger ones by rendezvous.
+	// packet with the data); larger ones by rendezvous. In a Config, 0
+	// takes the default and a negative value means 0.
 	EagerLimit int
 	// Rendezvous is the mode of messages above EagerLimit.
 	Rendezvous Mode
@@ -77,6 +78,8 @@ func (p Params) validate(name string, maxPayload int) error {
 		return fmt.Errorf("%s: chunk of %d bytes", name, p.ChunkBytes)
 	case p.Pipeline < 1:
 		return fmt.Errorf("%s: pipeline of %d chunks", name, p.Pipeline)
+	case p.Rendezvous == RendezvousCopy && maxPayload < 64:
+		return fmt.Errorf("%s: a copy-mode rendezvous through packets of %d bytes", name, maxPayload)
 	}
 	return nil
 }

@@ -124,6 +124,7 @@ type world struct {
 	ranks    []*rank
 	inflight []int // per rank: packets sent to it it has not taken yet
 	finished int
+	epoch    uint64 // counts every step any rank made (the deadlock detector's clock)
 	ctxIDs   map[ctxKey]uint32
 	nextCtx  uint32
 	stats    []Stat
@@ -226,12 +227,18 @@ func Run(c *machine.Cluster, cfg Config, body func(c *Comm)) (*Result, error) {
 			r.run(p, body)
 		})
 	}
-	deadlock := false
+	// A deadlock is declared when two checks a slice of simulated time
+	// apart (5 µs) both find every rank stuck and no rank moved between
+	// them: a rank's pass that has not reached the poll that would find
+	// something is not mistaken for an idle one.
+	deadlock, suspect, at := false, false, uint64(0)
 	c.Run(w.cfg.Limit, func() bool {
 		if w.finished == len(w.ranks) {
 			return true
 		}
-		deadlock = w.stuck()
+		stuck := w.stuck()
+		deadlock = stuck && suspect && w.epoch == at
+		suspect, at = stuck, w.epoch
 		return deadlock
 	})
 	res := &Result{Ranks: len(w.ranks), Places: w.places, Stats: slices.Clone(w.stats)}
