@@ -168,6 +168,33 @@ func (c *Ctx) PostRecv(src int, addr uint64, size int) {
 	c.P.MMIOWrite(machine.BARBase+nic.RQDoorbells+uint64(h.QPN)*8, db[:], c.P.Txn.ID)
 }
 
+// PostRecvs posts receive buffers of size bytes at addrs for SENDs from src
+// with one doorbell (a batched ibv_post_recv): the receive requests are
+// written in at most two pieces (the ring may wrap), then the producer
+// index once.
+func (c *Ctx) PostRecvs(src int, addrs []uint64, size int) {
+	if len(addrs) == 0 {
+		return
+	}
+	h := c.qp(src)
+	first := h.RQPosted // claimed before the writes yield the core
+	h.RQPosted += uint64(len(addrs))
+	b := make([]byte, len(addrs)*nic.RWQESize)
+	for i, a := range addrs {
+		binary.LittleEndian.PutUint64(b[i*nic.RWQESize:], a)
+		binary.LittleEndian.PutUint32(b[i*nic.RWQESize+8:], uint32(size))
+	}
+	for i := 0; i < len(addrs); {
+		slot := (first + uint64(i)) % uint64(h.Size)
+		n := min(len(addrs)-i, h.Size-int(slot))
+		c.P.Write(h.RQBase+slot*nic.RWQESize, b[i*nic.RWQESize:(i+n)*nic.RWQESize])
+		i += n
+	}
+	var db [8]byte
+	binary.LittleEndian.PutUint64(db[:], first+uint64(len(addrs)))
+	c.P.MMIOWrite(machine.BARBase+nic.RQDoorbells+uint64(h.QPN)*8, db[:], c.P.Txn.ID)
+}
+
 // Recv waits for the next message from src and returns its completion: the
 // receive request's index (in posting order) and the length.
 func (c *Ctx) Recv(src int) nic.CQE {

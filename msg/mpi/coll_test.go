@@ -15,7 +15,7 @@ func TestAllreduce64(t *testing.T) {
 	for _, f := range fabrics {
 		t.Run(f.name, func(t *testing.T) {
 			t0 := time.Now()
-			res, _, err := run(t, f, n, nil, func(c *Comm) {
+			res, _, err := run(t, f, n, fast, func(c *Comm) {
 				me := uint64(c.Rank())
 				send, recv := c.Alloc(32), c.Alloc(32)
 				c.WriteUint64s(send, []uint64{me + 1, 2 * me, me * me, 1})
@@ -52,7 +52,7 @@ func TestCollectives(t *testing.T) {
 	for _, f := range fabrics {
 		for _, n := range []int{6, 8} {
 			t.Run(fmt.Sprintf("%s/%d", f.name, n), func(t *testing.T) {
-				_, _, err := run(t, f, n, nil, func(c *Comm) {
+				_, _, err := run(t, f, n, fast, func(c *Comm) {
 					me := c.Rank()
 					for root := 0; root < n; root++ {
 						// Bcast: an eager and a rendezvous size.

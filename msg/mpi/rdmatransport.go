@@ -219,7 +219,7 @@ func (t *rdmaTransport) Reaches(from, to Place) bool { return from.Node != to.No
 func (t *rdmaTransport) Open(e Env) (Endpoint, error) {
 	x := t.ranks[e.Rank]
 	nn := len(t.c.Nodes)
-	ep := &rdmaEP{t: t, x: x, env: e, ctx: make([]*verbs.Ctx, t.c.Spec.Cores), posted: make([]uint64, nn),
+	ep := &rdmaEP{t: t, x: x, env: e, ctx: make([]*verbs.Ctx, t.c.Spec.Cores), posted: make([]uint64, nn), consumed: make([]uint64, nn),
 		credited: make([]uint64, nn), free: append([]uint64(nil), x.bounce...), fifo: map[qpKey]*[]*wrRec{},
 		ops: map[int]*wrRec{}, buf: make([]byte, t.slot)}
 	// Post every receive buffer, then tell each node how many.
@@ -227,9 +227,7 @@ func (t *rdmaTransport) Open(e Env) (Endpoint, error) {
 		if !u || a == e.Place.Node {
 			continue
 		}
-		for i := 0; i < t.cfg.Slots; i++ {
-			ep.repost(a)
-		}
+		ep.repost(a, t.cfg.Slots)
 		ep.credit(a)
 	}
 	return ep, nil
@@ -252,6 +250,7 @@ type rdmaEP struct {
 	ctx      []*verbs.Ctx // by core: the QPs of that core
 	cqDone   uint64       // receive completions consumed
 	posted   []uint64     // per source node: receive buffers posted
+	consumed []uint64     // per source node: messages taken
 	credited []uint64     // per source node: the count last written to it
 	free     []uint64     // bounce buffers
 	fifo     map[qpKey]*[]*wrRec
@@ -271,13 +270,17 @@ func (e *rdmaEP) on(core int) *verbs.Ctx {
 
 func (e *rdmaEP) MaxPayload() int { return e.t.cfg.Params.EagerLimit }
 
-// repost posts the next receive buffer for node a: posting index i uses
-// slot i mod Slots (buffers are consumed and re-posted in order).
-func (e *rdmaEP) repost(a int) {
-	i := e.posted[a]
-	addr := e.x.slots[a] + (i%uint64(e.t.cfg.Slots))*uint64(e.t.slot)
-	e.on(e.env.Place.Core).PostRecv(a, addr, e.t.slot)
-	e.posted[a]++
+// repost posts the next n receive buffers for node a with one doorbell:
+// posting index i uses slot i mod Slots (buffers are consumed and
+// re-posted in order).
+func (e *rdmaEP) repost(a, n int) {
+	addrs := make([]uint64, n)
+	for k := range addrs {
+		i := e.posted[a] + uint64(k)
+		addrs[k] = e.x.slots[a] + (i%uint64(e.t.cfg.Slots))*uint64(e.t.slot)
+	}
+	e.on(e.env.Place.Core).PostRecvs(a, addrs, e.t.slot)
+	e.posted[a] += uint64(n)
 }
 
 // credit writes the posted count for node a into that node's word.
@@ -409,8 +412,11 @@ func (e *rdmaEP) Poll(deliver func(h *Header, p Payload)) (int, bool) {
 		h := Unpack(&w)
 		n++
 		deliver(&h, Payload{Addr: slot + rdmaHeaderBytes, Len: h.Len})
-		e.repost(a)
-		if e.posted[a]-e.credited[a] >= uint64(e.t.cfg.Slots/2) {
+		// Consumed buffers are re-posted half the slots at a time, and the
+		// new count written to the sending node (its credits).
+		e.consumed[a]++
+		if k := e.consumed[a] + uint64(e.t.cfg.Slots) - e.posted[a]; k >= uint64(max(e.t.cfg.Slots/2, 1)) {
+			e.repost(a, int(k))
 			e.credit(a)
 		}
 	}
