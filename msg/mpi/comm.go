@@ -439,3 +439,59 @@ func (c *Comm) Sendrecv(sb Buf, dst, stag int, rb Buf, src, rtag int) (Status, e
 	st, err := c.waitall("Sendrecv", []*Request{sq, rq})
 	return st[1], err
 }
+
+// Iprobe makes one pass of progress and reports whether a message from src
+// (or AnySource) with tag (or AnyTag) has arrived that a receive would
+// match, without receiving it (MPI_Iprobe): its status gives its source,
+// tag and size.
+func (c *Comm) Iprobe(src, tag int) (bool, Status, error) {
+	c.enter()
+	if err := c.check(src, tag, true); err != nil {
+		return false, Status{}, err
+	}
+	if src == ProcNull {
+		return true, Status{Source: ProcNull, Tag: AnyTag}, nil
+	}
+	c.r.progress()
+	st, ok := c.probe(src, tag)
+	return ok, st, nil
+}
+
+// Probe waits until a message from src with tag has arrived and returns
+// its status without receiving it (MPI_Probe).
+func (c *Comm) Probe(src, tag int) (Status, error) {
+	c.enter()
+	if err := c.check(src, tag, true); err != nil {
+		return Status{}, err
+	}
+	if src == ProcNull {
+		return Status{Source: ProcNull, Tag: AnyTag}, nil
+	}
+	r := c.r
+	q := &Request{comm: c, blocking: true, arg: src, tag: tag, ctx: c.ctx, peer: src}
+	if src != AnySource {
+		q.peer = c.group[src]
+	}
+	var st Status
+	r.call, r.waitOn = "Probe", []*Request{q}
+	r.waitUntil(func() bool {
+		var ok bool
+		st, ok = c.probe(src, tag)
+		return ok
+	})
+	return st, nil
+}
+
+// probe looks for a matching unexpected message.
+func (c *Comm) probe(src, tag int) (Status, bool) {
+	q := Request{ctx: c.ctx, peer: src, tag: tag}
+	if src != AnySource {
+		q.peer = c.group[src]
+	}
+	for _, u := range c.r.unexp {
+		if q.matches(&u.h) {
+			return Status{Source: c.rankOf(u.h.Src), Tag: u.h.Tag, Count: u.h.Size}, true
+		}
+	}
+	return Status{}, false
+}

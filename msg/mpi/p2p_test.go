@@ -544,3 +544,45 @@ func TestThresholds(t *testing.T) {
 		t.Error("a copy-mode rendezvous through empty packets accepted")
 	}
 }
+
+// Probe and Iprobe see an arrived message (its source, tag and size)
+// without taking it; the receive that follows gets it.
+func TestProbe(t *testing.T) {
+	for _, f := range fabrics {
+		t.Run(f.name, func(t *testing.T) {
+			_, _, err := run(t, f, 2, nil, func(c *Comm) {
+				if c.Rank() == 0 {
+					for _, n := range []int{24, 30000} {
+						b := c.Alloc(n)
+						c.Write(b, pattern(uint64(n), n))
+						c.Send(b, 1, n%7)
+					}
+					return
+				}
+				if ok, _, _ := c.Iprobe(0, 5); ok {
+					t.Error("Iprobe found a message of a tag never sent")
+				}
+				for _, n := range []int{24, 30000} {
+					st, err := c.Probe(AnySource, AnyTag)
+					if err != nil || st.Source != 0 || st.Tag != n%7 || st.Count != n {
+						t.Errorf("probe: %+v %v", st, err)
+					}
+					ok, st2, _ := c.Iprobe(0, n%7)
+					if !ok || st2 != st {
+						t.Errorf("iprobe: %v %+v", ok, st2)
+					}
+					b := c.Alloc(st.Count)
+					if _, err := c.Recv(b, st.Source, st.Tag); err != nil {
+						t.Error(err)
+					}
+					if err := checkPattern(c.Read(b), uint64(n), n); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

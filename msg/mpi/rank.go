@@ -233,7 +233,7 @@ func (r *rank) describe() string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if r.call == "Recv" || r.call == "Send" {
+		if r.call == "Recv" || r.call == "Send" || r.call == "Probe" {
 			b.WriteString(q.args())
 		} else {
 			b.WriteString(q.String())
