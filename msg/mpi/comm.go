@@ -207,7 +207,7 @@ type Request struct {
 	arg      int    // the peer as the program gave it (rank in comm, AnySource, ProcNull)
 	peer     int    // world rank of the peer (the actual source once matched)
 	tag      int    // as given (AnyTag)
-	ctx      uint32 //
+	ctx      uint32 // the communicator's context
 	buf      Buf
 	id       uint32 // its number while packets may refer to it
 	done     bool

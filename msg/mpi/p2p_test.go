@@ -586,3 +586,47 @@ func TestProbe(t *testing.T) {
 		})
 	}
 }
+
+// every polls transport 1 (the network) in one pass of k and counts what
+// its polls deliver.
+type every struct {
+	k, pass int
+	got     *int
+}
+
+func (e *every) Poll(t int) bool {
+	if t == 0 {
+		e.pass++
+		return true
+	}
+	return e.pass%e.k == 0
+}
+
+func (e *every) Polled(t, n int) {
+	if t == 1 {
+		*e.got += n
+	}
+}
+
+// The polling policy decides which transports a pass polls (seed 000's
+// fractional network polling): polling the network one pass in eight
+// still delivers everything, and the policy hears what each poll brought.
+func TestPollPolicy(t *testing.T) {
+	for _, k := range []int{1, 8} {
+		got := 0
+		_, _, err := run(t, fabrics[2], 4, func(_ *machine.Spec, c *Config) {
+			c.PollPolicy = func(int) PollPolicy { return &every{k: k, got: &got} }
+		}, func(c *Comm) {
+			b := c.Alloc(8)
+			for i := 0; i < 20; i++ {
+				c.Allreduce(b, c.Alloc(8), SumUint64)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == 0 {
+			t.Errorf("1 in %d: the policy heard of no network packet", k)
+		}
+	}
+}
