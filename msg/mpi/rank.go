@@ -208,13 +208,14 @@ func (r *rank) waitUntil(cond func() bool) {
 		return
 	}
 	r.blocked = true
+	pause := r.w.cfg.IdlePS
+	if pause == 0 {
+		pause = r.p.Core().Spec().PollIntervalPS
+	}
 	for !cond() {
-		before := r.p.Now()
 		if !r.progress() {
 			r.idle = true
-		}
-		if r.p.Now() == before {
-			r.p.Sleep(r.p.Core().Spec().PollIntervalPS) // nothing to poll: let time pass
+			r.p.Sleep(pause)
 		}
 	}
 	r.blocked, r.idle = false, false

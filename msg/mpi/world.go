@@ -40,6 +40,12 @@ type Config struct {
 	Collectives Collectives
 	// PollPolicy makes a rank's polling policy (default: PollAll).
 	PollPolicy func(rank int) PollPolicy
+	// IdlePS is how long a rank waiting in an MPI call pauses after a
+	// progress pass that found nothing, before the next (default: its
+	// core's PollIntervalPS, 50 ns): the loop's own time, and it bounds
+	// the events a long wait costs the simulation when polls are cheap.
+	// 1 ps is a spin.
+	IdlePS sim.Tick
 
 	// Limit is the simulated time after which a run that has not finished
 	// stops with an error (default 10 s).
