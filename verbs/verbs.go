@@ -105,6 +105,43 @@ func (c *Ctx) Wait(w WR) (nic.CQE, error) {
 	return cqe, nil
 }
 
+// Test reports, without waiting, whether the work request has completed,
+// taking the completion entries that have arrived on its connection (one
+// memory access when none has). Once done, the completion is w's and later
+// calls must not ask again.
+func (c *Ctx) Test(w WR) (cqe nic.CQE, done bool, err error) {
+	h := c.qp(w.dst)
+	for h.Completed < w.seq {
+		want := h.Completed + 1
+		addr := h.CQBase + (h.Completed%uint64(h.Size))*nic.CQESize
+		fresh := c.P.Load64(addr+24) == want
+		if h.Completed+1 != want {
+			continue // another process on the connection took it meanwhile
+		}
+		if !fresh {
+			return nic.CQE{}, false, nil
+		}
+		h.Completed++ // claimed before the read yields the core
+		b := make([]byte, nic.CQESize)
+		c.P.Read(addr, b)
+		e := nic.ParseCQE(b)
+		h.Results[e.WRID] = e
+	}
+	cqe = h.Results[w.seq-1]
+	delete(h.Results, w.seq-1)
+	if cqe.Status != nic.StatusOK {
+		return cqe, true, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, cqe.Status)
+	}
+	return cqe, true, nil
+}
+
+// SQFree is the number of work requests that can be posted to dst without
+// waiting for completions (its connection's send-queue slots not in use).
+func (c *Ctx) SQFree(dst int) int {
+	h := c.qp(dst)
+	return h.Size - int(h.Posted-h.Completed)
+}
+
 // Put writes size bytes at local to remote on node dst (an RDMA WRITE). On a
 // page with active bits the target's IOMMU logs it: an active put.
 func (c *Ctx) Put(dst int, local, remote uint64, size int) WR {
@@ -128,6 +165,33 @@ func (c *Ctx) PostRecv(src int, addr uint64, size int) {
 	c.P.Write(h.RQBase+(slot%uint64(h.Size))*nic.RWQESize, b[:])
 	var db [8]byte
 	binary.LittleEndian.PutUint64(db[:], h.RQPosted)
+	c.P.MMIOWrite(machine.BARBase+nic.RQDoorbells+uint64(h.QPN)*8, db[:], c.P.Txn.ID)
+}
+
+// PostRecvs posts receive buffers of size bytes at addrs for SENDs from src
+// with one doorbell (a batched ibv_post_recv): the receive requests are
+// written in at most two pieces (the ring may wrap), then the producer
+// index once.
+func (c *Ctx) PostRecvs(src int, addrs []uint64, size int) {
+	if len(addrs) == 0 {
+		return
+	}
+	h := c.qp(src)
+	first := h.RQPosted // claimed before the writes yield the core
+	h.RQPosted += uint64(len(addrs))
+	b := make([]byte, len(addrs)*nic.RWQESize)
+	for i, a := range addrs {
+		binary.LittleEndian.PutUint64(b[i*nic.RWQESize:], a)
+		binary.LittleEndian.PutUint32(b[i*nic.RWQESize+8:], uint32(size))
+	}
+	for i := 0; i < len(addrs); {
+		slot := (first + uint64(i)) % uint64(h.Size)
+		n := min(len(addrs)-i, h.Size-int(slot))
+		c.P.Write(h.RQBase+slot*nic.RWQESize, b[i*nic.RWQESize:(i+n)*nic.RWQESize])
+		i += n
+	}
+	var db [8]byte
+	binary.LittleEndian.PutUint64(db[:], first+uint64(len(addrs)))
 	c.P.MMIOWrite(machine.BARBase+nic.RQDoorbells+uint64(h.QPN)*8, db[:], c.P.Txn.ID)
 }
 
