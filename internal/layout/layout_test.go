@@ -30,7 +30,7 @@ func rank(dir string) (int, bool) {
 		return 3, true
 	case dir == "verbs" || dir == "aa" || dir == "msg" || strings.HasPrefix(dir, "msg/"):
 		return 4, true // the systems
-	case dir == "workload":
+	case dir == "workload" || strings.HasPrefix(dir, "workload/"):
 		return 5, true
 	case dir == "scenario":
 		return 6, true
