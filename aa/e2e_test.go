@@ -350,3 +350,42 @@ func TestRunLongWait(t *testing.T) {
 		t.Fatalf("done %v at %v", c.AppsDone(), end.Human())
 	}
 }
+
+// A switch shares a congested output fairly: three nodes streaming to a
+// fourth through one switch each get a third of its link, and finish
+// together, none starved behind the others.
+func TestSwitchSharesAnOutputFairly(t *testing.T) {
+	c := newCluster(t, func(s *machine.Spec) { s.Nodes = 4 })
+	const puts, size = 300, 4096
+	dst := c.Nodes[0]
+	remote := dst.Alloc(size)
+	if err := dst.Register(remote, size, iommu.Perm{Bits: pte.R | pte.W}); err != nil {
+		t.Fatal(err)
+	}
+	done := make([]sim.Tick, 4)
+	for _, n := range c.Nodes[1:] {
+		n := n
+		buf := n.Alloc(size)
+		if err := n.Register(buf, size, iommu.Perm{Bits: pte.R | pte.W}); err != nil {
+			t.Fatal(err)
+		}
+		n.Spawn(0, "stream", func(x *Ctx) {
+			for k := 0; k < puts; k++ {
+				x.Put(0, buf, remote, size)
+			}
+			if err := x.Flush(0); err != nil {
+				t.Error(err)
+			}
+			done[n.ID] = x.Now()
+		})
+	}
+	c.Run(sim.S, c.AppsDone)
+	first, last := done[1], done[1]
+	for _, d := range done[1:] {
+		first, last = min(first, d), max(last, d)
+	}
+	t.Logf("the senders finished at %v", done[1:])
+	if first == 0 || float64(last-first) > 0.1*float64(last) {
+		t.Fatalf("the senders finished at %v: the output was not shared fairly", done[1:])
+	}
+}

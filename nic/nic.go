@@ -23,12 +23,18 @@ type Spec struct {
 	Window       int        // unacknowledged packets per QP (default 64)
 	ProcessPS    sim.Tick   // per-packet processing (default 50 ns)
 	QueueTLPs    int        // DMA TLPs waiting for the PCIe link before the NIC stops taking frames (default 32)
+	// AckReqEvery: a multi-packet WRITE or SEND asks for an ACK on its last
+	// packet and on every AckReqEvery-th (default 16; 0: the last only), as
+	// Linux's rxe asks past a number of unacknowledged packets: without
+	// it, a message longer than the retransmission timeout takes to send
+	// would time out while it is still arriving.
+	AckReqEvery int
 }
 
 // DefaultSpec is a 1 GbE RoCE NIC on PCIe.
 func DefaultSpec() Spec {
 	return Spec{PMTU: 1024, Sizes: pcie.Sizes{MPS: 256, MRRS: 512, RCB: 64}, TagBits: 8, BAR: 0xf000_0000,
-		RetransmitPS: 200 * sim.US, Window: 64, ProcessPS: 50 * sim.NS, QueueTLPs: 32}
+		RetransmitPS: 200 * sim.US, Window: 64, ProcessPS: 50 * sim.NS, QueueTLPs: 32, AckReqEvery: 16}
 }
 
 // Validate checks the spec.
@@ -48,6 +54,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("retransmit timeout must be positive")
 	case s.QueueTLPs < 1:
 		return fmt.Errorf("queue_tlps %d", s.QueueTLPs)
+	case s.AckReqEvery < 0:
+		return fmt.Errorf("ack_req_every %d", s.AckReqEvery)
 	}
 	return nil
 }
@@ -111,10 +119,14 @@ type NIC struct {
 	// that wait for non-posted credits (a root complex that holds an active
 	// get on a full access log withholds them), as the ordering rules
 	// require, and no read passes a write.
-	tlpQ   *pcie.Outbox[pcie.Packet]
-	ctrlQ  []Frame  // ACKs and responses: sent before requests
-	busy   sim.Tick // the packet processor is busy until then
-	timers []sim.Tick
+	tlpQ *pcie.Outbox[pcie.Packet]
+	// respQPs are the QPs with ACKs or responses to send, in turn: a QP
+	// sends one frame and goes to the back, so one QP's long READ response
+	// never holds up another's ACK (each QP keeps its own in PSN order).
+	// Responses go before requests.
+	respQPs []*qp
+	busy    sim.Tick // the packet processor is busy until then
+	timers  []sim.Tick
 
 	stFrames, stFramesIn, stRetrans, stNAKs, stWQEs, stCQEs, stDupes *sim.Counter
 	stTLPs, stRNR                                                    *sim.Counter
@@ -223,6 +235,32 @@ func (n *NIC) sendTLP(t tlp.TLP, tx sim.Txn) {
 	n.stTLPs.Inc()
 }
 
+// dmaReadPart issues the reads of [from, size) of the size bytes at addr,
+// split at MRRS, for purpose p, as far as free tags allow: it returns how
+// far they now reach (size once all are issued). A buffer larger than every
+// tag can cover at once is read in turns, as tags come back.
+func (n *NIC) dmaReadPart(addr uint64, from, size int, p dmaPurpose) int {
+	if from == 0 && size == 0 {
+		if n.dmaRead(addr, 0, p) {
+			return 0
+		}
+		return -1
+	}
+	chunks := n.spec.Sizes.ReadChunks(addr+uint64(from), size-from)
+	free := n.req.Tags() - n.req.Outstanding()
+	off := from
+	for _, c := range chunks[:min(len(chunks), max(free, 0))] {
+		t, _ := n.req.Issue(c.Addr, c.N)
+		pp := p
+		pp.off = p.off + off
+		pp.txn = n.u.Engine().NewTxn(p.txn.ID, "tlp.MRd", n.name)
+		n.tags[t.Tag] = pp
+		n.sendTLP(t, pp.txn)
+		off += c.N
+	}
+	return off
+}
+
 // dmaRead issues reads of n bytes at addr, split at MRRS, for purpose p.
 // It returns false when tags ran out (the caller retries later).
 func (n *NIC) dmaRead(addr uint64, size int, p dmaPurpose) bool {
@@ -251,8 +289,11 @@ func (n *NIC) dmaWrite(addr uint64, data []byte, cause sim.TxnID) {
 	}
 }
 
-func (n *NIC) send(f Frame) {
-	n.ctrlQ = append(n.ctrlQ, f)
+func (n *NIC) send(q *qp, f Frame) {
+	if len(q.resp) == 0 {
+		n.respQPs = append(n.respQPs, q)
+	}
+	q.resp = append(q.resp, f)
 }
 
 func (n *NIC) frame(q *qp, p roce.Packet, cause sim.TxnID, kind string) Frame {
@@ -296,9 +337,14 @@ func (n *NIC) Tick(now sim.Tick) bool {
 	n.cqTimers(now)
 	// Frames out: responses and ACKs first, then requests, one per slot.
 	if n.NetOut.Ready() {
-		if len(n.ctrlQ) > 0 {
-			n.NetOut.Send(n.ctrlQ[0])
-			n.ctrlQ = slices.Delete(n.ctrlQ, 0, 1)
+		if len(n.respQPs) > 0 {
+			q := n.respQPs[0]
+			n.NetOut.Send(q.resp[0])
+			q.resp = slices.Delete(q.resp, 0, 1)
+			n.respQPs = slices.Delete(n.respQPs, 0, 1)
+			if len(q.resp) > 0 {
+				n.respQPs = append(n.respQPs, q)
+			}
 			n.stFrames.Inc()
 		} else {
 			for _, q := range n.active {
@@ -314,7 +360,7 @@ func (n *NIC) Tick(now sim.Tick) bool {
 }
 
 func (n *NIC) schedule(now sim.Tick) bool {
-	if n.tlpQ.Sendable(n.DMAOut) || len(n.ctrlQ) > 0 && n.NetOut.Ready() {
+	if n.tlpQ.Sendable(n.DMAOut) || len(n.respQPs) > 0 && n.NetOut.Ready() {
 		return true
 	}
 	if n.NetIn.Valid() && n.tlpQ.Len() < n.spec.QueueTLPs {

@@ -18,6 +18,7 @@ type qp struct {
 	idx    int      // creation order
 	active bool     // on the NIC's active list
 	timer  sim.Tick // when it is off the list waiting only for a time (0: not)
+	resp   []Frame  // ACKs and responses to send, in order (NIC.respQPs takes turns)
 	npk    int      // leading wqes that have their packets (so their payload too)
 
 	// Requester.
@@ -90,6 +91,7 @@ type wqeState struct {
 	got      int
 	err      bool
 	issued   bool // payload reads issued
+	issuedTo int  // how far they reach (a payload larger than the tags cover is read in turns)
 	packets  bool // given PSNs
 	firstPSN uint32
 	lastPSN  uint32
@@ -117,6 +119,7 @@ type readResp struct {
 	got    int
 	err    bool
 	issued bool
+	to     int // how far the issued reads reach
 	cause  sim.TxnID
 }
 
@@ -234,7 +237,8 @@ func (q *qp) progress(now sim.Tick) {
 			break // every read needs a tag: none can issue
 		}
 		if (w.w.Opcode == OpWrite || w.w.Opcode == OpSend) && !w.issued && !w.err {
-			w.issued = n.dmaRead(w.w.Local, int(w.w.Length), dmaPurpose{kind: readPayload, qp: q, w: w, txn: w.txn})
+			w.issuedTo = n.dmaReadPart(w.w.Local, w.issuedTo, int(w.w.Length), dmaPurpose{kind: readPayload, qp: q, w: w, txn: w.txn})
+			w.issued = w.issuedTo >= int(w.w.Length)
 		}
 	}
 	// PSNs in work-request order.
@@ -260,7 +264,7 @@ func (q *qp) progress(now sim.Tick) {
 			break
 		}
 		if !r.issued {
-			r.issued = n.dmaRead(r.va, r.n, dmaPurpose{kind: serveRead, qp: q, rr: r, txn: sim.Txn{ID: r.cause}})
+			r.serve(sim.Txn{ID: r.cause})
 		}
 	}
 	for _, a := range q.atomics {
@@ -321,7 +325,10 @@ func (q *qp) packetize(w *wqeState) {
 			} else if off == 0 {
 				p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, uint32(total)
 			}
-			p.AckReq = end == total
+			// The last packet asks for an ACK, and so does every
+			// AckReqEvery-th: a long message's ACKs show progress and
+			// restart the requester's retransmission timer.
+			p.AckReq = end == total || n.spec.AckReqEvery > 0 && (off/mtu+1)%n.spec.AckReqEvery == 0
 			p.Payload = w.payload[off:end]
 			add(p, "frame."+roce.OpName(p.Opcode))
 			if end == total {
@@ -611,7 +618,7 @@ func (q *qp) ack(psn uint32, syndrome uint8, cause sim.TxnID) {
 	var a roce.Packet
 	a.Opcode, a.PSN = roce.Ack, psn
 	a.AETH.Syndrome, a.AETH.MSN = syndrome, q.msn&0xffffff
-	q.n.send(q.n.frame(q, a, cause, "frame.ACK"))
+	q.n.send(q, q.n.frame(q, a, cause, "frame.ACK"))
 }
 
 // onRequest is the responder: requests in PSN order become TLPs to the host.
@@ -656,7 +663,7 @@ func (q *qp) onRequest(f *Frame, now sim.Tick) {
 		count := max((int(p.RETH.DMALen)+n.spec.PMTU-1)/n.spec.PMTU, 1)
 		r := &readResp{q: q, psn: p.PSN, va: p.RETH.VA, n: int(p.RETH.DMALen), buf: make([]byte, p.RETH.DMALen), cause: f.ID}
 		q.reads = append(q.reads, r)
-		r.issued = n.dmaRead(r.va, r.n, dmaPurpose{kind: serveRead, qp: q, rr: r, txn: f.Txn})
+		r.serve(f.Txn)
 		q.expPSN = (q.expPSN + uint32(count)) & 0xffffff
 	case roce.CmpSwap, roce.FetchAdd:
 		a := &atomicServe{psn: p.PSN, p: *p, cause: f.ID}
@@ -745,7 +752,7 @@ func (q *qp) duplicate(f *Frame) {
 	case roce.ReadRequest:
 		r := &readResp{q: q, psn: p.PSN, va: p.RETH.VA, n: int(p.RETH.DMALen), buf: make([]byte, p.RETH.DMALen), cause: f.ID}
 		q.reads = append(q.reads, r)
-		r.issued = q.n.dmaRead(r.va, r.n, dmaPurpose{kind: serveRead, qp: q, rr: r, txn: f.Txn})
+		r.serve(f.Txn)
 	case roce.CmpSwap, roce.FetchAdd:
 		for _, a := range q.atomics {
 			if a.psn == p.PSN && a.done {
@@ -807,7 +814,7 @@ func (q *qp) atomicAck(a *atomicServe) {
 	r.Opcode, r.PSN = roce.AtomicAck, a.psn
 	r.AETH.Syndrome, r.AETH.MSN = roce.SyndromeAck, q.msn&0xffffff
 	r.AtomicAckETH = a.value
-	q.n.send(q.n.frame(q, r, a.cause, "frame.ATOMIC_ACK"))
+	q.n.send(q, q.n.frame(q, r, a.cause, "frame.ATOMIC_ACK"))
 }
 
 // arrived takes read data from the host; when the read is whole, its
@@ -859,10 +866,22 @@ func (q *qp) respond(r *readResp) {
 		}
 		p.PSN = psn
 		p.Payload = r.buf[off:end]
-		n.send(n.frame(q, p, r.cause, "frame.READ_RESPONSE"))
+		n.send(q, n.frame(q, p, r.cause, "frame.READ_RESPONSE"))
 		psn = (psn + 1) & 0xffffff
 		if end == r.n {
 			break
 		}
 	}
+}
+
+// serve issues the DMA reads of the READ's data as far as tags allow (a
+// READ larger than the tags cover is read in turns).
+func (r *readResp) serve(cause sim.Txn) {
+	n := r.q.n
+	to := n.dmaReadPart(r.va, r.to, r.n, dmaPurpose{kind: serveRead, qp: r.q, rr: r, txn: cause})
+	if to < 0 {
+		return
+	}
+	r.to = to
+	r.issued = r.to >= r.n
 }

@@ -19,14 +19,19 @@ type SwitchSpec struct {
 
 // Switch forwards frames by destination node with one queue per output
 // port. A full output queue stops its inputs (lossless, as with PFC), which
-// backpressures the senders.
+// backpressures the senders. Each output grants the room it has to the
+// inputs whose head frame wants it in round-robin order from the input it
+// granted last, as a switch's arbiter does (iSLIP's grant pointer), so a
+// congested output shares itself fairly and no sender starves.
 type Switch struct {
 	u    *sim.Unit
 	spec SwitchSpec
 	In   []*sim.Chan[Frame]
 	Out  []*sim.Chan[Frame]
 	q    [][]queuedFrame
-	rr   int
+	// grant is, per output, the input that output granted last.
+	grant []int
+	want  []int // per input: the output its head frame wants, -1: none
 
 	forwarded, bytes, stalls *sim.Counter
 }
@@ -51,7 +56,10 @@ func NewSwitch(clk *sim.Clock, name string, spec SwitchSpec) (*Switch, error) {
 		}
 	}
 	s := &Switch{spec: spec, In: make([]*sim.Chan[Frame], spec.Ports), Out: make([]*sim.Chan[Frame], spec.Ports),
-		q: make([][]queuedFrame, spec.Ports)}
+		q: make([][]queuedFrame, spec.Ports), grant: make([]int, spec.Ports), want: make([]int, spec.Ports)}
+	for d := range s.grant {
+		s.grant[d] = spec.Ports - 1 // the first grant goes to input 0
+	}
 	s.u = clk.Add(name, s)
 	st := s.u.Engine().Stats()
 	s.forwarded = st.Counter(name+".forwarded", "frames", "frames forwarded")
@@ -73,32 +81,55 @@ func (s *Switch) Unit() *sim.Unit { return s.u }
 // SetPort connects port i: frames arrive on in and leave on out.
 func (s *Switch) SetPort(i int, in, out *sim.Chan[Frame]) { s.In[i], s.Out[i] = in, out }
 
+// head is the output input in's head frame goes to, -1 when it has none;
+// frames to no port are dropped, as a switch drops an unknown destination.
+func (s *Switch) head(in *sim.Chan[Frame]) int {
+	for in != nil && in.Valid() {
+		d := in.Peek().DstNode
+		if s.spec.Route != nil {
+			if d >= 0 && d < len(s.spec.Route) {
+				return s.spec.Route[d]
+			}
+		} else if d >= 0 && d < len(s.In) {
+			return d
+		}
+		in.Recv()
+	}
+	return -1
+}
+
 // Tick moves frames from inputs to output queues and out.
 func (s *Switch) Tick(now sim.Tick) bool {
 	n := len(s.In)
-	for k := 0; k < n; k++ {
-		i := (s.rr + k) % n
-		in := s.In[i]
-		for in != nil && in.Valid() {
-			d := in.Peek().DstNode
-			if s.spec.Route != nil {
-				if d < 0 || d >= len(s.spec.Route) {
-					in.Recv() // no route: dropped, as a switch drops an unknown destination
-					continue
-				}
-				d = s.spec.Route[d]
-			} else if d < 0 || d >= n {
-				in.Recv() // no such port: dropped, as a switch drops an unknown destination
+	// Each input's head frame requests its output; every output with room
+	// grants the next requesting input after the one it granted last, and
+	// the rounds repeat while frames move.
+	want := s.want
+	for moved := true; moved; {
+		moved = false
+		for i, in := range s.In {
+			want[i] = s.head(in)
+		}
+		for d := range s.q {
+			if len(s.q[d]) >= s.spec.QueueLen {
 				continue
 			}
-			if len(s.q[d]) >= s.spec.QueueLen {
-				s.stalls.Inc()
+			for k := 1; k <= n; k++ {
+				i := (s.grant[d] + k) % n
+				if want[i] != d {
+					continue
+				}
+				s.q[d] = append(s.q[d], queuedFrame{f: s.In[i].Recv(), at: now + s.spec.LatencyPS})
+				s.grant[d], want[i], moved = i, -1, true
 				break
 			}
-			s.q[d] = append(s.q[d], queuedFrame{f: in.Recv(), at: now + s.spec.LatencyPS})
 		}
 	}
-	s.rr = (s.rr + 1) % n
+	for _, d := range want {
+		if d >= 0 && len(s.q[d]) >= s.spec.QueueLen {
+			s.stalls.Inc() // an input waits for a full output queue
+		}
+	}
 	next := sim.Never
 	for d := range s.q {
 		k := 0
