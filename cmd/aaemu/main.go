@@ -77,7 +77,7 @@ Start with:
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&level, "log-level", "warn", "log verbosity: error, warn, info, debug or trace")
-	root.AddCommand(newRunCmd(log), newTraceCmd(log), newVerifyCmd(), newSweepCmd(), newPaperCmd(), newWorkloadCmd(), newBenchCmd(), newDemoCmd(log), newVersionCmd(), newVCDCmd(), newTLPCmd())
+	root.AddCommand(newRunCmd(log), newTraceCmd(log), newVerifyCmd(), newSweepCmd(), newPaperCmd(), newWorkloadCmd(), newBenchCmd(), newDemoCmd(log), newMicroCmd(), newVersionCmd(), newVCDCmd(), newTLPCmd())
 	return root
 }
 

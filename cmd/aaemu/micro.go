@@ -1,0 +1,279 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aaemu/aaemu/internal/sweep"
+	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/workload/micro"
+)
+
+// microOpts are the flags every microbenchmark takes.
+type microOpts struct {
+	paths    []string
+	scenario string
+	out      string
+	iters    int
+}
+
+func (o *microOpts) flags(cmd *cobra.Command, name string) {
+	cmd.Flags().StringSliceVar(&o.paths, "path", []string{"shm", "rdma"}, "where the two ranks are: shm (two cores of a node, the shared-memory transport), rdma (two nodes, the RDMA NICs)")
+	cmd.Flags().StringVar(&o.scenario, "machine", "", "a scenario file whose machine to run on (e.g. examples/machines/e5000.yaml; default: the built-in scenario's)")
+	cmd.Flags().StringVar(&o.out, "out", "out/micro", "directory for "+name+".csv and its plots")
+	cmd.Flags().IntVar(&o.iters, "iters", 4, "round trips (bursts) a measurement averages after one to warm up")
+}
+
+// configs are the microbenchmark's configuration per path.
+func (o *microOpts) configs() ([]micro.Config, string, error) {
+	sc, err := loadScenario(o.scenario)
+	if err != nil {
+		return nil, "", err
+	}
+	if key, err := sc.Validate(); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", key, err)
+	}
+	if o.iters < 1 || o.iters > 1000 {
+		return nil, "", fmt.Errorf("--iters %d: want 1..1000", o.iters)
+	}
+	spec := sc.ClusterSpec()
+	var out []micro.Config
+	for _, p := range o.paths {
+		path, err := micro.ParsePath(p)
+		if err != nil {
+			return nil, "", fmt.Errorf("--path: %w", err)
+		}
+		out = append(out, micro.Config{Machine: spec, Path: path, Seed: sc.Seed, Iters: o.iters})
+	}
+	return out, machineName(o.scenario, spec), nil
+}
+
+func machineName(file string, s machine.Spec) string {
+	name := "the built-in machine"
+	if file != "" {
+		name = filepath.Base(file)
+	}
+	return fmt.Sprintf("%s: %d MHz cores, %d Mb/s wire, PCIe Gen%d x%d", name, 1_000_000/max(uint64(s.CPU.PeriodPS), 1), s.Wire.RateMbps, s.PCIe.Gen, s.PCIe.Width)
+}
+
+func newMicroCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "micro",
+		Short: "Message-layer microbenchmarks: ping-pong and LogGP",
+		Long: `Micro runs the microbenchmarks the message-layer papers measured their
+layers with, over the MPI core (msg/mpi), between two ranks on two cores of
+one node (--path shm: the shared-memory transport) or on two nodes (--path
+rdma: the RDMA NICs), on the built-in machine or a scenario's (--machine).
+Every figure is a simulated time the ranks measured, not a formula.`,
+	}
+	cmd.AddCommand(newPingPongCmd(), newLogGPCmd())
+	return cmd
+}
+
+func newPingPongCmd() *cobra.Command {
+	var o microOpts
+	var minB, maxB int
+	cmd := &cobra.Command{
+		Use:   "pingpong",
+		Short: "Latency and bandwidth over message size, with the half-power point",
+		Long: `Pingpong sends a message of each size (powers of two from --min to --max)
+from rank 0 to rank 1 and back, and reports the round trip, the one-way time
+(half of it) and the bandwidth of a one-way transfer; then the peak bandwidth
+and the half-power point n½, the size at which the bandwidth first reaches
+half the peak. It writes OUT/pingpong.csv and the latency and bandwidth
+plots.`,
+		Example: `  aaemu micro pingpong --max 1MiB
+  aaemu micro pingpong --path shm --machine examples/machines/e5000.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPingPong(cmd.OutOrStdout(), o, minB, maxB)
+		},
+	}
+	o.flags(cmd, "pingpong")
+	cmd.Flags().IntVar(&minB, "min", 1, "smallest message, bytes (0 adds a zero-byte message)")
+	cmd.Flags().IntVar(&maxB, "max", 16<<20, "largest message, bytes")
+	return cmd
+}
+
+// sizes are 0 (when min is 0), then the powers of two from min to max.
+func sizes(minB, maxB int) ([]int, error) {
+	if minB < 0 || maxB < max(minB, 1) || maxB > 64<<20 {
+		return nil, fmt.Errorf("--min %d --max %d: want 0 ≤ min ≤ max, 1 ≤ max ≤ 64 MiB", minB, maxB)
+	}
+	var out []int
+	if minB == 0 {
+		out = append(out, 0)
+		minB = 1
+	}
+	for s := 1; s <= maxB; s *= 2 {
+		if s >= minB {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func runPingPong(stdout io.Writer, o microOpts, minB, maxB int) error {
+	cfgs, what, err := o.configs()
+	if err != nil {
+		return err
+	}
+	sz, err := sizes(minB, maxB)
+	if err != nil {
+		return err
+	}
+	plots := []string{"pingpong-latency.png", "pingpong-latency.svg", "pingpong-bandwidth.png", "pingpong-bandwidth.svg"}
+	if err := clearOutputs(o.out, append([]string{"pingpong.csv"}, plots...)); err != nil {
+		return err
+	}
+	outs, err := createOutputs(o.out, "pingpong.csv")
+	if err != nil {
+		return err
+	}
+	defer outs.abandon()
+	fmt.Fprintf(stdout, "ping-pong on %s\n\n", what)
+	var lat, bw []sweep.Series
+	var rows [][]string
+	for _, c := range cfgs {
+		pts, err := micro.PingPong(c, sz)
+		if err != nil {
+			return fmt.Errorf("path %s: %w", c.Path, err)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "path\tbytes\tround trip\tone way\tMB/s\t\n")
+		l, b := sweep.Series{Name: string(c.Path)}, sweep.Series{Name: string(c.Path)}
+		for _, p := range pts {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f\t\n", c.Path, p.Bytes, p.RoundTrip.Human(), p.OneWay.Human(), p.MBps)
+			rows = append(rows, []string{string(c.Path), strconv.Itoa(p.Bytes), strconv.FormatUint(uint64(p.RoundTrip), 10), strconv.FormatUint(uint64(p.OneWay), 10), strconv.FormatFloat(p.MBps, 'g', 8, 64)})
+			if p.Bytes > 0 {
+				l.X, l.Y = append(l.X, float64(p.Bytes)), append(l.Y, float64(p.OneWay)/1e6)
+				b.X, b.Y = append(b.X, float64(p.Bytes)), append(b.Y, p.MBps)
+			}
+		}
+		tw.Flush()
+		n, peak := micro.HalfPower(pts)
+		if math.IsNaN(n) {
+			fmt.Fprintf(stdout, "%s: peak %.2f MB/s; no size reached half of it\n\n", c.Path, peak)
+		} else {
+			fmt.Fprintf(stdout, "%s: peak %.2f MB/s, half-power point n½ = %.0f bytes\n\n", c.Path, peak, n)
+		}
+		lat, bw = append(lat, l), append(bw, b)
+	}
+	if err := outs.write("pingpong.csv", func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"path", "bytes", "round_trip_ps", "one_way_ps", "mb_per_s"})
+		cw.WriteAll(rows)
+		return cw.Error()
+	}); err != nil {
+		return err
+	}
+	var written []string
+	for _, f := range []struct {
+		name   string
+		series []sweep.Series
+		ax     sweep.Axes
+	}{
+		{"pingpong-latency", lat, sweep.Axes{Title: "Ping-pong: one-way time", XLabel: "message size", XUnit: "B", YLabel: "one-way time", YUnit: "µs", LogX: true, LogY: true}},
+		{"pingpong-bandwidth", bw, sweep.Axes{Title: "Ping-pong: bandwidth", XLabel: "message size", XUnit: "B", YLabel: "bandwidth", YUnit: "MB/s", LogX: true}},
+	} {
+		p, leg, err := sweep.Draw(f.series, f.ax)
+		if err != nil {
+			return err
+		}
+		fs, err := sweep.SaveFigure(p, leg, filepath.Join(o.out, f.name))
+		if err != nil {
+			return err
+		}
+		written = append(written, fs...)
+	}
+	fmt.Fprintf(stdout, "outputs in %s/: pingpong.csv, %s\n", o.out, strings.Join(baseNames(written), ", "))
+	return nil
+}
+
+func baseNames(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Base(p)
+	}
+	return out
+}
+
+func newLogGPCmd() *cobra.Command {
+	var o microOpts
+	cmd := &cobra.Command{
+		Use:   "loggp",
+		Short: "The LogGP parameters, measured as Culler et al. measure LogP",
+		Long: `LogGP measures, per path: the round trip RTT of a small message; the send
+overhead o_s (rank 0's time in a send, messages spaced far apart) and the
+receive overhead o_r (rank 1's time in a receive of a message already
+there); the gap g between small messages sent back to back (the
+difference of two bursts, acknowledged by one reply, over the difference
+of their lengths); G, the same per byte for two long sizes; and the
+latency L = RTT/2 − o_s − o_r. It writes OUT/loggp.csv.`,
+		Example: `  aaemu micro loggp
+  aaemu micro loggp --machine examples/machines/e5000.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLogGP(cmd.OutOrStdout(), o)
+		},
+	}
+	o.flags(cmd, "loggp")
+	return cmd
+}
+
+func runLogGP(stdout io.Writer, o microOpts) error {
+	cfgs, what, err := o.configs()
+	if err != nil {
+		return err
+	}
+	if err := clearOutputs(o.out, []string{"loggp.csv"}); err != nil {
+		return err
+	}
+	outs, err := createOutputs(o.out, "loggp.csv")
+	if err != nil {
+		return err
+	}
+	defer outs.abandon()
+	fmt.Fprintf(stdout, "LogGP on %s\n\n", what)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "path\tRTT\tL\to_s\to_r\tg\tG (ps/B)\t1/G (MB/s)\t\n")
+	rows := [][]string{{"path", "rtt_ps", "l_ps", "os_ps", "or_ps", "g_ps", "G_ps_per_byte", "small_bytes", "long_bytes"}}
+	for _, c := range cfgs {
+		l, err := micro.MeasureLogGP(c)
+		if err != nil {
+			return fmt.Errorf("path %s: %w", c.Path, err)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.2f\t\n", c.Path, l.RTT.Human(), signed(l.L), l.Os.Human(), l.Or.Human(), l.Gap.Human(), l.G, l.GMBps())
+		rows = append(rows, []string{string(c.Path), u(l.RTT), strconv.FormatInt(l.L, 10), u(l.Os), u(l.Or), u(l.Gap), strconv.FormatFloat(l.G, 'g', 8, 64),
+			strconv.Itoa(l.Small), fmt.Sprintf("%d-%d", l.Long1, l.Long2)})
+	}
+	tw.Flush()
+	if err := outs.write("loggp.csv", func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		cw.WriteAll(rows)
+		return cw.Error()
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\noutputs in %s/: loggp.csv\n", o.out)
+	return nil
+}
+
+func u(t sim.Tick) string { return strconv.FormatUint(uint64(t), 10) }
+
+// signed is a signed time in ps, in the units Tick.Human uses.
+func signed(ps int64) string {
+	if ps < 0 {
+		return "-" + sim.Tick(-ps).Human()
+	}
+	return sim.Tick(ps).Human()
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// `aaemu micro pingpong` and `loggp` print their tables for both paths
+// and write the CSV (and the plots) they say they write; bad flags are
+// errors that name them.
+func TestMicroCommands(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "micro", "pingpong", "--min", "0", "--max", "4096", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"ping-pong on the built-in machine", "shm: peak", "rdma: peak", "half-power point", "pingpong-bandwidth.svg"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, "pingpong.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1+2*14 || rows[1][0] != "shm" || rows[1][1] != "0" || rows[len(rows)-1][0] != "rdma" || rows[len(rows)-1][1] != "4096" {
+		t.Fatalf("pingpong.csv: %d rows, first %v, last %v", len(rows), rows[1], rows[len(rows)-1])
+	}
+	for _, p := range []string{"pingpong-latency.png", "pingpong-latency.svg", "pingpong-bandwidth.png", "pingpong-bandwidth.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, p)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	out, err = aaemu(t, "micro", "loggp", "--path", "rdma", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "rdma") || strings.Contains(out, "shm ") || !strings.Contains(out, "1/G (MB/s)") {
+		t.Fatalf("loggp output:\n%s", out)
+	}
+	for _, bad := range [][]string{
+		{"micro", "pingpong", "--path", "myrinet", "--out", dir},
+		{"micro", "pingpong", "--min", "8", "--max", "4", "--out", dir},
+		{"micro", "loggp", "--iters", "0", "--out", dir},
+	} {
+		out, err := aaemu(t, bad...)
+		if err == nil || !strings.Contains(err.Error(), "--") {
+			t.Errorf("%v: error %v\n%s", bad, err, out)
+		}
+	}
+}
