@@ -73,7 +73,7 @@ func TestWireRateLatencyLoss(t *testing.T) {
 func TestSwitchForwards(t *testing.T) {
 	e := sim.NewEngine(1)
 	clk := e.NewClock("clk", 1000, 0)
-	sw, err := NewSwitch(clk, "sw", SwitchSpec{Ports: 3, LatencyPS: 500 * sim.NS, QueueLen: 4})
+	sw, err := NewSwitch(clk, "sw", SwitchSpec{Ports: 3, LatencyPS: 500 * sim.NS, QueueLen: 4, IngressLen: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +101,6 @@ func TestSwitchForwards(t *testing.T) {
 		next[f.SrcNode]++
 	}
 	if sw.stalls.Value() == 0 {
-		t.Fatal("two inputs into one output never filled its queue of 4")
+		t.Fatal("two inputs into one output never filled their buffers of 4 and stopped their wires")
 	}
 }

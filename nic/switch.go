@@ -12,6 +12,11 @@ type SwitchSpec struct {
 	Ports     int
 	LatencyPS sim.Tick // from a frame fully received to ready to leave (default 500 ns)
 	QueueLen  int      // frames per output queue (default 64)
+	// IngressLen is the frames an input port buffers (default 64), in a
+	// queue per output (virtual output queues): a frame for a congested
+	// output waits there without holding up the frames behind it for other
+	// outputs, until the input's buffer is full and it stops its wire.
+	IngressLen int
 	// Route is the output port of each destination node; nil: the port is
 	// the destination node (a switch with every node on its own port).
 	Route []int
@@ -19,10 +24,12 @@ type SwitchSpec struct {
 
 // Switch forwards frames by destination node with one queue per output
 // port. A full output queue stops its inputs (lossless, as with PFC), which
-// backpressures the senders. Each output grants the room it has to the
-// inputs whose head frame wants it in round-robin order from the input it
-// granted last, as a switch's arbiter does (iSLIP's grant pointer), so a
-// congested output shares itself fairly and no sender starves.
+// backpressures the senders. An input buffers the frames it takes in a
+// queue per output (VOQ), so a congested output holds up only the frames
+// for it. Each output grants the room it has to the inputs with frames
+// for it in round-robin order from the input it granted last, as a
+// switch's arbiter does (iSLIP's grant pointer), so a congested output
+// shares itself fairly and no sender starves.
 type Switch struct {
 	u    *sim.Unit
 	spec SwitchSpec
@@ -31,7 +38,8 @@ type Switch struct {
 	q    [][]queuedFrame
 	// grant is, per output, the input that output granted last.
 	grant []int
-	want  []int // per input: the output its head frame wants, -1: none
+	voq   [][][]queuedFrame // per input, per output: frames waiting, in order
+	held  []int             // per input: frames in its VOQs
 
 	forwarded, bytes, stalls *sim.Counter
 }
@@ -56,7 +64,13 @@ func NewSwitch(clk *sim.Clock, name string, spec SwitchSpec) (*Switch, error) {
 		}
 	}
 	s := &Switch{spec: spec, In: make([]*sim.Chan[Frame], spec.Ports), Out: make([]*sim.Chan[Frame], spec.Ports),
-		q: make([][]queuedFrame, spec.Ports), grant: make([]int, spec.Ports), want: make([]int, spec.Ports)}
+		q: make([][]queuedFrame, spec.Ports), grant: make([]int, spec.Ports), voq: make([][][]queuedFrame, spec.Ports), held: make([]int, spec.Ports)}
+	if spec.IngressLen < 1 {
+		s.spec.IngressLen = 64
+	}
+	for i := range s.voq {
+		s.voq[i] = make([][]queuedFrame, spec.Ports)
+	}
 	for d := range s.grant {
 		s.grant[d] = spec.Ports - 1 // the first grant goes to input 0
 	}
@@ -64,7 +78,7 @@ func NewSwitch(clk *sim.Clock, name string, spec SwitchSpec) (*Switch, error) {
 	st := s.u.Engine().Stats()
 	s.forwarded = st.Counter(name+".forwarded", "frames", "frames forwarded")
 	s.bytes = st.Counter(name+".forwarded_bytes", "bytes", "bytes of the frames forwarded (Ethernet frames without preamble, FCS or gap)")
-	s.stalls = st.Counter(name+".stalls", "edges", "edges at which an input waited for a full output queue")
+	s.stalls = st.Counter(name+".stalls", "edges", "edges at which an input's wire waited for room in the input's buffer")
 	for i := 0; i < spec.Ports && i < 16; i++ {
 		i := i
 		s.u.Probe(fmt.Sprintf("queue%d", i), 8, func() (uint64, bool) { return uint64(len(s.q[i])), true })
@@ -98,38 +112,59 @@ func (s *Switch) head(in *sim.Chan[Frame]) int {
 	return -1
 }
 
-// Tick moves frames from inputs to output queues and out.
-func (s *Switch) Tick(now sim.Tick) bool {
+// ingress takes the frames input i's wire delivers into its VOQs while
+// its buffer has room, and reports whether the wire still waits.
+func (s *Switch) ingress(i int, now sim.Tick) bool {
+	in := s.In[i]
+	for s.held[i] < s.spec.IngressLen {
+		d := s.head(in)
+		if d < 0 {
+			return false
+		}
+		s.voq[i][d] = append(s.voq[i][d], queuedFrame{f: in.Recv(), at: now + s.spec.LatencyPS})
+		s.held[i]++
+	}
+	return in != nil && in.Valid()
+}
+
+// arbitrate moves frames from the VOQs to the output queues: every output
+// with room grants the next input with a frame for it after the one it
+// granted last, in rounds while frames move.
+func (s *Switch) arbitrate() {
 	n := len(s.In)
-	// Each input's head frame requests its output; every output with room
-	// grants the next requesting input after the one it granted last, and
-	// the rounds repeat while frames move.
-	want := s.want
 	for moved := true; moved; {
 		moved = false
-		for i, in := range s.In {
-			want[i] = s.head(in)
-		}
 		for d := range s.q {
 			if len(s.q[d]) >= s.spec.QueueLen {
 				continue
 			}
 			for k := 1; k <= n; k++ {
 				i := (s.grant[d] + k) % n
-				if want[i] != d {
+				if len(s.voq[i][d]) == 0 {
 					continue
 				}
-				s.q[d] = append(s.q[d], queuedFrame{f: s.In[i].Recv(), at: now + s.spec.LatencyPS})
-				s.grant[d], want[i], moved = i, -1, true
+				s.q[d] = append(s.q[d], s.voq[i][d][0])
+				s.voq[i][d] = slices.Delete(s.voq[i][d], 0, 1)
+				s.held[i]--
+				s.grant[d], moved = i, true
 				break
 			}
 		}
 	}
-	for _, d := range want {
-		if d >= 0 && len(s.q[d]) >= s.spec.QueueLen {
-			s.stalls.Inc() // an input waits for a full output queue
+}
+
+// Tick moves frames from inputs to their VOQs, to output queues and out.
+func (s *Switch) Tick(now sim.Tick) bool {
+	for i := range s.In {
+		s.ingress(i, now)
+	}
+	s.arbitrate()
+	for i := range s.In {
+		if s.ingress(i, now) { // room the arbitration made
+			s.stalls.Inc() // an input waits for room in its buffer
 		}
 	}
+	s.arbitrate()
 	next := sim.Never
 	for d := range s.q {
 		k := 0
@@ -145,6 +180,15 @@ func (s *Switch) Tick(now sim.Tick) bool {
 				next = min(next, s.q[d][0].at)
 			} else if s.Out[d].Ready() {
 				return true
+			}
+		}
+	}
+	for d := range s.q {
+		if len(s.q[d]) < s.spec.QueueLen {
+			for i := range s.voq {
+				if len(s.voq[i][d]) > 0 {
+					return true // egress made room for a waiting frame
+				}
 			}
 		}
 	}

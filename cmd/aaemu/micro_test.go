@@ -57,3 +57,20 @@ func TestMicroCommands(t *testing.T) {
 		}
 	}
 }
+
+// `aaemu verify mpi` runs random MPI traffic on every fabric and checks it
+// with the independent delivery model.
+func TestVerifyMPICommand(t *testing.T) {
+	out, err := aaemu(t, "verify", "mpi", "--seeds", "2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, f := range []string{"shm", "rdma", "mixed"} {
+		if !strings.Contains(out, "fabric "+f) || !strings.Contains(out, "delivered as MPI requires") {
+			t.Fatalf("output lacks fabric %s:\n%s", f, out)
+		}
+	}
+	if _, err := aaemu(t, "verify", "mpi", "--fabric", "myrinet"); err == nil || !strings.Contains(err.Error(), "--fabric") {
+		t.Fatalf("a bad fabric: %v", err)
+	}
+}

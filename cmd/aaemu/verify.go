@@ -62,6 +62,7 @@ save file of the failing run. The exit status is non-zero.`,
 	f.StringVar(&o.replay, "replay", "", "run one stimulus from a replay file")
 	f.StringVar(&o.out, "out", "out", "where failing runs are written")
 	f.IntVar(&o.apiSeeds, "api-seeds", 20, "API-level seeds (puts, gets and active flushes of a process across two nodes)")
+	cmd.AddCommand(newVerifyMPICmd())
 	return cmd
 }
 

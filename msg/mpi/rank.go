@@ -82,6 +82,16 @@ func newRank(w *world, id int) *rank {
 // program, finalize.
 func (r *rank) run(p *cpu.Proc, body func(*Comm)) {
 	r.p = p
+	// A rank that cannot go on — its transport failed (a connection ran
+	// out of retries), or its program panicked — aborts the run, as
+	// MPI_ERRORS_ARE_FATAL aborts the job: Run returns the reason.
+	defer func() {
+		if v := recover(); v != nil {
+			if r.w.aborted == nil {
+				r.w.aborted = &AbortError{Rank: r.id, At: p.Now(), Reason: fmt.Sprint(v)}
+			}
+		}
+	}()
 	r.policy = r.w.cfg.PollPolicy(r.id)
 	for t, tr := range r.w.trans {
 		if !r.uses(t) {

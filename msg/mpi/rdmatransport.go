@@ -399,8 +399,14 @@ func (e *rdmaEP) Poll(deliver func(h *Header, p Payload)) (int, bool) {
 		p.Read(addr, b[:])
 		cqe := nic.ParseCQE(b[:])
 		a, ok := e.x.qpnNode[uint32(cqe.Value)]
-		if !ok || cqe.Status != nic.StatusOK {
-			panic(fmt.Sprintf("mpi: rank %d: receive completion %+v", e.env.Rank, cqe))
+		if !ok {
+			panic(fmt.Sprintf("rank %d: a receive completion of no connection of its own: %+v", e.env.Rank, cqe))
+		}
+		if cqe.Status != nic.StatusOK {
+			// The connection is dead (its QP is in the error state): the
+			// rank cannot receive from that node any more.
+			panic(fmt.Sprintf("the RDMA connection from node %d failed: a receive completed with %s (%s)",
+				a, nic.StatusText(cqe.Status), e.env.Node.Cluster().TransportReport(2)))
 		}
 		slot := e.x.slots[a] + (cqe.WRID%uint64(e.t.cfg.Slots))*uint64(e.t.slot)
 		var hb [rdmaHeaderBytes]byte

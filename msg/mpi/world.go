@@ -130,7 +130,8 @@ type world struct {
 	ranks    []*rank
 	inflight []int // per rank: packets sent to it it has not taken yet
 	finished int
-	epoch    uint64 // counts every step any rank made (the deadlock detector's clock)
+	aborted  *AbortError // the first rank that could not go on
+	epoch    uint64      // counts every step any rank made (the deadlock detector's clock)
 	ctxIDs   map[ctxKey]uint32
 	nextCtx  uint32
 	stats    []Stat
@@ -209,6 +210,19 @@ func (e *DeadlockError) Error() string {
 	return fmt.Sprintf("mpi: %s (at %s):\n  %s", what, e.At.Human(), strings.Join(e.Waits, "\n  "))
 }
 
+// AbortError reports a run that a rank aborted: its transport failed
+// (a connection ran out of retries and flushed its work), or its program
+// panicked.
+type AbortError struct {
+	Rank   int
+	At     sim.Tick
+	Reason string
+}
+
+func (e *AbortError) Error() string {
+	return fmt.Sprintf("mpi: rank %d aborted the run at %s: %s", e.Rank, e.At.Human(), e.Reason)
+}
+
 // ErrDeadlock is what a DeadlockError is (errors.Is).
 var ErrDeadlock = errors.New("mpi: deadlock")
 
@@ -239,7 +253,7 @@ func Run(c *machine.Cluster, cfg Config, body func(c *Comm)) (*Result, error) {
 	// something is not mistaken for an idle one.
 	deadlock, suspect, at := false, false, uint64(0)
 	c.Run(w.cfg.Limit, func() bool {
-		if w.finished == len(w.ranks) {
+		if w.finished == len(w.ranks) || w.aborted != nil {
 			return true
 		}
 		stuck := w.stuck()
@@ -257,6 +271,9 @@ func Run(c *machine.Cluster, cfg Config, body func(c *Comm)) (*Result, error) {
 	for _, r := range w.ranks {
 		res.Finish = append(res.Finish, r.finish)
 		res.End = max(res.End, r.finish)
+	}
+	if w.aborted != nil {
+		return res, w.aborted
 	}
 	if w.finished < len(w.ranks) {
 		return res, &DeadlockError{At: c.Eng.Now(), Timeout: !deadlock, Waits: w.report()}

@@ -231,6 +231,12 @@ func pattern(id uint64, n int) []byte {
 func Run(o Options) (*Outcome, error) {
 	o = o.withDefaults()
 	s := machine.DefaultSpec()
+	// Random traffic makes incasts: a lossless switched fabric then queues
+	// frames, ACKs among them, for milliseconds, which the 1 GbE default's
+	// 200 µs retransmission timeout (8 tries) would take for a dead link.
+	// RoCE deployments set the timeout far longer than that; the check is of
+	// MPI's delivery rules, so the NICs wait 10 ms.
+	s.NIC.RetransmitPS = 10 * sim.MS
 	var cfg mpi.Config
 	switch o.Fabric {
 	case "shm":
