@@ -26,9 +26,6 @@ type Spec struct {
 	InterruptPS    sim.Tick // interrupt entry until the handler runs (default 3 µs)
 	ScratchpadPS   sim.Tick // a scratchpad access (default 15 ns)
 	PollIntervalPS sim.Tick // time between two checks of a polling loop (default 50 ns)
-	// An uncached 32-bit read and write of device memory (NIC SRAM), as
-	// figures for the message layers (0: not given).
-	UncachedReadPS sim.Tick
 	// UncachedWritePS, when set, is the core's cost of issuing an uncached
 	// store (MMIOWrite) in place of MMIOPS: the posted write leaves through
 	// the core's write buffer, so the store costs its issue, not the trip.
