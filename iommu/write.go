@@ -176,6 +176,9 @@ func (m *IOMMU) decide(j *job, pkt *pcie.Packet) bool {
 
 // describe names a decision for the transaction log.
 func (m *IOMMU) describe(j *job) string {
+	if j.p.TLP.Kind.IsCompletion() {
+		return "completion" // passed on, not translated
+	}
 	if m.spec.Bypass {
 		return "pass,bypass"
 	}
