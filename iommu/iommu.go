@@ -75,8 +75,9 @@ type IOMMU struct {
 	host   []*sim.Chan[pcie.Packet] // CPUs' MMIO requests (optional)
 	// Completions of the CPUs' uncached reads, by requester ID: one path
 	// per core (ConnectHostCompletions).
-	hostCpl   map[tlp.ID]*hostPath
-	hostPaths []*hostPath
+	hostCpl    map[tlp.ID]*hostPath
+	hostPaths  []*hostPath
+	hostQueued int // completions waiting in the host paths' queues
 
 	ctxCache *sim.Cache[tlp.ID, ctxEntry]
 	// The last context looked up (invalidated with the context cache).
@@ -310,8 +311,14 @@ func (m *IOMMU) routeHost(pkt pcie.Packet) {
 	m.stHostUR.Inc()
 	if h := m.hostCpl[pkt.TLP.RequesterID]; h != nil {
 		tx := m.u.Engine().NewTxn(pkt.ID, "cpl.UR", m.u.Name())
-		h.queue = append(h.queue, pcie.Packet{Txn: tx, TLP: pcie.ErrorCompletion(&pkt.TLP, m.spec.ID, tlp.UR)})
+		m.toHost(h, pcie.Packet{Txn: tx, TLP: pcie.ErrorCompletion(&pkt.TLP, m.spec.ID, tlp.UR)})
 	}
+}
+
+// toHost queues a completion for a core.
+func (m *IOMMU) toHost(h *hostPath, p pcie.Packet) {
+	h.queue = append(h.queue, p)
+	m.hostQueued++
 }
 
 // hostCounters declares the statistics of uncached reads on the first one.
@@ -405,9 +412,12 @@ func (m *IOMMU) drain() {
 	for _, p := range m.ports {
 		p.queue.Drain(p.out)
 	}
-	for _, h := range m.hostPaths {
-		if len(h.queue) > 0 {
-			h.queue = sendQueued(h.out, h.queue)
+	if m.hostQueued > 0 {
+		for _, h := range m.hostPaths {
+			if n := len(h.queue); n > 0 {
+				h.queue = sendQueued(h.out, h.queue)
+				m.hostQueued -= n - len(h.queue)
+			}
 		}
 	}
 	if m.Irq != nil {
@@ -500,9 +510,11 @@ func (m *IOMMU) schedule(now sim.Tick) bool {
 			next = min(next, p.dataUntil)
 		}
 	}
-	for _, h := range m.hostPaths {
-		if len(h.queue) > 0 && h.out.Ready() {
-			pending = true
+	if m.hostQueued > 0 {
+		for _, h := range m.hostPaths {
+			if len(h.queue) > 0 && h.out.Ready() {
+				pending = true
+			}
 		}
 	}
 	if pending || (m.Irq != nil && len(m.irqOut) > 0 && m.Irq.Ready()) || (m.SP != nil && len(m.spOut) > 0 && m.SP.Ready()) {

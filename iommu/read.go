@@ -154,7 +154,7 @@ func (m *IOMMU) takeCompletions(now sim.Tick) {
 			if h := m.hostCpl[pkt.TLP.RequesterID]; h != nil {
 				// A device's completion of a core's uncached read, past
 				// the device's earlier writes (commit): on to the core.
-				h.queue = append(h.queue, pkt)
+				m.toHost(h, pkt)
 			}
 			continue // (or no port ever sent a request with this ID)
 		}
