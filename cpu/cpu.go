@@ -7,6 +7,7 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"iter"
 
@@ -21,13 +22,14 @@ type Spec struct {
 	PeriodPS       sim.Tick // clock period (default 500 ps: 2 GHz)
 	MemAccessPS    sim.Tick // a local memory access that misses the caches (default 70 ns)
 	AtomicPS       sim.Tick // a local atomic (default 100 ns)
-	MMIOPS         sim.Tick // issuing an MMIO write (default 100 ns)
+	MMIOPS         sim.Tick // issuing an MMIO write (default 100 ns; see UncachedWritePS)
 	InterruptPS    sim.Tick // interrupt entry until the handler runs (default 3 µs)
 	ScratchpadPS   sim.Tick // a scratchpad access (default 15 ns)
 	PollIntervalPS sim.Tick // time between two checks of a polling loop (default 50 ns)
-	// An uncached 32-bit read and write of device memory (NIC SRAM), as
-	// figures for the message layers (0: not given).
-	UncachedReadPS, UncachedWritePS sim.Tick
+	// UncachedWritePS, when set, is the core's cost of issuing an uncached
+	// store (MMIOWrite) in place of MMIOPS: the posted write leaves through
+	// the core's write buffer, so the store costs its issue, not the trip.
+	UncachedWritePS sim.Tick
 }
 
 // DefaultSpec are the timings of DESIGN.md §3.
@@ -44,16 +46,20 @@ type Core struct {
 	id    tlp.ID
 	procs []*Proc // handlers first when runnable, then processes in order
 
-	Host *sim.Chan[pcie.Packet] // MMIO writes to the root complex
+	Host *sim.Chan[pcie.Packet] // MMIO requests to the root complex: posted writes, uncached reads
+	Cpl  *sim.Chan[pcie.Packet] // completions of the core's uncached reads, from the root complex (optional)
 	Irq  *sim.Chan[pcie.Packet] // MSIs from the IOMMU (optional)
 
 	irqHandlers []irqHandler
 	busyUntil   sim.Tick
-	rr          int  // index of the process that ran last (round-robin)
-	smp         *SMP // the node's coherence model (nil: none)
-	smpID       int  // the core's cache in it
+	rr          int             // index of the process that ran last (round-robin)
+	smp         *SMP            // the node's coherence model (nil: none)
+	smpID       int             // the core's cache in it
+	req         *pcie.Requester // tags of uncached reads (made on the first)
+	reading     *Proc           // the process whose uncached read stalls the core
 
 	stOps, stIrqs, stBusy *sim.Counter
+	stReads, stReadURs    *sim.Counter // declared on the first uncached read
 }
 
 type irqHandler struct {
@@ -76,6 +82,13 @@ type Proc struct {
 	idle    bool // the last operation waits without using the core
 	daemon  bool
 	Txn     sim.Txn // the operation the process is in, for causal IDs
+
+	// An uncached read the process waits for: issued at since; the
+	// completion's data or error.
+	cplWait  bool
+	cplSince sim.Tick
+	cplData  []byte
+	cplErr   error
 }
 
 // NewCore places a core called name in clk, over node memory mem.
@@ -102,6 +115,19 @@ func (c *Core) Unit() *sim.Unit { return c.u }
 
 // Spec is the core's timing.
 func (c *Core) Spec() Spec { return c.spec }
+
+// SetRequesterID gives the core the PCIe requester ID its MMIO requests
+// carry: the root complex routes the completions of its uncached reads
+// back to it by this ID.
+func (c *Core) SetRequesterID(id tlp.ID) {
+	if c.reading != nil {
+		panic(fmt.Sprintf("cpu: %s: requester ID changed during an uncached read", c.u.Name()))
+	}
+	c.id, c.req = id, nil
+}
+
+// RequesterID is the requester ID of the core's MMIO requests.
+func (c *Core) RequesterID() tlp.ID { return c.id }
 
 // Spawn starts body as a process on the core.
 func (c *Core) Spawn(name string, body func(p *Proc)) *Proc {
@@ -135,8 +161,16 @@ func (c *Core) Tick(now sim.Tick) bool {
 			c.interrupt(&m, now)
 		}
 	}
+	if c.Cpl != nil {
+		for c.Cpl.Valid() {
+			m := c.Cpl.Recv()
+			c.completion(&m, now)
+		}
+	}
 	if now < c.busyUntil {
-		c.u.WakeAt(c.busyUntil)
+		if c.busyUntil != sim.Never { // (stalled on an uncached read: its completion wakes the core)
+			c.u.WakeAt(c.busyUntil)
+		}
 		return false
 	}
 	// Handlers first, oldest first (nested interrupts finish in order);
@@ -147,6 +181,15 @@ func (c *Core) Tick(now sim.Tick) bool {
 		if p.handler && !p.done && p.wakeAt <= now {
 			run = p
 			break
+		}
+	}
+	if run == nil && c.reading != nil && !c.reading.cplWait {
+		// The load that stalled the core is done: its process goes on.
+		run, c.reading = c.reading, nil
+		for j, p := range c.procs {
+			if p == run {
+				c.rr = j
+			}
 		}
 	}
 	if run == nil {
@@ -161,9 +204,15 @@ func (c *Core) Tick(now sim.Tick) bool {
 	}
 	if run != nil {
 		d, ok := run.next()
-		if !ok {
+		switch {
+		case !ok:
 			run.done = true
-		} else {
+		case run.cplWait:
+			// An uncached read: the core stalls until its completion.
+			c.stOps.Inc()
+			run.wakeAt, c.busyUntil, run.cplSince = sim.Never, sim.Never, now
+			c.reading = run
+		default:
 			c.stOps.Inc()
 			d = max(d, c.spec.PeriodPS)
 			run.wakeAt = now + d
@@ -194,6 +243,38 @@ func (c *Core) Tick(now sim.Tick) bool {
 		c.u.WakeAt(max(next, now+1))
 	}
 	return false
+}
+
+// completion takes a completion of the core's uncached read: once the read
+// has all its data (or failed), its process runs again from this edge on.
+func (c *Core) completion(m *pcie.Packet, now sim.Tick) {
+	p := c.reading
+	if p == nil || !p.cplWait || c.req == nil {
+		return // no read waits: dropped
+	}
+	done, data, err := c.req.Complete(&m.TLP)
+	if !done {
+		return // more completions to come (or a malformed one, dropped)
+	}
+	if err != nil {
+		c.readCounters()
+		c.stReadURs.Inc()
+	}
+	p.cplWait, p.cplData, p.cplErr = false, data, err
+	p.wakeAt, c.busyUntil = now, now
+	c.stBusy.Add(uint64(now - p.cplSince))
+}
+
+// readCounters declares the statistics of uncached reads on the first one,
+// so that the statistics of runs without them stay as they were.
+func (c *Core) readCounters() {
+	if c.stReads != nil {
+		return
+	}
+	st := c.u.Engine().Stats()
+	c.stReads = st.Counter(c.u.Name()+".uncached_reads", "reads", "uncached reads of device memory (MRd round trips)")
+	c.stReadURs = st.Counter(c.u.Name()+".uncached_read_errors", "reads",
+		"uncached reads completed with an error, such as Unsupported Request for an address no BAR decodes: the load returned all ones")
 }
 
 func (c *Core) interrupt(m *pcie.Packet, now sim.Tick) {
@@ -329,8 +410,11 @@ func (p *Proc) FetchAdd(addr, v uint64) uint64 {
 	return old
 }
 
-// MMIOWrite writes data (4 or 8 bytes) to a device register: a posted
-// memory write down the root complex. cause is the operation it belongs to.
+// MMIOWrite writes data to a device register or device memory with an
+// uncached store: a posted memory write down the root complex. It costs
+// its issue (Spec.UncachedWritePS, or MMIOPS when that is not set): the
+// write leaves through the core's write buffer, Host, and only a full one
+// holds the core up. cause is the operation it belongs to.
 func (p *Proc) MMIOWrite(addr uint64, data []byte, cause sim.TxnID) sim.Txn {
 	c := p.core
 	for !c.Host.Ready() {
@@ -339,8 +423,69 @@ func (p *Proc) MMIOWrite(addr uint64, data []byte, cause sim.TxnID) sim.Txn {
 	t := tlp.NewMemWrite(c.id, 0, addr, data)
 	tx := c.u.Engine().NewTxn(cause, "tlp.MWr.doorbell", p.name)
 	c.Host.Send(pcie.Packet{Txn: tx, TLP: t})
-	p.wait(c.spec.MMIOPS)
+	issue := c.spec.MMIOPS
+	if c.spec.UncachedWritePS != 0 {
+		issue = c.spec.UncachedWritePS
+	}
+	p.wait(issue)
 	return tx
+}
+
+// MaxMMIORead is the largest uncached read: one MRd of a 4 KB page.
+const MaxMMIORead = 4096
+
+// MMIORead reads n bytes of device memory at addr (1 to MaxMMIORead bytes
+// within one 4 KB page) with an uncached load: an MRd with the core's
+// requester ID and a tag goes to the root complex on Host (waiting, as a
+// store does, while Host is full), and the core stalls — running nothing
+// else, interrupts included — until the completion is back on Cpl. The
+// load costs the whole round trip: the root complex, the link both ways,
+// the device's access and the way back, which a read never passes the
+// device's earlier writes on. A read no device decodes, or that the device
+// fails, returns all ones, as on hardware.
+func (p *Proc) MMIORead(addr uint64, n int) []byte {
+	c := p.core
+	if c.Host == nil || c.Cpl == nil {
+		panic(fmt.Sprintf("cpu: %s: an uncached read needs the core's paths to the root complex and back (Host, Cpl)", c.u.Name()))
+	}
+	if n < 1 || n > MaxMMIORead || addr>>12 != (addr+uint64(n)-1)>>12 {
+		panic(fmt.Sprintf("cpu: %s: uncached read of %d bytes at %#x: want 1 to %d bytes within a 4 KB page", c.u.Name(), n, addr, MaxMMIORead))
+	}
+	for !c.Host.Ready() {
+		p.wait(c.spec.PeriodPS)
+	}
+	if c.req == nil {
+		c.req, _ = pcie.NewRequester(c.id, 5)
+	}
+	t, _ := c.req.Issue(addr, n) // the core stalls: one read at a time
+	tx := c.u.Engine().NewTxn(p.Txn.ID, "tlp.MRd.uncached", p.name)
+	c.Host.Send(pcie.Packet{Txn: tx, TLP: t})
+	c.readCounters()
+	c.stReads.Inc()
+	p.cplWait, p.cplData, p.cplErr = true, nil, nil
+	p.wait(0) // resumed by the completion (Core.completion)
+	if p.cplErr != nil {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = 0xff
+		}
+		return b
+	}
+	data := p.cplData
+	p.cplData = nil
+	return data
+}
+
+// MMIORead32 reads the little-endian 32-bit word of device memory at addr
+// with an uncached load (MMIORead).
+func (p *Proc) MMIORead32(addr uint64) uint32 {
+	return binary.LittleEndian.Uint32(p.MMIORead(addr, 4))
+}
+
+// MMIORead64 reads the little-endian 64-bit word of device memory at addr
+// with an uncached load (MMIORead).
+func (p *Proc) MMIORead64(addr uint64) uint64 {
+	return binary.LittleEndian.Uint64(p.MMIORead(addr, 8))
 }
 
 // Poll checks cond every PollIntervalPS (each check costs a memory access)

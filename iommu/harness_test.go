@@ -22,6 +22,10 @@ type device struct {
 	i     int
 	got   []pcie.Packet
 	gotAt []sim.Tick
+	// answer, when set, gives what the device sends for a TLP it gets (a
+	// host's read: its writes, then its completion), after what it has
+	// still to send.
+	answer func(p pcie.Packet) []pcie.Packet
 }
 
 func (d *device) Tick(now sim.Tick) bool {
@@ -30,8 +34,12 @@ func (d *device) Tick(now sim.Tick) bool {
 		d.i++
 	}
 	for d.in.Valid() {
-		d.got = append(d.got, d.in.Recv())
+		p := d.in.Recv()
+		d.got = append(d.got, p)
 		d.gotAt = append(d.gotAt, now)
+		if d.answer != nil {
+			d.send = append(d.send, d.answer(p)...)
+		}
 	}
 	return d.i < len(d.send)
 }

@@ -31,9 +31,11 @@ type SPWrite struct {
 // with a plain channel is one FIFO.
 type port struct {
 	in, out *sim.Chan[pcie.Packet]
-	// Completions and host writes waiting for room on out, in arrival
-	// order: a completion never passes a posted write down to the device.
-	queue     []pcie.Packet
+	// Completions and host requests waiting for room on out, a FIFO per
+	// class: a completion or a read never passes a posted write down to
+	// the device, and over a link with a lane per class a host write
+	// passes a host read that waits for non-posted credits.
+	queue     *pcie.Outbox[pcie.Packet]
 	stalled   [3]bool  // the head TLP of a lane waits (full log, full buffers)
 	dataUntil sim.Tick // the port's data path is busy until then
 	barBase   uint64   // the device's memory-mapped registers
@@ -71,6 +73,11 @@ type IOMMU struct {
 	Irq    *sim.Chan[pcie.Packet]   // MSIs: fault events, log notifications (optional)
 	SP     *sim.Chan[SPWrite]       // scratchpad port (optional)
 	host   []*sim.Chan[pcie.Packet] // CPUs' MMIO requests (optional)
+	// Completions of the CPUs' uncached reads, by requester ID: one path
+	// per core (ConnectHostCompletions).
+	hostCpl    map[tlp.ID]*hostPath
+	hostPaths  []*hostPath
+	hostQueued int // completions waiting in the host paths' queues
 
 	ctxCache *sim.Cache[tlp.ID, ctxEntry]
 	// The last context looked up (invalidated with the context cache).
@@ -113,7 +120,17 @@ type IOMMU struct {
 	stBlocked, stStallCycles, stHeadPolls, stFlushes    *sim.Counter
 	stDataLogged, stHoles                               *sim.Counter
 	stDevMSIs                                           *sim.Counter // created on the first device MSI
-	hLatency                                            *sim.Histogram
+	// Created on the first uncached read from a CPU, so that the
+	// statistics of runs without them stay as they were.
+	stHostReads, stHostUR, stHostCpls *sim.Counter
+	hLatency                          *sim.Histogram
+}
+
+// hostPath is the way back to one core: its completion channel and what
+// waits for room in it.
+type hostPath struct {
+	out   *sim.Chan[pcie.Packet]
+	queue []pcie.Packet
 }
 
 type intervalTimer struct {
@@ -235,22 +252,36 @@ func (m *IOMMU) Spec() Spec { return m.spec }
 // receive buffer of its link; the IOMMU is its consumer), out the
 // completions back to the device.
 func (m *IOMMU) AddPort(in, out *sim.Chan[pcie.Packet]) int {
-	m.ports = append(m.ports, &port{in: in, out: out})
+	m.ports = append(m.ports, &port{in: in, out: out, queue: pcie.NewOutbox(pcie.PacketClass)})
 	return len(m.ports) - 1
 }
 
-// SetBAR gives port pi's device a memory-mapped register window: host
-// writes into it are routed down to that device (they are not remapped: the
-// IOMMU translates device requests only).
+// SetBAR gives port pi's device a memory-mapped window (registers, device
+// memory): host writes and reads into it are routed down to that device
+// (they are not remapped: the IOMMU translates device requests only).
 func (m *IOMMU) SetBAR(pi int, base, size uint64) {
 	m.ports[pi].barBase, m.ports[pi].barSize = base, size
 }
 
-// ConnectHost connects the CPUs' MMIO requests (doorbells) to the root
-// complex, which routes them to the device whose BAR they hit.
+// ConnectHost connects the CPUs' MMIO requests (doorbells, uncached
+// stores and loads) to the root complex, which routes them to the device
+// whose BAR they hit.
 func (m *IOMMU) ConnectHost(in *sim.Chan[pcie.Packet]) { m.host = append(m.host, in) }
 
-// takeHost routes host MMIO writes down to their device.
+// ConnectHostCompletions routes the completions of requester id's uncached
+// reads (a core's MRds) to out: the device's completions, once every write
+// the device sent before them is performed, and the root complex's own
+// Unsupported Request completions for reads no BAR decodes.
+func (m *IOMMU) ConnectHostCompletions(id tlp.ID, out *sim.Chan[pcie.Packet]) {
+	if m.hostCpl == nil {
+		m.hostCpl = map[tlp.ID]*hostPath{}
+	}
+	h := &hostPath{out: out}
+	m.hostCpl[id] = h
+	m.hostPaths = append(m.hostPaths, h)
+}
+
+// takeHost routes host MMIO requests down to their device.
 func (m *IOMMU) takeHost() {
 	for _, h := range m.host {
 		for h.Valid() {
@@ -260,13 +291,46 @@ func (m *IOMMU) takeHost() {
 }
 
 func (m *IOMMU) routeHost(pkt pcie.Packet) {
+	read := pkt.TLP.Kind.Class() == tlp.NonPosted
+	if read {
+		m.hostCounters()
+		m.stHostReads.Inc()
+	}
 	for _, p := range m.ports {
 		if a := pkt.TLP.Addr; a >= p.barBase && a < p.barBase+p.barSize {
-			p.queue = append(p.queue, pkt)
+			p.queue.Push(pkt)
 			return
 		}
 	}
-	m.stUnsupported.Inc() // no device decodes the address: dropped (a master abort)
+	if !read {
+		m.stUnsupported.Inc() // no device decodes the address: dropped (a master abort)
+		return
+	}
+	// A read no device decodes: the root complex completes it with
+	// Unsupported Request, and the core's load returns all ones.
+	m.stHostUR.Inc()
+	if h := m.hostCpl[pkt.TLP.RequesterID]; h != nil {
+		tx := m.u.Engine().NewTxn(pkt.ID, "cpl.UR", m.u.Name())
+		m.toHost(h, pcie.Packet{Txn: tx, TLP: pcie.ErrorCompletion(&pkt.TLP, m.spec.ID, tlp.UR)})
+	}
+}
+
+// toHost queues a completion for a core.
+func (m *IOMMU) toHost(h *hostPath, p pcie.Packet) {
+	h.queue = append(h.queue, p)
+	m.hostQueued++
+}
+
+// hostCounters declares the statistics of uncached reads on the first one.
+func (m *IOMMU) hostCounters() {
+	if m.stHostReads != nil {
+		return
+	}
+	s := m.u.Engine().Stats()
+	c := func(n, unit, desc string) *sim.Counter { return s.Counter(m.u.Name()+"."+n, unit, desc) }
+	m.stHostReads = c("host_reads", "TLPs", "uncached reads (MRd) from the CPUs")
+	m.stHostUR = c("host_reads_ur", "TLPs", "uncached reads no BAR decodes, completed with Unsupported Request (the load returns all ones)")
+	m.stHostCpls = c("host_completions", "TLPs", "device completions of uncached reads passed to the CPUs")
 }
 
 // ConnectMemory connects the memory controller's request and completion
@@ -346,7 +410,15 @@ func (m *IOMMU) Tick(now sim.Tick) bool {
 func (m *IOMMU) drain() {
 	m.memOut.Drain(m.MemReq)
 	for _, p := range m.ports {
-		p.queue = sendQueued(p.out, p.queue)
+		p.queue.Drain(p.out)
+	}
+	if m.hostQueued > 0 {
+		for _, h := range m.hostPaths {
+			if n := len(h.queue); n > 0 {
+				h.queue = sendQueued(h.out, h.queue)
+				m.hostQueued -= n - len(h.queue)
+			}
+		}
 	}
 	if m.Irq != nil {
 		m.irqOut = sendQueued(m.Irq, m.irqOut)
@@ -428,7 +500,7 @@ func (m *IOMMU) schedule(now sim.Tick) bool {
 	next := sim.Never
 	pending := m.memOut.Sendable(m.MemReq)
 	for _, p := range m.ports {
-		if len(p.queue) > 0 && p.out.Ready() {
+		if p.queue.Sendable(p.out) {
 			pending = true
 		}
 		if m.cur == nil && m.memWritesFit() && p.dataUntil <= now && p.canTry() {
@@ -436,6 +508,13 @@ func (m *IOMMU) schedule(now sim.Tick) bool {
 		}
 		if p.dataUntil > now {
 			next = min(next, p.dataUntil)
+		}
+	}
+	if m.hostQueued > 0 {
+		for _, h := range m.hostPaths {
+			if len(h.queue) > 0 && h.out.Ready() {
+				pending = true
+			}
 		}
 	}
 	if pending || (m.Irq != nil && len(m.irqOut) > 0 && m.Irq.Ready()) || (m.SP != nil && len(m.spOut) > 0 && m.SP.Ready()) {

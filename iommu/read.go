@@ -151,10 +151,14 @@ func (m *IOMMU) takeCompletions(now sim.Tick) {
 		}
 		pi, ok := m.portOf[pkt.TLP.RequesterID]
 		if !ok {
-			continue // no port ever sent a request with this ID
+			if h := m.hostCpl[pkt.TLP.RequesterID]; h != nil {
+				// A device's completion of a core's uncached read, past
+				// the device's earlier writes (commit): on to the core.
+				m.toHost(h, pkt)
+			}
+			continue // (or no port ever sent a request with this ID)
 		}
-		p := m.ports[pi]
-		p.queue = append(p.queue, pkt)
+		m.ports[pi].queue.Push(pkt)
 	}
 }
 
@@ -182,7 +186,7 @@ func (m *IOMMU) releaseFlushes(now sim.Tick) {
 		fe.released = true
 		p := m.ports[fe.port]
 		for _, pkt := range fe.held {
-			p.queue = append(p.queue, pkt)
+			p.queue.Push(pkt)
 			c := &pkt.TLP
 			if int(c.ByteCount) <= len(c.Data)-int(c.LowerAddr&3) || c.Status != tlp.SC {
 				fe.active = false

@@ -176,6 +176,9 @@ func (m *IOMMU) decide(j *job, pkt *pcie.Packet) bool {
 
 // describe names a decision for the transaction log.
 func (m *IOMMU) describe(j *job) string {
+	if j.p.TLP.Kind.IsCompletion() {
+		return "completion" // passed on, not translated
+	}
 	if m.spec.Bypass {
 		return "pass,bypass"
 	}
@@ -247,6 +250,13 @@ func (m *IOMMU) finish(j *job, now sim.Tick) {
 	switch {
 	case j.irq:
 		m.deliverInterrupt(j)
+	case t.Kind.IsCompletion() && m.hostCpl[t.RequesterID] != nil:
+		// A device's completion of a core's uncached read: it goes to the
+		// core behind every write taken before it (commit).
+		m.hostCounters()
+		m.stHostCpls.Inc()
+		j.dataDone = true
+		m.commitQ = append(m.commitQ, j)
 	case !t.Kind.IsMemory():
 		m.stUnsupported.Inc()
 		if t.Kind.Class() == tlp.NonPosted {
@@ -351,6 +361,12 @@ func (m *IOMMU) commit(now sim.Tick) {
 			req := *t
 			req.Addr = j.tr.pa
 			m.memOut.Push(memory.Req{Txn: j.p.Txn, Kind: memory.DeviceAtomic, TLP: req})
+		case t.Kind.IsCompletion():
+			// A completion for a core: not to pass the device's writes
+			// before it, it leaves through the memory controller's write
+			// queue, as soon as they are performed.
+			m.memOut.Push(memory.Req{Txn: j.p.Txn, Kind: memory.HostCompletion, TLP: *t})
+			m.releaseJob(j)
 		default:
 			req := *t
 			req.Addr = j.tr.pa &^ 3
@@ -441,6 +457,5 @@ func (m *IOMMU) reply(j *job, st tlp.Status) {
 		c = tlp.NewCompletion(t, m.spec.ID, st, 4, 0, nil)
 	}
 	tx := m.u.Engine().NewTxn(j.p.ID, "cpl", m.u.Name())
-	p := m.ports[j.port]
-	p.queue = append(p.queue, pcie.Packet{Txn: tx, TLP: c})
+	m.ports[j.port].queue.Push(pcie.Packet{Txn: tx, TLP: c})
 }

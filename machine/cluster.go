@@ -24,13 +24,20 @@ import (
 
 // Spec describes a cluster.
 type Spec struct {
-	Nodes     int
-	Cores     int // cores per node running processes (a polling hyperthread is extra)
-	CPU       cpu.Spec
-	IOMMU     iommu.Spec
-	Memory    memory.Spec
-	NIC       nic.Spec
-	PCIe      pcie.LinkSpec
+	Nodes  int
+	Cores  int // cores per node running processes (a polling hyperthread is extra)
+	CPU    cpu.Spec
+	IOMMU  iommu.Spec
+	Memory memory.Spec
+	NIC    nic.Spec
+	PCIe   pcie.LinkSpec
+	// PCIeDown makes the root port → NIC direction a PCIe link too (a
+	// pcie.Dir of the PCIe spec, paired with the NIC → root port one):
+	// doorbells, the cores' uncached loads and stores, and the completions
+	// of the NIC's DMA reads pay its serialisation, latency and credits.
+	// False: that direction is a channel of one fabric cycle, the model
+	// earlier scenarios' outputs were made with.
+	PCIeDown  bool
 	Wire      nic.WireSpec
 	FabricMHz uint64 // clock of the IOMMU, memory controller, NIC, links (default 1000)
 	SQSize    int    // send-queue entries per QP (default 256)
@@ -58,6 +65,16 @@ func DefaultSpec() Spec {
 		SwitchLatencyPS: 500 * sim.NS, Power: energy.DefaultParams()}
 }
 
+// maxCores bounds the cores of a node: their requester IDs (CoreID) take
+// devices 1 to 31 of bus 0, eight functions each.
+const maxCores = 31 * 8
+
+// CoreID is the PCIe requester ID of core k's MMIO requests: bus 0, device
+// 1 + k/8, function k%8 (the root complex is 00:00.0, the NIC 01:00.0).
+// The root complex routes the completions of the core's uncached reads
+// back to it by this ID.
+func CoreID(k int) tlp.ID { return tlp.NewID(0, uint8(1+k/8), uint8(k%8)) }
+
 // Memory map of every node (physical addresses; the NIC's IO virtual
 // addresses are the same, mapped one to one when memory is registered).
 const (
@@ -65,7 +82,8 @@ const (
 	tablesBase = 0x0100_0000
 	tablesSize = 0x0100_0000
 	// BARBase is the NIC's BAR: its send-queue doorbells, then
-	// nic.RQDoorbells on.
+	// nic.RQDoorbells and nic.CQDoorbells on, then its device memory from
+	// nic.SRAMOffset (NIC.SRAMAddr).
 	BARBase   = 0xf000_0000
 	nicDomain = 1
 )
@@ -80,6 +98,7 @@ type Node struct {
 	MC         *memory.Controller
 	NIC        *nic.NIC
 	Up         *pcie.Dir // NIC → root complex
+	Down       *pcie.Dir // root complex → NIC (Spec.PCIeDown; nil: a channel)
 	Cores      []*cpu.Core
 	Poller     *cpu.Core // the polling hyperthread (SP mode)
 	SMP        *cpu.SMP  // the cores' coherence model (Spec.SMP; nil: none)
@@ -108,8 +127,8 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	if s.Nodes < 2 || s.Nodes > 256 {
 		return nil, fmt.Errorf("nodes: %d out of 2..256", s.Nodes)
 	}
-	if s.Cores < 1 {
-		return nil, fmt.Errorf("cores: %d, want at least 1", s.Cores)
+	if s.Cores < 1 || s.Cores > maxCores {
+		return nil, fmt.Errorf("cores: %d, want 1..%d", s.Cores, maxCores)
 	}
 	if err := s.Power.Validate(); err != nil {
 		return nil, err
@@ -305,24 +324,43 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 	if n.Up, err = pcie.NewDir(c.Fabric, p+"pcie0.up", s.PCIe, n.NIC.Unit(), n.IOMMU.Unit()); err != nil {
 		return nil, err
 	}
-	down := sim.NewChan[pcie.Packet](n.IOMMU.Unit(), n.NIC.Unit(), p+"pcie0.down", 8)
-	n.NIC.DMAOut, n.NIC.DMAIn = n.Up.In, down
+	var down, nicIn *sim.Chan[pcie.Packet]
+	if s.PCIeDown {
+		if n.Down, err = pcie.NewDir(c.Fabric, p+"pcie0.down", s.PCIe, n.IOMMU.Unit(), n.NIC.Unit()); err != nil {
+			return nil, err
+		}
+		pcie.Pair(n.Up, n.Down)
+		down, nicIn = n.Down.In, n.Down.Out
+	} else {
+		down = sim.NewChan[pcie.Packet](n.IOMMU.Unit(), n.NIC.Unit(), p+"pcie0.down", 8)
+		nicIn = down
+	}
+	n.NIC.DMAOut, n.NIC.DMAIn = n.Up.In, nicIn
 	port := n.IOMMU.AddPort(n.Up.Out, down)
-	n.IOMMU.SetBAR(port, BARBase, 0x10_0000)
+	n.IOMMU.SetBAR(port, BARBase, n.NIC.Spec().BARSize())
 	n.Driver = iommu.NewDriver(n.IOMMU, tablesBase, tablesSize)
 	if err := n.Driver.Attach(ns.ID, nicDomain); err != nil {
 		return nil, err
 	}
-	// Every core has its own MMIO path into the root complex.
+	// Every core has its own MMIO path into the root complex, and its own
+	// path back for the completions of its uncached reads.
 	for k := 0; k < s.Cores; k++ {
 		core := cpu.NewCore(c.CPUClk, fmt.Sprintf("%scpu%d", p, k), s.CPU, n.Mem)
+		core.SetRequesterID(CoreID(k))
 		core.Host = sim.NewChan[pcie.Packet](core.Unit(), n.IOMMU.Unit(), fmt.Sprintf("%scpu%d.mmio", p, k), 4)
+		core.Cpl = sim.NewChan[pcie.Packet](n.IOMMU.Unit(), core.Unit(), fmt.Sprintf("%scpu%d.mmio_cpl", p, k), 2, sim.StatsOnUse())
 		n.IOMMU.ConnectHost(core.Host)
+		n.IOMMU.ConnectHostCompletions(CoreID(k), core.Cpl)
 		n.Cores = append(n.Cores, core)
 	}
 	n.Poller = cpu.NewCore(c.CPUClk, p+"cpu_poll", s.CPU, n.Mem)
 	if err := n.smp(); err != nil {
 		return nil, err
+	}
+	if n.SMP != nil {
+		// DMA is coherent: what the memory controller writes for the I/O
+		// side drops the lines from the cores' caches.
+		n.MC.OnWrite(n.SMP.Invalidate)
 	}
 	irq := sim.NewChan[pcie.Packet](n.IOMMU.Unit(), n.Cores[0].Unit(), p+"irq", 8)
 	n.IOMMU.Irq = irq

@@ -17,6 +17,11 @@ const (
 	Write        ReqKind = iota // write Data at Addr (a DMA write or the IOMMU's own)
 	DeviceRead                  // a device's MRd, already translated: complete it
 	DeviceAtomic                // a device's AtomicOp, already translated: perform and complete it
+	// HostCompletion is a device's completion for a CPU (an uncached read
+	// of the device's memory) that must not pass the device's earlier
+	// writes: it waits among the writes, leaves on Cpl as soon as every
+	// write taken before it is performed, and costs no access of its own.
+	HostCompletion
 )
 
 // Req is a request to the memory controller. Addresses are physical.
@@ -25,7 +30,7 @@ type Req struct {
 	Kind ReqKind
 	Addr uint64
 	Data []byte
-	TLP  tlp.TLP // DeviceRead, DeviceAtomic: the request, with Addr translated
+	TLP  tlp.TLP // DeviceRead, DeviceAtomic: the request, with Addr translated; HostCompletion: the completion
 }
 
 // Spec configures the controller.
@@ -66,6 +71,8 @@ type Controller struct {
 	out     sim.Queue[pcie.Packet] // completions waiting for room in Cpl
 
 	reads, writes, bytesRd, bytesWr *sim.Counter
+
+	onWrite func(addr, n uint64)
 }
 
 type pendingReq struct {
@@ -79,9 +86,10 @@ type pendingReq struct {
 const outMax = 64
 
 // ReqClass is a request's PCIe ordering class, which is also its lane in
-// In: a write is posted, a read or AtomicOp non-posted (it completes).
+// In: a write is posted, a read or AtomicOp non-posted (it completes). A
+// host completion travels with the writes: it must not pass them.
 func ReqClass(r *Req) tlp.Class {
-	if r.Kind == Write {
+	if r.Kind == Write || r.Kind == HostCompletion {
 		return tlp.Posted
 	}
 	return tlp.NonPosted
@@ -113,6 +121,12 @@ func NewController(clk *sim.Clock, name string, spec Spec, store *Store, src, ds
 // Unit is the controller's kernel unit.
 func (c *Controller) Unit() *sim.Unit { return c.u }
 
+// OnWrite registers f to run whenever the controller writes memory for the
+// I/O side — a device's DMA write or AtomicOp, the IOMMU's own writes —
+// with the bytes it writes: caches that hold those lines drop them (an SMP
+// node's coherence model), as a snooping root complex makes them.
+func (c *Controller) OnWrite(f func(addr, n uint64)) { c.onWrite = f }
+
 func (c *Controller) size(r *Req) int {
 	switch r.Kind {
 	case Write:
@@ -133,16 +147,22 @@ func (c *Controller) Tick(now sim.Tick) bool {
 	// room among the reads, a read never enters ahead of an earlier write.
 	if l := pcie.NextLane(c.In, func(l int, _ *Req) bool { return c.pending[l].Len() < c.spec.QueueEntries }); l >= 0 {
 		r := c.In.RecvLane(l)
-		start := max(now, c.busyTil)
-		if c.spec.BytesPerNS > 0 {
-			c.busyTil = start + sim.Tick((c.size(&r)*1000+c.spec.BytesPerNS-1)/c.spec.BytesPerNS)
+		at := now // a host completion: no access, due once the writes ahead of it are
+		if r.Kind != HostCompletion {
+			start := max(now, c.busyTil)
+			if c.spec.BytesPerNS > 0 {
+				c.busyTil = start + sim.Tick((c.size(&r)*1000+c.spec.BytesPerNS-1)/c.spec.BytesPerNS)
+			}
+			at = start + c.spec.LatencyPS
 		}
 		c.seq++
-		c.pending[l].Push(pendingReq{r: r, at: start + c.spec.LatencyPS, seq: c.seq})
+		c.pending[l].Push(pendingReq{r: r, at: at, seq: c.seq})
 	}
 	// Due requests in arrival order (their times rise with it, so an
-	// earlier write is always due before a later read), except that a read
-	// without room for its completions lets the writes behind it go.
+	// earlier write is always due before a later read; a host completion,
+	// due at once, waits behind the writes ahead of it and may pass reads),
+	// except that a read without room for its completions lets the writes
+	// behind it go.
 	for {
 		w, rd := c.due(0, now), c.due(1, now) && c.out.Len() < outMax
 		if !w && !rd {
@@ -185,6 +205,9 @@ func (c *Controller) perform(r *Req) {
 		c.Store.Write(r.Addr, r.Data)
 		c.writes.Inc()
 		c.bytesWr.Add(uint64(len(r.Data)))
+		if c.onWrite != nil {
+			c.onWrite(r.Addr, uint64(len(r.Data)))
+		}
 	case DeviceRead:
 		t := &r.TLP
 		cpls := c.spec.Sizes.SplitCompletions(t, c.spec.CompleterID, func(addr uint64, n int) []byte {
@@ -199,6 +222,8 @@ func (c *Controller) perform(r *Req) {
 		c.bytesRd.Add(uint64(t.EnabledBytes()))
 	case DeviceAtomic:
 		c.out.Push(pcie.Packet{Txn: r.Txn, TLP: c.atomic(&r.TLP)})
+	case HostCompletion:
+		c.out.Push(pcie.Packet{Txn: r.Txn, TLP: r.TLP})
 	}
 }
 
@@ -211,6 +236,11 @@ func (c *Controller) atomic(t *tlp.TLP) tlp.TLP {
 	}
 	old := make([]byte, size)
 	c.Store.Read(t.Addr, old)
+	if c.onWrite != nil {
+		// The root complex takes the line for the read-modify-write, CAS
+		// that fails or not.
+		c.onWrite(t.Addr, uint64(size))
+	}
 	switch t.Kind {
 	case tlp.FetchAdd:
 		var sum []byte

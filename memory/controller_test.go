@@ -121,3 +121,122 @@ func TestWritesPassReadsWaitingForCompletionRoom(t *testing.T) {
 		})
 	}
 }
+
+// stamper takes every completion as it arrives and notes when, and what
+// memory held at addr then.
+type stamper struct {
+	in    *sim.Chan[pcie.Packet]
+	store *Store
+	addr  uint64
+	at    []sim.Tick
+	saw   [][]byte
+}
+
+func (s *stamper) Tick(now sim.Tick) bool {
+	for s.in.Valid() {
+		s.in.Recv()
+		b := make([]byte, 8)
+		s.store.Read(s.addr, b)
+		s.at, s.saw = append(s.at, now), append(s.saw, b)
+	}
+	return false
+}
+
+// A device's completion for a CPU never passes the device's earlier
+// writes: it leaves once they are performed, so the CPU that gets it sees
+// their data; with no write ahead of it, it costs no access time.
+func TestHostCompletionWaitsForEarlierWrites(t *testing.T) {
+	const addr = 0x10_0000
+	cpl := tlp.NewCompletion(&tlp.TLP{Kind: tlp.MRd, RequesterID: tlp.NewID(0, 1, 0), Tag: 3}, tlp.NewID(1, 0, 0), tlp.SC, 4, 0, []byte{1, 2, 3, 4})
+	lat := DefaultSpec().LatencyPS
+	tests := []struct {
+		name   string
+		writes int
+		wantAt sim.Tick // the completion at the CPU side
+	}{
+		// Sent at 0, taken at 1 ns, forwarded at once, seen at 2 ns.
+		{"no write ahead", 0, 2 * sim.NS},
+		// The write is taken at 1 ns and performed at 1 ns + the latency;
+		// the completion, taken at 2 ns, leaves with it.
+		{"a write ahead", 1, sim.NS + lat + sim.NS},
+		// The second write is taken at 2 ns, the completion at 3 ns.
+		{"two writes ahead", 2, 2*sim.NS + lat + sim.NS},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := sim.NewEngine(1)
+			clk := e.NewClock("clk", 1000, 0)
+			store := NewStore()
+			r, s := &requester{}, &stamper{store: store, addr: addr}
+			ru, su := clk.Add("iommu", r), clk.Add("cpu", s)
+			c, err := NewController(clk, "mem", DefaultSpec(), store, ru, su)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.in, s.in = c.In, c.Cpl
+			for i := 0; i < tc.writes; i++ {
+				r.reqs = append(r.reqs, Req{Kind: Write, Addr: addr, Data: []byte("written" + string(rune('0'+i)))})
+			}
+			r.reqs = append(r.reqs, Req{Kind: HostCompletion, TLP: cpl})
+			e.Run(sim.US)
+			if len(s.at) != 1 {
+				t.Fatalf("%d completions, want 1", len(s.at))
+			}
+			if s.at[0] != tc.wantAt {
+				t.Errorf("completion at %v, want %v", s.at[0], tc.wantAt)
+			}
+			if tc.writes > 0 {
+				if want := "written" + string(rune('0'+tc.writes-1)); string(s.saw[0]) != want {
+					t.Errorf("memory held %q when the completion arrived, want %q", s.saw[0], want)
+				}
+			}
+			if w := c.writes.Value(); w != uint64(tc.writes) {
+				t.Errorf("%d writes counted, want %d (a completion is no write)", w, tc.writes)
+			}
+		})
+	}
+}
+
+// OnWrite sees every write the controller performs — DMA writes and
+// AtomicOps, whose line the root complex takes even when a CAS fails — and
+// nothing else.
+func TestOnWriteSeesEveryWrite(t *testing.T) {
+	id := tlp.NewID(1, 0, 0)
+	const addr = 0x2000
+	tests := []struct {
+		name string
+		req  Req
+		want [][2]uint64 // (addr, n) seen
+	}{
+		{"DMA write", Req{Kind: Write, Addr: addr + 8, Data: make([]byte, 100)}, [][2]uint64{{addr + 8, 100}}},
+		{"read", Req{Kind: DeviceRead, TLP: tlp.NewMemRead(id, 1, addr, 64)}, nil},
+		{"fetch-and-add", Req{Kind: DeviceAtomic, TLP: tlp.TLP{Kind: tlp.FetchAdd, Length: 2, RequesterID: id, Tag: 2, Addr: addr, Data: make([]byte, 8)}}, [][2]uint64{{addr, 8}}},
+		{"failing CAS", Req{Kind: DeviceAtomic, TLP: tlp.TLP{Kind: tlp.CAS, Length: 4, RequesterID: id, Tag: 3, Addr: addr, Data: []byte{9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0}}}, [][2]uint64{{addr, 8}}},
+		{"host completion", Req{Kind: HostCompletion, TLP: tlp.NewCompletion(&tlp.TLP{Kind: tlp.MRd, Tag: 4}, id, tlp.SC, 4, 0, make([]byte, 4))}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := sim.NewEngine(1)
+			clk := e.NewClock("clk", 1000, 0)
+			r, s := &requester{reqs: []Req{tc.req}}, &cplSink{}
+			ru := clk.Add("iommu", r)
+			s.u = clk.Add("iommu.cpl", s)
+			c, err := NewController(clk, "mem", DefaultSpec(), NewStore(), ru, s.u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.in, s.in = c.In, c.Cpl
+			var got [][2]uint64
+			c.OnWrite(func(a, n uint64) { got = append(got, [2]uint64{a, n}) })
+			e.Run(sim.US)
+			if len(got) != len(tc.want) {
+				t.Fatalf("OnWrite saw %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("OnWrite saw %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}

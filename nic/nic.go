@@ -29,12 +29,20 @@ type Spec struct {
 	// it, a message longer than the retransmission timeout takes to send
 	// would time out while it is still arriving.
 	AckReqEvery int
+	// SRAMBytes of device memory in the BAR from SRAMOffset on, after the
+	// doorbells: host stores write it, host loads read it (default 256 KB,
+	// DefaultSRAMBytes; a multiple of 4). SRAMAccessPS is the device's time
+	// to serve one host access of it (default DefaultSRAMAccessPS): a read
+	// is answered when it ends.
+	SRAMBytes    int
+	SRAMAccessPS sim.Tick
 }
 
 // DefaultSpec is a 1 GbE RoCE NIC on PCIe.
 func DefaultSpec() Spec {
 	return Spec{PMTU: 1024, Sizes: pcie.Sizes{MPS: 256, MRRS: 512, RCB: 64}, TagBits: 8, BAR: 0xf000_0000,
-		RetransmitPS: 200 * sim.US, Window: 64, ProcessPS: 50 * sim.NS, QueueTLPs: 32, AckReqEvery: 16}
+		RetransmitPS: 200 * sim.US, Window: 64, ProcessPS: 50 * sim.NS, QueueTLPs: 32, AckReqEvery: 16,
+		SRAMBytes: DefaultSRAMBytes, SRAMAccessPS: DefaultSRAMAccessPS}
 }
 
 // Validate checks the spec.
@@ -56,6 +64,10 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("queue_tlps %d", s.QueueTLPs)
 	case s.AckReqEvery < 0:
 		return fmt.Errorf("ack_req_every %d", s.AckReqEvery)
+	case s.SRAMBytes < 0 || s.SRAMBytes > MaxSRAMBytes || s.SRAMBytes%4 != 0:
+		return fmt.Errorf("device memory of %d bytes: want a multiple of 4 in 0..%d", s.SRAMBytes, MaxSRAMBytes)
+	case s.BAR%s.BARSize() != 0:
+		return fmt.Errorf("BAR %#x is not aligned to its size %#x", s.BAR, s.BARSize())
 	}
 	return nil
 }
@@ -136,6 +148,13 @@ type NIC struct {
 	cqs                  map[uint32]*cq
 	cqOrder              []*cq
 	stCQEvents, stCQArms *sim.Counter
+
+	// The device memory and the host's accesses to the BAR waiting their
+	// turn (sram.go).
+	sram                      SRAM
+	hostQ                     sim.Queue[pcie.Packet]
+	accessEnd                 sim.Tick     // when the access at hostQ's head ends (0: not started)
+	stSRAMReads, stSRAMWrites *sim.Counter // declared on the first access
 }
 
 type purposeKind uint8
@@ -169,7 +188,7 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	n := &NIC{spec: spec, name: name, tags: map[uint16]dmaPurpose{}, qps: map[uint32]*qp{}, atomicsByTag: map[uint16]*atomicServe{},
-		tlpQ: pcie.NewOutbox(pcie.PacketClass)}
+		tlpQ: pcie.NewOutbox(pcie.PacketClass), sram: SRAM{size: spec.SRAMBytes}}
 	n.u = clk.Add(name, n)
 	var err error
 	if n.req, err = pcie.NewRequester(spec.ID, spec.TagBits); err != nil {
@@ -315,10 +334,14 @@ func (n *NIC) Tick(now sim.Tick) bool {
 		}
 		n.activate(n.timed.pop())
 	}
-	// Host side: completions of our reads, and doorbells.
+	// Host side: completions of our reads, doorbells, and the host's
+	// accesses to the device memory.
 	for n.DMAIn.Valid() {
 		p := n.DMAIn.Recv()
 		n.fromHost(&p, now)
+	}
+	if n.hostQ.Len() > 0 {
+		n.hostAccesses(now)
 	}
 	// TLPs to the host, in order but for writes passing waiting reads.
 	n.tlpQ.Drain(n.DMAOut)
@@ -409,6 +432,9 @@ func (n *NIC) schedule(now sim.Tick) bool {
 	clear(n.active[len(keep):])
 	n.active = keep
 	next = min(next, n.nextCQTimer())
+	if n.hostQ.Len() > 0 {
+		next = min(next, n.accessEnd) // (hostAccesses started the head's access)
+	}
 	if next != sim.Never {
 		n.u.WakeAt(max(next, now+1))
 	}
@@ -426,41 +452,54 @@ func (n *NIC) activate(q *qp) {
 	n.active = slices.Insert(n.active, i, q)
 }
 
-// fromHost handles a TLP from the host: a doorbell or a completion.
+// fromHost handles a TLP from the host: a completion of the NIC's reads,
+// or a request to its BAR (a doorbell, an access to the device memory).
 func (n *NIC) fromHost(p *pcie.Packet, now sim.Tick) {
 	t := &p.TLP
-	if t.Kind == tlp.MWr {
-		// Doorbells: BAR + 8 × QPN for the send queue, BAR + RQDoorbells +
-		// 8 × QPN for the receive queue; 8 bytes of new producer index.
-		// BAR + CQDoorbells + 8 × CQN arms a completion queue.
-		off := t.Addr + uint64(t.FirstByteOffset()) - n.spec.BAR
-		if off >= CQDoorbells {
-			if len(t.Data) >= 8 {
-				n.arm(uint32((off-CQDoorbells)/8), binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():]), p.ID, now)
-			}
-			return
-		}
-		rq := off >= RQDoorbells
-		if rq {
-			off -= RQDoorbells
-		}
-		q := n.qps[uint32(off/8)]
-		if q == nil || len(t.Data) < 8 {
-			return // a doorbell for no QP: ignored, as hardware drops it
-		}
-		v := binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():])
-		n.activate(q)
-		if rq {
-			q.rqTail = v
-			return
-		}
-		q.sqTail = v
-		q.doorbells = append(q.doorbells, doorbell{tail: q.sqTail, txn: p.Txn})
+	if t.Kind == tlp.MWr || t.Kind == tlp.MRd {
+		n.fromHostBAR(p, now)
 		return
 	}
 	if !t.Kind.IsCompletion() {
 		return
 	}
+	n.fromCompletion(p, now)
+}
+
+// doorbell rings the doorbell a host write to the BAR's first megabyte is.
+func (n *NIC) doorbell(p *pcie.Packet, now sim.Tick) {
+	t := &p.TLP
+	// Doorbells: BAR + 8 × QPN for the send queue, BAR + RQDoorbells +
+	// 8 × QPN for the receive queue; 8 bytes of new producer index.
+	// BAR + CQDoorbells + 8 × CQN arms a completion queue.
+	off := t.Addr + uint64(t.FirstByteOffset()) - n.spec.BAR
+	if off >= CQDoorbells {
+		if len(t.Data) >= 8 {
+			n.arm(uint32((off-CQDoorbells)/8), binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():]), p.ID, now)
+		}
+		return
+	}
+	rq := off >= RQDoorbells
+	if rq {
+		off -= RQDoorbells
+	}
+	q := n.qps[uint32(off/8)]
+	if q == nil || len(t.Data) < 8 {
+		return // a doorbell for no QP: ignored, as hardware drops it
+	}
+	v := binary.LittleEndian.Uint64(t.Data[t.FirstByteOffset():])
+	n.activate(q)
+	if rq {
+		q.rqTail = v
+		return
+	}
+	q.sqTail = v
+	q.doorbells = append(q.doorbells, doorbell{tail: q.sqTail, txn: p.Txn})
+}
+
+// fromCompletion takes a completion of one of the NIC's DMA reads.
+func (n *NIC) fromCompletion(p *pcie.Packet, now sim.Tick) {
+	t := &p.TLP
 	purpose, ok := n.tags[t.Tag]
 	done, data, err := n.req.Complete(t)
 	if !ok || (err != nil && !done) {

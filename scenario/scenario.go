@@ -41,6 +41,8 @@ type MachineSpec struct {
 		Gen       int    `yaml:"gen" json:"gen"`
 		Width     int    `yaml:"width" json:"width"`
 		LatencyNS uint64 `yaml:"latency_ns" json:"latency_ns"`
+		// DownLink makes the root port → NIC direction a link too (mmio.go).
+		DownLink bool `yaml:"down_link" json:"down_link,omitempty"`
 	} `yaml:"pcie" json:"pcie"`
 	NIC struct {
 		PMTU         int    `yaml:"pmtu" json:"pmtu"`
@@ -49,6 +51,9 @@ type MachineSpec struct {
 		// energy a run reports (assumed figures by default).
 		ActiveW float64 `yaml:"active_w" json:"active_w"`
 		IdleW   float64 `yaml:"idle_w" json:"idle_w"`
+		// SRAMAccessNS: the NIC's time to serve a host access of its
+		// device memory (mmio.go).
+		SRAMAccessNS uint64 `yaml:"sram_access_ns" json:"sram_access_ns,omitempty"`
 	} `yaml:"nic" json:"nic"`
 	Network struct {
 		// Topology of more than two nodes (two share a direct link): star,
@@ -404,6 +409,7 @@ func (s *Scenario) Validate() (string, error) {
 			return "", nil
 		},
 		s.checkSMP,
+		s.checkMMIO,
 		func() (string, error) {
 			for _, t := range []struct{ key, v string }{{"outputs.trace_from", s.Outputs.TraceFrom}, {"outputs.trace_to", s.Outputs.TraceTo}} {
 				if t.v == "" {
@@ -453,6 +459,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.IOMMU.ProcessPS, c.IOMMU.MemAccessPS = sim.Tick(m.IOMMU.ProcessNS)*sim.NS, sim.Tick(m.IOMMU.MemAccessNS)*sim.NS
 	c.CPU.InterruptPS, c.CPU.ScratchpadPS = sim.Tick(m.CPU.InterruptNS)*sim.NS, sim.Tick(m.CPU.ScratchpadNS)*sim.NS
 	s.smpSpec(&c)
+	s.mmioSpec(&c)
 	return c
 }
 

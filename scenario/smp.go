@@ -10,8 +10,8 @@ import (
 
 // CPUSMP are the keys of machine.cpu that make a node a symmetric
 // multiprocessor (docs/smp.md): the cores' clock, their coherence model and
-// copy bandwidth, and the uncached device figures. All zero (no coherence
-// block): the cores cost every access as before.
+// copy bandwidth, and the issue cost of an uncached store. All zero (no
+// coherence block): the cores cost every access as before.
 type CPUSMP struct {
 	// MHz is the cores' clock (0: 2000); the period is rounded to the
 	// nearest picosecond (167 MHz: 5988 ps).
@@ -19,9 +19,9 @@ type CPUSMP struct {
 	// MemcpyMBps is one core's copy bandwidth (needs coherence; 0: a copy
 	// costs its loads and stores).
 	MemcpyMBps uint64 `yaml:"memcpy_mbps" json:"memcpy_mbps,omitempty"`
-	// NICReadCycles and NICWriteCycles: a core's uncached 32-bit read and
-	// write of NIC memory, figures for the message layers.
-	NICReadCycles  int `yaml:"nic_read_cycles" json:"nic_read_cycles,omitempty"`
+	// NICWriteCycles is a core's cost of issuing an uncached store to
+	// NIC memory, a posted write (cpu.Spec.UncachedWritePS; 0: MMIOPS). An
+	// uncached read costs what the model computes: its round trip.
 	NICWriteCycles int `yaml:"nic_write_cycles" json:"nic_write_cycles,omitempty"`
 	// Coherence, when present, gives every node's cores a cache each and
 	// costs their loads, stores and atomics by a coherence model.
@@ -82,7 +82,6 @@ func (s *Scenario) checkSMP() (string, error) {
 			}
 			return "", nil
 		},
-		func() (string, error) { return cycles("machine.cpu.nic_read_cycles", c.NICReadCycles, 0) },
 		func() (string, error) { return cycles("machine.cpu.nic_write_cycles", c.NICWriteCycles, 0) },
 		func() (string, error) { return mbps("machine.cpu.memcpy_mbps", c.MemcpyMBps) },
 		func() (string, error) { return mbps("machine.memory.bandwidth_mbps", m.Memory.BandwidthMBps) },
@@ -141,7 +140,6 @@ func (s *Scenario) smpSpec(c *machine.Spec) {
 	if k.MHz != 0 {
 		c.CPU.PeriodPS = sim.Tick((1_000_000 + k.MHz/2) / k.MHz)
 	}
-	c.CPU.UncachedReadPS = sim.Tick(k.NICReadCycles) * c.CPU.PeriodPS
 	c.CPU.UncachedWritePS = sim.Tick(k.NICWriteCycles) * c.CPU.PeriodPS
 	if h := k.Coherence; h != nil {
 		c.SMP = &cpu.SMPSpec{LineBytes: h.LineBytes, L2Bytes: h.L2KB << 10, L2Ways: h.L2Ways,

@@ -15,7 +15,7 @@ func TestSMPKeyErrors(t *testing.T) {
 	coh := "machine:\n  cpu:\n    coherence:\n      l2_kb: 512\n      miss_cycles: 50\n      c2c_cycles: 80\n      cas_cycles: 15\n"
 	cases := []struct{ yaml, want string }{
 		{"machine:\n  cpu:\n    mhz: 20000\n", "s.yaml:3: machine.cpu.mhz: 20000 out of 1..10000 (0: 2000)"},
-		{"machine:\n  cpu:\n    nic_read_cycles: -1\n", "s.yaml:3: machine.cpu.nic_read_cycles: -1 out of 0..100000 cycles"},
+		{"machine:\n  cpu:\n    nic_write_cycles: -1\n", "s.yaml:3: machine.cpu.nic_write_cycles: -1 out of 0..100000 cycles"},
 		{"machine:\n  memory:\n    bandwidth_mbps: 400\n", "s.yaml:3: machine.memory.bandwidth_mbps: 400 MB/s needs machine.cpu.coherence (the SMP model)"},
 		{"machine:\n  cpu:\n    memcpy_mbps: 200\n", "s.yaml:3: machine.cpu.memcpy_mbps: 200 MB/s needs machine.cpu.coherence"},
 		{coh + "  memory:\n    bandwidth_mbps: 2000000\n", "s.yaml:9: machine.memory.bandwidth_mbps: 2000000 out of 0..1000000 MB/s"},
@@ -86,7 +86,7 @@ func TestMachinePresets(t *testing.T) {
 		}
 		for _, core := range append([]*cpu.Core{n.Poller}, n.Cores...) {
 			sp := core.Spec()
-			if core.SMP() != n.SMP || sp.PeriodPS != period || sp.UncachedReadPS != 152*period || sp.UncachedWritePS != 54*period {
+			if core.SMP() != n.SMP || sp.PeriodPS != period || sp.UncachedWritePS != 54*period {
 				t.Fatalf("%s: SMP %p (node's %p), spec %+v", core.Unit().Name(), core.SMP(), n.SMP, sp)
 			}
 		}

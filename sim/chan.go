@@ -40,8 +40,9 @@ type Chan[T any] struct {
 	sent    uint64 // transactions sent so far: the arrival order across lanes
 	scratch T      // the transaction being sent, while laneOf looks at it
 
-	transfers *Counter
-	stalls    *Counter
+	transfers  *Counter
+	stalls     *Counter
+	undeclared bool // StatsOnUse: the counters are declared at the first Send
 
 	sigValid, sigReady, sigFire, sigID, sigCount *signal
 	retrace                                      func()
@@ -51,8 +52,9 @@ type Chan[T any] struct {
 type ChanOption func(*chanCfg)
 
 type chanCfg struct {
-	latPS  Tick
-	cycles int
+	latPS      Tick
+	cycles     int
+	statsOnUse bool
 }
 
 // LatencyCycles delays visibility to the consumer by n of its cycles
@@ -61,6 +63,11 @@ func LatencyCycles(n int) ChanOption { return func(c *chanCfg) { c.cycles = n } 
 
 // LatencyPS delays visibility by d picoseconds beyond the push time.
 func LatencyPS(d Tick) ChanOption { return func(c *chanCfg) { c.latPS = d } }
+
+// StatsOnUse declares the channel's statistics when it first carries a
+// transaction rather than when it is made: a path most runs never use (a
+// core's completions of uncached reads) adds nothing to their statistics.
+func StatsOnUse() ChanOption { return func(c *chanCfg) { c.statsOnUse = true } }
 
 // NewChan creates a channel of the given FIFO depth between prod and cons.
 //
@@ -93,9 +100,13 @@ func NewChan[T any](prod, cons *Unit, name string, depth int, opts ...ChanOption
 	// One cycle = visible on the consumer's next edge; each further cycle
 	// adds one consumer period.
 	c.lat = 1 + Tick(cfg.cycles-1)*cons.clk.period + cfg.latPS
-	st := e.stats
-	c.transfers = st.Counter(name+".transfers", "transactions", "transfers through the channel")
-	c.stalls = st.Counter(name+".full_stalls", "events", "times the producer found the channel full")
+	c.transfers = &Counter{statMeta: statMeta{name + ".transfers", "transactions", "transfers through the channel"}}
+	c.stalls = &Counter{statMeta: statMeta{name + ".full_stalls", "events", "times the producer found the channel full"}}
+	if cfg.statsOnUse {
+		c.undeclared = true
+	} else {
+		c.declareStats()
+	}
 
 	c.sigValid = e.declare(name+".valid", 1, func() (uint64, bool) { return b2u(c.validNext()), true })
 	c.sigReady = e.declare(name+".ready", 1, func() (uint64, bool) { return b2u(c.roomAll()), true })
@@ -104,6 +115,13 @@ func NewChan[T any](prod, cons *Unit, name string, depth int, opts ...ChanOption
 	c.sigCount = e.declare(name+".count", widthFor(depth), func() (uint64, bool) { return uint64(c.n), true })
 	c.retrace = c.trace
 	return c
+}
+
+// declareStats adds the channel's counters to the engine's statistics.
+func (c *Chan[T]) declareStats() {
+	c.undeclared = false
+	c.eng.stats.add(c.transfers)
+	c.eng.stats.add(c.stalls)
 }
 
 func b2u(b bool) uint64 {
@@ -159,6 +177,9 @@ func (c *Chan[T]) Send(v T) {
 	}
 	if c.occupancyForProducer() >= c.depth {
 		panic(fmt.Sprintf("sim: %s: Send on a full channel at %v (check Ready first)", c.name, c.eng.now))
+	}
+	if c.undeclared {
+		c.declareStats()
 	}
 	i := c.head + c.n
 	if i >= c.depth {

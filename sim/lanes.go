@@ -174,6 +174,9 @@ func (c *Chan[T]) SendLane(i int, v T) {
 	if c.laneOccupancyForProducer(l) >= l.depth() {
 		panic(fmt.Sprintf("sim: %s: Send on a full lane %d at %v (check ReadyLane first)", c.name, i, c.eng.now))
 	}
+	if c.undeclared {
+		c.declareStats()
+	}
 	k := l.head + l.n
 	if k >= l.depth() {
 		k -= l.depth()
