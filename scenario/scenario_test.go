@@ -336,3 +336,26 @@ func TestEveryNumericKeyHasARange(t *testing.T) {
 		}
 	}
 }
+
+// Sizes that took the host down (the Go runtime out of memory, a panic
+// in make, gigabytes allocated before the first event) are refused while
+// the file is read, each naming its key.
+func TestScenarioSizesThatCrashed(t *testing.T) {
+	for _, c := range []struct{ yaml, key string }{
+		{"machine:\n  network: {topology: leaf-spine, spines: 1000000000}\nworkload: {dht: {procs_per_node: 1}}\n", "machine.network.spines"},
+		{"machine:\n  iommu: {iotlb_sets: 1099511627776, iotlb_ways: 1099511627776}\n", "machine.iommu.iotlb_sets"},
+		{"machine:\n  iommu: {log_cam_entries: 1000000000000}\n", "machine.iommu.log_cam_entries"},
+		{"workload:\n  dht: {cells: 1099511627776}\n", "workload.dht.cells"},
+		{"workload:\n  dht: {inserts: 1000000000}\n", "workload.dht.inserts"},
+		{"machine: {nodes: 64, cores: 64}\nworkload:\n  dht: {procs_per_node: 64, inserts: 1000000}\n", "workload.dht.inserts"},
+		{"machine: {nodes: 64, cores: 64}\nworkload:\n  kind: sort\n  sort: {keys: 1048576}\n", "workload.sort.procs_per_node"},
+		{"machine: {nodes: 16, cores: 4}\nworkload:\n  kind: sort\n  sort: {keys: 1048576}\n", "workload.sort.keys"},
+		{"machine: {nodes: 64, cores: 64}\nworkload:\n  kind: getlog\n  getlog: {gets: 10000000}\n", "workload.getlog.gets"},
+		{"workload:\n  kind: xor\n  xor: {words: 1000000000000}\n", "workload.xor.words"},
+	} {
+		_, err := ParseScenario("s.yaml", []byte(c.yaml))
+		if err == nil || !strings.Contains(err.Error(), ": "+c.key+": ") {
+			t.Errorf("%q: %v, want an error naming %s", c.yaml, err, c.key)
+		}
+	}
+}
