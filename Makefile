@@ -52,6 +52,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 15s ./cmd/aaemu
 	$(GO) test -run '^$$' -fuzz FuzzParseTick -fuzztime 15s ./sim
 	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 15s ./internal/sweep
+	$(GO) test -run '^$$' -fuzz FuzzScenario -fuzztime 30s ./scenario
+	$(GO) test -run '^$$' -fuzz FuzzSweep -fuzztime 30s ./internal/sweep
+	$(GO) test -run '^$$' -fuzz FuzzReplay -fuzztime 30s ./internal/conformance
 
 # A picture of the default run's waveforms in GTKWave, without a display.
 screenshot: deps run

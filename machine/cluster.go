@@ -39,7 +39,7 @@ type Spec struct {
 	// earlier scenarios' outputs were made with.
 	PCIeDown  bool
 	Wire      nic.WireSpec
-	FabricMHz uint64 // clock of the IOMMU, memory controller, NIC, links (default 1000)
+	FabricMHz uint64 // clock of the IOMMU, memory controller, NIC, links (default 1000; period rounded to the nearest ps)
 	SQSize    int    // send-queue entries per QP (default 256)
 	// SwitchLatencyPS is the switch's forwarding latency (more than two nodes).
 	SwitchLatencyPS sim.Tick
@@ -133,7 +133,7 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	if err := s.Power.Validate(); err != nil {
 		return nil, err
 	}
-	fabric, err := sim.PeriodOfMHz(s.FabricMHz)
+	fabric, err := sim.NearestPeriodOfMHz(s.FabricMHz)
 	if err != nil {
 		return nil, fmt.Errorf("fabric_mhz: %w", err)
 	}

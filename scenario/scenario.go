@@ -1,11 +1,9 @@
 package scenario
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/energy"
+	"github.com/aaemu/aaemu/internal/input"
 	"github.com/aaemu/aaemu/iommu/record"
 	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
@@ -20,35 +19,46 @@ import (
 )
 
 // Scenario is what `aaemu run` runs: a machine, a workload and the outputs.
+// Every numeric key has a range (ranges.go), given in its comment: a value
+// outside it is refused before anything is built.
 type Scenario struct {
-	Seed     uint64       `yaml:"seed" json:"seed"`
+	Seed     uint64       `yaml:"seed" json:"seed"` // any
 	Machine  MachineSpec  `yaml:"machine" json:"machine"`
 	Workload WorkloadSpec `yaml:"workload" json:"workload"`
 	Outputs  OutputSpec   `yaml:"outputs" json:"outputs"`
+	// MaxMemoryMiB bounds the memory one experiment may need, as
+	// MemoryEstimate reckons it (64..1048576 MiB, default 4096): a larger
+	// scenario is refused, naming the keys that make it large, unless
+	// this is raised.
+	MaxMemoryMiB uint64 `yaml:"max_memory_mib" json:"-"`
 }
 
 // MachineSpec is the part of the cluster a scenario may change.
 type MachineSpec struct {
-	Nodes     int    `yaml:"nodes" json:"nodes"`
-	Cores     int    `yaml:"cores" json:"cores"`
+	Nodes int `yaml:"nodes" json:"nodes"` // 2..64
+	Cores int `yaml:"cores" json:"cores"` // 1..64
+	// FabricMHz: 1..10000; a frequency whose period is not a whole number
+	// of picoseconds (300 MHz: 3333.3 ps) runs at the nearest one (3333
+	// ps), which stats.json's clocks record.
 	FabricMHz uint64 `yaml:"fabric_mhz" json:"fabric_mhz"`
 	Wire      struct {
-		RateMbps  uint64 `yaml:"rate_mbps" json:"rate_mbps"`
-		LatencyNS uint64 `yaml:"latency_ns" json:"latency_ns"`
-		LossPPM   uint32 `yaml:"loss_ppm" json:"loss_ppm"`
+		RateMbps  uint64 `yaml:"rate_mbps" json:"rate_mbps"`   // 1..1000000
+		LatencyNS uint64 `yaml:"latency_ns" json:"latency_ns"` // 0..1e9 (1 s)
+		LossPPM   uint32 `yaml:"loss_ppm" json:"loss_ppm"`     // 0..1000000
 	} `yaml:"wire" json:"wire"`
 	PCIe struct {
-		Gen       int    `yaml:"gen" json:"gen"`
-		Width     int    `yaml:"width" json:"width"`
-		LatencyNS uint64 `yaml:"latency_ns" json:"latency_ns"`
+		Gen       int    `yaml:"gen" json:"gen"`               // 1..5
+		Width     int    `yaml:"width" json:"width"`           // 1, 2, 4, 8, 16
+		LatencyNS uint64 `yaml:"latency_ns" json:"latency_ns"` // 0..1e9
 		// DownLink makes the root port → NIC direction a link too (mmio.go).
 		DownLink bool `yaml:"down_link" json:"down_link,omitempty"`
 	} `yaml:"pcie" json:"pcie"`
 	NIC struct {
-		PMTU         int    `yaml:"pmtu" json:"pmtu"`
-		RetransmitUS uint64 `yaml:"retransmit_us" json:"retransmit_us"`
+		PMTU         int    `yaml:"pmtu" json:"pmtu"`                   // 256, 512, 1024, 2048, 4096
+		RetransmitUS uint64 `yaml:"retransmit_us" json:"retransmit_us"` // 1..1000000
 		// A NIC's power while it sends and while it does not, W: the
-		// energy a run reports (assumed figures by default).
+		// energy a run reports (assumed figures by default). 0..1000,
+		// idle ≤ active.
 		ActiveW float64 `yaml:"active_w" json:"active_w"`
 		IdleW   float64 `yaml:"idle_w" json:"idle_w"`
 		// SRAMAccessNS: the NIC's time to serve a host access of its
@@ -60,29 +70,31 @@ type MachineSpec struct {
 		// one switch; leaf-spine, nodes_per_leaf nodes on each leaf switch,
 		// every leaf linked to each of spines spine switches.
 		Topology        string `yaml:"topology" json:"topology"`
-		NodesPerLeaf    int    `yaml:"nodes_per_leaf" json:"nodes_per_leaf"`
-		Spines          int    `yaml:"spines" json:"spines"`
-		SwitchLatencyNS uint64 `yaml:"switch_latency_ns" json:"switch_latency_ns"`
-		// RouterNJPerByte: a router's energy per byte it forwards, nJ.
+		NodesPerLeaf    int    `yaml:"nodes_per_leaf" json:"nodes_per_leaf"`       // 1..64
+		Spines          int    `yaml:"spines" json:"spines"`                       // 1..64
+		SwitchLatencyNS uint64 `yaml:"switch_latency_ns" json:"switch_latency_ns"` // 0..1e9
+		// RouterNJPerByte: a router's energy per byte it forwards, nJ
+		// (0..1000).
 		RouterNJPerByte float64 `yaml:"router_nj_per_byte" json:"router_nj_per_byte"`
 	} `yaml:"network" json:"network"`
 	IOMMU struct {
+		// The IOTLB: 1..65536 sets of 1..256 ways, 65536 entries at most.
 		IOTLBSets     int    `yaml:"iotlb_sets" json:"iotlb_sets"`
 		IOTLBWays     int    `yaml:"iotlb_ways" json:"iotlb_ways"`
 		IOTLBEviction string `yaml:"iotlb_eviction" json:"iotlb_eviction"`
-		LogCAMEntries int    `yaml:"log_cam_entries" json:"log_cam_entries"`
+		LogCAMEntries int    `yaml:"log_cam_entries" json:"log_cam_entries"` // 1..4096
 		// FlushBufferEntries: flushing pages the IOMMU holds (one per log
-		// that active flushes wait on).
+		// that active flushes wait on), 1..4096.
 		FlushBufferEntries int    `yaml:"flush_buffer_entries" json:"flush_buffer_entries"`
-		ProcessNS          uint64 `yaml:"process_ns" json:"process_ns"`
-		MemAccessNS        uint64 `yaml:"mem_access_ns" json:"mem_access_ns"`
+		ProcessNS          uint64 `yaml:"process_ns" json:"process_ns"`       // 0..1e9
+		MemAccessNS        uint64 `yaml:"mem_access_ns" json:"mem_access_ns"` // 0..1e9
 		// Mode is e-iommu (the extended IOMMU on every node's PCIe path) or
 		// no-iommu (no IOMMU: the NIC's requests reach memory untranslated).
 		Mode string `yaml:"mode" json:"mode"`
 	} `yaml:"iommu" json:"iommu"`
 	CPU struct {
-		InterruptNS  uint64 `yaml:"interrupt_ns" json:"interrupt_ns"`
-		ScratchpadNS uint64 `yaml:"scratchpad_ns" json:"scratchpad_ns"`
+		InterruptNS  uint64 `yaml:"interrupt_ns" json:"interrupt_ns"`   // 0..1e9
+		ScratchpadNS uint64 `yaml:"scratchpad_ns" json:"scratchpad_ns"` // 0..1e9
 
 		CPUSMP `yaml:",inline"` // SMP nodes (smp.go)
 	} `yaml:"cpu" json:"cpu"`
@@ -114,40 +126,41 @@ func (w WorkloadSpec) MarshalJSON() ([]byte, error) {
 // DHTSpec is the hashtable insert benchmark: every scheme at every
 // collision ratio.
 type DHTSpec struct {
-	Inserts       int       `yaml:"inserts" json:"inserts"`
-	Cells         int       `yaml:"cells" json:"cells"`
-	Collisions    []float64 `yaml:"collisions" json:"collisions"`
-	Schemes       []string  `yaml:"schemes" json:"schemes"`
-	ComputeCycles int       `yaml:"compute_cycles" json:"compute_cycles"`
+	Inserts       int       `yaml:"inserts" json:"inserts"`               // 1..10000000 per process
+	Cells         int       `yaml:"cells" json:"cells"`                   // a power of two 1..2^24
+	Collisions    []float64 `yaml:"collisions" json:"collisions"`         // 1..64 ratios 0..1
+	Schemes       []string  `yaml:"schemes" json:"schemes"`               // each scheme once
+	ComputeCycles int       `yaml:"compute_cycles" json:"compute_cycles"` // 0..1e9
 	// AMPollNS is the active-message target's polling interval (AM-Exp's
-	// starting interval); 0 means 1 µs.
+	// starting interval), 0..1e9; 0 means 1 µs.
 	AMPollNS uint64 `yaml:"am_poll_ns" json:"am_poll_ns"`
 	// ProcsPerNode: 0 is the two-node run (one process on node 0 inserts
-	// into node 1's table); P > 0 gives every node a shard and P inserting
-	// processes on its first P cores, each inserting Inserts keys into the
-	// other nodes' shards.
+	// into node 1's table); P > 0 (up to machine.cores) gives every node a
+	// shard and P inserting processes on its first P cores, each inserting
+	// Inserts keys into the other nodes' shards.
 	ProcsPerNode int `yaml:"procs_per_node" json:"procs_per_node"`
 	// AMOnloadCores: AM-Onload's server cores per node, out of
-	// procs_per_node.
+	// procs_per_node (fewer than it).
 	AMOnloadCores int `yaml:"am_onload_cores" json:"am_onload_cores"`
 	// Lookups and Deletes: fractions (0..1) of its own keys each process
 	// looks up and then deletes once its inserts are in the table.
 	Lookups float64 `yaml:"lookups" json:"lookups,omitempty"`
 	Deletes float64 `yaml:"deletes" json:"deletes,omitempty"`
 	// LogBytes: each owner's access log (AA schemes), 0 = 64 KiB; a
-	// multiple of 8, at least twice the largest record (96 bytes).
+	// multiple of 8, at least twice the largest record (96 bytes), at
+	// most 64 MiB.
 	LogBytes uint64 `yaml:"log_bytes" json:"log_bytes,omitempty"`
 	// AAIntRecords: AA-Int's interrupt moderation, an MSI every that many
-	// records (0: every record).
+	// records (0: every record), filling at most half the log.
 	AAIntRecords int `yaml:"aa_int_records" json:"aa_int_records,omitempty"`
 	// AALogs (AA schemes, procs_per_node > 1): node, one access log per
 	// node's shard; process, one per inserting process, as the paper's
 	// threads each own a log.
 	AALogs string `yaml:"aa_logs" json:"aa_logs,omitempty"`
 	// AMIntModeration: AM-Int's completion-event moderation count, an
-	// interrupt every that many messages a node receives (0: 10, as the
-	// paper reports); AMIntPeriodNS: the longest a message waits for its
-	// interrupt (0: 10 µs).
+	// interrupt every that many messages a node receives (0..65535; 0: 10,
+	// as the paper reports); AMIntPeriodNS: the longest a message waits for
+	// its interrupt (0..1e9; 0: 10 µs).
 	AMIntModeration int    `yaml:"am_int_moderation" json:"am_int_moderation,omitempty"`
 	AMIntPeriodNS   uint64 `yaml:"am_int_period_ns" json:"am_int_period_ns,omitempty"`
 }
@@ -181,27 +194,36 @@ func DefaultScenario() Scenario {
 	m.IOMMU.LogCAMEntries, m.IOMMU.ProcessNS, m.IOMMU.MemAccessNS = 16, 5, 70
 	m.IOMMU.FlushBufferEntries = 8
 	m.CPU.InterruptNS, m.CPU.ScratchpadNS = 3000, 15
+	s.MaxMemoryMiB = DefaultMaxMemoryMiB
 	defaultWorkloads(&s.Workload)
 	s.Workload.DHT = DHTSpec{Inserts: 2000, Cells: 1 << 14, Collisions: []float64{0.05, 0.25}, Schemes: []string{"AA-SP", "RMA"}}
 	s.Outputs = OutputSpec{VCD: true, Trace: "node1.iommu,node1.nic0,node0.nic0,net", TraceFrom: "0", TraceTo: "40us", Pcap: true}
 	return s
 }
 
-// ParseScenario reads a scenario file over the defaults. Unknown keys, bad
-// types and bad values are errors that name the file, the line and the key.
+// ParseScenario reads a scenario file over the defaults. Every mistake is
+// an error "file:line: dotted.key: what is wrong (what is allowed)":
+// unknown keys (with the known key nearest to it), values of the wrong
+// type (a float in an integer key, a negative number in an unsigned one),
+// values out of their key's range, and a scenario too large for the host
+// (MemoryEstimate over max_memory_mib).
 func ParseScenario(name string, data []byte) (Scenario, error) {
+	s, _, err := ParseScenarioLines(name, data)
+	return s, err
+}
+
+// ParseScenarioLines is ParseScenario that also gives the line of a key in
+// the file (of the nearest enclosing key the file has; 0: none).
+func ParseScenarioLines(name string, data []byte) (Scenario, func(key string) int, error) {
 	s := DefaultScenario()
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return s, fmt.Errorf("%s: %s", name, flatYAML(err))
+	root, err := input.YAMLTree(name, data)
+	if err != nil {
+		return s, nil, err
 	}
 	// YAML replaces a list rather than merging it into the default.
 	s.Workload.DHT.Collisions, s.Workload.DHT.Schemes = nil, nil
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
-		return s, fmt.Errorf("%s: %s", name, flatYAML(err))
-	}
+	dec := NewDecoder(name)
+	err = dec.Decode(root, "", &s)
 	d := DefaultScenario()
 	if s.Workload.DHT.Collisions == nil {
 		s.Workload.DHT.Collisions = d.Workload.DHT.Collisions
@@ -209,86 +231,51 @@ func ParseScenario(name string, data []byte) (Scenario, error) {
 	if s.Workload.DHT.Schemes == nil {
 		s.Workload.DHT.Schemes = d.Workload.DHT.Schemes
 	}
+	if err != nil {
+		return s, dec.Line, err
+	}
 	if key, err := s.Validate(); err != nil {
-		if line := lineOf(&root, strings.Split(key, ".")); line > 0 {
-			return s, fmt.Errorf("%s:%d: %s: %w", name, line, key, err)
-		}
-		return s, fmt.Errorf("%s: %s: %w", name, key, err)
+		return s, dec.Line, input.Place(err, name, key, dec.Line)
 	}
-	return s, nil
+	return s, dec.Line, nil
 }
 
-func flatYAML(err error) string {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return strings.Join(te.Errors, "; ")
-	}
-	return err.Error()
+// NewDecoder is the decoder of scenario keys: its errors give each key's
+// range as what is allowed. The sweep decodes its grid's values with it.
+func NewDecoder(file string) *input.Decoder {
+	return &input.Decoder{File: file, Tag: "yaml", Allowed: allowed}
 }
 
-// lineOf finds the line of a dotted key in a YAML document.
-func lineOf(n *yaml.Node, path []string) int {
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
+// Set decodes n into the scenario's key (dotted, as KeyProblem accepts
+// it) as a scenario file's value of that key would be: a section's keys
+// are merged into the section, any other value replaces the key's. Errors
+// name n as name (the sweep's grid.KEY[i]) and give the key's range.
+func (s *Scenario) Set(file, name, key string, n *yaml.Node) error {
+	v, _ := field(reflect.ValueOf(s).Elem(), key)
+	if !v.IsValid() {
+		return &input.Error{File: file, Line: n.Line, Key: name, Problem: "unknown key"}
 	}
-	line := 0
-	for _, k := range path {
-		if n.Kind != yaml.MappingNode {
-			return line
-		}
-		found := false
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == k {
-				line, n, found = n.Content[i].Line, n.Content[i+1], true
-				break
-			}
-		}
-		if !found {
-			return line
-		}
-	}
-	return line
+	base := input.PlainKey(name)
+	dec := &input.Decoder{File: file, Tag: "yaml", Allowed: func(k string) string { return allowed(key + strings.TrimPrefix(k, base)) }}
+	return dec.Decode(n, name, v.Addr().Interface())
+}
+
+// KeyProblem checks a dotted key of a scenario: nil, or an error (without
+// a file) that says what is wrong and the key nearest to it.
+func KeyProblem(key string) *input.Error {
+	return NewDecoder("").Check(reflect.TypeOf(Scenario{}), key)
 }
 
 // Validate checks the scenario; it returns the dotted key of the first bad
-// value and what is wrong with it.
+// value and what is wrong with it, an *input.Error without a file or key
+// ("problem (allowed)").
 func (s *Scenario) Validate() (string, error) {
 	m := &s.Machine
-	pos := func(key string, v uint64) (string, error) {
-		if v == 0 {
-			return key, fmt.Errorf("must be positive")
-		}
-		return "", nil
-	}
 	checks := []func() (string, error){
+		s.checkRanges,
 		func() (string, error) {
-			if m.Nodes < 2 || m.Nodes > 64 {
-				return "machine.nodes", fmt.Errorf("%d out of 2..64 (two nodes share a direct link, more a switch)", m.Nodes)
-			}
-			return "", nil
-		},
-		func() (string, error) {
-			if m.Cores < 1 || m.Cores > 64 {
-				return "machine.cores", fmt.Errorf("%d out of 1..64", m.Cores)
-			}
-			return "", nil
-		},
-		func() (string, error) {
-			if _, err := sim.PeriodOfMHz(m.FabricMHz); err != nil {
-				return "machine.fabric_mhz", err
-			}
-			return "", nil
-		},
-		func() (string, error) { return pos("machine.wire.rate_mbps", m.Wire.RateMbps) },
-		func() (string, error) {
-			if m.Wire.LossPPM > 1_000_000 {
-				return "machine.wire.loss_ppm", fmt.Errorf("%d exceeds one million", m.Wire.LossPPM)
-			}
-			return "", nil
-		},
-		func() (string, error) {
-			if m.PCIe.Gen < 1 || m.PCIe.Gen > 5 {
-				return "machine.pcie.gen", fmt.Errorf("%d out of 1..5", m.PCIe.Gen)
+			if _, err := sim.NearestPeriodOfMHz(m.FabricMHz); err != nil {
+				return "machine.fabric_mhz", outOfRange(rangeOf["machine.fabric_mhz"], m.FabricMHz)
 			}
 			return "", nil
 		},
@@ -297,30 +284,37 @@ func (s *Scenario) Validate() (string, error) {
 			case 1, 2, 4, 8, 16:
 				return "", nil
 			}
-			return "machine.pcie.width", fmt.Errorf("x%d: want 1, 2, 4, 8 or 16", m.PCIe.Width)
+			return "machine.pcie.width", input.Errorf(rangeOf["machine.pcie.width"].text(), "x%d is not a link width", m.PCIe.Width)
 		},
 		func() (string, error) {
 			switch m.NIC.PMTU {
 			case 256, 512, 1024, 2048, 4096:
 				return "", nil
 			}
-			return "machine.nic.pmtu", fmt.Errorf("%d: want 256, 512, 1024, 2048 or 4096", m.NIC.PMTU)
+			return "machine.nic.pmtu", input.Errorf(rangeOf["machine.nic.pmtu"].text(), "%d is not a RoCE path MTU", m.NIC.PMTU)
 		},
-		func() (string, error) { return pos("machine.nic.retransmit_us", m.NIC.RetransmitUS) },
 		func() (string, error) {
-			switch {
-			case m.NIC.IdleW < 0:
-				return "machine.nic.idle_w", fmt.Errorf("%v W is negative", m.NIC.IdleW)
-			case m.NIC.ActiveW < m.NIC.IdleW:
-				return "machine.nic.active_w", fmt.Errorf("%v W, below the idle %v W", m.NIC.ActiveW, m.NIC.IdleW)
-			case m.Network.RouterNJPerByte < 0:
-				return "machine.network.router_nj_per_byte", fmt.Errorf("%v nJ is negative", m.Network.RouterNJPerByte)
-			case m.Network.Topology != machine.TopologyStar && m.Network.Topology != machine.TopologyLeafSpine:
-				return "machine.network.topology", fmt.Errorf("%q: want %s (one switch) or %s (leaf and spine switches)", m.Network.Topology, machine.TopologyStar, machine.TopologyLeafSpine)
-			case m.Network.NodesPerLeaf < 1:
-				return "machine.network.nodes_per_leaf", fmt.Errorf("%d, want at least 1", m.Network.NodesPerLeaf)
-			case m.Network.Spines < 1:
-				return "machine.network.spines", fmt.Errorf("%d, want at least 1", m.Network.Spines)
+			if m.NIC.ActiveW < m.NIC.IdleW {
+				return "machine.nic.active_w", input.Errorf(fmt.Sprintf("%v..1000 W: at least machine.nic.idle_w", m.NIC.IdleW), "%v W is below machine.nic.idle_w", m.NIC.ActiveW)
+			}
+			return "", nil
+		},
+		func() (string, error) {
+			if t := m.Network.Topology; t != machine.TopologyStar && t != machine.TopologyLeafSpine {
+				return "machine.network.topology", notOneOf(t, "a topology", []string{machine.TopologyStar, machine.TopologyLeafSpine},
+					machine.TopologyStar+": one switch; "+machine.TopologyLeafSpine+": leaf and spine switches")
+			}
+			return "", nil
+		},
+		func() (string, error) {
+			if e := m.IOMMU.IOTLBSets * m.IOMMU.IOTLBWays; e > maxIOTLBEntries {
+				return "machine.iommu.iotlb_ways", input.Errorf(fmt.Sprintf("sets × ways at most %d", maxIOTLBEntries), "%d sets × %d ways is %d entries", m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays, e)
+			}
+			return "", nil
+		},
+		func() (string, error) {
+			if _, err := sim.ParseEviction(m.IOMMU.IOTLBEviction); err != nil {
+				return "machine.iommu.iotlb_eviction", notOneOf(m.IOMMU.IOTLBEviction, "an eviction policy", []string{"lru", "fifo", "random"}, "lru, fifo or random")
 			}
 			return "", nil
 		},
@@ -329,84 +323,17 @@ func (s *Scenario) Validate() (string, error) {
 			case workload.IOMMUExtended, workload.IOMMUNone:
 				return "", nil
 			}
-			return "machine.iommu.mode", fmt.Errorf("%q: want %s (the extended IOMMU) or %s (no IOMMU on the PCIe path)", m.IOMMU.Mode, workload.IOMMUExtended, workload.IOMMUNone)
-		},
-		func() (string, error) { return pos("machine.iommu.iotlb_sets", uint64(max(m.IOMMU.IOTLBSets, 0))) },
-		func() (string, error) { return pos("machine.iommu.iotlb_ways", uint64(max(m.IOMMU.IOTLBWays, 0))) },
-		func() (string, error) {
-			if _, err := sim.ParseEviction(m.IOMMU.IOTLBEviction); err != nil {
-				return "machine.iommu.iotlb_eviction", err
-			}
-			return "", nil
-		},
-		func() (string, error) {
-			return pos("machine.iommu.log_cam_entries", uint64(max(m.IOMMU.LogCAMEntries, 0)))
-		},
-		func() (string, error) {
-			return pos("machine.iommu.flush_buffer_entries", uint64(max(m.IOMMU.FlushBufferEntries, 0)))
+			return "machine.iommu.mode", notOneOf(m.IOMMU.Mode, "an IOMMU mode", []string{workload.IOMMUExtended, workload.IOMMUNone},
+				workload.IOMMUExtended+": the extended IOMMU; "+workload.IOMMUNone+": no IOMMU on the PCIe path")
 		},
 		func() (string, error) {
 			if !slices.Contains(Kinds, s.Workload.Kind) {
-				return "workload.kind", fmt.Errorf("%q: want one of %s", s.Workload.Kind, strings.Join(Kinds, ", "))
+				return "workload.kind", notOneOf(s.Workload.Kind, "a workload", Kinds, strings.Join(Kinds, ", "))
 			}
 			if s.Workload.Kind != KindDHT {
 				return s.checkWorkload()
 			}
-			d := &s.Workload.DHT
-			logBytes := d.LogBytes
-			if logBytes == 0 {
-				logBytes = 64 << 10
-			}
-			switch {
-			case d.Inserts < 1:
-				return "workload.dht.inserts", fmt.Errorf("%d, want at least 1", d.Inserts)
-			case d.Cells < 1 || d.Cells&(d.Cells-1) != 0:
-				return "workload.dht.cells", fmt.Errorf("%d is not a power of two", d.Cells)
-			case len(d.Schemes) == 0:
-				return "workload.dht.schemes", fmt.Errorf("empty")
-			case len(d.Collisions) == 0:
-				return "workload.dht.collisions", fmt.Errorf("empty")
-			case d.ComputeCycles < 0:
-				return "workload.dht.compute_cycles", fmt.Errorf("negative")
-			case d.ProcsPerNode < 0 || d.ProcsPerNode > m.Cores:
-				return "workload.dht.procs_per_node", fmt.Errorf("%d, want 0..machine.cores (%d)", d.ProcsPerNode, m.Cores)
-			case d.AMOnloadCores < 0 || d.AMOnloadCores > 0 && d.AMOnloadCores >= d.ProcsPerNode:
-				return "workload.dht.am_onload_cores", fmt.Errorf("%d, want fewer than procs_per_node (%d)", d.AMOnloadCores, d.ProcsPerNode)
-			case d.Lookups < 0 || d.Lookups > 1:
-				return "workload.dht.lookups", fmt.Errorf("%v out of 0..1 (a fraction of each process's keys)", d.Lookups)
-			case d.Deletes < 0 || d.Deletes > 1:
-				return "workload.dht.deletes", fmt.Errorf("%v out of 0..1 (a fraction of each process's keys)", d.Deletes)
-			case d.LogBytes != 0 && (d.LogBytes%8 != 0 || d.LogBytes < 2*uint64(record.Size(16))):
-				return "workload.dht.log_bytes", fmt.Errorf("%d, want a multiple of 8 of at least %d (two records of an insert)", d.LogBytes, 2*record.Size(16))
-			case d.AALogs != "" && d.AALogs != "node" && d.AALogs != "process":
-				return "workload.dht.aa_logs", fmt.Errorf("%q: want node (one access log per node) or process (one per inserting process)", d.AALogs)
-			case d.AAIntRecords < 0 || uint64(d.AAIntRecords)*uint64(record.Size(16)) > logBytes/2:
-				return "workload.dht.aa_int_records", fmt.Errorf("%d, want 0..%d (records filling at most half the log)", d.AAIntRecords, logBytes/2/uint64(record.Size(16)))
-			case d.AMIntModeration < 0 || d.AMIntModeration > maxAMIntModeration:
-				return "workload.dht.am_int_moderation", fmt.Errorf("%d out of 1..%d messages per interrupt (0: %d)", d.AMIntModeration, maxAMIntModeration, workload.DefaultAMIntCount)
-			case d.AMIntPeriodNS > uint64(sim.S/sim.NS):
-				return "workload.dht.am_int_period_ns", fmt.Errorf("%d ns: more than a second (0: %d ns)", d.AMIntPeriodNS, uint64(workload.DefaultAMIntPeriod/sim.NS))
-			}
-			for _, sc := range d.Schemes {
-				if sc == string(workload.AMOnload) && d.AMOnloadCores == 0 {
-					return "workload.dht.am_onload_cores", fmt.Errorf("AM-Onload needs server cores (1..procs_per_node−1)")
-				}
-			}
-			for _, c := range d.Collisions {
-				if c < 0 || c > 1 {
-					return "workload.dht.collisions", fmt.Errorf("%v out of 0..1", c)
-				}
-			}
-			for _, sc := range d.Schemes {
-				k, err := workload.ParseScheme(sc)
-				if err != nil {
-					return "workload.dht.schemes", err
-				}
-				if k.Active() && m.IOMMU.Mode == workload.IOMMUNone {
-					return "machine.iommu.mode", fmt.Errorf("%s: workload.dht.schemes has %s, which needs the extended IOMMU (%s)", workload.IOMMUNone, sc, workload.IOMMUExtended)
-				}
-			}
-			return "", nil
+			return s.checkDHT()
 		},
 		s.checkSMP,
 		s.checkMMIO,
@@ -416,11 +343,12 @@ func (s *Scenario) Validate() (string, error) {
 					continue
 				}
 				if _, err := sim.ParseTick(t.v); err != nil {
-					return t.key, err
+					return t.key, input.Errorf("a whole number with unit ps, ns, us, ms or s", "%q is not a time", t.v)
 				}
 			}
 			return "", nil
 		},
+		s.checkMemory,
 	}
 	for _, c := range checks {
 		if key, err := c(); err != nil {
@@ -428,6 +356,75 @@ func (s *Scenario) Validate() (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// notOneOf is the error of a name that is none of the known ones: the
+// nearest one when it is a slip.
+func notOneOf(v, what string, known []string, allowed string) *input.Error {
+	if s := input.Suggest(v, known); s != "" {
+		allowed = fmt.Sprintf("did you mean %q? %s", s, allowed)
+	}
+	return input.Errorf(allowed, "%q is not %s", v, what)
+}
+
+// checkDHT checks the DHT's section beyond the ranges.
+func (s *Scenario) checkDHT() (string, error) {
+	m := &s.Machine
+	d := &s.Workload.DHT
+	logBytes := d.LogBytes
+	if logBytes == 0 {
+		logBytes = 64 << 10
+	}
+	rec := uint64(record.Size(16))
+	switch {
+	case d.Cells&(d.Cells-1) != 0:
+		return "workload.dht.cells", input.Errorf(rangeOf["workload.dht.cells"].text(), "%d is not a power of two", d.Cells)
+	case len(d.Schemes) == 0:
+		return "workload.dht.schemes", input.Errorf("one scheme or more: "+strings.Join(dhtSchemeNames(), ", "), "an empty list")
+	case len(d.Collisions) == 0 || len(d.Collisions) > maxCollisions:
+		return "workload.dht.collisions", input.Errorf(fmt.Sprintf("1..%d ratios 0..1", maxCollisions), "a list of %d ratios", len(d.Collisions))
+	case d.ProcsPerNode > m.Cores:
+		return "workload.dht.procs_per_node", input.Errorf(fmt.Sprintf("0..%d: up to machine.cores", m.Cores), "%d is more than machine.cores", d.ProcsPerNode)
+	case d.AMOnloadCores > 0 && d.AMOnloadCores >= d.ProcsPerNode:
+		return "workload.dht.am_onload_cores", input.Errorf(fmt.Sprintf("0..%d: fewer than procs_per_node", max(d.ProcsPerNode-1, 0)), "%d is not fewer than procs_per_node, %d", d.AMOnloadCores, d.ProcsPerNode)
+	case d.LogBytes != 0 && d.LogBytes%8 != 0:
+		return "workload.dht.log_bytes", input.Errorf(rangeOf["workload.dht.log_bytes"].text(), "%d is not a multiple of 8", d.LogBytes)
+	case d.LogBytes != 0 && d.LogBytes < 2*rec:
+		return "workload.dht.log_bytes", input.Errorf(rangeOf["workload.dht.log_bytes"].text(), "%d bytes do not hold two records of an insert", d.LogBytes)
+	case d.AALogs != "" && d.AALogs != "node" && d.AALogs != "process":
+		return "workload.dht.aa_logs", notOneOf(d.AALogs, "a log layout", []string{"node", "process"}, "node: one access log per node; process: one per inserting process")
+	case uint64(d.AAIntRecords)*rec > logBytes/2:
+		return "workload.dht.aa_int_records", input.Errorf(fmt.Sprintf("0..%d: records filling at most half the %d-byte log", logBytes/2/rec, logBytes), "%d records fill more than half the log", d.AAIntRecords)
+	}
+	for i, sc := range d.Schemes {
+		k, err := workload.ParseScheme(sc)
+		key := fmt.Sprintf("workload.dht.schemes[%d]", i)
+		if err != nil {
+			return key, notOneOf(sc, "a DHT scheme", dhtSchemeNames(), strings.Join(dhtSchemeNames(), ", "))
+		}
+		if slices.Index(d.Schemes, sc) < i {
+			return key, input.Errorf("each scheme once", "%s is in the list twice", sc)
+		}
+		if k.Active() && m.IOMMU.Mode == workload.IOMMUNone {
+			return "machine.iommu.mode", input.Errorf(workload.IOMMUExtended+" for the AA schemes", "%s, but workload.dht.schemes has %s, which needs the extended IOMMU", workload.IOMMUNone, sc)
+		}
+		if k == workload.AMOnload && d.AMOnloadCores == 0 {
+			return "workload.dht.am_onload_cores", input.Errorf("1..procs_per_node−1 server cores", "0, but workload.dht.schemes has AM-Onload, which needs server cores")
+		}
+		if k.Active() && d.AALogs == "process" && d.ProcsPerNode > m.IOMMU.FlushBufferEntries {
+			return "machine.iommu.flush_buffer_entries", input.Errorf(fmt.Sprintf("%d..4096: a flushing page per process (workload.dht.aa_logs: process)", d.ProcsPerNode),
+				"%d flushing pages, fewer than workload.dht.procs_per_node", m.IOMMU.FlushBufferEntries)
+		}
+	}
+	return "", nil
+}
+
+func dhtSchemeNames() []string {
+	var l []string
+	for _, k := range []workload.Scheme{workload.AAPoll, workload.AAInt, workload.AASP, workload.RMA, workload.AM, workload.AMExp, workload.AMOnload, workload.AMInt} {
+		l = append(l, string(k))
+	}
+	return l
 }
 
 // maxAMIntModeration bounds AM-Int's moderation count: mlx5's cq_count
@@ -493,13 +490,18 @@ func (s *Scenario) Build(e *sim.Engine, x Experiment) (*aa.System, *workload.DHT
 	if err != nil {
 		return nil, nil, err
 	}
-	d := s.Workload.DHT
-	w, err := workload.SetupDHT(c, workload.DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
-		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores,
-		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes, AAIntRecords: d.AAIntRecords, ProcessLogs: d.AALogs == "process",
-		AMIntCount: d.AMIntModeration, AMIntPeriodPS: sim.Tick(d.AMIntPeriodNS) * sim.NS, Seed: s.Seed})
+	w, err := workload.SetupDHT(c, s.DHTConfig(x))
 	if err != nil {
 		return nil, nil, err
 	}
 	return c, w, nil
+}
+
+// DHTConfig is the DHT's configuration of one experiment.
+func (s *Scenario) DHTConfig(x Experiment) workload.DHTConfig {
+	d := s.Workload.DHT
+	return workload.DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
+		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores,
+		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes, AAIntRecords: d.AAIntRecords, ProcessLogs: d.AALogs == "process",
+		AMIntCount: d.AMIntModeration, AMIntPeriodPS: sim.Tick(d.AMIntPeriodNS) * sim.NS, Seed: s.Seed}
 }

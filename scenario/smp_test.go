@@ -14,18 +14,18 @@ import (
 func TestSMPKeyErrors(t *testing.T) {
 	coh := "machine:\n  cpu:\n    coherence:\n      l2_kb: 512\n      miss_cycles: 50\n      c2c_cycles: 80\n      cas_cycles: 15\n"
 	cases := []struct{ yaml, want string }{
-		{"machine:\n  cpu:\n    mhz: 20000\n", "s.yaml:3: machine.cpu.mhz: 20000 out of 1..10000 (0: 2000)"},
-		{"machine:\n  cpu:\n    nic_write_cycles: -1\n", "s.yaml:3: machine.cpu.nic_write_cycles: -1 out of 0..100000 cycles"},
+		{"machine:\n  cpu:\n    mhz: 20000\n", "s.yaml:3: machine.cpu.mhz: 20000 is out of range (0..10000 MHz; 0: 2000; a period that is not a whole number of picoseconds is rounded to the nearest)"},
+		{"machine:\n  cpu:\n    nic_write_cycles: -1\n", "s.yaml:3: machine.cpu.nic_write_cycles: -1 is out of range (0..100000 cycles; an uncached store's issue cost)"},
 		{"machine:\n  memory:\n    bandwidth_mbps: 400\n", "s.yaml:3: machine.memory.bandwidth_mbps: 400 MB/s needs machine.cpu.coherence (the SMP model)"},
 		{"machine:\n  cpu:\n    memcpy_mbps: 200\n", "s.yaml:3: machine.cpu.memcpy_mbps: 200 MB/s needs machine.cpu.coherence"},
-		{coh + "  memory:\n    bandwidth_mbps: 2000000\n", "s.yaml:9: machine.memory.bandwidth_mbps: 2000000 out of 0..1000000 MB/s"},
-		{"machine:\n  cpu:\n    coherence:\n      l2_kb: 512\n", "s.yaml:3: machine.cpu.coherence.miss_cycles: 0 out of 1..100000 cycles"},
+		{coh + "  memory:\n    bandwidth_mbps: 2000000\n", "s.yaml:9: machine.memory.bandwidth_mbps: 2000000 is out of range (0..1000000 MB/s; needs machine.cpu.coherence; 0: unlimited)"},
+		{"machine:\n  cpu:\n    coherence:\n      l2_kb: 512\n", "s.yaml:3: machine.cpu.coherence.miss_cycles: 0 is out of range (1..100000 cycles)"},
 		{coh + "      line_bytes: 48\n", "s.yaml:8: machine.cpu.coherence.line_bytes: 48: want a power of two in 8..4096 (0: 64)"},
-		{coh + "      l2_ways: 65\n", "s.yaml:8: machine.cpu.coherence.l2_ways: 65 out of 1..64 (0: 8)"},
-		{strings.Replace(coh, "l2_kb: 512", "l2_kb: 0", 1), "s.yaml:4: machine.cpu.coherence.l2_kb: 0 out of 1..1048576"},
+		{coh + "      l2_ways: 65\n", "s.yaml:8: machine.cpu.coherence.l2_ways: 65 is out of range (0..64; 0: 8)"},
+		{strings.Replace(coh, "l2_kb: 512", "l2_kb: 0", 1), "s.yaml:4: machine.cpu.coherence.l2_kb: 0 is out of range (1..1048576 KB)"},
 		{strings.Replace(coh, "l2_kb: 512", "l2_kb: 1", 1) + "      line_bytes: 4096\n", "s.yaml:4: machine.cpu.coherence.l2_kb: 1 KB holds fewer lines than its 8 ways"},
-		{coh + "      upgrade_cycles: -5\n", "s.yaml:8: machine.cpu.coherence.upgrade_cycles: -5 out of 0..100000 cycles"},
-		{coh + "      l3_kb: 4096\n", "field l3_kb not found"},
+		{coh + "      upgrade_cycles: -5\n", "s.yaml:8: machine.cpu.coherence.upgrade_cycles: -5 is out of range (0..100000 cycles)"},
+		{coh + "      l3_kb: 4096\n", `s.yaml:8: machine.cpu.coherence.l3_kb: unknown key (did you mean "machine.cpu.coherence.l2_kb"?)`},
 	}
 	for _, c := range cases {
 		_, err := ParseScenario("s.yaml", []byte(c.yaml))

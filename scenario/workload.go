@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/internal/input"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/workload"
 )
@@ -29,42 +30,42 @@ var Kinds = []string{KindDHT, KindCounter, KindGetLog, KindCheckpoint, KindXOR, 
 type (
 	// CounterSpec: the access counter (workload.SetupCounter).
 	CounterSpec struct {
-		Elements int      `yaml:"elements" json:"elements"`
-		Accesses int      `yaml:"accesses" json:"accesses"` // per source process
-		Procs    int      `yaml:"procs_per_node" json:"procs_per_node"`
+		Elements int      `yaml:"elements" json:"elements"`             // 1..2^20
+		Accesses int      `yaml:"accesses" json:"accesses"`             // 1..10000000 per source process
+		Procs    int      `yaml:"procs_per_node" json:"procs_per_node"` // 0..machine.cores
 		Schemes  []string `yaml:"schemes" json:"schemes"`
 	}
 	// GetLogSpec: the logging of gets (workload.SetupGetLog).
 	GetLogSpec struct {
-		Gets    int      `yaml:"gets" json:"gets"` // per process
-		Words   int      `yaml:"words" json:"words"`
-		Procs   int      `yaml:"procs_per_node" json:"procs_per_node"`
+		Gets    int      `yaml:"gets" json:"gets"`                     // 1..10000000 per process
+		Words   int      `yaml:"words" json:"words"`                   // 1..512
+		Procs   int      `yaml:"procs_per_node" json:"procs_per_node"` // 0..machine.cores
 		Schemes []string `yaml:"schemes" json:"schemes"`
 	}
 	// CheckpointSpec: incremental checkpointing (workload.SetupCheckpoint; AA only).
 	CheckpointSpec struct {
-		Pages  int `yaml:"pages" json:"pages"`
-		Epochs int `yaml:"epochs" json:"epochs"`
-		Puts   int `yaml:"puts" json:"puts"` // per epoch
+		Pages  int `yaml:"pages" json:"pages"`   // 1..65536
+		Epochs int `yaml:"epochs" json:"epochs"` // 1..100000
+		Puts   int `yaml:"puts" json:"puts"`     // 0..10000000 per epoch
 	}
 	// XORSpec: the XOR checksum checkpoint (workload.SetupXORCheckpoint).
 	XORSpec struct {
-		Words   int      `yaml:"words" json:"words"`
+		Words   int      `yaml:"words" json:"words"` // 1..131072
 		Schemes []string `yaml:"schemes" json:"schemes"`
 	}
 	// StreamSpec: the streaming microbenchmark (workload.SetupStream); its
 	// schemes are the IOMMU modes, no-iommu and e-iommu.
 	StreamSpec struct {
-		Op          string   `yaml:"op" json:"op"` // write or send
-		MsgBytes    int      `yaml:"msg_bytes" json:"msg_bytes"`
-		Messages    int      `yaml:"messages" json:"messages"`
-		Outstanding int      `yaml:"outstanding" json:"outstanding"`
+		Op          string   `yaml:"op" json:"op"`                   // write or send
+		MsgBytes    int      `yaml:"msg_bytes" json:"msg_bytes"`     // 1..1 MiB, × messages ≤ 1 GiB
+		Messages    int      `yaml:"messages" json:"messages"`       // 2..2^30
+		Outstanding int      `yaml:"outstanding" json:"outstanding"` // 1..256
 		Schemes     []string `yaml:"schemes" json:"schemes"`
 	}
 	// SortSpec: the fault-tolerant parallel sort (workload.SetupSort).
 	SortSpec struct {
-		Keys    int      `yaml:"keys" json:"keys"` // per process
-		Procs   int      `yaml:"procs_per_node" json:"procs_per_node"`
+		Keys    int      `yaml:"keys" json:"keys"`                     // nodes × procs..2^20 per process
+		Procs   int      `yaml:"procs_per_node" json:"procs_per_node"` // 0..machine.cores
 		Schemes []string `yaml:"schemes" json:"schemes"`
 	}
 )
@@ -115,54 +116,45 @@ func (w *WorkloadSpec) schemes() []string {
 	return l
 }
 
-// checkWorkload validates the section of a workload other than the DHT:
-// its numbers and its schemes. It returns the key at fault.
+// checkWorkload validates the section of a workload other than the DHT
+// beyond the ranges: what depends on other keys, and its schemes. It
+// returns the key at fault.
 func (s *Scenario) checkWorkload() (string, error) {
 	w := &s.Workload
 	k := "workload." + w.Kind + "."
-	atLeast := func(key string, v, lo int) (string, error) {
-		if v < lo {
-			return k + key, fmt.Errorf("%d, want at least %d", v, lo)
-		}
-		return "", nil
-	}
 	procs := func(v int) (string, error) {
-		if v < 0 || v > s.Machine.Cores {
-			return k + "procs_per_node", fmt.Errorf("%d, want 0..machine.cores (%d; 0 is every core)", v, s.Machine.Cores)
+		if v > s.Machine.Cores {
+			return k + "procs_per_node", input.Errorf(fmt.Sprintf("0..%d: up to machine.cores; 0: every core", s.Machine.Cores), "%d is more than machine.cores", v)
 		}
 		return "", nil
 	}
 	var checks []func() (string, error)
 	switch w.Kind {
 	case KindCounter:
-		checks = append(checks,
-			func() (string, error) { return atLeast("elements", w.Counter.Elements, 1) },
-			func() (string, error) { return atLeast("accesses", w.Counter.Accesses, 1) },
-			func() (string, error) { return procs(w.Counter.Procs) })
+		checks = append(checks, func() (string, error) { return procs(w.Counter.Procs) })
 	case KindGetLog:
-		checks = append(checks,
-			func() (string, error) { return atLeast("gets", w.GetLog.Gets, 1) },
-			func() (string, error) { return atLeast("words", w.GetLog.Words, 1) },
-			func() (string, error) { return procs(w.GetLog.Procs) })
-	case KindCheckpoint:
-		checks = append(checks,
-			func() (string, error) { return atLeast("pages", w.Checkpoint.Pages, 1) },
-			func() (string, error) { return atLeast("epochs", w.Checkpoint.Epochs, 1) },
-			func() (string, error) { return atLeast("puts", w.Checkpoint.Puts, 0) })
-	case KindXOR:
-		checks = append(checks, func() (string, error) { return atLeast("words", w.XOR.Words, 1) })
+		checks = append(checks, func() (string, error) { return procs(w.GetLog.Procs) })
 	case KindStream:
 		checks = append(checks,
 			func() (string, error) {
 				if _, err := workload.ParseStreamOp(w.Stream.Op); err != nil {
-					return k + "op", err
+					return k + "op", notOneOf(w.Stream.Op, "a stream operation", []string{"write", "send"}, "write: RDMA WRITEs; send: SENDs")
 				}
 				return "", nil
 			},
 			func() (string, error) {
-				cfg := workload.StreamConfig{MsgBytes: w.Stream.MsgBytes, Messages: w.Stream.Messages, Outstanding: w.Stream.Outstanding}
-				key, err := cfg.Check(s.ClusterSpec().SQSize)
-				return k + key, err
+				st := w.Stream
+				if b := uint64(st.MsgBytes) * uint64(st.Messages); b > 1<<30 {
+					return k + "messages", input.Errorf("messages × msg_bytes at most 1 GiB", "%d messages of %d B are %d B", st.Messages, st.MsgBytes, b)
+				}
+				if sq := s.ClusterSpec().SQSize; st.Outstanding > sq {
+					return k + "outstanding", input.Errorf(fmt.Sprintf("1..%d: the send-queue size", sq), "%d is more than the send queue holds", st.Outstanding)
+				}
+				cfg := workload.StreamConfig{MsgBytes: st.MsgBytes, Messages: st.Messages, Outstanding: st.Outstanding}
+				if key, err := cfg.Check(s.ClusterSpec().SQSize); err != nil {
+					return k + key, input.Errorf("", "%v", err)
+				}
+				return "", nil
 			})
 	case KindSort:
 		checks = append(checks,
@@ -172,23 +164,33 @@ func (s *Scenario) checkWorkload() (string, error) {
 				if p == 0 {
 					p = s.Machine.Cores
 				}
-				key, err := workload.SortConfig{Keys: w.Sort.Keys, Procs: p}.Check(s.Machine.Nodes, s.Machine.Cores)
-				return k + key, err
+				if n := s.Machine.Nodes * p; w.Sort.Keys < n {
+					return k + "keys", input.Errorf(fmt.Sprintf("%d..%d: a key for every process, machine.nodes × procs_per_node, or more", n, 1<<20), "%d keys per process are fewer than the %d processes", w.Sort.Keys, n)
+				}
+				cfg := workload.SortConfig{Keys: w.Sort.Keys, Procs: p}
+				if key, err := cfg.Check(s.Machine.Nodes, s.Machine.Cores); err != nil {
+					return k + key, input.Errorf("", "%v", err)
+				}
+				return "", nil
 			})
 	}
 	checks = append(checks, func() (string, error) {
 		l := w.schemes()
 		known := workloadSchemes[w.Kind]
-		for _, sc := range l {
-			if workload.Scheme(sc).Active() && s.Machine.IOMMU.Mode == workload.IOMMUNone {
-				return "machine.iommu.mode", fmt.Errorf("%s: workload.%s.schemes has %s, which needs the extended IOMMU (%s)", workload.IOMMUNone, w.Kind, sc, workload.IOMMUExtended)
-			}
+		names := make([]string, len(known))
+		for i, s := range known {
+			names[i] = string(s)
+		}
+		for i, sc := range l {
+			key := fmt.Sprintf("%sschemes[%d]", k, i)
 			if !slices.Contains(known, workload.Scheme(sc)) {
-				names := make([]string, len(known))
-				for i, s := range known {
-					names[i] = string(s)
-				}
-				return k + "schemes", fmt.Errorf("%q: the %s workload has %s", sc, w.Kind, strings.Join(names, ", "))
+				return key, notOneOf(sc, "a scheme of the "+w.Kind+" workload", names, strings.Join(names, ", "))
+			}
+			if slices.Index(l, sc) < i {
+				return key, input.Errorf("each scheme once", "%s is in the list twice", sc)
+			}
+			if workload.Scheme(sc).Active() && s.Machine.IOMMU.Mode == workload.IOMMUNone {
+				return "machine.iommu.mode", input.Errorf(workload.IOMMUExtended+" for the AA schemes", "%s, but workload.%s.schemes has %s, which needs the extended IOMMU", workload.IOMMUNone, w.Kind, sc)
 			}
 		}
 		return "", nil

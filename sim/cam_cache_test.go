@@ -186,5 +186,16 @@ func TestStatsAndTime(t *testing.T) {
 	if _, err := sim.PeriodOfMHz(300); err == nil {
 		t.Error("300 MHz has no whole-picosecond period but was accepted")
 	}
+	// The nearest whole picosecond, halves up.
+	for mhz, want := range map[uint64]sim.Tick{300: 3333, 600: 1667, 250: 4000, 1: 1_000_000, 1_000_000: 1, 1600: 625, 2400: 417, 3: 333333, 400_000: 3} {
+		if p, err := sim.NearestPeriodOfMHz(mhz); err != nil || p != want {
+			t.Errorf("NearestPeriodOfMHz(%d) = %v, %v; want %v", mhz, p, err, want)
+		}
+	}
+	for _, mhz := range []uint64{0, 1_000_001} {
+		if _, err := sim.NearestPeriodOfMHz(mhz); err == nil {
+			t.Errorf("NearestPeriodOfMHz(%d) accepted", mhz)
+		}
+	}
 	e.Stats().Counter("lat", "x", "y")
 }

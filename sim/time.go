@@ -24,15 +24,26 @@ const Never Tick = math.MaxUint64
 
 // PeriodOfMHz returns the clock period of a frequency given in MHz. It fails
 // when the period is not a whole number of picoseconds, since a rounded period
-// would drift against other clocks.
+// would drift against other clocks (NearestPeriodOfMHz rounds it).
 func PeriodOfMHz(mhz uint64) (Tick, error) {
 	if mhz == 0 {
 		return 0, fmt.Errorf("clock frequency must be positive")
 	}
 	if 1_000_000%mhz != 0 {
-		return 0, fmt.Errorf("clock of %d MHz has a period of %.3f ps, not a whole number of picoseconds; give the period instead", mhz, 1e6/float64(mhz))
+		return 0, fmt.Errorf("clock of %d MHz has a period of %.3f ps, not a whole number of picoseconds", mhz, 1e6/float64(mhz))
 	}
 	return Tick(1_000_000 / mhz), nil
+}
+
+// NearestPeriodOfMHz returns the whole number of picoseconds nearest to
+// the period of a frequency given in MHz (halves round up): 300 MHz runs
+// at 3333 ps, 300.03 MHz, and drifts by that against an exact clock. It
+// fails for 0 and above 1000000 MHz (a period under a picosecond).
+func NearestPeriodOfMHz(mhz uint64) (Tick, error) {
+	if mhz == 0 || mhz > 1_000_000 {
+		return 0, fmt.Errorf("clock of %d MHz: want 1 to 1000000 MHz (a period of at least 1 ps)", mhz)
+	}
+	return Tick((2_000_000 + mhz) / (2 * mhz)), nil
 }
 
 // String prints a time with the largest unit that keeps it exact.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/aaemu/aaemu/internal/input"
 )
 
 // Shrink reduces a failing stimulus to a small one that still fails
@@ -48,18 +50,43 @@ func (s *Stimulus) Save(path string) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-// Load reads a replay file.
+// Load reads a replay file (see Parse).
 func Load(path string) (*Stimulus, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	return Parse(path, b)
+}
+
+// Parse reads a replay file, the JSON Save writes: every key must be one of
+// a stimulus's, every value of its key's type and in its range (Validate);
+// each mistake is an error "file:line: key: what is wrong (what is
+// allowed)", list elements named key[i] (ops[3].tlp.Addr).
+func Parse(name string, data []byte) (*Stimulus, error) {
+	root, err := input.JSONTree(name, data)
+	if err != nil {
+		return nil, err
+	}
 	var s Stimulus
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	dec := &input.Decoder{File: name, Tag: "json", Allowed: func(key string) string { return replayAllowed[key] }}
+	if err := dec.Decode(root, "", &s); err != nil {
+		return nil, err
 	}
 	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, input.Place(err, name, "", dec.Line)
 	}
 	return &s, nil
+}
+
+// replayAllowed is what the keys of a replay file with a range take, for
+// the errors of values of the wrong type (Validate checks the ranges).
+var replayAllowed = map[string]string{
+	"pages[].iuid":       "0..1023: 10 bits",
+	"logs[].iuid":        "1..1023: 10 bits",
+	"logs[].size":        fmt.Sprintf("a multiple of 8 from 64 to %d bytes", MaxLogSize),
+	"logs[].mode":        "0: Poll, 1: Int, 2: SP",
+	"ops[].dev":          "an index into devices",
+	"consumer_period_ns": fmt.Sprintf("1..%d ns", MaxConsumerNS),
+	"fault_records":      "1..256",
 }

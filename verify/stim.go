@@ -10,9 +10,12 @@
 package verify
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 
+	"github.com/aaemu/aaemu/internal/input"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/pcie/tlp"
 )
@@ -180,18 +183,129 @@ func randomOp(r *rand.Rand, s *Stimulus, tag int) Op {
 	}
 }
 
-// Validate checks a stimulus read from a replay file.
+// Limits of a replay file's stimulus: what the harness gives it (one
+// IOMMU with the default flush buffer, logs 1 MiB apart from LogBase) and
+// bounds on its size.
+const (
+	MaxDevices    = 64
+	MaxPages      = 4096
+	MaxLogs       = 64
+	MaxFlushes    = 8 // the IOMMU's flush buffer
+	MaxOps        = 100_000
+	MaxLogSize    = 0x10_0000 // the space between two logs
+	MaxConsumerNS = 1_000_000
+	maxIUID       = 0x3ff
+	// pageTables is where the harness's IOMMU keeps its tables: no page
+	// may lie there.
+	pageTables, pageTablesEnd = 0x100_0000, 0x200_0000
+)
+
+// Validate checks a stimulus read from a replay file: every field in its
+// range, every reference (an op's device, a flush's log and page) to
+// something the stimulus has. The error is an *input.Error that names the
+// field as a key (ops[3].dev).
 func (s *Stimulus) Validate() error {
+	bad := func(key, allowed, format string, a ...any) error {
+		return &input.Error{Key: key, Problem: fmt.Sprintf(format, a...), Allowed: allowed}
+	}
+	if len(s.Devices) < 1 || len(s.Devices) > MaxDevices {
+		return bad("devices", fmt.Sprintf("1..%d devices", MaxDevices), "%d devices", len(s.Devices))
+	}
+	ids := map[tlp.ID]int{}
+	for i, d := range s.Devices {
+		if j, ok := ids[d.ID]; ok {
+			return bad(fmt.Sprintf("devices[%d].id", i), "a requester ID once", "%v is devices[%d]'s too", d.ID, j)
+		}
+		ids[d.ID] = i
+	}
+	if len(s.Pages) > MaxPages {
+		return bad("pages", fmt.Sprintf("0..%d pages", MaxPages), "%d pages", len(s.Pages))
+	}
+	if len(s.Logs) > MaxLogs {
+		return bad("logs", fmt.Sprintf("0..%d logs", MaxLogs), "%d logs", len(s.Logs))
+	}
+	logsEnd := uint64(LogBase) + uint64(len(s.Logs))*MaxLogSize
+	const bits = pte.R | pte.W | pte.WL | pte.WLD | pte.RL | pte.RLD | pte.E
+	iovas := map[uint64]int{}
+	for i, p := range s.Pages {
+		k := fmt.Sprintf("pages[%d]", i)
+		switch {
+		case p.IOVA%4096 != 0 || p.IOVA >= 1<<48:
+			return bad(k+".iova", "a multiple of 4096 below 2^48", "%#x", p.IOVA)
+		case p.PA%4096 != 0 || p.PA >= 1<<52:
+			return bad(k+".pa", "a multiple of 4096 below 2^52", "%#x", p.PA)
+		case p.PA < pageTablesEnd && p.PA+4096 > pageTables:
+			return bad(k+".pa", fmt.Sprintf("outside the IOMMU's tables, %#x..%#x", pageTables, pageTablesEnd), "%#x is in the IOMMU's tables", p.PA)
+		case p.PA < logsEnd && p.PA+4096 > LogBase:
+			return bad(k+".pa", fmt.Sprintf("outside the logs, %#x..%#x", LogBase, logsEnd), "%#x is in the access logs", p.PA)
+		case p.Bits&^bits != 0:
+			return bad(k+".bits", "R, W, WL, WLD, RL, RLD and E only", "%#x has other bits", p.Bits)
+		case p.IUID > maxIUID:
+			return bad(k+".iuid", "0..1023: 10 bits", "%d is out of range", p.IUID)
+		}
+		if j, ok := iovas[p.IOVA]; ok {
+			return bad(k+".iova", "a page once", "%#x is pages[%d]'s too", p.IOVA, j)
+		}
+		iovas[p.IOVA] = i
+	}
+	logs := map[uint16]int{}
+	for i, l := range s.Logs {
+		k := fmt.Sprintf("logs[%d]", i)
+		switch {
+		case l.IUID < 1 || l.IUID > maxIUID:
+			return bad(k+".iuid", "1..1023: 10 bits", "%d is out of range", l.IUID)
+		case l.Size < 64 || l.Size > MaxLogSize || l.Size%8 != 0:
+			return bad(k+".size", fmt.Sprintf("a multiple of 8 from 64 to %d bytes", MaxLogSize), "%d is out of range", l.Size)
+		case l.Mode > 2:
+			return bad(k+".mode", "0: Poll, 1: Int, 2: SP", "%d is not a notification mode", l.Mode)
+		}
+		if j, ok := logs[l.IUID]; ok {
+			return bad(k+".iuid", "a log per IUID", "%d is logs[%d]'s too", l.IUID, j)
+		}
+		logs[l.IUID] = i
+	}
+	if len(s.Flushes) > MaxFlushes {
+		return bad("flushes", fmt.Sprintf("0..%d flushing pages: the IOMMU's flush buffer", MaxFlushes), "%d flushing pages", len(s.Flushes))
+	}
+	flushes := map[uint64]int{}
+	for i, f := range s.Flushes {
+		k := fmt.Sprintf("flushes[%d]", i)
+		if _, ok := logs[f.IUID]; !ok {
+			return bad(k+".iuid", "the IUID of one of logs", "%d has no log", f.IUID)
+		}
+		if _, ok := iovas[f.IOVA]; !ok {
+			return bad(k+".iova", "the iova of one of pages", "%#x is no page", f.IOVA)
+		}
+		if j, ok := flushes[f.IOVA]; ok {
+			return bad(k+".iova", "a flushing page once", "%#x is flushes[%d]'s too", f.IOVA, j)
+		}
+		flushes[f.IOVA] = i
+	}
+	if len(s.Ops) > MaxOps {
+		return bad("ops", fmt.Sprintf("0..%d operations", MaxOps), "%d operations", len(s.Ops))
+	}
 	for i, op := range s.Ops {
+		k := fmt.Sprintf("ops[%d]", i)
 		if op.Dev < 0 || op.Dev >= len(s.Devices) {
-			return fmt.Errorf("op %d: device %d does not exist", i, op.Dev)
+			return bad(k+".dev", fmt.Sprintf("0..%d: an index into devices", len(s.Devices)-1), "%d is no device", op.Dev)
 		}
 		if _, err := op.TLP.Encode(); err != nil {
-			return fmt.Errorf("op %d: %w", i, err)
+			key := k + ".tlp"
+			var fe *tlp.FieldError
+			if errors.As(err, &fe) {
+				if _, ok := reflect.TypeOf(tlp.TLP{}).FieldByName(fe.Field); ok {
+					return bad(key+"."+fe.Field, "a TLP that encodes", "%s", fe.Msg)
+				}
+				return bad(key, "a TLP that encodes", "%s: %s", fe.Field, fe.Msg)
+			}
+			return bad(key, "a TLP that encodes", "%v", err)
 		}
 	}
+	if s.ConsumerNS < 1 || s.ConsumerNS > MaxConsumerNS {
+		return bad("consumer_period_ns", fmt.Sprintf("1..%d ns", MaxConsumerNS), "%d is out of range", s.ConsumerNS)
+	}
 	if s.FaultRecords < 1 || s.FaultRecords > 256 {
-		return fmt.Errorf("fault_records %d", s.FaultRecords)
+		return bad("fault_records", "1..256", "%d is out of range", s.FaultRecords)
 	}
 	return nil
 }

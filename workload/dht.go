@@ -164,10 +164,9 @@ type DHTResult struct {
 type shard struct {
 	node                  int
 	table, heap, nextFree uint64
-	keys                  []uint64 // inserted into this shard, in generation order
-	used                  []bool   // key generation: cells taken so far
-	usedList              []int
-	gen                   []uint64
+	keys                  []uint64        // inserted into this shard, in generation order
+	gen                   *cellGens       // key generation: keys drawn per cell so far
+	usedList              []int           // the cells taken, in order
 	del                   uint64          // AA: the delete page
 	deleted               map[uint64]bool // keys deleted from this shard
 }
@@ -390,8 +389,8 @@ func (d *DHT) makeKeys() {
 				owner = (s.node + 1 + r.IntN(n-1)) % n // another node's shard
 			}
 			sh := d.shards[owner]
-			if sh.used == nil {
-				sh.used, sh.gen = make([]bool, cells), make([]uint64, cells)
+			if sh.gen == nil {
+				sh.gen = newCellGens(cells)
 			}
 			var cell int
 			if len(sh.usedList) > 0 && (r.Float64() < d.cfg.Collisions || len(sh.usedList) == cells) {
@@ -399,15 +398,13 @@ func (d *DHT) makeKeys() {
 			} else {
 				for {
 					cell = r.IntN(cells)
-					if !sh.used[cell] {
+					if sh.gen.get(cell) == 0 {
 						break
 					}
 				}
-				sh.used[cell] = true
 				sh.usedList = append(sh.usedList, cell)
 			}
-			sh.gen[cell]++
-			key := uint64(cell) + uint64(cells)*sh.gen[cell] // never 0, unique in the shard
+			key := uint64(cell) + uint64(cells)*sh.gen.inc(cell) // never 0, unique in the shard
 			sh.keys = append(sh.keys, key)
 			s.keys = append(s.keys, key)
 			s.owners = append(s.owners, owner)
@@ -433,6 +430,41 @@ func (d *DHT) makeKeys() {
 		d.lookups += len(s.lookups)
 		d.deletes += len(s.deletes)
 	}
+}
+
+// cellGens counts the keys drawn for each cell of a shard (0: the cell is
+// free): a slice for a small table, a map of the cells used for a large
+// one, so that drawing the keys allocates for the keys, not for the table.
+type cellGens struct {
+	dense  []uint64
+	sparse map[int]uint64
+}
+
+// denseCells is the largest table whose counts are a slice (512 KiB).
+const denseCells = 1 << 16
+
+func newCellGens(cells int) *cellGens {
+	if cells <= denseCells {
+		return &cellGens{dense: make([]uint64, cells)}
+	}
+	return &cellGens{sparse: map[int]uint64{}}
+}
+
+func (g *cellGens) get(cell int) uint64 {
+	if g.dense != nil {
+		return g.dense[cell]
+	}
+	return g.sparse[cell]
+}
+
+// inc counts one more key of the cell and returns the count.
+func (g *cellGens) inc(cell int) uint64 {
+	if g.dense != nil {
+		g.dense[cell]++
+		return g.dense[cell]
+	}
+	g.sparse[cell]++
+	return g.sparse[cell]
 }
 
 func (d *DHT) cell(sh *shard, key uint64) uint64 {

@@ -89,15 +89,14 @@ const (
 // sortProc is one process of the sort, with its memory on its node.
 type sortProc struct {
 	rank, node, core int
-	in               uint64 // its keys, sorted in place
-	meta             uint64 // bucket (offset, count) per rank, samples, barrier flags
-	gather           uint64 // the samples got from every process
-	out              uint64 // the buckets got, one run per rank
-	merged           uint64 // the result
-	scratch          uint64 // a 16-byte slot per rank, barrier words, AM requests
-	recv             uint64 // AM: receive buffers
-	rlog, rnext      uint64 // RMA: the log sources put into, and its next free byte
-	input            []uint64
+	in               uint64   // its keys, sorted in place
+	meta             uint64   // bucket (offset, count) per rank, samples, barrier flags
+	gather           uint64   // the samples got from every process
+	out              uint64   // the buckets got, one run per rank
+	merged           uint64   // the result
+	scratch          uint64   // a 16-byte slot per rank, barrier words, AM requests
+	recv             uint64   // AM: receive buffers
+	rlog, rnext      uint64   // RMA: the log sources put into, and its next free byte
 	recvOff          []uint64 // where the bucket from each rank landed in out (bytes)
 	recvLen          []uint64
 	count            int // keys after the exchange
@@ -188,9 +187,7 @@ func SetupSort(c *aa.System, cfg SortConfig) (*sortRun, error) {
 			return nil, err
 		}
 		for k := 0; k < cfg.Keys; k++ {
-			v := r.Uint64()
-			sp.input = append(sp.input, v)
-			n.Mem.Store64(sp.in+uint64(k)*8, v)
+			n.Mem.Store64(sp.in+uint64(k)*8, r.Uint64())
 		}
 		if sp.meta, err = reg(n, uint64(p*16+p*8+64*8), rw); err != nil {
 			return nil, err
@@ -907,15 +904,23 @@ func (s *sortRun) checkOutput() string {
 		}
 		all = append(all, got...)
 	}
-	var in []uint64
-	for _, sp := range s.procs {
-		in = append(in, sp.input...)
-	}
+	in := s.inputKeys()
 	slices.Sort(in)
 	if !slices.Equal(in, all) {
 		return fmt.Sprintf("the output (%d keys) is not a permutation of the input (%d keys)", len(all), len(in))
 	}
 	return ""
+}
+
+// inputKeys draws every process's keys again, as SetupSort drew them (the
+// processes sort theirs in place; the run keeps no copy).
+func (s *sortRun) inputKeys() []uint64 {
+	r := sim.NewRand(s.cfg.Seed, "sort.keys")
+	in := make([]uint64, len(s.procs)*s.cfg.Keys)
+	for i := range in {
+		in[i] = r.Uint64()
+	}
+	return in
 }
 
 // checkLog replays node's log against the gets made to the node's

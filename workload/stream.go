@@ -77,7 +77,7 @@ type stream struct {
 	c           *aa.System
 	src, dst    uint64 // the buffers: Messages × MsgBytes each
 	flag        uint64 // the source's start flag, written by the target
-	data        []byte // what the source streams
+	size        uint64 // Messages × MsgBytes
 	first, last sim.Tick
 	arrived     int
 	problem     string
@@ -108,24 +108,13 @@ func SetupStream(c *aa.System, cfg StreamConfig) (*stream, error) {
 	if _, err := cfg.Check(c.Spec.SQSize); err != nil {
 		return nil, err
 	}
-	s := &stream{cfg: cfg, c: c}
-	s.total = cfg.Messages
 	size := uint64(cfg.MsgBytes) * uint64(cfg.Messages)
-	r := sim.NewRand(cfg.Seed, "stream")
-	s.data = make([]byte, size)
-	for i := 0; i < len(s.data); i += 8 {
-		var w [8]byte
-		binary.LittleEndian.PutUint64(w[:], r.Uint64())
-		copy(s.data[i:], w[:])
-	}
-	// The target sees a WRITE arrive by its last byte turning non-zero.
-	for k := 1; k <= cfg.Messages; k++ {
-		s.data[k*cfg.MsgBytes-1] |= 1
-	}
+	s := &stream{cfg: cfg, c: c, size: size}
+	s.total = cfg.Messages
 	src, dst := c.Nodes[0], c.Nodes[1]
 	rw := iommu.Perm{Bits: pte.R | pte.W}
 	s.src, s.dst = src.Alloc(size), dst.Alloc(size)
-	src.Mem.Write(s.src, s.data)
+	s.chunks(func(off uint64, b []byte) { src.Mem.Write(s.src+off, b) })
 	if err := src.Register(s.src, size, rw); err != nil {
 		return nil, err
 	}
@@ -217,31 +206,55 @@ func (s *stream) receive(x *aa.Ctx, one uint64) {
 	s.last = x.Now()
 }
 
+// chunks makes the data the source streams, in order, a piece at a time
+// (the memory holds it; the workload keeps none): seeded words, the last
+// byte of every message made non-zero, as the target sees a WRITE arrive
+// by its last byte turning non-zero.
+func (s *stream) chunks(f func(off uint64, b []byte)) {
+	r := sim.NewRand(s.cfg.Seed, "stream")
+	mb := uint64(s.cfg.MsgBytes)
+	buf := make([]byte, min(s.size, 1<<16)) // a multiple of 8: whole words but the last
+	for off := uint64(0); off < s.size; off += uint64(len(buf)) {
+		b := buf[:min(uint64(len(buf)), s.size-off)]
+		for i := 0; i < len(b); i += 8 {
+			var w [8]byte
+			binary.LittleEndian.PutUint64(w[:], r.Uint64())
+			copy(b[i:], w[:])
+		}
+		for e := (off/mb+1)*mb - 1; e < off+uint64(len(b)); e += mb {
+			b[e-off] |= 1
+		}
+		f(off, b)
+	}
+}
+
 // Result checks that the target's buffer holds exactly the streamed data
 // (FNV-1a over the buffer against the source's data; the first differing
 // byte if not) and gives the delivered bandwidth.
 func (s *stream) Result() StreamResult {
-	size := uint64(len(s.data))
+	size := s.size
 	dst := s.c.Nodes[1].Mem
 	res := StreamResult{Op: s.cfg.Op, MsgBytes: s.cfg.MsgBytes, Messages: s.cfg.Messages, Outstanding: s.cfg.Outstanding,
 		FirstPS: uint64(s.first), LastPS: uint64(s.last), SimTimePS: uint64(s.c.Eng.Now()), WireBytes: s.c.WireBytes(),
 		Checksum: dst.FNV1a64(s.dst, size), Problem: s.problem}
 	h := fnv.New64a()
-	h.Write(s.data)
+	s.chunks(func(_ uint64, b []byte) { h.Write(b) })
 	switch {
 	case res.Problem != "":
 	case s.arrived != s.cfg.Messages:
 		res.Problem = fmt.Sprintf("%d of %d messages arrived", s.arrived, s.cfg.Messages)
 	case res.Checksum != h.Sum64():
-		got := make([]byte, size)
-		dst.Read(s.dst, got)
-		for i := range got {
-			if got[i] != s.data[i] {
-				res.Problem = fmt.Sprintf("target buffer checksum %#x, want %#x: byte %d (message %d) is %#02x, want %#02x",
-					res.Checksum, h.Sum64(), i, i/s.cfg.MsgBytes, got[i], s.data[i])
-				break
+		s.chunks(func(off uint64, want []byte) {
+			got := make([]byte, len(want))
+			dst.Read(s.dst+off, got)
+			for i := range got {
+				if got[i] != want[i] && res.Problem == "" {
+					at := off + uint64(i)
+					res.Problem = fmt.Sprintf("target buffer checksum %#x, want %#x: byte %d (message %d) is %#02x, want %#02x",
+						res.Checksum, h.Sum64(), at, at/uint64(s.cfg.MsgBytes), got[i], want[i])
+				}
 			}
-		}
+		})
 	case s.last <= s.first:
 		res.Problem = "no time between the first and the last arrival"
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,5 +38,38 @@ func TestVerifyReplay(t *testing.T) {
 	}
 	if _, err := aaemu(t, "verify", "--replay", filepath.Join(dir, "missing.json")); err == nil {
 		t.Fatal("a missing replay file accepted")
+	}
+}
+
+// A replay file with a field out of its range is refused with the file,
+// the line and the field, before anything runs: a consumer period that
+// wraps around to zero picoseconds, or that would take the run to the
+// end of time, a log of zero bytes, an unknown notification mode.
+func TestVerifyReplayOutOfRange(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		mut       func(s *verify.Stimulus)
+		key, want string
+	}{
+		{func(s *verify.Stimulus) { s.ConsumerNS = 1 << 61 }, `"consumer_period_ns"`, "consumer_period_ns: 2305843009213693952 is out of range (1..1000000 ns)"},
+		{func(s *verify.Stimulus) { s.ConsumerNS = 1 << 50 }, `"consumer_period_ns"`, "consumer_period_ns: 1125899906842624 is out of range (1..1000000 ns)"},
+		{func(s *verify.Stimulus) { s.Logs[0].Size = 0 }, `"size"`, "logs[0].size: 0 is out of range (a multiple of 8 from 64 to 1048576 bytes)"},
+		{func(s *verify.Stimulus) { s.Logs[0].Mode = 9 }, `"mode"`, "logs[0].mode: 9 is not a notification mode (0: Poll, 1: Int, 2: SP)"},
+	} {
+		s := verify.Generate(77)
+		c.mut(s)
+		path := filepath.Join(dir, "r.json")
+		if err := s.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := strings.Count(string(b[:strings.Index(string(b), c.key)]), "\n") + 1
+		_, err = aaemu(t, "verify", "--replay", path)
+		if want := fmt.Sprintf("%s:%d: %s", path, line, c.want); err == nil || err.Error() != want {
+			t.Errorf("\n got %v\nwant %s", err, want)
+		}
 	}
 }

@@ -1,8 +1,11 @@
 package conformance
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/verify"
 )
 
@@ -53,4 +56,31 @@ func TestAPISeedsAgree(t *testing.T) {
 		t.Fatalf("the stimuli exercised %d records, %d gets, %d refused gets, %d flushes", records, gets, failed, flushes)
 	}
 	t.Logf("%d records, %d gets, %d refused gets, %d active flushes agree", records, gets, failed, flushes)
+}
+
+// FuzzReplay: no replay file makes `aaemu verify --replay` panic or hang:
+// a file is refused with an error that names the file, or it is a
+// stimulus the harness runs (here for a short simulated time) and the
+// golden model predicts.
+func FuzzReplay(f *testing.F) {
+	s, _ := json.MarshalIndent(verify.Generate(3), "", " ")
+	f.Add(s)
+	for seed := uint64(1); seed <= 3; seed++ {
+		b, _ := json.Marshal(verify.Generate(seed))
+		f.Add(b)
+	}
+	f.Add([]byte(`{"seed": 1, "devices": [{"id": 256, "attached": true}], "consumer_period_ns": 2305843009213693952, "fault_records": 4}`))
+	f.Add([]byte(`{"devices": [{"id": 256}], "logs": [{"iuid": 1, "size": 0}], "consumer_period_ns": 10, "fault_records": 1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := verify.Parse("r.json", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "r.json") {
+				t.Fatalf("an error that does not name the file: %v", err)
+			}
+			return
+		}
+		if _, _, err := Check(s, Options{Limit: 200 * sim.US}); err != nil && strings.Contains(err.Error(), "panic") {
+			t.Fatal(err)
+		}
+	})
 }

@@ -6,11 +6,9 @@
 package sweep
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/aaemu/aaemu/internal/input"
 	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/sim"
@@ -38,7 +37,11 @@ type Spec struct {
 	// Until bounds each experiment's simulated time ("10s" by default).
 	Until string `yaml:"until"`
 
-	base scenario.Scenario
+	base     scenario.Scenario
+	file     string               // the sweep file, for errors
+	gridLine int                  // the line of grid
+	baseFile string               // the base scenario's path, or ""
+	baseLine func(key string) int // lines of the base scenario's keys
 }
 
 // Axis is one swept key and its values, kept as YAML so that a value can be
@@ -85,23 +88,52 @@ func (r Row) Scheme() workload.Scheme { return r.scheme() }
 // Kind is the workload the sweep runs.
 func (s *Spec) Kind() string { return s.base.Workload.Kind }
 
+// topKeys are the keys of a sweep file.
+var topKeys = []string{"scenario", "grid", "plot", "until"}
+
 // Parse reads a sweep file. dir is where the base scenario is looked up.
+// Every mistake is an error "file:line: dotted.key: what is wrong (what is
+// allowed)", a grid's keys and values named as grid.KEY and grid.KEY[i];
+// every point of the grid is checked as a scenario before anything runs.
 func Parse(name string, data []byte, dir string) (*Spec, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
+	root, err := input.YAMLTree(name, data)
+	if err != nil {
+		return nil, err
 	}
-	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s: want a mapping with scenario, grid and plot", name)
+	s := &Spec{Until: "10s", file: name}
+	fail := func(line int, key, allowed, format string, a ...any) error {
+		return &input.Error{File: name, Line: line, Key: key, Problem: fmt.Sprintf(format, a...), Allowed: allowed}
 	}
-	s := &Spec{Until: "10s"}
-	m := root.Content[0]
+	m := input.Resolve(root)
+	if m == nil || m.Kind != yaml.MappingNode {
+		line := 0
+		if m != nil {
+			line = m.Line
+		}
+		return nil, fail(line, "", "a section of scenario, grid, plot and until", "not a section of keys")
+	}
+	lines := map[string]int{}
+	var plotDec *input.Decoder
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], m.Content[i+1]
+		k, v := input.Resolve(m.Content[i]), input.Resolve(m.Content[i+1])
+		if k == nil || k.Kind != yaml.ScalarNode {
+			return nil, fail(m.Line, "", "scenario, grid, plot, until", "a key that is not a name")
+		}
+		if first, ok := lines[k.Value]; ok {
+			return nil, fail(k.Line, k.Value, fmt.Sprintf("once; first at line %d", first), "given twice")
+		}
+		lines[k.Value] = k.Line
+		if v == nil {
+			continue
+		}
 		switch k.Value {
 		case "scenario", "until":
 			if v.Kind != yaml.ScalarNode {
-				return nil, fmt.Errorf("%s:%d: %s: want a string", name, v.Line, k.Value)
+				what := "a scenario file, relative to the sweep file"
+				if k.Value == "until" {
+					what = "a time such as 10s"
+				}
+				return nil, fail(v.Line, k.Value, what, "not a single value")
 			}
 			if k.Value == "scenario" {
 				s.Scenario = v.Value
@@ -109,28 +141,50 @@ func Parse(name string, data []byte, dir string) (*Spec, error) {
 				s.Until = v.Value
 			}
 		case "plot":
-			dec := yaml.NewDecoder(bytes.NewReader(mustMarshal(v)))
-			dec.KnownFields(true)
-			if err := dec.Decode(&s.Plot); err != nil && !errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("%s:%d: plot: %v", name, v.Line, err)
+			plotDec = &input.Decoder{File: name, Tag: "yaml"}
+			if err := plotDec.Decode(v, "plot", &s.Plot); err != nil {
+				return nil, err
 			}
 		case "grid":
+			s.gridLine = k.Line
 			if v.Kind != yaml.MappingNode {
-				return nil, fmt.Errorf("%s:%d: grid: want a mapping from scenario keys to lists of values", name, v.Line)
+				return nil, fail(v.Line, "grid", "a section from scenario keys to lists of values", "not a section")
 			}
 			for j := 0; j+1 < len(v.Content); j += 2 {
-				gk, gv := v.Content[j], v.Content[j+1]
-				if gv.Kind != yaml.SequenceNode || len(gv.Content) == 0 {
-					return nil, fmt.Errorf("%s:%d: grid: %s: want a non-empty list of values", name, gv.Line, gk.Value)
+				gk, gv := input.Resolve(v.Content[j]), input.Resolve(v.Content[j+1])
+				if gk == nil || gk.Kind != yaml.ScalarNode {
+					return nil, fail(v.Line, "grid", "scenario keys", "a key that is not a name")
+				}
+				key := "grid." + gk.Value
+				if e := scenario.KeyProblem(gk.Value); e != nil {
+					e.File, e.Line, e.Key = name, gk.Line, key
+					return nil, e
+				}
+				if s.axis(gk.Value) >= 0 {
+					return nil, fail(gk.Line, key, "each key once", "given twice")
+				}
+				if gk.Value == "workload.kind" {
+					return nil, fail(gk.Line, key, "one sweep per workload: they measure different things", "cannot vary")
+				}
+				if gv == nil || gv.Kind != yaml.SequenceNode || len(gv.Content) == 0 {
+					line := gk.Line
+					if gv != nil {
+						line = gv.Line
+					}
+					return nil, fail(line, key, "a non-empty list of the key's values", "not a list of values")
 				}
 				s.Grid = append(s.Grid, Axis{Key: gk.Value, Values: gv.Content})
 			}
 		default:
-			return nil, fmt.Errorf("%s:%d: unknown key %q (want scenario, grid, plot, until)", name, k.Line, k.Value)
+			allowed := "the keys of a sweep: " + strings.Join(topKeys, ", ")
+			if sug := input.Suggest(k.Value, topKeys); sug != "" {
+				allowed = fmt.Sprintf("did you mean %q?", sug)
+			}
+			return nil, fail(k.Line, k.Value, allowed, "unknown key")
 		}
 	}
 	if len(s.Grid) == 0 {
-		return nil, fmt.Errorf("%s: grid: no keys to sweep", name)
+		return nil, fail(lines["grid"], "grid", "a section from scenario keys to lists of values", "no keys to sweep")
 	}
 	if s.Scenario == "" {
 		s.base = scenario.DefaultScenario()
@@ -141,45 +195,66 @@ func Parse(name string, data []byte, dir string) (*Spec, error) {
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s: scenario: %w", name, err)
+			return nil, fail(lines["scenario"], "scenario", "a scenario file, relative to the sweep file", "%v", err)
 		}
-		if s.base, err = scenario.ParseScenario(p, b); err != nil {
+		if s.base, s.baseLine, err = scenario.ParseScenarioLines(p, b); err != nil {
 			return nil, err
 		}
+		s.baseFile = p
 	}
 	// The base scenario's outputs are for `aaemu run`; a sweep writes tables.
 	s.base.Outputs.VCD, s.base.Outputs.Pcap = false, false
+	plotLine := func(key string) int {
+		if plotDec != nil {
+			return plotDec.Line(key)
+		}
+		return 0
+	}
 	if s.Plot.X == "" {
 		s.Plot.X = s.Grid[0].Key
 	}
-	if s.axis(s.Plot.X) < 0 && (s.Plot.X != CollisionsX || s.base.Workload.Kind != scenario.KindDHT) {
-		return nil, fmt.Errorf("%s: plot.x: %q is not a grid key", name, s.Plot.X)
-	}
-	if s.axis("workload.kind") >= 0 {
-		return nil, fmt.Errorf("%s: grid: workload.kind cannot vary (the workloads measure different things): one sweep per workload", name)
+	dht := s.base.Workload.Kind == scenario.KindDHT
+	if s.axis(s.Plot.X) < 0 && (s.Plot.X != CollisionsX || !dht) {
+		keys := make([]string, len(s.Grid))
+		for i, a := range s.Grid {
+			keys[i] = a.Key
+		}
+		if dht {
+			keys = append(keys, CollisionsX)
+		}
+		allowed := "a grid key: " + strings.Join(keys, ", ")
+		if sug := input.Suggest(s.Plot.X, keys); sug != "" {
+			allowed = fmt.Sprintf("did you mean %q? %s", sug, allowed)
+		}
+		return nil, fail(plotLine("plot.x"), "plot.x", allowed, "%q is not a grid key", s.Plot.X)
 	}
 	ms, names := s.metricSet()
 	if len(s.Plot.Y) == 0 {
 		s.Plot.Y = names[:1]
 	}
-	for _, y := range s.Plot.Y {
+	for i, y := range s.Plot.Y {
 		if _, ok := ms[y]; !ok {
-			return nil, fmt.Errorf("%s: plot.y: unknown metric %q (want one of %s)", name, y, strings.Join(names, ", "))
+			allowed := "a metric of the " + s.base.Workload.Kind + " workload: " + strings.Join(names, ", ")
+			if sug := input.Suggest(y, names); sug != "" {
+				allowed = fmt.Sprintf("did you mean %q? %s", sug, allowed)
+			}
+			key := fmt.Sprintf("plot.y[%d]", i)
+			return nil, fail(plotLine(key), key, allowed, "%q is not a metric", y)
 		}
 	}
 	if _, err := sim.ParseTick(s.Until); err != nil {
-		return nil, fmt.Errorf("%s: until: %w", name, err)
+		return nil, fail(lines["until"], "until", "a whole number with unit ps, ns, us, ms or s", "%q is not a time", s.Until)
 	}
 	n := 1
 	for _, a := range s.Grid {
 		if n *= len(a.Values); n > MaxPoints {
-			return nil, fmt.Errorf("%s: grid: more than %d points; split the sweep", name, MaxPoints)
+			return nil, fail(s.gridLine, "grid", fmt.Sprintf("at most %d; split the sweep", MaxPoints), "more than %d points", MaxPoints)
 		}
 	}
 	// Check every point now, so a bad value fails before hours of running.
 	for _, p := range s.Points() {
 		if _, err := s.scenarioAt(p); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, err
 		}
 	}
 	return s, nil
@@ -228,86 +303,60 @@ func flow(v *yaml.Node) string {
 	return strings.TrimSpace(string(mustMarshal(&c)))
 }
 
+// value is the index of the point's value on axis i.
+func (s *Spec) value(p Point, i int) int {
+	for j, v := range s.Grid[i].Values {
+		if flow(v) == p[i] {
+			return j
+		}
+	}
+	return -1
+}
+
 // scenarioAt is the base scenario with each grid key set to the point's
-// value: the scenario is written out as YAML, the keys are replaced in the
-// tree, and the result is parsed and validated like any scenario file.
+// value, decoded as the key's value in a scenario file would be, and
+// checked like any scenario. Errors name the grid's value (grid.KEY[i]) or,
+// when the key at fault is not a grid key, the base scenario's key, with
+// the point.
 func (s *Spec) scenarioAt(p Point) (scenario.Scenario, error) {
-	var root yaml.Node
-	b, err := yaml.Marshal(s.base)
-	if err != nil {
-		return scenario.Scenario{}, err
-	}
-	if err := yaml.Unmarshal(b, &root); err != nil {
-		return scenario.Scenario{}, err
-	}
+	sc := s.base
 	for i, a := range s.Grid {
-		var v yaml.Node
-		if err := yaml.Unmarshal([]byte(p[i]), &v); err != nil {
-			return scenario.Scenario{}, fmt.Errorf("grid: %s: %v", a.Key, err)
+		j := s.value(p, i)
+		if j < 0 {
+			return scenario.Scenario{}, fmt.Errorf("grid: %s: %q is not one of its values", a.Key, p[i])
 		}
-		if err := set(root.Content[0], a.Key, v.Content[0]); err != nil {
-			return scenario.Scenario{}, fmt.Errorf("grid: %w", err)
+		if err := sc.Set(s.file, fmt.Sprintf("grid.%s[%d]", a.Key, j), a.Key, a.Values[j]); err != nil {
+			return scenario.Scenario{}, err
 		}
-	}
-	out, err := yaml.Marshal(&root)
-	if err != nil {
-		return scenario.Scenario{}, err
-	}
-	// The tree holds every key of the scenario, so it decodes over nothing.
-	var sc scenario.Scenario
-	dec := yaml.NewDecoder(bytes.NewReader(out))
-	dec.KnownFields(true)
-	if err := dec.Decode(&sc); err != nil {
-		return scenario.Scenario{}, fmt.Errorf("grid point %s: %v", s.label(p), err)
 	}
 	if key, err := sc.Validate(); err != nil {
-		return scenario.Scenario{}, fmt.Errorf("grid point %s: %s: %w", s.label(p), key, err)
+		return scenario.Scenario{}, s.placeError(p, key, err)
 	}
 	sc.Outputs.VCD, sc.Outputs.Pcap = false, false
 	return sc, nil
 }
 
-// set replaces the value at a dotted key path in a YAML mapping.
-func set(m *yaml.Node, key string, v *yaml.Node) error {
-	path := strings.Split(key, ".")
-	for d, name := range path {
-		if m.Kind != yaml.MappingNode {
-			return fmt.Errorf("%s: %s is not a section", key, strings.Join(path[:d], "."))
-		}
-		found := false
-		var have []string
-		for i := 0; i+1 < len(m.Content); i += 2 {
-			have = append(have, m.Content[i].Value)
-			if m.Content[i].Value != name {
-				continue
+// placeError places a point's validation error: at the grid's value when
+// the key at fault is a grid key (or under one), else at the key in the
+// base scenario (the grid's line with the built-in one), with the point.
+func (s *Spec) placeError(p Point, key string, err error) error {
+	e := input.Place(err, "", key, nil)
+	for i, a := range s.Grid {
+		if rest, ok := strings.CutPrefix(key, a.Key); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			j := s.value(p, i)
+			e.File, e.Line, e.Key = s.file, a.Values[j].Line, fmt.Sprintf("grid.%s[%d]%s", a.Key, j, rest)
+			if len(s.Grid) > 1 {
+				e.Problem = "at " + s.label(p) + ": " + e.Problem
 			}
-			found = true
-			if d == len(path)-1 {
-				if v.Kind == yaml.MappingNode && m.Content[i+1].Kind == yaml.MappingNode {
-					// A mapping sets several keys of a section together
-					// (16 sets × 4 ways, then 64 × 1): merged, not replaced.
-					for j := 0; j+1 < len(v.Content); j += 2 {
-						if err := set(m.Content[i+1], v.Content[j].Value, v.Content[j+1]); err != nil {
-							return fmt.Errorf("%s: %w", key, err)
-						}
-					}
-					return nil
-				}
-				m.Content[i+1] = v
-				return nil
-			}
-			m = m.Content[i+1]
-			break
-		}
-		if !found {
-			where := strings.Join(path[:d], ".")
-			if where == "" {
-				where = "the scenario"
-			}
-			return fmt.Errorf("%s: no key %q in %s (it has %s)", key, name, where, strings.Join(have, ", "))
+			return e
 		}
 	}
-	return nil
+	e.File, e.Line = s.file, s.gridLine
+	if s.baseFile != "" {
+		e.File, e.Line = s.baseFile, s.baseLine(key)
+	}
+	e.Problem = "at grid point " + s.label(p) + ": " + e.Problem
+	return e
 }
 
 func (s *Spec) label(p Point) string {

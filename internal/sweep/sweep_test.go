@@ -20,28 +20,68 @@ plot:
   y: [inserts_per_second, target_polls]
 `
 
+// Every error of a sweep file is "file:line: dotted.key: what is wrong
+// (what is allowed)", exactly; the grid's keys and values are grid.KEY and
+// grid.KEY[i], and a point's error names the point.
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, file, want string }{
-		{"unknown top key", "grid: {seed: [1]}\nplots: {}\n", `sweep.yaml:2: unknown key "plots"`},
-		{"no grid", "plot: {y: [inserts_per_second]}\n", "grid: no keys"},
-		{"grid not a list", "grid:\n  seed: 3\n", "sweep.yaml:2: grid: seed: want a non-empty list"},
-		{"no such key", "grid:\n  machine.iommu.iotlb_wayz: [1]\n", `no key "iotlb_wayz" in machine.iommu (it has iotlb_sets, iotlb_ways`},
-		{"key under a leaf", "grid:\n  seed.x: [1]\n", "seed.x: seed is not a section"},
-		{"bad value", "grid:\n  machine.iommu.iotlb_eviction: [lru, fifo-ish]\n", "iotlb_eviction"},
-		{"bad scheme", "grid:\n  workload.dht.schemes: [[AM-Telepathy]]\n", "AM-Telepathy"},
-		{"x not in grid", "grid:\n  seed: [1, 2]\nplot: {x: machine.nodes}\n", `plot.x: "machine.nodes" is not a grid key`},
-		{"unknown metric", "grid:\n  seed: [1]\nplot: {y: [speed]}\n", `unknown metric "speed"`},
-		{"unknown plot key", "grid:\n  seed: [1]\nplot: {z: 1}\n", "field z not found"},
-		{"missing scenario", "scenario: nope.yaml\ngrid:\n  seed: [1]\n", "nope.yaml"},
-		{"bad until", "until: soon\ngrid:\n  seed: [1]\n", "until"},
-		{"too many points", "grid:\n  seed: [" + strings.Repeat("1,", 999) + "1]\n  machine.nodes: [" + strings.Repeat("2,", 999) + "2]\n", "more than 100000 points"},
+		{"unknown top key", "grid: {seed: [1]}\nplots: {}\n", `sweep.yaml:2: plots: unknown key (did you mean "plot"?)`},
+		{"unknown top key, far", "grid: {seed: [1]}\nmachine: {}\n", "sweep.yaml:2: machine: unknown key (the keys of a sweep: scenario, grid, plot, until)"},
+		{"no grid", "plot: {y: [inserts_per_second]}\n", "sweep.yaml: grid: no keys to sweep (a section from scenario keys to lists of values)"},
+		{"grid not a section", "grid: [1]\n", "sweep.yaml:1: grid: not a section (a section from scenario keys to lists of values)"},
+		{"grid not a list", "grid:\n  seed: 3\n", "sweep.yaml:2: grid.seed: not a list of values (a non-empty list of the key's values)"},
+		{"grid key twice", "grid:\n  seed: [1]\n  seed: [2]\n", "sweep.yaml:3: grid.seed: given twice (each key once)"},
+		{"no such key", "grid:\n  machine.iommu.iotlb_wayz: [1]\n", `sweep.yaml:2: grid.machine.iommu.iotlb_wayz: unknown key (did you mean "machine.iommu.iotlb_ways"?)`},
+		{"key in the wrong section", "grid:\n  machine.rate_mbps: [1]\n", `sweep.yaml:2: grid.machine.rate_mbps: unknown key (did you mean "machine.wire.rate_mbps"?)`},
+		{"key under a leaf", "grid:\n  seed.x: [1]\n", "sweep.yaml:2: grid.seed.x: seed is not a section (a key of a section)"},
+		{"kind varies", "grid:\n  workload.kind: [dht, counter]\n", "sweep.yaml:2: grid.workload.kind: cannot vary (one sweep per workload: they measure different things)"},
+		{"bad value", "grid:\n  machine.iommu.iotlb_eviction: [lru, fifo-ish]\n", `sweep.yaml:2: grid.machine.iommu.iotlb_eviction[1]: "fifo-ish" is not an eviction policy (lru, fifo or random)`},
+		{"float in an integer key", "grid:\n  machine.nodes:\n    - 2\n    - 2.5\n", "sweep.yaml:4: grid.machine.nodes[1]: 2.5 is not a whole number (2..64; two nodes share a direct link, more a switch)"},
+		{"negative in an unsigned key", "grid:\n  machine.wire.rate_mbps: [-1]\n", "sweep.yaml:2: grid.machine.wire.rate_mbps[0]: -1 is negative (1..1000000 Mb/s)"},
+		{"bad scheme", "grid:\n  workload.dht.schemes: [[AM-Telepathy]]\n", `sweep.yaml:2: grid.workload.dht.schemes[0][0]: "AM-Telepathy" is not a DHT scheme (AA-Poll, AA-Int, AA-SP, RMA, AM, AM-Exp, AM-Onload, AM-Int)`},
+		{"bad key in a section value", "grid:\n  machine.iommu: [{iotlb_wayz: 1}]\n", `sweep.yaml:2: grid.machine.iommu[0].iotlb_wayz: unknown key (did you mean "grid.machine.iommu[0].iotlb_ways"?)`},
+		{"range in a section value", "grid:\n  machine.iommu: [{iotlb_sets: 65536, iotlb_ways: 4}]\n", "sweep.yaml:2: grid.machine.iommu[0].iotlb_ways: 65536 sets × 4 ways is 262144 entries (sets × ways at most 65536)"},
+		{"a point", "grid:\n  machine.cores: [1, 2]\n  workload.dht.procs_per_node: [2]\n", "sweep.yaml:3: grid.workload.dht.procs_per_node[0]: at machine.cores=1 workload.dht.procs_per_node=2: 2 is more than machine.cores (0..1: up to machine.cores)"},
+		{"a point too large", "grid:\n  machine.nodes: [64]\n  machine.cores: [64]\n  workload.dht.procs_per_node: [64]\n  workload.dht.inserts: [1000000]\n",
+			"sweep.yaml:5: grid.workload.dht.inserts[0]: at machine.nodes=64 machine.cores=64 workload.dht.procs_per_node=64 workload.dht.inserts=1000000: the scenario needs about 5.25 TiB of memory, 5.13 TiB for the DHT's keys and the frames of their operations (at most max_memory_mib, 4096 MiB: make workload.dht.inserts or workload.dht.procs_per_node or machine.nodes smaller, or raise max_memory_mib)"},
+		{"x not in grid", "grid:\n  seed: [1, 2]\nplot: {x: machine.nodes}\n", `sweep.yaml:3: plot.x: "machine.nodes" is not a grid key (a grid key: seed, collisions)`},
+		{"x near a grid key", "grid:\n  machine.nodes: [2, 4]\nplot: {x: machine.node}\n", `sweep.yaml:3: plot.x: "machine.node" is not a grid key (did you mean "machine.nodes"? a grid key: machine.nodes, collisions)`},
+		{"unknown metric", "grid:\n  seed: [1]\nplot: {y: [speed]}\n", `sweep.yaml:3: plot.y[0]: "speed" is not a metric (a metric of the dht workload: inserts_per_second, sim_time_us, remote_ops_per_insert, pcie_tlps_per_insert, wire_bytes_per_insert, target_polls, ops_per_second, nic_energy_uj, router_energy_uj, iotlb_hit_rate)`},
+		{"unknown plot key", "grid:\n  seed: [1]\nplot: {z: 1}\n", `sweep.yaml:3: plot.z: unknown key (did you mean "plot.x"?)`},
+		{"plot type", "grid:\n  seed: [1]\nplot:\n  log_x: often\n", `sweep.yaml:4: plot.log_x: "often" is not true or false (true or false)`},
+		{"bad until", "until: soon\ngrid:\n  seed: [1]\n", `sweep.yaml:1: until: "soon" is not a time (a whole number with unit ps, ns, us, ms or s)`},
+		{"until a list", "until: [1s]\ngrid:\n  seed: [1]\n", "sweep.yaml:1: until: not a single value (a time such as 10s)"},
+		{"syntax", "grid:\n  seed: [1\n", "sweep.yaml:1: cannot be read as YAML: did not find expected ',' or ']'"},
+		{"too many points", "grid:\n  seed: [" + strings.Repeat("1,", 999) + "1]\n  machine.nodes: [" + strings.Repeat("2,", 999) + "2]\n", "sweep.yaml:1: grid: more than 100000 points (at most 100000; split the sweep)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("sweep.yaml", []byte(tc.file), t.TempDir())
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("\n got %v\nwant %s", err, tc.want)
 			}
 		})
+	}
+	// A missing base scenario names the file; a bad one is its own
+	// file's error; a point that breaks a key of the base scenario is
+	// placed there.
+	dir := t.TempDir()
+	if _, err := Parse("sweep.yaml", []byte("scenario: nope.yaml\ngrid:\n  seed: [1]\n"), dir); err == nil ||
+		err.Error() != "sweep.yaml:1: scenario: open "+filepath.Join(dir, "nope.yaml")+": no such file or directory (a scenario file, relative to the sweep file)" {
+		t.Errorf("missing scenario: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "base.yaml"), []byte("machine:\n  cores: 4\nworkload:\n  dht:\n    procs_per_node: 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse("sweep.yaml", []byte("scenario: base.yaml\ngrid:\n  machine.cores: [4, 2]\n"), dir); err == nil ||
+		err.Error() != filepath.Join(dir, "base.yaml")+":5: workload.dht.procs_per_node: at grid point machine.cores=2: 4 is more than machine.cores (0..2: up to machine.cores)" {
+		t.Errorf("a base key: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("machine:\n  nodez: 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse("sweep.yaml", []byte("scenario: bad.yaml\ngrid:\n  seed: [1]\n"), dir); err == nil ||
+		err.Error() != filepath.Join(dir, "bad.yaml")+`:2: machine.nodez: unknown key (did you mean "machine.nodes"?)` {
+		t.Errorf("a bad base: %v", err)
 	}
 }
 
@@ -70,7 +110,7 @@ func TestPointsCrossProduct(t *testing.T) {
 	if m := zs.Machine; m.IOMMU.IOTLBSets != 1 || m.IOMMU.IOTLBWays != 64 || m.IOMMU.IOTLBEviction != "lru" || m.Nodes != 2 {
 		t.Fatalf("merged point: %+v", m)
 	}
-	if _, err := Parse("z.yaml", []byte("grid:\n  machine.iommu: [{iotlb_wayz: 1}]\n"), "."); err == nil || !strings.Contains(err.Error(), `machine.iommu: iotlb_wayz: no key "iotlb_wayz"`) {
+	if _, err := Parse("z.yaml", []byte("grid:\n  machine.iommu: [{iotlb_wayz: 1}]\n"), "."); err == nil || err.Error() != `z.yaml:2: grid.machine.iommu[0].iotlb_wayz: unknown key (did you mean "grid.machine.iommu[0].iotlb_ways"?)` {
 		t.Fatalf("bad key in a mapping value: %v", err)
 	}
 	sc, err := s.scenarioAt(s.Points()[2])
@@ -254,6 +294,45 @@ func FuzzParseSweep(f *testing.F) {
 	})
 }
 
+// FuzzSweep: a sweep file of any bytes parses or fails with an error that
+// names the file; it never panics, and a parsed one has at least one
+// point, each a valid scenario within its memory limit.
+func FuzzSweep(f *testing.F) {
+	f.Add([]byte(small))
+	f.Add([]byte("grid:\n  machine.iommu: [{iotlb_sets: 1, iotlb_ways: 64}]\n"))
+	f.Add([]byte("grid: {seed: []}\n"))
+	f.Add([]byte("plot: {x: collisions}\ngrid:\n  seed: [1, 2]\n"))
+	f.Add([]byte("grid:\n  machine.cores: [1, 2]\n  workload.dht.procs_per_node: [0, 2]\nuntil: 1ms\n"))
+	files, _ := filepath.Glob("../../examples/sweep-*.yaml")
+	for _, name := range files {
+		if b, err := os.ReadFile(name); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("f.yaml", data, t.TempDir())
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.yaml") && !strings.HasPrefix(err.Error(), "/") {
+				t.Fatalf("an error that names no file: %v", err)
+			}
+			return
+		}
+		pts := s.Points()
+		if len(pts) == 0 {
+			t.Fatal("a parsed sweep has no points")
+		}
+		for _, p := range pts {
+			sc, err := s.scenarioAt(p)
+			if err != nil {
+				t.Fatalf("point %v: %v", p, err)
+			}
+			if total, _ := sc.MemoryEstimate(); total > sc.MaxMemoryMiB<<20 {
+				t.Fatalf("point %v: %d bytes, over %d MiB", p, total, sc.MaxMemoryMiB)
+			}
+		}
+	})
+}
+
 // A sweep over another workload: the grid varies machine keys and the
 // workload's section, the rows carry that workload's results and its
 // columns (no collisions), every row checked; keys and metrics that belong
@@ -297,12 +376,12 @@ func TestWorkloadSweep(t *testing.T) {
 		t.Fatalf("rate metric %+v", m)
 	}
 	for _, bad := range []struct{ file, want string }{
-		{"scenario: getlog.yaml\ngrid:\n  workload.kind: [getlog, counter]\n", "workload.kind cannot vary"},
-		{"scenario: getlog.yaml\ngrid:\n  seed: [1]\nplot: {y: [inserts_per_second]}\n", `unknown metric "inserts_per_second" (want one of rate, sim_time_us, nic_energy_uj, router_energy_uj)`},
-		{"scenario: getlog.yaml\ngrid:\n  seed: [1]\nplot: {x: collisions}\n", "plot.x"},
-		{"scenario: getlog.yaml\ngrid:\n  workload.getlog.schemes: [[No-FT, AA-SP]]\n", `"AA-SP": the getlog workload has No-FT, AA-Poll, RMA`},
+		{"scenario: getlog.yaml\ngrid:\n  workload.kind: [getlog, counter]\n", "sweep.yaml:3: grid.workload.kind: cannot vary (one sweep per workload: they measure different things)"},
+		{"scenario: getlog.yaml\ngrid:\n  seed: [1]\nplot: {y: [inserts_per_second]}\n", `sweep.yaml:4: plot.y[0]: "inserts_per_second" is not a metric (a metric of the getlog workload: rate, sim_time_us, nic_energy_uj, router_energy_uj)`},
+		{"scenario: getlog.yaml\ngrid:\n  seed: [1]\nplot: {x: collisions}\n", `sweep.yaml:4: plot.x: "collisions" is not a grid key (a grid key: seed)`},
+		{"scenario: getlog.yaml\ngrid:\n  workload.getlog.schemes: [[No-FT, AA-SP]]\n", `sweep.yaml:3: grid.workload.getlog.schemes[0][1]: "AA-SP" is not a scheme of the getlog workload (No-FT, AA-Poll, RMA)`},
 	} {
-		if _, err := Parse("sweep.yaml", []byte(bad.file), dir); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, err := Parse("sweep.yaml", []byte(bad.file), dir); err == nil || err.Error() != bad.want {
 			t.Errorf("%q: %v, want %q", bad.file, err, bad.want)
 		}
 	}

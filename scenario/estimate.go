@@ -1,0 +1,172 @@
+package scenario
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aaemu/aaemu/internal/input"
+	"github.com/aaemu/aaemu/workload"
+)
+
+// MemTerm is a part of a scenario's memory estimate: what needs it, the
+// keys whose product makes it large (the first is the one an error names)
+// and the bytes.
+type MemTerm struct {
+	What  string
+	Keys  []string
+	Bytes float64
+}
+
+// Bytes per unit of the estimate, measured (host memory of the Go heap,
+// simulated memory included: a touched page of a node's memory is 4 KiB).
+const (
+	memNode     = 256 << 10 // a node: IOMMU, memory controller, NIC, PCIe, wires, statistics
+	memCore     = 16 << 10  // a core of a node, with its MMIO path
+	memQP       = 1536      // a connected QP: the NIC's state, rings' page-table entries, the driver's
+	memTLBEntry = 96        // an IOTLB entry
+	memPage     = 4096 + 64 // a page of simulated memory, touched
+	// memFrame: a frame a wire carried. A wire keeps a slot of every frame
+	// of a busy stretch (its queue is compacted only when it empties), so
+	// a run's memory grows with its frames.
+	memFrame = 640
+)
+
+// MemoryEstimate reckons the host memory one experiment of the scenario
+// needs at most (the machine, the workload's data in the simulated
+// memories and the workload's own bookkeeping), as terms, the largest
+// first. It is an estimate from the keys, before anything is allocated:
+// Validate refuses a scenario whose estimate exceeds max_memory_mib. A
+// sweep runs --jobs experiments at once, each this large.
+func (s *Scenario) MemoryEstimate() (uint64, []MemTerm) {
+	m := &s.Machine
+	n, cores := float64(m.Nodes), float64(m.Cores)
+	terms := []MemTerm{
+		{"the nodes", []string{"machine.nodes", "machine.cores"}, n * (memNode + cores*memCore)},
+		{"the connected QPs (nodes × (nodes−1) × cores)", []string{"machine.nodes", "machine.cores"}, n * (n - 1) * cores * memQP},
+		{"the IOTLBs", []string{"machine.iommu.iotlb_sets", "machine.iommu.iotlb_ways", "machine.nodes"},
+			n * float64(m.IOMMU.IOTLBSets) * float64(m.IOMMU.IOTLBWays) * memTLBEntry},
+	}
+	w := &s.Workload
+	procs := func(p int) float64 {
+		if p == 0 {
+			return cores
+		}
+		return float64(p)
+	}
+	page := func(bytes float64) float64 { return bytes / 4096 * memPage }
+	switch w.Kind {
+	case KindDHT:
+		d := &w.DHT
+		srcs, shards, logs := 1.0, 1.0, 1.0
+		if d.ProcsPerNode > 0 {
+			srcs, shards = n*float64(d.ProcsPerNode), n
+			if d.AALogs == "process" {
+				logs = float64(d.ProcsPerNode)
+			}
+		}
+		keys := srcs * float64(d.Inserts)
+		logBytes := float64(d.LogBytes)
+		if logBytes == 0 {
+			logBytes = 64 << 10
+		}
+		cells := float64(d.Cells)
+		counts := shards * cells * 8 // the cells' key counts, a slice for small tables
+		if d.Cells > 1<<16 {
+			counts = min(keys, shards*cells) * 64
+		}
+		who := []string{"workload.dht.inserts", "workload.dht.procs_per_node", "machine.nodes"}
+		if d.ProcsPerNode == 0 {
+			who = who[:1]
+		}
+		ops := keys * (1 + d.Lookups + d.Deletes)
+		terms = append(terms,
+			MemTerm{"the DHT's keys and the frames of their operations", who, keys*96 + ops*2*memFrame},
+			MemTerm{"the DHT's tables (the pages their keys touch)", append([]string{"workload.dht.cells"}, who...),
+				page(min(shards*cells*32, keys*4096)) + keys*32 + counts},
+			MemTerm{"the access logs", []string{"workload.dht.log_bytes", "workload.dht.procs_per_node", "machine.nodes"},
+				page(shards * logs * logBytes)})
+	case KindCounter:
+		c := &w.Counter
+		srcs := (n - 1) * procs(c.Procs)
+		elems := float64(c.Elements) * 8
+		inbox := 0.0
+		if len(c.Schemes) == 0 || slices.Contains(c.Schemes, string(workload.Allreduce)) {
+			inbox = 2 * srcs * page(elems) // the reduction's inbox and every source's local copy
+		}
+		terms = append(terms,
+			MemTerm{"the counter's accesses", []string{"workload.counter.accesses", "workload.counter.procs_per_node", "machine.nodes"},
+				srcs * float64(c.Accesses) * (24 + 2*memFrame)},
+			MemTerm{"the counter's arrays", []string{"workload.counter.elements", "workload.counter.procs_per_node", "machine.nodes"},
+				3*page(elems) + inbox})
+	case KindGetLog:
+		g := &w.GetLog
+		gets := n * procs(g.Procs) * float64(g.Gets)
+		terms = append(terms, MemTerm{"the gets and their logs", []string{"workload.getlog.gets", "workload.getlog.procs_per_node", "machine.nodes"},
+			gets * (160 + 3*memFrame)})
+	case KindCheckpoint:
+		c := &w.Checkpoint
+		terms = append(terms,
+			MemTerm{"the checkpointed region and its copy", []string{"workload.checkpoint.pages"}, 3 * float64(c.Pages) * memPage},
+			MemTerm{"the frames of the puts and copies", []string{"workload.checkpoint.puts", "workload.checkpoint.epochs"},
+				float64(c.Epochs) * (float64(c.Puts) + float64(c.Pages)) * 2 * memFrame})
+	case KindXOR:
+		terms = append(terms, MemTerm{"the checkpoints and their frames", []string{"workload.xor.words", "machine.nodes"},
+			n * (page(float64(w.XOR.Words)*8)*2 + float64(w.XOR.Words)*8/float64(max(m.NIC.PMTU, 1))*4*memFrame)})
+	case KindStream:
+		st := &w.Stream
+		frames := float64(st.Messages) * float64((st.MsgBytes+m.NIC.PMTU-1)/max(m.NIC.PMTU, 1))
+		terms = append(terms, MemTerm{"the stream's buffers and frames", []string{"workload.stream.messages", "workload.stream.msg_bytes"},
+			2*page(float64(st.Messages)*float64(st.MsgBytes)) + 2*frames*memFrame})
+	case KindSort:
+		so := &w.Sort
+		p := n * procs(so.Procs)
+		keys := p * float64(so.Keys)
+		terms = append(terms,
+			MemTerm{"the sort's keys, buckets and logs", []string{"workload.sort.keys", "workload.sort.procs_per_node", "machine.nodes"},
+				keys * (8*12 + 16.0/float64(max(m.NIC.PMTU, 1))*memFrame)},
+			MemTerm{"the sort's samples (every process gathers every process's)", []string{"workload.sort.procs_per_node", "machine.nodes"},
+				p * p * p * 8 * 3})
+	}
+	slices.SortStableFunc(terms, func(a, b MemTerm) int {
+		switch {
+		case a.Bytes > b.Bytes:
+			return -1
+		case a.Bytes < b.Bytes:
+			return 1
+		}
+		return 0
+	})
+	total := 0.0
+	for _, t := range terms {
+		total += t.Bytes
+	}
+	if total >= 1<<63 {
+		return 1 << 63, terms
+	}
+	return uint64(total), terms
+}
+
+// checkMemory refuses a scenario whose estimate exceeds max_memory_mib,
+// naming the largest term's keys.
+func (s *Scenario) checkMemory() (string, error) {
+	total, terms := s.MemoryEstimate()
+	limit := s.MaxMemoryMiB << 20
+	if total <= limit {
+		return "", nil
+	}
+	t := terms[0]
+	return t.Keys[0], input.Errorf(fmt.Sprintf("at most max_memory_mib, %d MiB: make %s smaller, or raise max_memory_mib", s.MaxMemoryMiB, strings.Join(t.Keys, " or ")),
+		"the scenario needs about %s of memory, %s for %s", size(float64(total)), size(t.Bytes), t.What)
+}
+
+// size writes a byte count for people.
+func size(b float64) string {
+	for _, u := range []string{"B", "KiB", "MiB", "GiB", "TiB"} {
+		if b < 1024 || u == "TiB" {
+			return fmt.Sprintf("%.3g %s", b, u)
+		}
+		b /= 1024
+	}
+	return ""
+}
