@@ -38,7 +38,7 @@ type SMPSpec struct {
 // maxSMPCores bounds the cores (and polling threads) of one SMP.
 const maxSMPCores = 128
 
-const maxMBps = 1_000_000 // 1 TB/s: keeps the bandwidth timeline within 64 bits
+const maxMBps = 1_000_000 // 1 TB/s
 
 // WithDefaults fills the zero line size and associativity.
 func (s SMPSpec) WithDefaults() SMPSpec {
@@ -342,11 +342,13 @@ func (s *SMP) fill(id int, ln uint64, l *line, now sim.Tick) {
 }
 
 // bandwidth is a pipelined resource moving mbps × 10⁶ bytes a second, one
-// transfer after another. Its timeline is kept in ps × mbps so that every
-// transfer takes its exact share.
+// transfer after another. Its timeline is kept as whole picoseconds and a
+// remainder in units of 1/mbps ps, so that every transfer takes its exact
+// share and no product of a time and a rate can overflow.
 type bandwidth struct {
-	mbps uint64
-	free uint64 // when the last transfer ends, ps × mbps
+	mbps     uint64
+	freePS   sim.Tick // when the last transfer ends: freePS + freeFrac/mbps
+	freeFrac uint64   // 0..mbps-1
 }
 
 // reserve queues n bytes from t and returns when they start and end
@@ -355,9 +357,22 @@ func (b *bandwidth) reserve(t sim.Tick, n uint64) (start, end sim.Tick) {
 	if b.mbps == 0 {
 		return t, t
 	}
-	s := max(uint64(t)*b.mbps, b.free)
-	b.free = s + n*1_000_000
-	return sim.Tick((s + b.mbps - 1) / b.mbps), sim.Tick((b.free + b.mbps - 1) / b.mbps)
+	sPS, sFrac := t, uint64(0)
+	if b.freePS > t || b.freePS == t && b.freeFrac > 0 {
+		sPS, sFrac = b.freePS, b.freeFrac
+	}
+	// n bytes at mbps MB/s take n × 10^6 / mbps ps.
+	num := sFrac + n*1_000_000
+	b.freePS, b.freeFrac = sPS+sim.Tick(num/b.mbps), num%b.mbps
+	start = sPS
+	if sFrac > 0 {
+		start++
+	}
+	end = b.freePS
+	if b.freeFrac > 0 {
+		end++
+	}
+	return start, end
 }
 
 // --- coherence-costed operations ---

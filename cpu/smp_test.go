@@ -403,3 +403,24 @@ func TestMemcpyWithoutSMPAndBadSpecs(t *testing.T) {
 		}
 	}
 }
+
+// The bandwidth timeline stays exact far into a run: a transfer after
+// 100 s of simulated time at 1 TB/s (a time × rate product past 2^64)
+// takes exactly its share.
+func TestBandwidthLateInARun(t *testing.T) {
+	b := bandwidth{mbps: 1_000_000}
+	at := 100 * sim.S
+	start, end := b.reserve(at, 64)
+	if start != at || end != at+64 {
+		t.Fatalf("64 B at 1 TB/s from %v: %v..%v, want 64 ps", at, start, end)
+	}
+	// Three bytes at 3 MB/s: a third of a µs each, the remainders carried.
+	b = bandwidth{mbps: 3}
+	var last sim.Tick
+	for i := 0; i < 3; i++ {
+		_, last = b.reserve(at, 1)
+	}
+	if last != at+sim.US {
+		t.Fatalf("3 × 1 B at 3 MB/s end at %v, want %v", last, at+sim.US)
+	}
+}

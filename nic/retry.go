@@ -88,6 +88,10 @@ func (q *qp) fail(w *wqeState, status uint32) {
 	}
 	w.status = status
 	q.sent, q.txPos, q.deadlineAt, q.rnrUntil = nil, 0, 0, 0
+	// A QP in the error state sends nothing, not even the ACKs and
+	// responses it had queued.
+	q.resp = nil
+	n.respQPs = slices.DeleteFunc(n.respQPs, func(x *qp) bool { return x == q })
 	q.reads, q.atomics = nil, nil
 	q.completeInOrder()
 	q.flushRecv()

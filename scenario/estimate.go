@@ -21,11 +21,12 @@ type MemTerm struct {
 // Bytes per unit of the estimate, measured (host memory of the Go heap,
 // simulated memory included: a touched page of a node's memory is 4 KiB).
 const (
-	memNode     = 256 << 10 // a node: IOMMU, memory controller, NIC, PCIe, wires, statistics
-	memCore     = 16 << 10  // a core of a node, with its MMIO path
-	memQP       = 1536      // a connected QP: the NIC's state, rings' page-table entries, the driver's
-	memTLBEntry = 96        // an IOTLB entry
-	memPage     = 4096 + 64 // a page of simulated memory, touched
+	memNode      = 256 << 10 // a node: IOMMU, memory controller, NIC, PCIe, wires, statistics
+	memCore      = 16 << 10  // a core of a node, with its MMIO path
+	memQP        = 1536      // a connected QP: the NIC's state, rings' page-table entries, the driver's
+	memTLBEntry  = 96        // an IOTLB entry
+	memCacheLine = 32        // a line of an SMP core's cache model (a sim.Cache way)
+	memPage      = 4096 + 64 // a page of simulated memory, touched
 	// memFrame: a frame a wire carried. A wire keeps a slot of every frame
 	// of a busy stretch (its queue is compacted only when it empties), so
 	// a run's memory grows with its frames.
@@ -46,6 +47,17 @@ func (s *Scenario) MemoryEstimate() (uint64, []MemTerm) {
 		{"the connected QPs (nodes × (nodes−1) × cores)", []string{"machine.nodes", "machine.cores"}, n * (n - 1) * cores * memQP},
 		{"the IOTLBs", []string{"machine.iommu.iotlb_sets", "machine.iommu.iotlb_ways", "machine.nodes"},
 			n * float64(m.IOMMU.IOTLBSets) * float64(m.IOMMU.IOTLBWays) * memTLBEntry},
+	}
+	if c := m.CPU.Coherence; c != nil {
+		// Every core and the polling thread has an L2 of l2_kb / line_bytes
+		// ways, each a cache entry.
+		line := float64(c.LineBytes)
+		if line == 0 {
+			line = 64
+		}
+		terms = append(terms, MemTerm{"the SMP caches (nodes × (cores+1) × l2_kb / line_bytes lines)",
+			[]string{"machine.cpu.coherence.l2_kb", "machine.cpu.coherence.line_bytes", "machine.cores", "machine.nodes"},
+			n * (cores + 1) * float64(c.L2KB) * 1024 / line * memCacheLine})
 	}
 	w := &s.Workload
 	procs := func(p int) float64 {

@@ -505,3 +505,23 @@ func (s *Scenario) DHTConfig(x Experiment) workload.DHTConfig {
 		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes, AAIntRecords: d.AAIntRecords, ProcessLogs: d.AALogs == "process",
 		AMIntCount: d.AMIntModeration, AMIntPeriodPS: sim.Tick(d.AMIntPeriodNS) * sim.NS, Seed: s.Seed}
 }
+
+// Clone is a deep copy of the scenario: setting a key of the copy (a
+// sweep's point) never writes into the original, whose optional sections
+// and lists it shares nothing of.
+func (s Scenario) Clone() Scenario {
+	c := s
+	if p := s.Machine.CPU.Coherence; p != nil {
+		q := *p
+		c.Machine.CPU.Coherence = &q
+	}
+	w := &c.Workload
+	w.DHT.Collisions = slices.Clone(w.DHT.Collisions)
+	w.DHT.Schemes = slices.Clone(w.DHT.Schemes)
+	w.Counter.Schemes = slices.Clone(w.Counter.Schemes)
+	w.GetLog.Schemes = slices.Clone(w.GetLog.Schemes)
+	w.XOR.Schemes = slices.Clone(w.XOR.Schemes)
+	w.Stream.Schemes = slices.Clone(w.Stream.Schemes)
+	w.Sort.Schemes = slices.Clone(w.Sort.Schemes)
+	return c
+}

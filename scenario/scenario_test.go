@@ -392,3 +392,12 @@ func TestScenarioSizesThatCrashed(t *testing.T) {
 		}
 	}
 }
+
+// An SMP node's caches count in the memory estimate: a 1 GiB L2 of
+// 8-byte lines per core is refused before anything is allocated.
+func TestSMPCachesInTheEstimate(t *testing.T) {
+	_, err := ParseScenario("s.yaml", []byte("machine:\n  cores: 4\n  cpu:\n    coherence: {line_bytes: 8, l2_kb: 1048576, l2_ways: 1, miss_cycles: 50, c2c_cycles: 80, cas_cycles: 15}\n"))
+	if err == nil || !strings.Contains(err.Error(), "machine.cpu.coherence.l2_kb: the scenario needs about") || !strings.Contains(err.Error(), "SMP caches") {
+		t.Fatalf("%v, want the memory estimate naming machine.cpu.coherence.l2_kb", err)
+	}
+}

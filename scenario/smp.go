@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/internal/input"
 	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 )
@@ -98,7 +99,7 @@ func (s *Scenario) checkSMP() (string, error) {
 		checks = append(checks,
 			func() (string, error) {
 				if line < 8 || line > 4096 || line&(line-1) != 0 {
-					return p + "line_bytes", fmt.Errorf("%d: want a power of two in 8..4096 (0: 64)", k.LineBytes)
+					return p + "line_bytes", input.Errorf("a power of two from 8 to 4096; 0: 64", "%d is not a power of two from 8", k.LineBytes)
 				}
 				return "", nil
 			},
@@ -113,7 +114,7 @@ func (s *Scenario) checkSMP() (string, error) {
 				case k.L2KB < 1 || k.L2KB > maxL2KB:
 					return p + "l2_kb", fmt.Errorf("%d out of 1..%d", k.L2KB, maxL2KB)
 				case k.L2KB<<10 < line*ways:
-					return p + "l2_kb", fmt.Errorf("%d KB holds fewer lines than its %d ways", k.L2KB, ways)
+					return p + "l2_kb", input.Errorf(fmt.Sprintf("at least %d lines of %d B: one per way", ways, line), "%d KB holds fewer lines than its %d ways", k.L2KB, ways)
 				}
 				return "", nil
 			},

@@ -20,10 +20,10 @@ func TestSMPKeyErrors(t *testing.T) {
 		{"machine:\n  cpu:\n    memcpy_mbps: 200\n", "s.yaml:3: machine.cpu.memcpy_mbps: 200 MB/s needs machine.cpu.coherence"},
 		{coh + "  memory:\n    bandwidth_mbps: 2000000\n", "s.yaml:9: machine.memory.bandwidth_mbps: 2000000 is out of range (0..1000000 MB/s; needs machine.cpu.coherence; 0: unlimited)"},
 		{"machine:\n  cpu:\n    coherence:\n      l2_kb: 512\n", "s.yaml:3: machine.cpu.coherence.miss_cycles: 0 is out of range (1..100000 cycles)"},
-		{coh + "      line_bytes: 48\n", "s.yaml:8: machine.cpu.coherence.line_bytes: 48: want a power of two in 8..4096 (0: 64)"},
+		{coh + "      line_bytes: 48\n", "s.yaml:8: machine.cpu.coherence.line_bytes: 48 is not a power of two from 8 (a power of two from 8 to 4096; 0: 64)"},
 		{coh + "      l2_ways: 65\n", "s.yaml:8: machine.cpu.coherence.l2_ways: 65 is out of range (0..64; 0: 8)"},
 		{strings.Replace(coh, "l2_kb: 512", "l2_kb: 0", 1), "s.yaml:4: machine.cpu.coherence.l2_kb: 0 is out of range (1..1048576 KB)"},
-		{strings.Replace(coh, "l2_kb: 512", "l2_kb: 1", 1) + "      line_bytes: 4096\n", "s.yaml:4: machine.cpu.coherence.l2_kb: 1 KB holds fewer lines than its 8 ways"},
+		{strings.Replace(coh, "l2_kb: 512", "l2_kb: 1", 1) + "      line_bytes: 4096\n", "s.yaml:4: machine.cpu.coherence.l2_kb: 1 KB holds fewer lines than its 8 ways (at least 8 lines of 4096 B: one per way)"},
 		{coh + "      upgrade_cycles: -5\n", "s.yaml:8: machine.cpu.coherence.upgrade_cycles: -5 is out of range (0..100000 cycles)"},
 		{coh + "      l3_kb: 4096\n", `s.yaml:8: machine.cpu.coherence.l3_kb: unknown key (did you mean "machine.cpu.coherence.l2_kb"?)`},
 	}

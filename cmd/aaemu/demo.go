@@ -267,18 +267,6 @@ func writeGTKWTo(w io.Writer, dir, saveName, vcd string, vw *waveforms.Writer) e
 	return err
 }
 
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
-}
-
 // writeGTKW writes the save file of a closed VCD at path, which opens it on
 // its window, and next to it the translate files of its enumerated signals.
 func writeGTKW(path, vcd string, vw *waveforms.Writer) error {

@@ -29,7 +29,11 @@ type microOpts struct {
 func (o *microOpts) flags(cmd *cobra.Command, name string) {
 	cmd.Flags().StringSliceVar(&o.paths, "path", []string{"shm", "rdma"}, "where the two ranks are: shm (two cores of a node, the shared-memory transport), rdma (two nodes, the RDMA NICs)")
 	cmd.Flags().StringVar(&o.scenario, "machine", "", "a scenario file whose machine to run on (e.g. examples/machines/e5000.yaml; default: the built-in scenario's)")
-	cmd.Flags().StringVar(&o.out, "out", "out/micro", "directory for "+name+".csv and its plots")
+	what := name + ".csv"
+	if name == "pingpong" {
+		what += " and its plots"
+	}
+	cmd.Flags().StringVar(&o.out, "out", "out/micro", "directory for "+what)
 	cmd.Flags().IntVar(&o.iters, "iters", 4, "round trips (bursts) a measurement averages after one to warm up")
 }
 
@@ -91,7 +95,7 @@ from rank 0 to rank 1 and back, and reports the round trip, the one-way time
 and the half-power point n½, the size at which the bandwidth first reaches
 half the peak. It writes OUT/pingpong.csv and the latency and bandwidth
 plots.`,
-		Example: `  aaemu micro pingpong --max 1MiB
+		Example: `  aaemu micro pingpong --max 1048576
   aaemu micro pingpong --path shm --machine examples/machines/e5000.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

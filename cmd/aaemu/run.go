@@ -468,7 +468,7 @@ func attachOutputs(e *sim.Engine, c *aa.System, sc scenario.Scenario, x scenario
 		f := outs.take("run.vcd")
 		t.vcdFile = f
 		t.vcd = waveforms.NewWriter(f, waveforms.Options{Filter: tr.filter, From: uint64(tr.from), To: uint64(tr.to),
-			Version: "aaemu " + version.Version, Comment: fmt.Sprintf("DHT %s at %.0f%% collisions, seed %d", x.Scheme, 100*x.Collisions, sc.Seed)})
+			Version: "aaemu " + version.Version, Comment: vcdComment(sc, x)})
 		t.declareOpcodes(c.Wires)
 		e.AttachTracer(t.vcd)
 	}
@@ -590,4 +590,12 @@ func pcapngSection(note string) []byte {
 	le.PutUint32(b[4:], n)
 	b = append(b, body...)
 	return le.AppendUint32(b, n)
+}
+
+// vcdComment names the experiment a VCD holds.
+func vcdComment(sc scenario.Scenario, x scenario.Experiment) string {
+	if sc.Workload.Kind == scenario.KindDHT {
+		return fmt.Sprintf("DHT %s at %.0f%% collisions, seed %d", x.Scheme, 100*x.Collisions, sc.Seed)
+	}
+	return fmt.Sprintf("workload %s, %s, seed %d", sc.Workload.Kind, x.Scheme, sc.Seed)
 }

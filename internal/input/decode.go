@@ -112,6 +112,8 @@ func join(key, name string) string {
 func resolve(n *yaml.Node) *yaml.Node {
 	for i := 0; n != nil && i < 64; i++ {
 		switch n.Kind {
+		case 0:
+			return nil // an empty file: nothing given, every default kept
 		case yaml.DocumentNode:
 			if len(n.Content) == 0 {
 				return nil
@@ -443,6 +445,8 @@ func (d *Decoder) Keys(t reflect.Type, prefix string) []string {
 // quoted), a section or a list by its kind.
 func what(n *yaml.Node) string {
 	switch n.Kind {
+	case 0:
+		return "nothing"
 	case yaml.MappingNode:
 		return "a section"
 	case yaml.SequenceNode:

@@ -319,7 +319,7 @@ func (s *Spec) value(p Point, i int) int {
 // when the key at fault is not a grid key, the base scenario's key, with
 // the point.
 func (s *Spec) scenarioAt(p Point) (scenario.Scenario, error) {
-	sc := s.base
+	sc := s.base.Clone() // points are built concurrently: none may write into the base
 	for i, a := range s.Grid {
 		j := s.value(p, i)
 		if j < 0 {
@@ -480,19 +480,6 @@ feed:
 		}
 	}
 	return ok
-}
-
-// Parallel calls f(0..n-1) on jobs workers (at least one) and done after
-// each. Each call writes only its own index's results, so the caller reads
-// them in order afterwards, whatever the scheduling.
-func Parallel(n, jobs int, f func(i int), done func()) {
-	Ordered(context.Background(), n, jobs, func(i int) bool {
-		f(i)
-		if done != nil {
-			done()
-		}
-		return true
-	}, func(int) {})
 }
 
 // runPoint runs the experiments of one point; it stops with

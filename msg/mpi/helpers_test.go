@@ -80,5 +80,3 @@ func checkPattern(b []byte, id uint64, n int) error {
 	}
 	return nil
 }
-
-func msgID(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }

@@ -32,10 +32,11 @@ func DefaultRDMAParams() Params {
 
 // chunkLimit is the default chunk on a cluster: the largest power of two
 // (at most 64 kB) the wire moves in three quarters of the NIC's
-// retransmission timeout. The NIC's timer runs from a request's first
-// packet and is not restarted by the packets of a long WRITE or by a READ's
-// responses, so a larger WRITE or READ is retransmitted (and a READ long
-// enough never completes): on 1 GbE with the 200 µs timeout, 16 kB.
+// retransmission timeout (on 1 GbE with the 200 µs timeout, 16 kB). The
+// NIC now shows a long message's progress (an ACK request every 16
+// packets, every READ response restarting the timer), so larger chunks
+// work; the bound stays as a conservative default that keeps a chunk's
+// completion within one timeout.
 func chunkLimit(c *machine.Cluster) int {
 	rate := c.Spec.Wire.RateMbps // bits per µs
 	bytes := uint64(c.Spec.NIC.RetransmitPS) * rate / 8 / 1_000_000 * 3 / 4
@@ -96,8 +97,9 @@ func RDMA(cfg RDMAConfig) TransportMaker {
 		if err := cfg.Params.validate("rdma", cfg.Params.EagerLimit); err != nil {
 			return nil, err
 		}
-		// A work request's payload is read by the NIC in one go, which
-		// needs a PCIe tag per read request: larger ones never start.
+		// The NIC reads a larger payload in turns as its PCIe read tags
+		// come back; the bound keeps a chunk's reads within half the tags,
+		// so the other work requests in flight still find tags.
 		ns := c.Spec.NIC
 		maxWR := (1 << max(ns.TagBits, 5)) * ns.Sizes.MRRS / 2
 		if cfg.Params.ChunkBytes > maxWR {
@@ -345,12 +347,18 @@ func (e *rdmaEP) Send(dst int, h *Header, src uint64, n int) bool {
 	if n > e.MaxPayload() {
 		panic(fmt.Sprintf("mpi: a packet of %d bytes over rdma (at most %d)", n, e.MaxPayload()))
 	}
-	if p.Load64(e.t.credit[me][dst]) <= e.t.sent[me][dst] {
+	// The load yields the core: the node's other ranks may take credits
+	// meanwhile, so the count is read after it, and the credit taken at
+	// once, before anything else yields (and given back on a refusal).
+	credit := p.Load64(e.t.credit[me][dst])
+	if credit <= e.t.sent[me][dst] {
 		return false // no credit: the receiver has not re-posted yet
 	}
+	e.t.sent[me][dst]++
 	if len(e.free) == 0 {
 		e.reapAll()
 		if len(e.free) == 0 {
+			e.t.sent[me][dst]--
 			return false
 		}
 	}
@@ -358,6 +366,7 @@ func (e *rdmaEP) Send(dst int, h *Header, src uint64, n int) bool {
 	if x.SQFree(d.Node) < 2 {
 		e.reapAll()
 		if x.SQFree(d.Node) < 2 {
+			e.t.sent[me][dst]--
 			return false
 		}
 	}
@@ -373,7 +382,6 @@ func (e *rdmaEP) Send(dst int, h *Header, src uint64, n int) bool {
 		p.Read(src, buf[rdmaHeaderBytes:])
 	}
 	p.Write(b, buf)
-	e.t.sent[me][dst]++
 	wr := x.Send(d.Node, b, len(buf))
 	e.track(qpKey{d.Node, d.Core}, wr, b)
 	return true

@@ -278,6 +278,9 @@ func MeasureLogGP(c Config) (LogGP, error) {
 	if err != nil {
 		return l, err
 	}
+	if long <= short {
+		return l, fmt.Errorf("micro: a burst of %d messages took %v, one of %d %v: no gap to measure", burstLong, long.Human(), burstShort, short.Human())
+	}
 	l.Gap = (long - short) / (burstLong - burstShort)
 	var g [2]sim.Tick
 	for i, n := range []int{loggpLong1, loggpLong2} {
@@ -289,7 +292,13 @@ func MeasureLogGP(c Config) (LogGP, error) {
 		if err != nil {
 			return l, err
 		}
+		if b <= a {
+			return l, fmt.Errorf("micro: 4 messages of %d B took %v, 2 took %v: no gap to measure", n, b.Human(), a.Human())
+		}
 		g[i] = (b - a) / 2
+	}
+	if g[1] <= g[0] {
+		return l, fmt.Errorf("micro: the gap of %d B messages (%v) is not above that of %d B ones (%v)", loggpLong2, g[1].Human(), loggpLong1, g[0].Human())
 	}
 	l.G = float64(g[1]-g[0]) / float64(loggpLong2-loggpLong1)
 	return l, nil
