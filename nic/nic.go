@@ -259,25 +259,9 @@ func (n *NIC) sendTLP(t tlp.TLP, tx sim.Txn) {
 // far they now reach (size once all are issued). A buffer larger than every
 // tag can cover at once is read in turns, as tags come back.
 func (n *NIC) dmaReadPart(addr uint64, from, size int, p dmaPurpose) int {
-	if from == 0 && size == 0 {
-		if n.dmaRead(addr, 0, p) {
-			return 0
-		}
-		return -1
-	}
 	chunks := n.spec.Sizes.ReadChunks(addr+uint64(from), size-from)
-	free := n.req.Tags() - n.req.Outstanding()
-	off := from
-	for _, c := range chunks[:min(len(chunks), max(free, 0))] {
-		t, _ := n.req.Issue(c.Addr, c.N)
-		pp := p
-		pp.off = p.off + off
-		pp.txn = n.u.Engine().NewTxn(p.txn.ID, "tlp.MRd", n.name)
-		n.tags[t.Tag] = pp
-		n.sendTLP(t, pp.txn)
-		off += c.N
-	}
-	return off
+	free := max(n.req.Tags()-n.req.Outstanding(), 0)
+	return n.issueReads(chunks[:min(len(chunks), free)], from, p)
 }
 
 // dmaRead issues reads of n bytes at addr, split at MRRS, for purpose p.
@@ -287,7 +271,13 @@ func (n *NIC) dmaRead(addr uint64, size int, p dmaPurpose) bool {
 	if n.req.Tags()-n.req.Outstanding() < len(chunks) {
 		return false
 	}
-	off := 0
+	n.issueReads(chunks, 0, p)
+	return true
+}
+
+// issueReads sends an MRd for each chunk, the first at offset off of
+// purpose p's buffer, and returns the offset past the last.
+func (n *NIC) issueReads(chunks []pcie.Chunk, off int, p dmaPurpose) int {
 	for _, c := range chunks {
 		t, _ := n.req.Issue(c.Addr, c.N)
 		pp := p
@@ -297,7 +287,7 @@ func (n *NIC) dmaRead(addr uint64, size int, p dmaPurpose) bool {
 		n.sendTLP(t, pp.txn)
 		off += c.N
 	}
-	return true
+	return off
 }
 
 // dmaWrite writes data at addr, split into MWr TLPs.
