@@ -11,9 +11,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/aaemu/aaemu/internal/sweep"
 	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/workload/micro"
 )
@@ -24,6 +26,14 @@ type microOpts struct {
 	scenario string
 	out      string
 	iters    int
+	vary     string // KEY=V1,V2,…: the benchmark at each value of a scenario key
+}
+
+// microRun is one measurement: a path on a machine, and what the --vary
+// key is set to ("" without --vary).
+type microRun struct {
+	cfg   micro.Config
+	value string
 }
 
 func (o *microOpts) flags(cmd *cobra.Command, name string) {
@@ -35,10 +45,12 @@ func (o *microOpts) flags(cmd *cobra.Command, name string) {
 	}
 	cmd.Flags().StringVar(&o.out, "out", "out/micro", "directory for "+what)
 	cmd.Flags().IntVar(&o.iters, "iters", 4, "round trips (bursts) a measurement averages after one to warm up")
+	cmd.Flags().StringVar(&o.vary, "vary", "", "KEY=V1,V2,…: run at each value of a scenario key, set as a sweep sets it (e.g. machine.wire.rate_mbps=1000,10000)")
 }
 
-// configs are the microbenchmark's configuration per path.
-func (o *microOpts) configs() ([]micro.Config, string, error) {
+// runs are the microbenchmark's measurements: every value of the --vary
+// key (one run without it), every path.
+func (o *microOpts) runs() ([]microRun, string, error) {
 	sc, err := loadScenario(o.scenario)
 	if err != nil {
 		return nil, "", err
@@ -49,16 +61,54 @@ func (o *microOpts) configs() ([]micro.Config, string, error) {
 	if o.iters < 1 || o.iters > 1000 {
 		return nil, "", fmt.Errorf("--iters %d: want 1..1000", o.iters)
 	}
-	spec := sc.ClusterSpec()
-	var out []micro.Config
+	var paths []micro.Path
 	for _, p := range o.paths {
 		path, err := micro.ParsePath(p)
 		if err != nil {
 			return nil, "", fmt.Errorf("--path: %w", err)
 		}
-		out = append(out, micro.Config{Machine: spec, Path: path, Seed: sc.Seed, Iters: o.iters})
+		paths = append(paths, path)
 	}
-	return out, machineName(o.scenario, spec), nil
+	scs, values := []scenario.Scenario{sc}, []string{""}
+	if o.vary != "" {
+		key, list, ok := strings.Cut(o.vary, "=")
+		if !ok || key == "" || list == "" {
+			return nil, "", fmt.Errorf("--vary %q: want KEY=V1,V2,… (a scenario key and its values)", o.vary)
+		}
+		if e := scenario.KeyProblem(key); e != nil {
+			return nil, "", fmt.Errorf("--vary: %w", e)
+		}
+		scs, values = nil, nil
+		for i, v := range strings.Split(list, ",") {
+			var n yaml.Node
+			if err := yaml.Unmarshal([]byte(v), &n); err != nil || len(n.Content) != 1 {
+				return nil, "", fmt.Errorf("--vary %s: value %q is not a YAML value", key, v)
+			}
+			x := sc.Clone()
+			if err := x.Set("--vary", fmt.Sprintf("%s[%d]", key, i), key, n.Content[0]); err != nil {
+				return nil, "", err
+			}
+			if k, err := x.Validate(); err != nil {
+				return nil, "", fmt.Errorf("--vary %s=%s: %s: %w", key, v, k, err)
+			}
+			scs, values = append(scs, x), append(values, key+"="+strings.TrimSpace(v))
+		}
+	}
+	var out []microRun
+	for i, x := range scs {
+		for _, p := range paths {
+			out = append(out, microRun{cfg: micro.Config{Machine: x.ClusterSpec(), Path: p, Seed: x.Seed, Iters: o.iters}, value: values[i]})
+		}
+	}
+	return out, machineName(o.scenario, sc.ClusterSpec()), nil
+}
+
+// name is the run's series name: the path, and the varied key's value.
+func (r microRun) name() string {
+	if r.value == "" {
+		return string(r.cfg.Path)
+	}
+	return string(r.cfg.Path) + ", " + r.value
 }
 
 func machineName(file string, s machine.Spec) string {
@@ -127,7 +177,7 @@ func sizes(minB, maxB int) ([]int, error) {
 }
 
 func runPingPong(stdout io.Writer, o microOpts, minB, maxB int) error {
-	cfgs, what, err := o.configs()
+	runs, what, err := o.runs()
 	if err != nil {
 		return err
 	}
@@ -147,17 +197,21 @@ func runPingPong(stdout io.Writer, o microOpts, minB, maxB int) error {
 	fmt.Fprintf(stdout, "ping-pong on %s\n\n", what)
 	var lat, bw []sweep.Series
 	var rows [][]string
-	for _, c := range cfgs {
+	for _, r := range runs {
+		c := r.cfg
 		pts, err := micro.PingPong(c, sz)
 		if err != nil {
-			return fmt.Errorf("path %s: %w", c.Path, err)
+			return fmt.Errorf("%s: %w", r.name(), err)
+		}
+		if r.value != "" {
+			fmt.Fprintf(stdout, "%s\n", r.value)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "path\tbytes\tround trip\tone way\tMB/s\t\n")
-		l, b := sweep.Series{Name: string(c.Path)}, sweep.Series{Name: string(c.Path)}
+		l, b := sweep.Series{Name: r.name()}, sweep.Series{Name: r.name()}
 		for _, p := range pts {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f\t\n", c.Path, p.Bytes, p.RoundTrip.Human(), p.OneWay.Human(), p.MBps)
-			rows = append(rows, []string{string(c.Path), strconv.Itoa(p.Bytes), strconv.FormatUint(uint64(p.RoundTrip), 10), strconv.FormatUint(uint64(p.OneWay), 10), strconv.FormatFloat(p.MBps, 'g', 8, 64)})
+			rows = append(rows, []string{string(c.Path), r.value, strconv.Itoa(p.Bytes), strconv.FormatUint(uint64(p.RoundTrip), 10), strconv.FormatUint(uint64(p.OneWay), 10), strconv.FormatFloat(p.MBps, 'g', 8, 64)})
 			if p.Bytes > 0 {
 				l.X, l.Y = append(l.X, float64(p.Bytes)), append(l.Y, float64(p.OneWay)/1e6)
 				b.X, b.Y = append(b.X, float64(p.Bytes)), append(b.Y, p.MBps)
@@ -174,7 +228,7 @@ func runPingPong(stdout io.Writer, o microOpts, minB, maxB int) error {
 	}
 	if err := outs.write("pingpong.csv", func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"path", "bytes", "round_trip_ps", "one_way_ps", "mb_per_s"})
+		cw.Write([]string{"path", "vary", "bytes", "round_trip_ps", "one_way_ps", "mb_per_s"})
 		cw.WriteAll(rows)
 		return cw.Error()
 	}); err != nil {
@@ -235,7 +289,7 @@ latency L = RTT/2 − o_s − o_r. It writes OUT/loggp.csv.`,
 }
 
 func runLogGP(stdout io.Writer, o microOpts) error {
-	cfgs, what, err := o.configs()
+	runs, what, err := o.runs()
 	if err != nil {
 		return err
 	}
@@ -250,14 +304,15 @@ func runLogGP(stdout io.Writer, o microOpts) error {
 	fmt.Fprintf(stdout, "LogGP on %s\n\n", what)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "path\tRTT\tL\to_s\to_r\tg\tG (ps/B)\t1/G (MB/s)\t\n")
-	rows := [][]string{{"path", "rtt_ps", "l_ps", "os_ps", "or_ps", "g_ps", "G_ps_per_byte", "small_bytes", "long_bytes"}}
-	for _, c := range cfgs {
+	rows := [][]string{{"path", "vary", "rtt_ps", "l_ps", "os_ps", "or_ps", "g_ps", "G_ps_per_byte", "small_bytes", "long_bytes"}}
+	for _, r := range runs {
+		c := r.cfg
 		l, err := micro.MeasureLogGP(c)
 		if err != nil {
-			return fmt.Errorf("path %s: %w", c.Path, err)
+			return fmt.Errorf("%s: %w", r.name(), err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.2f\t\n", c.Path, l.RTT.Human(), signed(l.L), l.Os.Human(), l.Or.Human(), l.Gap.Human(), l.G, l.GMBps())
-		rows = append(rows, []string{string(c.Path), u(l.RTT), strconv.FormatInt(l.L, 10), u(l.Os), u(l.Or), u(l.Gap), strconv.FormatFloat(l.G, 'g', 8, 64),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.2f\t\n", r.name(), l.RTT.Human(), signed(l.L), l.Os.Human(), l.Or.Human(), l.Gap.Human(), l.G, l.GMBps())
+		rows = append(rows, []string{string(c.Path), r.value, u(l.RTT), strconv.FormatInt(l.L, 10), u(l.Os), u(l.Or), u(l.Gap), strconv.FormatFloat(l.G, 'g', 8, 64),
 			strconv.Itoa(l.Small), fmt.Sprintf("%d-%d", l.Long1, l.Long2)})
 	}
 	tw.Flush()

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -31,7 +32,7 @@ func TestMicroCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1+2*14 || rows[1][0] != "shm" || rows[1][1] != "0" || rows[len(rows)-1][0] != "rdma" || rows[len(rows)-1][1] != "4096" {
+	if len(rows) != 1+2*14 || rows[1][0] != "shm" || rows[1][2] != "0" || rows[len(rows)-1][0] != "rdma" || rows[len(rows)-1][2] != "4096" {
 		t.Fatalf("pingpong.csv: %d rows, first %v, last %v", len(rows), rows[1], rows[len(rows)-1])
 	}
 	for _, p := range []string{"pingpong-latency.png", "pingpong-latency.svg", "pingpong-bandwidth.png", "pingpong-bandwidth.svg"} {
@@ -72,5 +73,41 @@ func TestVerifyMPICommand(t *testing.T) {
 	}
 	if _, err := aaemu(t, "verify", "mpi", "--fabric", "myrinet"); err == nil || !strings.Contains(err.Error(), "--fabric") {
 		t.Fatalf("a bad fabric: %v", err)
+	}
+}
+
+// --vary runs a microbenchmark at each value of a scenario key, as a sweep
+// sets it: a faster wire gives a larger 1/G, each value is a row of the
+// CSV, and a misspelt key or a value out of range is refused by name.
+func TestMicroVary(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "micro", "loggp", "--path", "rdma", "--vary", "machine.wire.rate_mbps=1000,10000", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	f, err := os.Open(filepath.Join(dir, "loggp.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[1][1] != "machine.wire.rate_mbps=1000" || rows[2][1] != "machine.wire.rate_mbps=10000" {
+		t.Fatalf("loggp.csv: %v", rows)
+	}
+	g := func(r []string) float64 { v, _ := strconv.ParseFloat(r[7], 64); return v }
+	if g(rows[1]) < 5*g(rows[2]) {
+		t.Fatalf("G at 1 Gb/s %v ps/B is not several times G at 10 Gb/s %v", g(rows[1]), g(rows[2]))
+	}
+	for _, bad := range []struct{ vary, want string }{
+		{"machine.wire.rate_mpbs=1", `did you mean "machine.wire.rate_mbps"`},
+		{"machine.wire.rate_mbps=0", "0 is out of range"},
+		{"machine.wire.rate_mbps", "want KEY=V1,V2"},
+	} {
+		if _, err := aaemu(t, "micro", "loggp", "--vary", bad.vary, "--out", dir); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("--vary %s: %v, want %q", bad.vary, err, bad.want)
+		}
 	}
 }
