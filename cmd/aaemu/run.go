@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -533,7 +532,7 @@ func (t *tracedOutputs) close(end uint64, note string) error {
 			}
 		}
 		if note != "" && t.err == nil {
-			_, t.err = t.pcapF.Write(pcapngSection(note))
+			_, t.err = t.pcapF.Write(roce.SectionHeader(note))
 		}
 		if err := t.pcapF.Close(); err != nil && t.err == nil {
 			t.err = err
@@ -558,38 +557,6 @@ func (t *tracedOutputs) close(end uint64, note string) error {
 		}))
 	}
 	return errors.Join(errs...)
-}
-
-// pcapngSection is a pcapng section header block with no interfaces or
-// packets whose comment is note: a capture that ends with it says, to
-// capinfos and Wireshark's capture properties, why it ended.
-func pcapngSection(note string) []byte {
-	le := binary.LittleEndian
-	body := make([]byte, 16)
-	le.PutUint32(body, 0x1A2B3C4D) // byte-order magic
-	le.PutUint16(body[4:], 1)      // version 1.0
-	le.PutUint16(body[6:], 0)
-	le.PutUint64(body[8:], ^uint64(0)) // section length not given
-	opt := func(code uint16, val []byte) {
-		var h [4]byte
-		le.PutUint16(h[:], code)
-		le.PutUint16(h[2:], uint16(len(val)))
-		body = append(append(body, h[:]...), val...)
-		for len(body)%4 != 0 {
-			body = append(body, 0)
-		}
-	}
-	if len(note) > 60000 {
-		note = note[:60000]
-	}
-	opt(1, []byte(note)) // opt_comment
-	opt(0, nil)          // opt_endofopt
-	n := uint32(12 + len(body))
-	b := make([]byte, 8, n)
-	le.PutUint32(b, 0x0A0D0D0A)
-	le.PutUint32(b[4:], n)
-	b = append(b, body...)
-	return le.AppendUint32(b, n)
 }
 
 // vcdComment names the experiment a VCD holds.

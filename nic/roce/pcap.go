@@ -132,3 +132,23 @@ func pad(b []byte) []byte {
 	}
 	return b
 }
+
+// SectionHeader is a section header block with no interfaces or packets
+// whose comment is comment (cut to 60,000 bytes): a capture that ends with
+// one says, to capinfos and Wireshark's capture properties, why it ended.
+func SectionHeader(comment string) []byte {
+	if len(comment) > 60000 {
+		comment = comment[:60000]
+	}
+	b := binary.LittleEndian.AppendUint32(nil, blockSHB)
+	b = append(b, 0, 0, 0, 0)
+	b = binary.LittleEndian.AppendUint32(b, 0x1A2B3C4D) // byte-order magic
+	b = binary.LittleEndian.AppendUint16(b, 1)          // version 1.0
+	b = binary.LittleEndian.AppendUint16(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, ^uint64(0)) // section length: not given
+	b = appendOption(b, optComment, []byte(comment))
+	b = appendOption(b, optEnd, nil)
+	n := uint32(len(b) + 4)
+	binary.LittleEndian.PutUint32(b[4:], n)
+	return binary.LittleEndian.AppendUint32(b, n)
+}
