@@ -76,7 +76,7 @@ func must(t *testing.T, err error) {
 
 func run(t *testing.T, c *machine.Cluster) {
 	t.Helper()
-	c.Run(10*sim.S, c.AppsDone)
+	c.Run(50*sim.MS, c.AppsDone) // the longest test needs 2 ms
 	if !c.AppsDone() {
 		t.Fatalf("not done at %v: a deadlock", c.Eng.Now().Human())
 	}
