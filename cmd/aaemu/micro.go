@@ -23,10 +23,12 @@ import (
 // microOpts are the flags every microbenchmark takes.
 type microOpts struct {
 	paths    []string
+	layer    string
 	scenario string
 	out      string
 	iters    int
-	vary     string // KEY=V1,V2,…: the benchmark at each value of a scenario key
+	vary     string      // KEY=V1,V2,…: the benchmark at each value of a scenario key
+	pathSet  func() bool // whether --path was given
 }
 
 // microRun is one measurement: a path on a machine, and what the --vary
@@ -37,7 +39,9 @@ type microRun struct {
 }
 
 func (o *microOpts) flags(cmd *cobra.Command, name string) {
-	cmd.Flags().StringSliceVar(&o.paths, "path", []string{"shm", "rdma"}, "where the two ranks are: shm (two cores of a node, the shared-memory transport), rdma (two nodes, the RDMA NICs)")
+	cmd.Flags().StringSliceVar(&o.paths, "path", []string{"shm", "rdma"}, "where the two ranks are: shm (two cores of a node, the shared-memory transport), rdma (two nodes, the RDMA NICs); --layer am2: shm only, and the default")
+	o.pathSet = func() bool { return cmd.Flags().Changed("path") }
+	cmd.Flags().StringVar(&o.layer, "layer", "mpi", "the message layer measured: mpi (the MPI core, msg/mpi) or am2 (Active Messages II, msg/am2; path shm only)")
 	cmd.Flags().StringVar(&o.scenario, "machine", "", "a scenario file whose machine to run on (e.g. examples/machines/e5000.yaml; default: the built-in scenario's)")
 	what := name + ".csv"
 	if name == "pingpong" {
@@ -61,11 +65,22 @@ func (o *microOpts) runs() ([]microRun, string, error) {
 	if o.iters < 1 || o.iters > 1000 {
 		return nil, "", fmt.Errorf("--iters %d: want 1..1000", o.iters)
 	}
+	layer, err := micro.ParseLayer(o.layer)
+	if err != nil {
+		return nil, "", fmt.Errorf("--layer: %w", err)
+	}
+	names := o.paths
+	if layer == micro.AM2 && (o.pathSet == nil || !o.pathSet()) {
+		names = []string{string(micro.IntraNode)}
+	}
 	var paths []micro.Path
-	for _, p := range o.paths {
+	for _, p := range names {
 		path, err := micro.ParsePath(p)
 		if err != nil {
 			return nil, "", fmt.Errorf("--path: %w", err)
+		}
+		if layer == micro.AM2 && path == micro.InterNode {
+			return nil, "", fmt.Errorf("--layer am2 --path rdma: AM-II's network protocol is not implemented yet; am2 runs on --path shm (two cores of a node)")
 		}
 		paths = append(paths, path)
 	}
@@ -97,10 +112,10 @@ func (o *microOpts) runs() ([]microRun, string, error) {
 	var out []microRun
 	for i, x := range scs {
 		for _, p := range paths {
-			out = append(out, microRun{cfg: micro.Config{Machine: x.ClusterSpec(), Path: p, Seed: x.Seed, Iters: o.iters}, value: values[i]})
+			out = append(out, microRun{cfg: micro.Config{Machine: x.ClusterSpec(), Layer: layer, Path: p, Seed: x.Seed, Iters: o.iters}, value: values[i]})
 		}
 	}
-	return out, machineName(o.scenario, sc.ClusterSpec()), nil
+	return out, machineName(o.scenario, sc.ClusterSpec()) + "; layer " + layerName(layer), nil
 }
 
 // name is the run's series name: the path, and the varied key's value.
@@ -109,6 +124,14 @@ func (r microRun) name() string {
 		return string(r.cfg.Path)
 	}
 	return string(r.cfg.Path) + ", " + r.value
+}
+
+// layerName is a layer's name with what it is.
+func layerName(l micro.Layer) string {
+	if l == micro.AM2 {
+		return "am2 (Active Messages II)"
+	}
+	return l.Name() + " (the MPI core)"
 }
 
 func machineName(file string, s machine.Spec) string {
@@ -124,9 +147,11 @@ func newMicroCmd() *cobra.Command {
 		Use:   "micro",
 		Short: "Message-layer microbenchmarks: ping-pong and LogGP",
 		Long: `Micro runs the microbenchmarks the message-layer papers measured their
-layers with, over the MPI core (msg/mpi), between two ranks on two cores of
-one node (--path shm: the shared-memory transport) or on two nodes (--path
-rdma: the RDMA NICs), on the built-in machine or a scenario's (--machine).
+layers with, over the MPI core (msg/mpi; --layer mpi, the default) or
+Active Messages II (msg/am2; --layer am2), between two parties on two cores
+of one node (--path shm: the shared-memory transport, or AM-II's queue
+block) or on two nodes (--path rdma: the RDMA NICs; not for am2 yet), on
+the built-in machine or a scenario's (--machine).
 Every figure is a simulated time the ranks measured, not a formula.`,
 	}
 	cmd.AddCommand(newPingPongCmd(), newLogGPCmd())
@@ -146,7 +171,8 @@ and the half-power point n½, the size at which the bandwidth first reaches
 half the peak. It writes OUT/pingpong.csv and the latency and bandwidth
 plots.`,
 		Example: `  aaemu micro pingpong --max 1048576
-  aaemu micro pingpong --path shm --machine examples/machines/e5000.yaml`,
+  aaemu micro pingpong --path shm --machine examples/machines/e5000.yaml
+  aaemu micro pingpong --layer am2 --path shm --machine examples/machines/e5000.yaml --max 65536`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPingPong(cmd.OutOrStdout(), o, minB, maxB)
@@ -211,7 +237,7 @@ func runPingPong(stdout io.Writer, o microOpts, minB, maxB int) error {
 		l, b := sweep.Series{Name: r.name()}, sweep.Series{Name: r.name()}
 		for _, p := range pts {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f\t\n", c.Path, p.Bytes, p.RoundTrip.Human(), p.OneWay.Human(), p.MBps)
-			rows = append(rows, []string{string(c.Path), r.value, strconv.Itoa(p.Bytes), strconv.FormatUint(uint64(p.RoundTrip), 10), strconv.FormatUint(uint64(p.OneWay), 10), strconv.FormatFloat(p.MBps, 'g', 8, 64)})
+			rows = append(rows, []string{string(c.Path), r.value, strconv.Itoa(p.Bytes), strconv.FormatUint(uint64(p.RoundTrip), 10), strconv.FormatUint(uint64(p.OneWay), 10), strconv.FormatFloat(p.MBps, 'g', 8, 64), c.Layer.Name()})
 			if p.Bytes > 0 {
 				l.X, l.Y = append(l.X, float64(p.Bytes)), append(l.Y, float64(p.OneWay)/1e6)
 				b.X, b.Y = append(b.X, float64(p.Bytes)), append(b.Y, p.MBps)
@@ -228,7 +254,7 @@ func runPingPong(stdout io.Writer, o microOpts, minB, maxB int) error {
 	}
 	if err := outs.write("pingpong.csv", func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"path", "vary", "bytes", "round_trip_ps", "one_way_ps", "mb_per_s"})
+		cw.Write([]string{"path", "vary", "bytes", "round_trip_ps", "one_way_ps", "mb_per_s", "layer"})
 		cw.WriteAll(rows)
 		return cw.Error()
 	}); err != nil {
@@ -278,7 +304,8 @@ difference of two bursts, acknowledged by one reply, over the difference
 of their lengths); G, the same per byte for two long sizes; and the
 latency L = RTT/2 − o_s − o_r. It writes OUT/loggp.csv.`,
 		Example: `  aaemu micro loggp
-  aaemu micro loggp --machine examples/machines/e5000.yaml`,
+  aaemu micro loggp --machine examples/machines/e5000.yaml
+  aaemu micro loggp --layer am2 --path shm --machine examples/machines/e5000.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLogGP(cmd.OutOrStdout(), o)
@@ -304,7 +331,7 @@ func runLogGP(stdout io.Writer, o microOpts) error {
 	fmt.Fprintf(stdout, "LogGP on %s\n\n", what)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "path\tRTT\tL\to_s\to_r\tg\tG (ps/B)\t1/G (MB/s)\t\n")
-	rows := [][]string{{"path", "vary", "rtt_ps", "l_ps", "os_ps", "or_ps", "g_ps", "G_ps_per_byte", "small_bytes", "long_bytes"}}
+	rows := [][]string{{"path", "vary", "rtt_ps", "l_ps", "os_ps", "or_ps", "g_ps", "G_ps_per_byte", "small_bytes", "long_bytes", "layer"}}
 	for _, r := range runs {
 		c := r.cfg
 		l, err := micro.MeasureLogGP(c)
@@ -313,7 +340,7 @@ func runLogGP(stdout io.Writer, o microOpts) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.2f\t\n", r.name(), l.RTT.Human(), signed(l.L), l.Os.Human(), l.Or.Human(), l.Gap.Human(), l.G, l.GMBps())
 		rows = append(rows, []string{string(c.Path), r.value, u(l.RTT), strconv.FormatInt(l.L, 10), u(l.Os), u(l.Or), u(l.Gap), strconv.FormatFloat(l.G, 'g', 8, 64),
-			strconv.Itoa(l.Small), fmt.Sprintf("%d-%d", l.Long1, l.Long2)})
+			strconv.Itoa(l.Small), fmt.Sprintf("%d-%d", l.Long1, l.Long2), c.Layer.Name()})
 	}
 	tw.Flush()
 	if err := outs.write("loggp.csv", func(w io.Writer) error {

@@ -1,5 +1,6 @@
 // Package micro holds the microbenchmarks the message-layer papers measured
-// their layers with, run on the machine through the MPI core: ping-pong
+// their layers with, run on the machine through a message layer (the MPI
+// core or AM-II, behind the two-party Side interface): ping-pong
 // latency and bandwidth over message size, with the half-power point, and
 // the LogGP parameters (L, o_s, o_r, g, G and the round-trip time) measured
 // the way Culler et al. measure LogP — from the times the processes see, not
@@ -41,9 +42,11 @@ func ParsePath(s string) (Path, error) {
 // Config is a microbenchmark's machine and message layer.
 type Config struct {
 	Machine machine.Spec
-	MPI     mpi.Config // transports and their protocol parameters
-	Path    Path
-	Seed    uint64
+	// Layer is the message layer measured (nil: the MPI core).
+	Layer Layer
+	MPI   mpi.Config // the MPI core's transports and their protocol parameters
+	Path  Path
+	Seed  uint64
 	// Iters is how many round trips (or bursts) a measurement averages
 	// after one to warm up (default 4). The simulator has no noise: more
 	// only averages over the few effects that differ from one iteration to
@@ -58,32 +61,16 @@ func (c Config) iters() int {
 	return c.Iters
 }
 
-// run runs body on two ranks placed on the path on a fresh machine.
-func (c Config) run(body func(comm *mpi.Comm)) error {
-	spec := c.Machine
-	switch c.Path {
-	case IntraNode:
-		spec.Cores = max(spec.Cores, 2)
-	case InterNode:
-		spec.Nodes = max(spec.Nodes, 2)
-	default:
-		return fmt.Errorf("micro: path %q", c.Path)
+// layer is the configuration's layer (the MPI core by default).
+func (c Config) layer() Layer {
+	if c.Layer == nil {
+		return MPI
 	}
-	cl, err := machine.New(sim.NewEngine(c.Seed), spec)
-	if err != nil {
-		return err
-	}
-	cfg := c.MPI
-	cfg.Ranks = 2
-	cfg.Place = func(r int) mpi.Place {
-		if c.Path == IntraNode {
-			return mpi.Place{Node: 0, Core: r}
-		}
-		return mpi.Place{Node: r, Core: 0}
-	}
-	_, err = mpi.Run(cl, cfg, body)
-	return err
+	return c.Layer
 }
+
+// run runs body on the two sides placed on the path on a fresh machine.
+func (c Config) run(body func(s Side)) error { return c.layer().Run(c, body) }
 
 // PingPongPoint is one message size of a ping-pong.
 type PingPongPoint struct {
@@ -108,9 +95,8 @@ func PingPong(c Config, sizes []int) ([]PingPongPoint, error) {
 		largest = max(largest, s)
 	}
 	out := make([]PingPongPoint, len(sizes))
-	err := c.run(func(comm *mpi.Comm) {
+	err := c.run(func(comm Side) {
 		buf := comm.Alloc(max(largest, 1))
-		peer := 1 - comm.Rank()
 		for i, size := range sizes {
 			b := buf.Slice(0, size)
 			iters := c.iters()
@@ -123,13 +109,11 @@ func PingPong(c Config, sizes []int) ([]PingPongPoint, error) {
 					start = comm.Now() // after the warm-up round trip
 				}
 				if comm.Rank() == 0 {
-					must(comm.Send(b, peer, i))
-					_, err := comm.Recv(b, peer, i)
-					must(err)
+					comm.Send(b, i)
+					comm.Recv(b, i)
 				} else {
-					_, err := comm.Recv(b, peer, i)
-					must(err)
-					must(comm.Send(b, peer, i))
+					comm.Recv(b, i)
+					comm.Send(b, i)
 				}
 			}
 			if comm.Rank() == 0 {
@@ -141,9 +125,9 @@ func PingPong(c Config, sizes []int) ([]PingPongPoint, error) {
 	return out, err
 }
 
-// must panics with an MPI error inside a rank: the benchmark's programs
-// send what the other receives, so an error is a bug of the layer, and
-// mpi.Run reports the rank that stopped.
+// must panics with a layer's error inside a side: the benchmark's programs
+// send what the other receives, so an error is a bug of the layer, and the
+// layer's Run reports the side that stopped.
 func must(err error) {
 	if err != nil {
 		panic(err)
@@ -241,7 +225,7 @@ func MeasureLogGP(c Config) (LogGP, error) {
 	// have settled, before the next.
 	spacing := 4*l.RTT + 10*sim.US
 	iters := c.iters()
-	err = c.run(func(comm *mpi.Comm) {
+	err = c.run(func(comm Side) {
 		b := comm.Alloc(loggpSmall)
 		start := comm.Now()
 		for k := 0; k <= iters; k++ {
@@ -249,15 +233,14 @@ func MeasureLogGP(c Config) (LogGP, error) {
 			if comm.Rank() == 0 {
 				sleepUntil(comm, at)
 				t0 := comm.Now()
-				must(comm.Send(b, 1, k))
+				comm.Send(b, k)
 				if k > 0 {
 					l.Os += comm.Now() - t0
 				}
 			} else {
 				sleepUntil(comm, at+spacing/2)
 				t0 := comm.Now()
-				_, err := comm.Recv(b, 0, k)
-				must(err)
+				comm.Recv(b, k)
 				if k > 0 {
 					l.Or += comm.Now() - t0
 				}
@@ -309,41 +292,30 @@ func MeasureLogGP(c Config) (LogGP, error) {
 // the arrival of rank 1's one-byte reply after it received them all.
 func burst(c Config, size, k int) (sim.Tick, error) {
 	var t sim.Tick
-	err := c.run(func(comm *mpi.Comm) {
-		bufs := make([]mpi.Buf, k)
+	err := c.run(func(comm Side) {
+		bufs := make([]Buf, k)
 		for i := range bufs {
 			bufs[i] = comm.Alloc(max(size, 1)).Slice(0, size)
 		}
 		ack := comm.Alloc(1)
-		must(comm.Barrier())
+		comm.Barrier()
 		if comm.Rank() == 0 {
 			t0 := comm.Now()
-			reqs := make([]*mpi.Request, k)
-			for i := range reqs {
-				reqs[i] = comm.Isend(bufs[i], 1, 1)
-			}
-			_, err := comm.Waitall(reqs...)
-			must(err)
-			_, err = comm.Recv(ack, 1, 2)
-			must(err)
+			comm.SendAll(bufs, 1)
+			comm.Recv(ack, 2)
 			t = comm.Now() - t0
 		} else {
-			reqs := make([]*mpi.Request, k)
-			for i := range reqs {
-				reqs[i] = comm.Irecv(bufs[i], 0, 1)
-			}
-			_, err := comm.Waitall(reqs...)
-			must(err)
-			must(comm.Send(ack, 0, 2))
+			comm.RecvAll(bufs, 1)
+			comm.Send(ack, 2)
 		}
 	})
 	return t, err
 }
 
-// sleepUntil lets the rank's process wait, without using its core, until
+// sleepUntil lets the side's process wait, without using its core, until
 // simulated time at.
-func sleepUntil(comm *mpi.Comm, at sim.Tick) {
+func sleepUntil(comm Side, at sim.Tick) {
 	if now := comm.Now(); at > now {
-		comm.Proc().Sleep(at - now)
+		comm.Sleep(at - now)
 	}
 }
