@@ -111,3 +111,49 @@ func TestMicroVary(t *testing.T) {
 		}
 	}
 }
+
+// --layer am2 measures AM-II (on shm by default, the layer in the heading
+// and in the CSV's last column); am2 over rdma, or a layer that does not
+// exist, is an error that names the flag.
+func TestMicroLayer(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "micro", "loggp", "--layer", "am2", "--machine", "../../examples/machines/e5000.yaml", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "layer am2") || !strings.Contains(out, "shm ") || strings.Contains(out, "rdma") {
+		t.Fatalf("loggp --layer am2 output:\n%s", out)
+	}
+	f, err := os.Open(filepath.Join(dir, "loggp.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0][len(rows[0])-1] != "layer" || rows[1][0] != "shm" || rows[1][len(rows[1])-1] != "am2" {
+		t.Fatalf("loggp.csv: %v", rows)
+	}
+	out, err = aaemu(t, "micro", "pingpong", "--layer", "am2", "--max", "64", "--out", dir)
+	if err != nil || !strings.Contains(out, "layer am2") || !strings.Contains(out, "shm: peak") {
+		t.Fatalf("pingpong --layer am2: %v\n%s", err, out)
+	}
+	out, err = aaemu(t, "micro", "pingpong", "--max", "64", "--path", "shm", "--out", dir)
+	if err != nil || !strings.Contains(out, "layer mpi") {
+		t.Fatalf("pingpong, the default layer: %v\n%s", err, out)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"micro", "loggp", "--layer", "am2", "--path", "rdma", "--out", dir}, "--layer am2 --path rdma"},
+		{[]string{"micro", "pingpong", "--layer", "am2", "--path", "shm,rdma", "--out", dir}, "not implemented"},
+		{[]string{"micro", "pingpong", "--layer", "myrinet", "--out", dir}, "--layer"},
+	} {
+		if out, err := aaemu(t, bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: error %v, want %q\n%s", bad.args, err, bad.want, out)
+		}
+	}
+}
