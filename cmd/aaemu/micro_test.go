@@ -23,15 +23,7 @@ func TestMicroCommands(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	f, err := os.Open(filepath.Join(dir, "pingpong.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(f).ReadAll()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readCSV(t, filepath.Join(dir, "pingpong.csv"))
 	if len(rows) != 1+2*14 || rows[1][0] != "shm" || rows[1][2] != "0" || rows[len(rows)-1][0] != "rdma" || rows[len(rows)-1][2] != "4096" {
 		t.Fatalf("pingpong.csv: %d rows, first %v, last %v", len(rows), rows[1], rows[len(rows)-1])
 	}
@@ -85,15 +77,7 @@ func TestMicroVary(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	f, err := os.Open(filepath.Join(dir, "loggp.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(f).ReadAll()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readCSV(t, filepath.Join(dir, "loggp.csv"))
 	if len(rows) != 3 || rows[1][1] != "machine.wire.rate_mbps=1000" || rows[2][1] != "machine.wire.rate_mbps=10000" {
 		t.Fatalf("loggp.csv: %v", rows)
 	}
@@ -124,15 +108,7 @@ func TestMicroLayer(t *testing.T) {
 	if !strings.Contains(out, "layer am2") || !strings.Contains(out, "shm ") || strings.Contains(out, "rdma") {
 		t.Fatalf("loggp --layer am2 output:\n%s", out)
 	}
-	f, err := os.Open(filepath.Join(dir, "loggp.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(f).ReadAll()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readCSV(t, filepath.Join(dir, "loggp.csv"))
 	if len(rows) != 2 || rows[0][len(rows[0])-1] != "layer" || rows[1][0] != "shm" || rows[1][len(rows[1])-1] != "am2" {
 		t.Fatalf("loggp.csv: %v", rows)
 	}
@@ -156,4 +132,19 @@ func TestMicroLayer(t *testing.T) {
 			t.Errorf("%v: error %v, want %q\n%s", bad.args, err, bad.want, out)
 		}
 	}
+}
+
+// readCSV reads a CSV file the command wrote.
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
