@@ -175,26 +175,28 @@ type shard struct {
 type source struct {
 	node, core int
 	keys       []uint64
-	owners     []int // the shard of each key
+	owners     []int32 // the shard of each key (int32: a 1,024-node run holds millions)
 	lookups    []int // indices of keys it looks up, then
 	deletes    []int // of keys it deletes
-	// AA: the logs it put to, by owner (an index into dht.iuids), which
-	// its flush waits for.
-	touched [][]bool
+	// AA: the logs it put to, a bit per (owner, log) (owner × logs + log),
+	// which its flush waits for: a bit set, not a slice per owner, because a
+	// process of a 1,024-node run touches hundreds of owners.
+	touched []uint64
 }
 
 // touch notes an active put of s to owner's log k.
 func (s *source) touch(owner, k, logs int) {
-	if s.touched == nil {
-		s.touched = make([][]bool, owner+1)
+	i := owner*logs + k
+	for len(s.touched) <= i/64 {
+		s.touched = append(s.touched, 0)
 	}
-	for len(s.touched) <= owner {
-		s.touched = append(s.touched, nil)
-	}
-	if s.touched[owner] == nil {
-		s.touched[owner] = make([]bool, logs)
-	}
-	s.touched[owner][k] = true
+	s.touched[i/64] |= 1 << (i % 64)
+}
+
+// hasTouched reports whether s put to owner's log k.
+func (s *source) hasTouched(owner, k, logs int) bool {
+	i := owner*logs + k
+	return i/64 < len(s.touched) && s.touched[i/64]&(1<<(i%64)) != 0
 }
 
 type DHT struct {
@@ -407,7 +409,7 @@ func (d *DHT) makeKeys() {
 			key := uint64(cell) + uint64(cells)*sh.gen.inc(cell) // never 0, unique in the shard
 			sh.keys = append(sh.keys, key)
 			s.keys = append(s.keys, key)
-			s.owners = append(s.owners, owner)
+			s.owners = append(s.owners, int32(owner))
 		}
 	}
 	// A stream of its own, so that the keys are the same with or without
@@ -477,7 +479,7 @@ func value(key uint64) uint64 { return key*0x9e3779b97f4a7c15 | 1 }
 func (d *DHT) insertAll(x *aa.Ctx, s *source, buf, scratch uint64) {
 	sent := make([]bool, len(d.c.Nodes))
 	for i, key := range s.keys {
-		owner := s.owners[i]
+		owner := int(s.owners[i])
 		sh := d.shards[owner]
 		sent[owner] = true
 		x.P.Op("dht.insert")
@@ -528,7 +530,7 @@ func (d *DHT) lookupsAndDeletes(x *aa.Ctx, s *source, buf, scratch uint64) {
 	}
 	sent := make([]bool, len(d.c.Nodes))
 	for k, i := range s.deletes {
-		key, owner := s.keys[i], s.owners[i]
+		key, owner := s.keys[i], int(s.owners[i])
 		sh := d.shards[owner]
 		x.P.Op("dht.delete")
 		d.progress.start()
@@ -578,7 +580,7 @@ func (d *DHT) waitDone(x *aa.Ctx, s *source, sent []bool, phase uint64) {
 		default:
 			x.Flush(owner)
 			for k, iuid := range d.iuids {
-				if owner < len(s.touched) && s.touched[owner] != nil && s.touched[owner][k] {
+				if s.hasTouched(owner, k, len(d.iuids)) {
 					x.ActiveFlush(owner, iuid)
 				}
 			}
