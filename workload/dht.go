@@ -176,8 +176,8 @@ type source struct {
 	node, core int
 	keys       []uint64
 	owners     []int32 // the shard of each key (int32: a 1,024-node run holds millions)
-	lookups    []int // indices of keys it looks up, then
-	deletes    []int // of keys it deletes
+	lookups    []int   // indices of keys it looks up, then
+	deletes    []int   // of keys it deletes
 	// AA: the logs it put to, a bit per (owner, log) (owner × logs + log),
 	// which its flush waits for: a bit set, not a slice per owner, because a
 	// process of a 1,024-node run touches hundreds of owners.
