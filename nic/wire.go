@@ -121,7 +121,11 @@ func (w *Wire) Tick(now sim.Tick) bool {
 		w.busyUntil = now + sim.Tick(d)
 		lost := w.spec.LossPPM > 0 && w.rng.Uint32N(1_000_000) < w.spec.LossPPM
 		if w.tap != nil {
-			w.tap(now, &f, lost)
+			// The tap gets its own copy: taking f's address would move
+			// every frame to the heap, tapped or not.
+			tf := f
+			w.tap(now, &tf, lost)
+			f = tf
 		}
 		w.frames.Inc()
 		w.bytes.Add(uint64(bytes))
