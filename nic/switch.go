@@ -3,6 +3,7 @@ package nic
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/aaemu/aaemu/sim"
 )
@@ -33,9 +34,9 @@ type SwitchSpec struct {
 //
 // A switch of a thousand ports must cost per frame, not per port: it keeps
 // VOQs only while they hold frames and, on an edge, visits only the inputs
-// that may have frames, the outputs with queued frames and the outputs
-// that can take a waiting frame. An input connected by SetWirePort is
-// visited only after its wire delivered; one connected by SetPort is
+// with new frames or new room, the outputs whose head frame is due and the
+// outputs that can take a waiting frame. An input connected by SetWirePort
+// is visited only after its wire delivered; one connected by SetPort is
 // polled on every edge the switch runs.
 type Switch struct {
 	u    *sim.Unit
@@ -52,10 +53,19 @@ type Switch struct {
 	spareVOQs []*fifo[queuedFrame]
 	spareSets []bitset // emptied per-output input sets, for reuse
 
-	inputs  bitset // inputs that may have frames on their wires
-	wired   []bool // per input: its wire reports deliveries (SetWirePort)
-	stalled []int  // inputs whose wire waits for room, this edge
-	queued  bitset // outputs with frames in their queues
+	inputs bitset // inputs that may have frames to take, stalled ones aside
+	wired  []bool // per input: its wire reports deliveries (SetWirePort)
+	// stalled marks the inputs with a full buffer and a frame waiting on
+	// the wire; they stay so until arbitration takes a frame of theirs
+	// (retry), so an edge counts them without visiting them.
+	stalled  []bool
+	nStalled int
+	retry    []int
+	retrying []bool
+	// due is the outputs whose head frame may leave now; later holds the
+	// others with frames, by the time their head may leave.
+	due   bitset
+	later outHeap
 	// want lists the outputs with room in their queues and frames waiting
 	// for them in VOQs: the only ones arbitration has work for.
 	want []int
@@ -99,7 +109,8 @@ func NewSwitch(clk *sim.Clock, name string, spec SwitchSpec) (*Switch, error) {
 	n := spec.Ports
 	s := &Switch{spec: spec, In: make([]*sim.Chan[Frame], n), Out: make([]*sim.Chan[Frame], n),
 		out: make([]outPort, n), held: make([]int, n), voqs: map[int]*fifo[queuedFrame]{},
-		inputs: newBitset(n), wired: make([]bool, n), queued: newBitset(n)}
+		inputs: newBitset(n), wired: make([]bool, n), stalled: make([]bool, n), retrying: make([]bool, n),
+		due: newBitset(n)}
 	for d := range s.out {
 		s.out[d].grant = n - 1 // the first grant goes to input 0
 	}
@@ -126,10 +137,9 @@ func (s *Switch) Unit() *sim.Unit { return s.u }
 func (s *Switch) SetPort(i int, in, out *sim.Chan[Frame]) {
 	s.In[i], s.Out[i] = in, out
 	s.wired[i] = false
-	if in != nil {
+	s.inputs.clear(i)
+	if in != nil && !s.stalled[i] {
 		s.inputs.set(i)
-	} else {
-		s.inputs.clear(i)
 	}
 }
 
@@ -227,7 +237,7 @@ func (s *Switch) wake(d int) {
 // granted last, until it is full or no frame waits for it. Outputs share
 // nothing in this, so serving each in turn gives what rounds over all
 // outputs would.
-func (s *Switch) arbitrate() {
+func (s *Switch) arbitrate(now sim.Tick) {
 	n := len(s.In)
 	for _, d := range s.want {
 		o := &s.out[d]
@@ -239,9 +249,15 @@ func (s *Switch) arbitrate() {
 			}
 			k := i*n + d
 			v := s.voqs[k]
+			if o.q.len() == 0 {
+				s.schedule(d, v.front().at, now)
+			}
 			o.q.push(v.pop())
-			s.queued.set(d)
 			s.held[i]--
+			if s.stalled[i] && !s.retrying[i] {
+				s.retrying[i] = true
+				s.retry = append(s.retry, i)
+			}
 			o.grant = i
 			if v.len() == 0 {
 				delete(s.voqs, k)
@@ -257,28 +273,68 @@ func (s *Switch) arbitrate() {
 	s.want = s.want[:0]
 }
 
+// schedule files output d, whose head frame may leave at at, as due or
+// for later.
+func (s *Switch) schedule(d int, at, now sim.Tick) {
+	if at <= now {
+		s.due.set(d)
+	} else {
+		s.later.push(outAt{at, d})
+	}
+}
+
+// stall marks input i as stalled.
+func (s *Switch) stall(i int) {
+	s.inputs.clear(i) // nothing to take until it has room
+	if !s.stalled[i] {
+		s.stalled[i] = true
+		s.nStalled++
+	}
+}
+
+// unstall marks input i as no longer stalled; it has room or no frame.
+func (s *Switch) unstall(i int) {
+	s.stalled[i] = false
+	s.nStalled--
+	if !s.wired[i] || s.In[i].Len() > 0 {
+		s.inputs.set(i)
+	}
+}
+
 // Tick moves frames from inputs to their VOQs, to output queues and out.
+//
+// Frames become valid on an input only between edges, and during one only
+// the switch's own receives change it, so the second pass (after the
+// first arbitration made room) need visit only stalled inputs arbitration
+// took a frame from, and a stalled input with no room stays stalled.
 func (s *Switch) Tick(now sim.Tick) bool {
-	// An input's frames become valid only between edges, and only its
-	// own receives change them during one, so an input with nothing left
-	// after the first pass has nothing for the second either.
-	s.stalled = s.stalled[:0]
 	for i := s.inputs.next(0); i >= 0; i = s.inputs.next(i + 1) {
 		if s.ingress(i, now) {
-			s.stalled = append(s.stalled, i)
+			s.stall(i)
 		} else if s.wired[i] && s.In[i].Len() == 0 {
 			s.inputs.clear(i) // its wire marks it again when it delivers
 		}
 	}
-	s.arbitrate()
-	for _, i := range s.stalled {
-		if s.ingress(i, now) { // room the arbitration made
-			s.stalls.Inc() // an input waits for room in its buffer
+	s.arbitrate(now)
+	slices.Sort(s.retry) // inputs receive in port order
+	for _, i := range s.retry {
+		s.retrying[i] = false
+		if !s.ingress(i, now) { // room the arbitration made
+			s.unstall(i)
 		}
 	}
-	s.arbitrate()
-	next := sim.Never
-	for d := s.queued.next(0); d >= 0; d = s.queued.next(d + 1) {
+	s.retry = s.retry[:0]
+	s.stalls.Add(uint64(s.nStalled)) // inputs that wait for room in their buffer
+	s.arbitrate(now)
+	for _, i := range s.retry { // room for the next edge's first pass
+		s.retrying[i] = false
+		s.unstall(i)
+	}
+	s.retry = s.retry[:0]
+	for s.later.len() > 0 && s.later.min().at <= now {
+		s.due.set(s.later.pop().d)
+	}
+	for d := s.due.next(0); d >= 0; d = s.due.next(d + 1) {
 		o, out := &s.out[d], s.Out[d]
 		sent := false
 		for o.q.len() > 0 && o.q.front().at <= now && out.Ready() {
@@ -293,21 +349,74 @@ func (s *Switch) Tick(now sim.Tick) bool {
 		}
 		if o.q.len() > 0 {
 			if at := o.q.front().at; at > now {
-				next = min(next, at)
+				s.due.clear(d)
+				s.later.push(outAt{at, d})
 			} else if out.Ready() {
 				return true
 			}
 		} else {
-			s.queued.clear(d)
+			s.due.clear(d)
 		}
 	}
 	if len(s.want) > 0 {
 		return true
 	}
-	if next != sim.Never {
-		s.u.WakeAt(next)
+	if s.later.len() > 0 {
+		s.u.WakeAt(s.later.min().at)
 	}
 	return false
+}
+
+// outAt is an output whose head frame may leave at at.
+type outAt struct {
+	at sim.Tick
+	d  int
+}
+
+// outHeap is a min-heap of outputs by time (then port).
+type outHeap []outAt
+
+func (h outHeap) len() int   { return len(h) }
+func (h outHeap) min() outAt { return h[0] }
+func (h outHeap) less(i, j int) bool {
+	return h[i].at < h[j].at || h[i].at == h[j].at && h[i].d < h[j].d
+}
+
+func (h *outHeap) push(x outAt) {
+	*h = append(*h, x)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *outHeap) pop() outAt {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		m, l := i, 2*i+1
+		if l < len(s) && s.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < len(s) && s.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
 }
 
 // fifo is a queue in a slice: popping advances head, and the slice is
