@@ -55,9 +55,12 @@ type Wire struct {
 
 	busyUntil sim.Tick
 	acc       uint64 // fractional picoseconds carried over
-	flight    []wireFrame
-	head      int
+	flight    fifo[wireFrame]
 	tap       Tap
+	// sw is the switch the wire delivers to at port swPort, told of each
+	// delivery so that it need not poll its idle ports (SetWirePort).
+	sw     *Switch
+	swPort int
 
 	frames, bytes, lost *sim.Counter
 }
@@ -103,15 +106,13 @@ func (w *Wire) SetTap(t Tap) { w.tap = t }
 
 // Tick sends one frame when the wire is free and delivers arrived frames.
 func (w *Wire) Tick(now sim.Tick) bool {
-	for w.head < len(w.flight) && w.flight[w.head].at <= now && w.Out.Ready() {
-		w.Out.Send(w.flight[w.head].f)
-		w.flight[w.head] = wireFrame{}
-		w.head++
+	for w.flight.len() > 0 && w.flight.front().at <= now && w.Out.Ready() {
+		w.Out.Send(w.flight.pop().f)
+		if w.sw != nil {
+			w.sw.delivered(w.swPort)
+		}
 	}
-	if w.head == len(w.flight) {
-		w.flight, w.head = w.flight[:0], 0
-	}
-	if w.In.Valid() && w.busyUntil <= now && len(w.flight)-w.head < 64 {
+	if w.In.Valid() && w.busyUntil <= now && w.flight.len() < 64 {
 		f := w.In.Recv()
 		bytes := roce.WireBytes(f.Len())
 		w.acc += uint64(bytes) * 8 * 1_000_000
@@ -120,24 +121,28 @@ func (w *Wire) Tick(now sim.Tick) bool {
 		w.busyUntil = now + sim.Tick(d)
 		lost := w.spec.LossPPM > 0 && w.rng.Uint32N(1_000_000) < w.spec.LossPPM
 		if w.tap != nil {
-			w.tap(now, &f, lost)
+			// The tap gets its own copy: taking f's address would move
+			// every frame to the heap, tapped or not.
+			tf := f
+			w.tap(now, &tf, lost)
+			f = tf
 		}
 		w.frames.Inc()
 		w.bytes.Add(uint64(bytes))
 		if lost {
 			w.lost.Inc()
 		} else {
-			w.flight = append(w.flight, wireFrame{f: f, at: w.busyUntil + w.spec.LatencyPS})
+			w.flight.push(wireFrame{f: f, at: w.busyUntil + w.spec.LatencyPS})
 		}
 	}
 	next := sim.Never
-	if w.head < len(w.flight) {
-		if w.flight[w.head].at <= now {
+	if w.flight.len() > 0 {
+		if at := w.flight.front().at; at <= now {
 			if w.Out.Ready() {
 				return true
 			}
 		} else {
-			next = w.flight[w.head].at
+			next = at
 		}
 	}
 	if w.In.Valid() {
