@@ -205,7 +205,7 @@ func (c *Cluster) network() error {
 		}
 		n.NIC.NetOut, n.NIC.NetIn = up.In, down.Out
 		n.out = up
-		sw.SetPort(n.ID, up.Out, down.In)
+		sw.SetWirePort(n.ID, up, down)
 		c.Wires = append(c.Wires, up, down)
 	}
 	return nil
@@ -274,7 +274,7 @@ func (c *Cluster) leafSpine() error {
 		}
 		n.NIC.NetOut, n.NIC.NetIn = up.In, down.Out
 		n.out = up
-		sw.SetPort(n.ID%per, up.Out, down.In)
+		sw.SetWirePort(n.ID%per, up, down)
 	}
 	for l, lsw := range leaf {
 		for k, ssw := range spine {
@@ -286,8 +286,8 @@ func (c *Cluster) leafSpine() error {
 			if err != nil {
 				return err
 			}
-			lsw.SetPort(per+k, down.Out, up.In)
-			ssw.SetPort(l, up.Out, down.In)
+			lsw.SetWirePort(per+k, down, up)
+			ssw.SetWirePort(l, up, down)
 		}
 	}
 	c.Switches = append(leaf, spine...)
