@@ -64,7 +64,7 @@ func readCapture(t *testing.T, data []byte) []capFrame {
 		if err != nil {
 			t.Fatalf("frame %d: %v", len(out)+1, err)
 		}
-		c := capFrame{at: sim.Tick(ci.Timestamp.UnixNano()) * sim.NS, f: f, src: int(f.Src.MAC[4]), dst: int(f.Dst.MAC[4])}
+		c := capFrame{at: sim.Tick(ci.Timestamp.UnixNano()) * sim.NS, f: f, src: int(f.Src.MAC[3])<<8 | int(f.Src.MAC[4]), dst: int(f.Dst.MAC[3])<<8 | int(f.Dst.MAC[4])}
 		if len(opts.Comments) != 1 {
 			t.Fatalf("frame %d: comments %q", len(out)+1, opts.Comments)
 		}

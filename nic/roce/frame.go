@@ -17,9 +17,12 @@ type Endpoint struct {
 }
 
 // NodeEndpoint is the address aaemu gives node n's NIC i: MAC
-// 02:00:00:00:nn:ii, IPv4 10.0.n.(i+1).
+// 02:00:00:hh:ll:ii and IPv4 10.hh.ll.(i+1), hh and ll the high and low
+// bytes of n (up to 65,535 nodes; below 256, 02:00:00:00:nn:ii and
+// 10.0.n.(i+1)).
 func NodeEndpoint(node, nic int) Endpoint {
-	return Endpoint{MAC: net.HardwareAddr{0x02, 0, 0, 0, byte(node), byte(nic)}, IP: net.IPv4(10, 0, byte(node), byte(nic+1)).To4()}
+	hi, lo := byte(node>>8), byte(node)
+	return Endpoint{MAC: net.HardwareAddr{0x02, 0, 0, hi, lo, byte(nic)}, IP: net.IPv4(10, hi, lo, byte(nic+1)).To4()}
 }
 
 // Frame is one RoCEv2 frame.
