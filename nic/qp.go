@@ -511,6 +511,9 @@ func (q *qp) completeInOrder() {
 // longer outstanding, and may fetch again.
 func (n *NIC) writeCompletion(w *wqeState) {
 	sq := w.sq
+	if sq == nil {
+		sq = w.q
+	}
 	if w.w.Signaled || w.status != StatusOK {
 		sq.cqTail++
 		c := CQE{WRID: w.w.WRID, Status: w.status, Length: w.w.Length, Value: w.value, Seq: sq.cqTail}
