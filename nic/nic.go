@@ -102,7 +102,10 @@ type QPConfig struct {
 // writes, work requests and payloads are read by DMA through the IOMMU,
 // messages leave as RoCEv2 frames over a reliable connection (PSNs, ACKs,
 // NAKs, go-back-N retransmission on timeout), and incoming requests become
-// MWr, MRd and AtomicOp TLPs towards the host.
+// MWr, MRd and AtomicOp TLPs towards the host. Besides connected QPs
+// (CreateQP), a NIC takes the srd transport's queues (CreateQueue, srd.go):
+// one per process for every destination, over one reliable context per
+// peer NIC that the NIC creates on first use.
 type NIC struct {
 	u    *sim.Unit
 	spec Spec
