@@ -41,6 +41,11 @@ type Spec struct {
 	Wire      nic.WireSpec
 	FabricMHz uint64 // clock of the IOMMU, memory controller, NIC, links (default 1000; period rounded to the nearest ps)
 	SQSize    int    // send-queue entries per QP (default 256)
+	// Transport is the NICs' transport: TransportRC ("" too), a connected
+	// queue pair per core per peer node, or TransportSRD, one queue per
+	// core that reaches every node over one reliable context per peer NIC
+	// (nic.CreateQueue).
+	Transport string
 	// SwitchLatencyPS is the switch's forwarding latency (more than two nodes).
 	SwitchLatencyPS sim.Tick
 	// Topology joins more than two nodes: TopologyStar, one switch with a
@@ -104,7 +109,8 @@ type Node struct {
 	SMP        *cpu.SMP  // the cores' coherence model (Spec.SMP; nil: none)
 	SP         *scratchpad.Scratchpad
 	heap       uint64
-	qps        map[int][]*QP // by remote node, one per core
+	qps        map[int][]*QP // by remote node, one per core (transport rc)
+	queues     []*QP         // one per core (transport srd)
 	scratchBuf uint64
 	out        *nic.Wire // the wire the NIC sends on
 }
@@ -147,6 +153,18 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	}
 	if err := c.network(); err != nil {
 		return nil, err
+	}
+	switch s.Transport {
+	case TransportRC, "":
+	case TransportSRD:
+		for _, a := range c.Nodes {
+			if err := c.createQueues(a); err != nil {
+				return nil, err
+			}
+		}
+		return c, nil
+	default:
+		return nil, fmt.Errorf("transport %q: want %s or %s", s.Transport, TransportRC, TransportSRD)
 	}
 	// Connected QPs between every pair of nodes.
 	for _, a := range c.Nodes {

@@ -1,15 +1,29 @@
 package machine
 
 import (
+	"fmt"
+
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/nic"
 	"github.com/aaemu/aaemu/sim"
 )
 
+// The transports of Spec.Transport.
+const (
+	TransportRC  = "rc"  // reliable connections: a QP per core per peer node
+	TransportSRD = "srd" // a queue per core, one reliable context per peer NIC in the NIC
+)
+
 // QP is a node's connected queue pair to one remote node, with its rings in
 // host memory and the driver's indices into them (what libibverbs keeps in
 // its ibv_qp). The verbs library posts and reaps through it.
+//
+// With transport srd it is the core's one queue, shared by every
+// destination: each work request names its destination node, and the
+// destination queue of a SEND (the peer core's queue, which has the same
+// QPN), in the WQE. Completions then come in posting order per destination
+// only; WRDst and Pending let the verbs match them by wr_id.
 type QP struct {
 	QPN          uint32
 	SQBase       uint64
@@ -23,10 +37,22 @@ type QP struct {
 	RQPosted     uint64
 	RQDone       uint64
 	Results      map[uint64]nic.CQE // completions reaped before their Wait, by WRID
+
+	SRD     bool           // the core's srd queue, for every destination
+	WRDst   map[uint64]int // srd: the destination of each work request until its completion is taken
+	Pending map[int]int    // srd: work requests posted and not yet reaped, by destination
 }
 
 // QP returns the node's queue pair towards node dst for core k, or nil.
+// With transport srd it is core k's queue for every dst but the node
+// itself.
 func (n *Node) QP(dst, core int) *QP {
+	if n.queues != nil {
+		if dst == n.ID || dst < 0 || dst >= len(n.c.Nodes) || core < 0 || core >= len(n.queues) {
+			return nil
+		}
+		return n.queues[core]
+	}
 	hs := n.qps[dst]
 	if core < 0 || core >= len(hs) {
 		return nil
@@ -51,8 +77,47 @@ func (c *Cluster) connect(a, b *Node) error {
 func (c *Cluster) qpn(peer, core int) uint32 { return uint32(0x100 + peer*c.Spec.Cores + core) }
 
 func (c *Cluster) connectQP(a, b *Node, core int) error {
-	size := c.Spec.SQSize
-	h := &QP{QPN: c.qpn(b.ID, core), Size: size, Results: map[uint64]nic.CQE{}}
+	h := &QP{QPN: c.qpn(b.ID, core), Size: c.Spec.SQSize, Results: map[uint64]nic.CQE{}}
+	if err := c.rings(a, h); err != nil {
+		return err
+	}
+	a.qps[b.ID] = append(a.qps[b.ID], h)
+	return a.NIC.CreateQP(nic.QPConfig{QPN: h.QPN, RemoteNode: b.ID, RemoteQPN: c.qpn(a.ID, core),
+		SQBase: h.SQBase, SQSize: h.Size, CQBase: h.CQBase, CQSize: h.Size, RQBase: h.RQBase, RQSize: h.Size, RCQBase: h.RCQBase})
+}
+
+// createQueues gives every core of node a its srd queue: QPN 0x100 + core,
+// rings allocated and registered once, whatever the number of nodes.
+func (c *Cluster) createQueues(a *Node) error {
+	for k := 0; k < c.Spec.Cores; k++ {
+		h := &QP{QPN: uint32(0x100 + k), Size: c.Spec.SQSize, Results: map[uint64]nic.CQE{},
+			SRD: true, WRDst: map[uint64]int{}, Pending: map[int]int{}}
+		if err := c.rings(a, h); err != nil {
+			return err
+		}
+		a.queues = append(a.queues, h)
+		if err := a.NIC.CreateQueue(nic.QueueConfig{QPN: h.QPN, SQBase: h.SQBase, SQSize: h.Size, CQBase: h.CQBase, CQSize: h.Size,
+			RQBase: h.RQBase, RQSize: h.Size, RCQBase: h.RCQBase}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RequirePerPeerReceive fails with transport srd, where a process has one
+// receive queue for SENDs from every node: what for needs one per source
+// node (its receive buffers, or a receive CQ shared by QPN) runs on rc only.
+func (c *Cluster) RequirePerPeerReceive(what string) error {
+	if c.Spec.Transport == TransportSRD {
+		return fmt.Errorf("%s needs a receive queue per source node: machine transport %s, not %s", what, TransportRC, TransportSRD)
+	}
+	return nil
+}
+
+// rings allocates and registers h's rings in a's memory: send queue, CQ,
+// receive queue and receive CQ, h.Size entries each.
+func (c *Cluster) rings(a *Node, h *QP) error {
+	size := h.Size
 	h.SQBase = a.Alloc(uint64(size * nic.WQESize))
 	h.CQBase = a.Alloc(uint64(size * nic.CQESize))
 	rw := iommu.Perm{Bits: pte.R | pte.W}
@@ -71,9 +136,7 @@ func (c *Cluster) connectQP(a, b *Node, core int) error {
 		return err
 	}
 	h.DoorbellAddr = BARBase + uint64(h.QPN)*8
-	a.qps[b.ID] = append(a.qps[b.ID], h)
-	return a.NIC.CreateQP(nic.QPConfig{QPN: h.QPN, RemoteNode: b.ID, RemoteQPN: c.qpn(a.ID, core),
-		SQBase: h.SQBase, SQSize: size, CQBase: h.CQBase, CQSize: size, RQBase: h.RQBase, RQSize: size, RCQBase: h.RCQBase})
+	return nil
 }
 
 // Run simulates until done returns true (checked every slice of simulated

@@ -102,7 +102,10 @@ type QPConfig struct {
 // writes, work requests and payloads are read by DMA through the IOMMU,
 // messages leave as RoCEv2 frames over a reliable connection (PSNs, ACKs,
 // NAKs, go-back-N retransmission on timeout), and incoming requests become
-// MWr, MRd and AtomicOp TLPs towards the host.
+// MWr, MRd and AtomicOp TLPs towards the host. Besides connected QPs
+// (CreateQP), a NIC takes the srd transport's queues (CreateQueue, srd.go):
+// one per process for every destination, over one reliable context per
+// peer NIC that the NIC creates on first use.
 type NIC struct {
 	u    *sim.Unit
 	spec Spec
@@ -118,6 +121,17 @@ type NIC struct {
 	atomicsByTag map[uint16]*atomicServe
 	qps          map[uint32]*qp
 	order        []uint32 // QPNs in creation order: deterministic iteration
+	created      int      // QPs, srd queues and peer contexts created (their idx)
+	// srd (srd.go): the reliable contexts, one per peer NIC this one has
+	// talked to, by peer and in creation order, and the limits they start
+	// with.
+	peers                      map[peerKey]*qp
+	peerList                   []*qp
+	peerRetryCnt, peerRNRRetry int
+	// While the clocked loop walks the active list, activations wait here
+	// (an srd peer context's completion frees its queue's window).
+	looping  bool
+	deferred []*qp
 	// active holds the QPs with work to do, in creation order: the clocked
 	// loops visit only these, so thousands of idle connections cost nothing.
 	active []*qp
@@ -228,7 +242,8 @@ func (n *NIC) CreateQP(c QPConfig) error {
 	if c.SQSize < 1 || c.CQSize < 1 {
 		return fmt.Errorf("%s: QP %d needs a send and a completion queue", n.name, c.QPN)
 	}
-	q := &qp{cfg: c, n: n, idx: len(n.order), retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
+	q := &qp{cfg: c, n: n, idx: n.created, retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
+	n.created++
 	n.qps[c.QPN] = q
 	n.order = append(n.order, c.QPN)
 	psnProbe := func(f func() uint32) func() (uint64, bool) { return func() (uint64, bool) { return uint64(f()), true } }
@@ -242,6 +257,9 @@ func (n *NIC) pendingWQEs() int {
 	t := 0
 	for _, k := range n.order {
 		t += len(n.qps[k].wqes)
+	}
+	for _, q := range n.peerList {
+		t += len(q.wqes)
 	}
 	return t
 }
@@ -305,12 +323,15 @@ func (n *NIC) send(q *qp, f Frame) {
 	q.resp = append(q.resp, f)
 }
 
+// srcPort is the UDP source port of a QP's frames: flow entropy.
+func srcPort(qpn uint32) uint16 { return uint16(0xc000 | qpn&0x3fff) }
+
 func (n *NIC) frame(q *qp, p roce.Packet, cause sim.TxnID, kind string) Frame {
 	p.PKey = 0xffff
 	p.DestQP = q.cfg.RemoteQPN
 	return Frame{Txn: n.u.Engine().NewTxn(cause, kind, n.name), SrcNode: n.spec.Node, DstNode: q.cfg.RemoteNode,
 		Frame: roce.Frame{Src: n.endpoint(n.spec.Node, n.spec.Index), Dst: n.endpoint(q.cfg.RemoteNode, q.cfg.RemoteNIC),
-			SrcPort: uint16(0xc000 | q.cfg.QPN&0x3fff), Packet: p}}
+			SrcPort: srcPort(q.cfg.QPN), Packet: p}}
 }
 
 // Tick is one edge of the NIC.
@@ -344,8 +365,17 @@ func (n *NIC) Tick(now sim.Tick) bool {
 		n.busy = now + n.spec.ProcessPS
 		n.fromNet(&f, now)
 	}
+	n.looping = true
 	for _, q := range n.active {
 		q.progress(now)
+	}
+	n.looping = false
+	if len(n.deferred) > 0 {
+		for _, q := range n.deferred {
+			n.activate(q)
+		}
+		clear(n.deferred)
+		n.deferred = n.deferred[:0]
 	}
 	n.cqTimers(now)
 	// Frames out: responses and ACKs first, then requests, one per slot.
@@ -435,6 +465,10 @@ func (n *NIC) schedule(now sim.Tick) bool {
 // gives it work: a doorbell, a frame, a DMA completion.
 func (n *NIC) activate(q *qp) {
 	if q.active {
+		return
+	}
+	if n.looping {
+		n.deferred = append(n.deferred, q)
 		return
 	}
 	q.active, q.timer = true, 0

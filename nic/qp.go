@@ -15,6 +15,7 @@ import (
 type qp struct {
 	cfg    QPConfig
 	n      *NIC
+	kind   qpKind
 	idx    int      // creation order
 	active bool     // on the NIC's active list
 	timer  sim.Tick // when it is off the list waiting only for a time (0: not)
@@ -51,6 +52,14 @@ type qp struct {
 	rcq            *cq      // a shared receive CQ (SetRecvCQ), instead of the ring at RCQBase
 	rnrUntil       sim.Tick // requester: the peer had no receive buffer; wait
 
+	// srd (srd.go). A queue: its work requests fetched and not yet
+	// completed (they wait in the peer contexts). A peer context: the SEND
+	// message being received, with the receive request it took from its
+	// destination queue.
+	outstanding int
+	recvQ       *qp
+	recvR       rwqe
+
 	// Retries (retry.go).
 	state                   QPState
 	failed                  uint32 // the status that put the QP in the error state
@@ -84,7 +93,8 @@ func (q *qp) doorbellOf(i uint64) sim.Txn {
 }
 
 type wqeState struct {
-	q        *qp
+	q        *qp // the QP, or the srd peer context, that carries it
+	sq       *qp // the queue it was posted to, whose CQ gets its completion (RC: q)
 	w        WQE
 	txn      sim.Txn
 	payload  []byte
@@ -162,7 +172,11 @@ func psnCmp(a, b uint32) int {
 }
 
 func (q *qp) needsFetch() bool {
-	return q.sqHead < q.sqTail && !q.fetching && len(q.wqes) < q.n.spec.Window
+	inflight := len(q.wqes)
+	if q.kind == srdQueue {
+		inflight = q.outstanding
+	}
+	return q.sqHead < q.sqTail && !q.fetching && inflight < q.n.spec.Window
 }
 
 func (q *qp) hasRequest() bool {
@@ -300,7 +314,11 @@ func (q *qp) packetize(w *wqeState) {
 	add := func(p roce.Packet, kind string) {
 		p.PSN = q.nextPSN
 		q.nextPSN = (q.nextPSN + 1) & 0xffffff
-		q.sent = append(q.sent, sentPkt{psn: p.PSN, f: n.frame(q, p, w.txn.ID, kind), w: w})
+		f := n.frame(q, p, w.txn.ID, kind)
+		if q.kind == srdPeer {
+			f.Packet.DestQP, f.SrcPort = w.w.DstQPN&0xffffff, srcPort(w.sq.cfg.QPN)
+		}
+		q.sent = append(q.sent, sentPkt{psn: p.PSN, f: f, w: w})
 	}
 	switch w.w.Opcode {
 	case OpWrite, OpSend:
@@ -391,7 +409,11 @@ func (q *qp) wqeFetched(data []byte, err error, fetch sim.Txn, now sim.Tick) {
 	n := q.n
 	n.stWQEs.Inc()
 	txn := n.u.Engine().NewTxn(fetch.ID, "wqe", n.name)
-	w := &wqeState{q: q, txn: txn}
+	w := &wqeState{q: q, sq: q, txn: txn}
+	if q.kind == srdQueue {
+		q.srdFetched(w, data, err)
+		return
+	}
 	if err != nil {
 		w.err, w.packets, w.done, w.status = true, true, true, StatusLocalError
 		q.wqes = append(q.wqes, w)
@@ -477,20 +499,36 @@ func (q *qp) completeInOrder() {
 	n := q.n
 	k := 0
 	for k < len(q.wqes) && q.wqes[k].done {
-		w := q.wqes[k]
-		if w.w.Signaled || w.status != StatusOK {
-			q.cqTail++
-			c := CQE{WRID: w.w.WRID, Status: w.status, Length: w.w.Length, Value: w.value, Seq: q.cqTail}
-			b := make([]byte, CQESize)
-			c.Put(b)
-			addr := q.cfg.CQBase + ((q.cqTail-1)%uint64(q.cfg.CQSize))*CQESize
-			n.dmaWrite(addr, b, w.txn.ID)
-			n.stCQEs.Inc()
-		}
+		n.writeCompletion(q.wqes[k])
 		k++
 	}
 	q.wqes = slices.Delete(q.wqes, 0, k)
 	q.npk = max(q.npk-k, 0)
+}
+
+// writeCompletion writes w's completion entry into the CQ of the queue it
+// was posted to, if it asks for one or failed. An srd queue counts it no
+// longer outstanding, and may fetch again.
+func (n *NIC) writeCompletion(w *wqeState) {
+	sq := w.sq
+	if sq == nil {
+		sq = w.q
+	}
+	if w.w.Signaled || w.status != StatusOK {
+		sq.cqTail++
+		c := CQE{WRID: w.w.WRID, Status: w.status, Length: w.w.Length, Value: w.value, Seq: sq.cqTail}
+		b := make([]byte, CQESize)
+		c.Put(b)
+		addr := sq.cfg.CQBase + ((sq.cqTail-1)%uint64(sq.cfg.CQSize))*CQESize
+		n.dmaWrite(addr, b, w.txn.ID)
+		n.stCQEs.Inc()
+	}
+	if sq.kind == srdQueue {
+		sq.outstanding--
+		if sq.needsFetch() {
+			n.activate(sq)
+		}
+	}
 }
 
 // pending is the fetched work requests after the leading ones that have
@@ -506,6 +544,12 @@ func (q *qp) pending() []*wqeState {
 func (n *NIC) fromNet(f *Frame, now sim.Tick) {
 	p := &f.Packet
 	q := n.qps[p.DestQP]
+	// srd: answers to a context, requests to a queue, or to no queue of a
+	// NIC with srd queues (a SEND to it fails at the responder).
+	if p.DestQP == SRDPeerQPN || q != nil && q.kind == srdQueue || q == nil && n.peers != nil {
+		n.fromNetSRD(f, now)
+		return
+	}
 	if q == nil {
 		return // no such QP: silently dropped, as a NIC does
 	}
@@ -513,6 +557,13 @@ func (n *NIC) fromNet(f *Frame, now sim.Tick) {
 	if q.state == QPStateError {
 		return // a QP in the error state drops what arrives
 	}
+	q.dispatch(f, now)
+}
+
+// dispatch hands a frame to the requester (ACKs and responses) or to the
+// responder (requests).
+func (q *qp) dispatch(f *Frame, now sim.Tick) {
+	p := &f.Packet
 	switch p.Opcode {
 	case roce.Ack:
 		q.onAck(p, now)
@@ -685,6 +736,9 @@ const RNRDelayPS = 10 * sim.US
 func (q *qp) receive(f *Frame) bool {
 	n := q.n
 	p := &f.Packet
+	if q.kind == srdPeer {
+		return q.receiveSRD(f)
+	}
 	first := p.Opcode == roce.SendFirst || p.Opcode == roce.SendOnly
 	if len(q.rwqes) == 0 {
 		if first {
@@ -726,6 +780,12 @@ func (q *qp) receive(f *Frame) bool {
 // recvCompletion writes the completion of receive request index into the
 // QP's receive completion ring, or into its shared receive CQ.
 func (q *qp) recvCompletion(index uint64, status, length uint32, cause sim.TxnID) {
+	q.recvCompletionValue(index, status, length, 0, cause)
+}
+
+// recvCompletionValue is recvCompletion with the entry's Value (the srd
+// transport's sending node) when the ring is the QP's own.
+func (q *qp) recvCompletionValue(index uint64, status, length uint32, value uint64, cause sim.TxnID) {
 	n := q.n
 	q.rcqTail++
 	if c := q.rcq; c != nil {
@@ -737,7 +797,7 @@ func (q *qp) recvCompletion(index uint64, status, length uint32, cause sim.TxnID
 		n.completed(c, n.u.Engine().Now(), cause)
 		return
 	}
-	e := CQE{WRID: index, Status: status, Length: length, Seq: q.rcqTail}
+	e := CQE{WRID: index, Status: status, Length: length, Value: value, Seq: q.rcqTail}
 	b := make([]byte, CQESize)
 	e.Put(b)
 	n.dmaWrite(q.cfg.RCQBase+((q.rcqTail-1)%uint64(q.cfg.RQSize))*CQESize, b, cause)

@@ -93,6 +93,12 @@ func (q *qp) fail(w *wqeState, status uint32) {
 	q.resp = nil
 	n.respQPs = slices.DeleteFunc(n.respQPs, func(x *qp) bool { return x == q })
 	q.reads, q.atomics = nil, nil
+	if q.recvQ != nil {
+		// An srd context was receiving a SEND: its receive request is flushed.
+		q.recvQ.recvCompletion(q.recvR.index, StatusFlushed, 0, 0)
+		n.stFlushed.Inc()
+		q.recvQ = nil
+	}
 	q.completeInOrder()
 	q.flushRecv()
 }
@@ -123,6 +129,11 @@ type QPStatus struct {
 	RemoteNode     int
 	State          QPState
 	Failed         uint32 // in the error state: the status that put it there
+	// Kind is "" for an RC QP; "srd queue" for a queue of the srd
+	// transport (Unfetched and Outstanding are its own, the rest is in the
+	// peer contexts), "srd peer" for a peer context (QPN SRDPeerQPN).
+	Kind      string
+	RemoteNIC int
 
 	Unfetched   int    // send work requests posted (doorbell rung) and not yet read
 	Outstanding int    // work requests read and not yet completed
@@ -151,7 +162,14 @@ func (s QPStatus) Idle() bool {
 // String says what the QP was doing or waiting for, its non-zero parts only.
 func (s QPStatus) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "QP %d (to node %d QP %d) %v", s.QPN, s.RemoteNode, s.RemoteQPN, s.State)
+	switch s.Kind {
+	case "srd queue":
+		fmt.Fprintf(&b, "srd queue %d %v", s.QPN, s.State)
+	case "srd peer":
+		fmt.Fprintf(&b, "srd context for node %d NIC %d %v", s.RemoteNode, s.RemoteNIC, s.State)
+	default:
+		fmt.Fprintf(&b, "QP %d (to node %d QP %d) %v", s.QPN, s.RemoteNode, s.RemoteQPN, s.State)
+	}
 	if s.State == QPStateError {
 		fmt.Fprintf(&b, " after %s", StatusText(s.Failed))
 	}
@@ -216,6 +234,12 @@ func (q *qp) status() QPStatus {
 		Retries: q.retries, RetryCnt: q.retryCnt, RNRRetries: q.rnrRetries, RNRRetry: q.rnrRetry,
 		Timeouts: q.timeouts, Retransmitted: q.retransmitted,
 		Serving: len(q.reads), RecvPosted: len(q.rwqes)}
+	switch q.kind {
+	case srdQueue:
+		s.Kind, s.Outstanding = "srd queue", q.outstanding
+	case srdPeer:
+		s.Kind, s.RemoteNIC = "srd peer", q.cfg.RemoteNIC
+	}
 	if q.rqTail > q.rqHead {
 		s.RecvPosted += int(q.rqTail - q.rqHead)
 	}
@@ -248,15 +272,21 @@ func (n *NIC) QPStatus(qpn uint32) (QPStatus, bool) {
 	return q.status(), true
 }
 
-// Pending lists, in QPN order, the QPs that are not idle: those with work
-// requests or packets still out, with the peer's requests still being
-// answered, or in the error state.
+// Pending lists, in QPN order, the QPs (and srd queues) that are not idle:
+// those with work requests or packets still out, with the peer's requests
+// still being answered, or in the error state; then the srd peer contexts
+// that are not, in creation order.
 func (n *NIC) Pending() []QPStatus {
 	qpns := slices.Clone(n.order)
 	slices.Sort(qpns)
 	var out []QPStatus
 	for _, k := range qpns {
 		if s := n.qps[k].status(); !s.Idle() {
+			out = append(out, s)
+		}
+	}
+	for _, q := range n.peerList { // srd peer contexts, in creation order
+		if s := q.status(); !s.Idle() {
 			out = append(out, s)
 		}
 	}

@@ -37,6 +37,14 @@ const (
 //	32 compare/add 8   (CAS: compare; fetch-and-add: the addend)
 //	40 swap        8   (CAS: swap)
 //	48 wr_id       8   returned in the completion
+//	56 dest QPN    4   srd: the destination queue on the remote node (a SEND's receive queue)
+//	60 dest node   2   srd: the node the work request goes to
+//	62 dest NIC    1   srd: the NIC of that node
+//
+// Bytes 2-3, 28-31 and 63 are reserved (zero). A reliable-connection QP
+// reaches one peer, fixed when it is created, and ignores bytes 56-62; a
+// send queue of the srd transport (NIC.CreateQueue) reaches every node,
+// and each of its work requests names its destination there.
 type WQE struct {
 	Opcode   uint8
 	Signaled bool
@@ -47,6 +55,10 @@ type WQE struct {
 	Compare  uint64
 	Swap     uint64
 	WRID     uint64
+	// srd only (bytes 56-62).
+	DstQPN  uint32
+	DstNode int // 0..65535
+	DstNIC  int // 0..255
 }
 
 // Put encodes the WQE into b[:WQESize].
@@ -63,6 +75,9 @@ func (w *WQE) Put(b []byte) {
 	binary.LittleEndian.PutUint64(b[32:], w.Compare)
 	binary.LittleEndian.PutUint64(b[40:], w.Swap)
 	binary.LittleEndian.PutUint64(b[48:], w.WRID)
+	binary.LittleEndian.PutUint32(b[56:], w.DstQPN)
+	binary.LittleEndian.PutUint16(b[60:], uint16(w.DstNode))
+	b[62] = uint8(w.DstNIC)
 }
 
 // ParseWQE decodes a work request and checks it.
@@ -70,7 +85,8 @@ func ParseWQE(b []byte) (WQE, error) {
 	w := WQE{Opcode: b[0], Signaled: b[1]&1 != 0, Length: binary.LittleEndian.Uint32(b[4:]),
 		Local: binary.LittleEndian.Uint64(b[8:]), Remote: binary.LittleEndian.Uint64(b[16:]),
 		RKey: binary.LittleEndian.Uint32(b[24:]), Compare: binary.LittleEndian.Uint64(b[32:]),
-		Swap: binary.LittleEndian.Uint64(b[40:]), WRID: binary.LittleEndian.Uint64(b[48:])}
+		Swap: binary.LittleEndian.Uint64(b[40:]), WRID: binary.LittleEndian.Uint64(b[48:]),
+		DstQPN: binary.LittleEndian.Uint32(b[56:]), DstNode: int(binary.LittleEndian.Uint16(b[60:])), DstNIC: int(b[62])}
 	switch w.Opcode {
 	case OpWrite, OpRead, OpSend:
 		if w.Length == 0 || w.Length > 1<<31 {

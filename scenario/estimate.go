@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/aaemu/aaemu/internal/input"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/workload"
 )
 
@@ -24,6 +25,7 @@ const (
 	memNode      = 256 << 10 // a node: IOMMU, memory controller, NIC, PCIe, wires, statistics
 	memCore      = 16 << 10  // a core of a node, with its MMIO path
 	memQP        = 1536      // a connected QP: the NIC's state, rings' page-table entries, the driver's
+	memSRDPeer   = 640       // an srd peer context in a NIC (a qp struct and its map entry)
 	memTLBEntry  = 96        // an IOTLB entry
 	memCacheLine = 32        // a line of an SMP core's cache model (a sim.Cache way)
 	memPage      = 4096 + 64 // a page of simulated memory, touched
@@ -32,6 +34,17 @@ const (
 	// a run's memory grows with its frames.
 	memFrame = 640
 )
+
+// qpTerm is the NICs' queues: rc connects a QP per core per peer; srd has
+// a queue per core and a context (memSRDPeer) per peer a node talks to,
+// at most every other node.
+func qpTerm(m *MachineSpec, n, cores float64) MemTerm {
+	if m.Transport == machine.TransportSRD {
+		return MemTerm{"the srd queues and peer contexts (nodes × (cores + nodes−1))", []string{"machine.nodes", "machine.cores", "machine.transport"},
+			n * (cores*memQP + (n-1)*memSRDPeer)}
+	}
+	return MemTerm{"the connected QPs (nodes × (nodes−1) × cores)", []string{"machine.nodes", "machine.cores"}, n * (n - 1) * cores * memQP}
+}
 
 // MemoryEstimate reckons the host memory one experiment of the scenario
 // needs at most (the machine, the workload's data in the simulated
@@ -44,7 +57,7 @@ func (s *Scenario) MemoryEstimate() (uint64, []MemTerm) {
 	n, cores := float64(m.Nodes), float64(m.Cores)
 	terms := []MemTerm{
 		{"the nodes", []string{"machine.nodes", "machine.cores"}, n * (memNode + cores*memCore)},
-		{"the connected QPs (nodes × (nodes−1) × cores)", []string{"machine.nodes", "machine.cores"}, n * (n - 1) * cores * memQP},
+		qpTerm(m, n, cores),
 		{"the IOTLBs", []string{"machine.iommu.iotlb_sets", "machine.iommu.iotlb_ways", "machine.nodes"},
 			n * float64(m.IOMMU.IOTLBSets) * float64(m.IOMMU.IOTLBWays) * memTLBEntry},
 	}

@@ -99,6 +99,10 @@ type MachineSpec struct {
 		CPUSMP `yaml:",inline"` // SMP nodes (smp.go)
 	} `yaml:"cpu" json:"cpu"`
 	Memory MemorySpec `yaml:"memory" json:"memory,omitzero"` // SMP nodes (smp.go)
+	// Transport of the NICs: rc (the default), a connected queue pair per
+	// core per peer node; srd, one queue per core that reaches every node
+	// over one reliable context per peer NIC (docs/scenarios.md).
+	Transport string `yaml:"transport" json:"transport,omitempty"`
 }
 
 // WorkloadSpec selects the workload.
@@ -306,6 +310,7 @@ func (s *Scenario) Validate() (string, error) {
 			}
 			return "", nil
 		},
+		s.checkTransport,
 		func() (string, error) {
 			if e := m.IOMMU.IOTLBSets * m.IOMMU.IOTLBWays; e > maxIOTLBEntries {
 				return "machine.iommu.iotlb_ways", input.Errorf(fmt.Sprintf("sets × ways at most %d", maxIOTLBEntries), "%d sets × %d ways is %d entries", m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays, e)
@@ -365,6 +370,38 @@ func notOneOf(v, what string, known []string, allowed string) *input.Error {
 		allowed = fmt.Sprintf("did you mean %q? %s", s, allowed)
 	}
 	return input.Errorf(allowed, "%q is not %s", v, what)
+}
+
+// checkTransport checks machine.transport: rc or srd, and rc for the
+// schemes that receive SENDs per source node (srd has one receive queue
+// per process).
+func (s *Scenario) checkTransport() (string, error) {
+	const allowed = "allowed: " + machine.TransportRC + ", " + machine.TransportSRD
+	switch s.Machine.Transport {
+	case "", machine.TransportRC:
+		return "", nil
+	case machine.TransportSRD:
+	default:
+		return "machine.transport", notOneOf(s.Machine.Transport, "a transport", []string{machine.TransportRC, machine.TransportSRD}, allowed)
+	}
+	w := &s.Workload
+	var need []workload.Scheme // the workload's schemes that need rc
+	l := w.DHT.Schemes
+	switch w.Kind {
+	case KindDHT:
+		need = []workload.Scheme{workload.AM, workload.AMExp, workload.AMOnload, workload.AMInt}
+	case KindCounter:
+		need, l = []workload.Scheme{workload.AKV}, w.schemes()
+	case KindSort:
+		need, l = []workload.Scheme{workload.AM}, w.schemes()
+	}
+	for _, sc := range l {
+		if slices.Contains(need, workload.Scheme(sc)) {
+			return "machine.transport", input.Errorf(allowed+"; rc for a scheme that receives SENDs per source node",
+				"srd, but workload.%s.schemes has %s, whose receivers post their buffers per source node (srd has one receive queue per process)", w.Kind, sc)
+		}
+	}
+	return "", nil
 }
 
 // checkDHT checks the DHT's section beyond the ranges.
@@ -442,6 +479,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c := machine.DefaultSpec()
 	m := &s.Machine
 	c.Nodes, c.Cores, c.FabricMHz = m.Nodes, m.Cores, m.FabricMHz
+	c.Transport = m.Transport
 	c.Wire.RateMbps, c.Wire.LatencyPS, c.Wire.LossPPM = m.Wire.RateMbps, sim.Tick(m.Wire.LatencyNS)*sim.NS, m.Wire.LossPPM
 	c.PCIe.Gen, c.PCIe.Width, c.PCIe.LatencyPS = m.PCIe.Gen, m.PCIe.Width, sim.Tick(m.PCIe.LatencyNS)*sim.NS
 	c.NIC.PMTU, c.NIC.RetransmitPS = m.NIC.PMTU, sim.Tick(m.NIC.RetransmitUS)*sim.US

@@ -2,11 +2,19 @@
 // one-sided and two-sided verbs of the NIC (Put, Get, CAS, FetchAdd,
 // Send/PostRecv/Recv, Flush) on the connected queue pairs the machine sets
 // up. Active Access (package aa) and the message layers build on it.
+//
+// With the machine's transport srd a process has one queue for every
+// destination: each work request carries its destination node, and a
+// SEND the destination core's queue; completions to different nodes may
+// come in any order and are matched by wr_id. Its receive queue takes
+// SENDs from every node: PostRecv, Recv and TryRecv ignore src (the next
+// message from any node; the completion's Value is its sender).
 package verbs
 
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/machine"
@@ -49,6 +57,14 @@ func (c *Ctx) post(dst int, w nic.WQE) WR {
 	}
 	// The slot is claimed before the write yields the core: a handler
 	// (AM-Int's) may post on the same connection in between.
+	if h.SRD {
+		for h.Posted-h.Completed >= uint64(h.Size) {
+			c.reapSRD(h)
+		}
+		w.DstNode, w.DstQPN = dst, h.QPN // the peer core's queue has this core's QPN
+		h.WRDst[h.Posted] = dst
+		h.Pending[dst]++
+	}
 	slot := h.Posted
 	h.Posted++
 	w.Signaled = true
@@ -70,6 +86,17 @@ func (c *Ctx) reap(dst int) nic.CQE {
 	return cqe
 }
 
+// reapSRD waits for the next completion entry of the srd queue h, or for
+// another process on the core to take it, and files what it took.
+func (c *Ctx) reapSRD(h *machine.QP) {
+	cqe, ok := c.pollCQOnce(h.CQBase, h.Size, &h.Completed)
+	if !ok {
+		return
+	}
+	h.Results[cqe.WRID] = cqe
+	h.Pending[h.WRDst[cqe.WRID]]--
+}
+
 // pollCQ polls the ring at base (size entries) for entry *done+1, reads it
 // and counts it consumed. An entry is fresh when its sequence number says so.
 func (c *Ctx) pollCQ(base uint64, size int, done *uint64) nic.CQE {
@@ -77,28 +104,55 @@ func (c *Ctx) pollCQ(base uint64, size int, done *uint64) nic.CQE {
 	// an active-message server): an entry is claimed before the read that
 	// yields the core, and a poller that lost the entry waits for the next.
 	for {
-		want := *done + 1
-		addr := base + (*done%uint64(size))*nic.CQESize
-		c.P.Poll(func() bool { return *done+1 != want || c.N.Mem.Load64(addr+24) == want })
-		if *done+1 != want {
-			continue
+		if e, ok := c.pollCQOnce(base, size, done); ok {
+			return e
 		}
-		*done++
-		b := make([]byte, nic.CQESize)
-		c.P.Read(addr, b)
-		return nic.ParseCQE(b)
 	}
+}
+
+// pollCQOnce is pollCQ until the entry is taken: false when another
+// process took it.
+func (c *Ctx) pollCQOnce(base uint64, size int, done *uint64) (nic.CQE, bool) {
+	want := *done + 1
+	addr := base + (*done%uint64(size))*nic.CQESize
+	c.P.Poll(func() bool { return *done+1 != want || c.N.Mem.Load64(addr+24) == want })
+	if *done+1 != want {
+		return nic.CQE{}, false
+	}
+	*done++
+	b := make([]byte, nic.CQESize)
+	c.P.Read(addr, b)
+	return nic.ParseCQE(b), true
+}
+
+// takeSRD takes w's completion from the srd queue's results.
+func takeSRD(h *machine.QP, wrid uint64) nic.CQE {
+	cqe := h.Results[wrid]
+	delete(h.Results, wrid)
+	delete(h.WRDst, wrid)
+	return cqe
 }
 
 // Wait blocks until the work request has completed and returns its
 // completion. Completions arrive in posting order per connection.
 func (c *Ctx) Wait(w WR) (nic.CQE, error) {
 	h := c.qp(w.dst)
-	for h.Completed < w.seq {
-		c.reap(w.dst)
+	var cqe nic.CQE
+	if h.SRD {
+		for {
+			if _, ok := h.Results[w.seq-1]; ok {
+				break
+			}
+			c.reapSRD(h)
+		}
+		cqe = takeSRD(h, w.seq-1)
+	} else {
+		for h.Completed < w.seq {
+			c.reap(w.dst)
+		}
+		cqe = h.Results[w.seq-1] // the WRID is the index at posting
+		delete(h.Results, w.seq-1)
 	}
-	cqe := h.Results[w.seq-1] // the WRID is the index at posting
-	delete(h.Results, w.seq-1)
 	if cqe.Status != nic.StatusOK {
 		return cqe, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, cqe.Status)
 	}
@@ -111,6 +165,9 @@ func (c *Ctx) Wait(w WR) (nic.CQE, error) {
 // calls must not ask again.
 func (c *Ctx) Test(w WR) (cqe nic.CQE, done bool, err error) {
 	h := c.qp(w.dst)
+	if h.SRD {
+		return c.testSRD(h, w)
+	}
 	for h.Completed < w.seq {
 		want := h.Completed + 1
 		addr := h.CQBase + (h.Completed%uint64(h.Size))*nic.CQESize
@@ -129,6 +186,36 @@ func (c *Ctx) Test(w WR) (cqe nic.CQE, done bool, err error) {
 	}
 	cqe = h.Results[w.seq-1]
 	delete(h.Results, w.seq-1)
+	if cqe.Status != nic.StatusOK {
+		return cqe, true, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, cqe.Status)
+	}
+	return cqe, true, nil
+}
+
+// testSRD is Test on an srd queue: the entries that have arrived are
+// taken until w's is among them.
+func (c *Ctx) testSRD(h *machine.QP, w WR) (nic.CQE, bool, error) {
+	for {
+		if _, ok := h.Results[w.seq-1]; ok {
+			break
+		}
+		want := h.Completed + 1
+		addr := h.CQBase + (h.Completed%uint64(h.Size))*nic.CQESize
+		fresh := c.P.Load64(addr+24) == want
+		if h.Completed+1 != want {
+			continue // another process on the queue took it meanwhile
+		}
+		if !fresh {
+			return nic.CQE{}, false, nil
+		}
+		h.Completed++ // claimed before the read yields the core
+		b := make([]byte, nic.CQESize)
+		c.P.Read(addr, b)
+		e := nic.ParseCQE(b)
+		h.Results[e.WRID] = e
+		h.Pending[h.WRDst[e.WRID]]--
+	}
+	cqe := takeSRD(h, w.seq-1)
 	if cqe.Status != nic.StatusOK {
 		return cqe, true, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, cqe.Status)
 	}
@@ -239,6 +326,9 @@ func (c *Ctx) FetchAdd(dst int, remote, v uint64) (uint64, error) {
 // the data of every put is in dst's memory.
 func (c *Ctx) Flush(dst int) error {
 	h := c.qp(dst)
+	if h.SRD {
+		return c.flushSRD(h, dst)
+	}
 	var err error
 	for h.Completed < h.Posted {
 		if cqe := c.reap(dst); cqe.Status != nic.StatusOK && err == nil {
@@ -251,3 +341,26 @@ func (c *Ctx) Flush(dst int) error {
 
 // Now is the current simulated time.
 func (c *Ctx) Now() sim.Tick { return c.P.Now() }
+
+// flushSRD is Flush on an srd queue: it waits for the work requests to dst
+// only, and reports the first failure among them (in posting order) that
+// no Wait or Test took.
+func (c *Ctx) flushSRD(h *machine.QP, dst int) error {
+	for h.Pending[dst] > 0 {
+		c.reapSRD(h)
+	}
+	var done []uint64
+	for id, d := range h.WRDst {
+		if _, ok := h.Results[id]; ok && d == dst {
+			done = append(done, id)
+		}
+	}
+	slices.Sort(done) // (map order must not decide which failure is reported)
+	var err error
+	for _, id := range done {
+		if cqe := takeSRD(h, id); cqe.Status != nic.StatusOK && err == nil {
+			err = fmt.Errorf("an operation to node %d failed with status %d", dst, cqe.Status)
+		}
+	}
+	return err
+}

@@ -72,6 +72,11 @@ func SetupCounter(c *aa.System, cfg CounterConfig) (*counter, error) {
 	if cfg.Elements < 1 || cfg.Elements > 1<<20 || cfg.Accesses < 0 || cfg.Procs < 1 || cfg.Procs > c.Spec.Cores {
 		return nil, fmt.Errorf("counter: %d elements (1..%d), %d accesses, %d procs (1..cores, %d)", cfg.Elements, 1<<20, cfg.Accesses, cfg.Procs, c.Spec.Cores)
 	}
+	if cfg.Scheme == AKV {
+		if err := c.RequirePerPeerReceive("counter scheme " + string(cfg.Scheme)); err != nil {
+			return nil, err
+		}
+	}
 	k := &counter{cfg: cfg, c: c, truth: make([]uint64, cfg.Elements)}
 	r := sim.NewRand(cfg.Seed, "counter.elements")
 	for _, n := range c.Nodes[1:] {

@@ -271,6 +271,11 @@ func SetupDHT(c *aa.System, cfg DHTConfig) (*DHT, error) {
 	}
 	d.makeKeys()
 	am := cfg.Scheme.activeMessages()
+	if am {
+		if err := c.RequirePerPeerReceive("dht scheme " + string(cfg.Scheme)); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Scheme == AMOnload && (cfg.Procs < 2 || cfg.OnloadCores < 1 || cfg.OnloadCores >= cfg.Procs) {
 		return nil, fmt.Errorf("dht: AM-Onload needs procs per node ≥ 2 and 1 ≤ onload cores < procs (have %d of %d)", cfg.OnloadCores, cfg.Procs)
 	}

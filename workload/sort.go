@@ -146,6 +146,11 @@ func SetupSort(c *aa.System, cfg SortConfig) (*sortRun, error) {
 	default:
 		return nil, fmt.Errorf("sort: scheme %s, want No-FT, AA-Poll, AM or RMA", cfg.Scheme)
 	}
+	if cfg.Scheme == AM {
+		if err := c.RequirePerPeerReceive("sort scheme " + string(cfg.Scheme)); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := cfg.Check(len(c.Nodes), c.Spec.Cores); err != nil {
 		return nil, err
 	}

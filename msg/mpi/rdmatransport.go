@@ -170,6 +170,9 @@ func newRDMA(s *Setup, cfg RDMAConfig) (*rdmaTransport, error) {
 	if peers == 0 {
 		return t, nil
 	}
+	if err := c.RequirePerPeerReceive("the MPI RDMA transport"); err != nil {
+		return nil, err
+	}
 	alloc := func(node *machine.Node, size uint64) (uint64, error) {
 		a := node.Alloc(size)
 		return a, node.Register(a, size, rw)
