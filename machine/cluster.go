@@ -70,6 +70,11 @@ func DefaultSpec() Spec {
 		SwitchLatencyPS: 500 * sim.NS, Power: energy.DefaultParams()}
 }
 
+// MaxNodes bounds a cluster: node numbers take two bytes of the NICs'
+// addresses (roce.NodeEndpoint), and a run of this many nodes must fit a
+// workstation's memory with the srd transport.
+const MaxNodes = 4096
+
 // maxCores bounds the cores of a node: their requester IDs (CoreID) take
 // devices 1 to 31 of bus 0, eight functions each.
 const maxCores = 31 * 8
@@ -130,8 +135,12 @@ type Cluster struct {
 
 // New builds a cluster on engine e.
 func New(e *sim.Engine, s Spec) (*Cluster, error) {
-	if s.Nodes < 2 || s.Nodes > 256 {
-		return nil, fmt.Errorf("nodes: %d out of 2..256", s.Nodes)
+	if s.Nodes < 2 || s.Nodes > MaxNodes {
+		return nil, fmt.Errorf("nodes: %d out of 2..%d", s.Nodes, MaxNodes)
+	}
+	if (s.Transport == TransportRC || s.Transport == "") && 0x100+s.Nodes*s.Cores > nic.MaxQPN {
+		return nil, fmt.Errorf("transport rc: %d nodes × %d cores need a queue pair per core per peer, more than a NIC's %d doorbells; use transport srd",
+			s.Nodes, s.Cores, nic.MaxQPN-0x100)
 	}
 	if s.Cores < 1 || s.Cores > maxCores {
 		return nil, fmt.Errorf("cores: %d, want 1..%d", s.Cores, maxCores)

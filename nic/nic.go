@@ -146,6 +146,16 @@ type NIC struct {
 	// get on a full access log withholds them), as the ordering rules
 	// require, and no read passes a write.
 	tlpQ *pcie.Outbox[pcie.Packet]
+	// The NIC's own reads (work requests, payloads) among tlpQ's
+	// non-posted TLPs: npOwn is, in order, whether each queued non-posted
+	// TLP is one, ownReads how many are. The network side stops taking
+	// frames when the TLPs it made back up, not when the send side's
+	// fetches wait for the IOMMU: otherwise a NIC with many queues to
+	// fetch for would stop reading ACKs, and every connection would wait
+	// for its retransmission timer.
+	npOwn    sim.Queue[bool]
+	ownReads int
+	ownIssue bool // the reads being issued are the NIC's own
 	// respQPs are the QPs with ACKs or responses to send, in turn: a QP
 	// sends one frame and goes to the back, so one QP's long READ response
 	// never holds up another's ACK (each QP keeps its own in PSN order).
@@ -268,9 +278,31 @@ func (n *NIC) endpoint(node, nic int) roce.Endpoint { return roce.NodeEndpoint(n
 
 // sendTLP queues a TLP for the host.
 func (n *NIC) sendTLP(t tlp.TLP, tx sim.Txn) {
+	if t.Kind.Class() == tlp.NonPosted {
+		n.npOwn.Push(n.ownIssue)
+		if n.ownIssue {
+			n.ownReads++
+		}
+	}
 	n.tlpQ.Push(pcie.Packet{Txn: tx, TLP: t})
 	n.stTLPs.Inc()
 }
+
+// drainTLPs sends what the link takes and forgets the origins of the
+// non-posted TLPs that left (each class leaves in order).
+func (n *NIC) drainTLPs() {
+	before := n.tlpQ.ClassLen(tlp.NonPosted)
+	n.tlpQ.Drain(n.DMAOut)
+	for gone := before - n.tlpQ.ClassLen(tlp.NonPosted); gone > 0; gone-- {
+		if n.npOwn.Pop() {
+			n.ownReads--
+		}
+	}
+}
+
+// rxBacklog is the TLPs the network side and the host's accesses made that
+// wait for the link: the NIC takes frames while it is below QueueTLPs.
+func (n *NIC) rxBacklog() int { return n.tlpQ.Len() - n.ownReads }
 
 // dmaReadPart issues the reads of [from, size) of the size bytes at addr,
 // split at MRRS, for purpose p, as far as free tags allow: it returns how
@@ -296,6 +328,8 @@ func (n *NIC) dmaRead(addr uint64, size int, p dmaPurpose) bool {
 // issueReads sends an MRd for each chunk, the first at offset off of
 // purpose p's buffer, and returns the offset past the last.
 func (n *NIC) issueReads(chunks []pcie.Chunk, off int, p dmaPurpose) int {
+	n.ownIssue = p.kind == fetchWQE || p.kind == readPayload
+	defer func() { n.ownIssue = false }()
 	for _, c := range chunks {
 		t, _ := n.req.Issue(c.Addr, c.N)
 		pp := p
@@ -355,11 +389,11 @@ func (n *NIC) Tick(now sim.Tick) bool {
 		n.hostAccesses(now)
 	}
 	// TLPs to the host, in order but for writes passing waiting reads.
-	n.tlpQ.Drain(n.DMAOut)
+	n.drainTLPs()
 
 	// Network side: one frame per processing slot, only while the host side
 	// keeps up (a stalled IOMMU stops the NIC, the NIC stops the wire).
-	if n.busy <= now && n.NetIn.Valid() && n.tlpQ.Len() < n.spec.QueueTLPs {
+	if n.busy <= now && n.NetIn.Valid() && n.rxBacklog() < n.spec.QueueTLPs {
 		f := n.NetIn.Recv()
 		n.stFramesIn.Inc()
 		n.busy = now + n.spec.ProcessPS
@@ -406,7 +440,7 @@ func (n *NIC) schedule(now sim.Tick) bool {
 	if n.tlpQ.Sendable(n.DMAOut) || len(n.respQPs) > 0 && n.NetOut.Ready() {
 		return true
 	}
-	if n.NetIn.Valid() && n.tlpQ.Len() < n.spec.QueueTLPs {
+	if n.NetIn.Valid() && n.rxBacklog() < n.spec.QueueTLPs {
 		if n.busy <= now {
 			return true
 		}

@@ -37,7 +37,7 @@ const maxNS = 1e9
 var ranges = []keyRange{
 	{key: "seed", lo: 0, hi: math.MaxUint64, allowed: "any whole number 0..18446744073709551615"},
 	{key: "max_memory_mib", lo: 64, hi: 1 << 20, unit: "MiB", note: "the most memory an experiment's estimate may reach; default 4096"},
-	{key: "machine.nodes", lo: 2, hi: 64, note: "two nodes share a direct link, more a switch"},
+	{key: "machine.nodes", lo: 2, hi: 4096, note: "two nodes share a direct link, more a switch or a leaf-spine network"},
 	{key: "machine.cores", lo: 1, hi: 64},
 	{key: "machine.fabric_mhz", lo: 1, hi: 10_000, unit: "MHz", note: "a period that is not a whole number of picoseconds is rounded to the nearest"},
 	{key: "machine.wire.rate_mbps", lo: 1, hi: 1_000_000, unit: "Mb/s"},

@@ -63,6 +63,9 @@ func runDHTScale(b *testing.B, nodes int) scaleRow {
 	t0 := time.Now()
 	spec := machine.DefaultSpec()
 	spec.Nodes, spec.Cores = nodes, 32
+	// A send queue per process for every destination and a reliable
+	// context per peer node: state that does not grow with nodes × cores.
+	spec.Transport = machine.TransportSRD
 	e := sim.NewEngine(1)
 	c, err := aa.New(e, spec)
 	if err != nil {
