@@ -53,6 +53,7 @@ type Core struct {
 	irqHandlers []irqHandler
 	busyUntil   sim.Tick
 	rr          int             // index of the process that ran last (round-robin)
+	inPoll      bool            // a polling condition is being checked (checkPoll)
 	smp         *SMP            // the node's coherence model (nil: none)
 	smpID       int             // the core's cache in it
 	req         *pcie.Requester // tags of uncached reads (made on the first)
@@ -82,6 +83,11 @@ type Proc struct {
 	idle    bool // the last operation waits without using the core
 	daemon  bool
 	Txn     sim.Txn // the operation the process is in, for causal IDs
+
+	// A polling loop the core runs for the process (spin): the condition
+	// and the time between checks.
+	poll      func() bool
+	pollEvery sim.Tick
 
 	// An uncached read the process waits for: issued at since; the
 	// completion's data or error.
@@ -203,7 +209,13 @@ func (c *Core) Tick(now sim.Tick) bool {
 		}
 	}
 	if run != nil {
-		d, ok := run.next()
+		var d sim.Tick
+		ok := true
+		if run.poll != nil && !c.checkPoll(run) {
+			d = run.pollEvery // still false: another check, as the loop would
+		} else {
+			d, ok = run.next()
+		}
 		switch {
 		case !ok:
 			run.done = true
@@ -316,7 +328,21 @@ func (c *Core) SpawnDaemon(name string, body func(p *Proc)) *Proc {
 
 // --- costed operations, called from process code ---
 
+// checkPoll checks p's polling condition and ends the loop when it holds.
+func (c *Core) checkPoll(p *Proc) bool {
+	c.inPoll = true
+	held := p.poll()
+	c.inPoll = false
+	if held {
+		p.poll = nil
+	}
+	return held
+}
+
 func (p *Proc) wait(d sim.Tick) {
+	if p.core.inPoll {
+		panic(fmt.Sprintf("cpu: process %s: a polling condition ran a costed operation; a condition may only look", p.name))
+	}
 	if !p.yield(d) {
 		panic(fmt.Sprintf("cpu: process %s resumed after its core stopped it", p.name))
 	}
@@ -489,19 +515,24 @@ func (p *Proc) MMIORead64(addr uint64) uint64 {
 }
 
 // Poll checks cond every PollIntervalPS (each check costs a memory access)
-// until it holds.
-func (p *Proc) Poll(cond func() bool) {
-	for !cond() {
-		p.wait(p.core.spec.PollIntervalPS)
-	}
-}
+// until it holds. cond must only look (it runs on the core's edges, outside
+// the process): calling the process's costed operations in it panics.
+func (p *Proc) Poll(cond func() bool) { p.spin(cond, p.core.spec.PollIntervalPS) }
 
 // ScratchpadPoll checks cond every scratchpad access time until it holds:
 // the polling hyperthread of the SP notification mode.
-func (p *Proc) ScratchpadPoll(cond func() bool) {
-	for !cond() {
-		p.wait(p.core.spec.ScratchpadPS)
+func (p *Proc) ScratchpadPoll(cond func() bool) { p.spin(cond, p.core.spec.ScratchpadPS) }
+
+// spin is a polling loop that costs what checking cond every d costs. The
+// core checks cond itself on the edges the loop would have checked it, and
+// resumes the process only once it holds: a spinning process costs an
+// evaluation of its core per check, not two coroutine switches too.
+func (p *Proc) spin(cond func() bool, d sim.Tick) {
+	if cond() {
+		return
 	}
+	p.poll, p.pollEvery = cond, d
+	p.wait(d)
 }
 
 // Op starts a new operation of the process (a put, an insert): its
