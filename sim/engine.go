@@ -61,6 +61,7 @@ type Engine struct {
 	running []*Clock // clocks evaluated in the current time step
 
 	stopped    bool
+	solo       bool // alone in its world: Stop takes effect after the step
 	noIdleSkip bool
 	reverse    bool
 
@@ -122,8 +123,10 @@ func (e *Engine) UnitTicks() uint64 { return e.unitTicks }
 // Steps is the number of the domain's time steps that had work.
 func (e *Engine) Steps() uint64 { return e.steps }
 
-// Stop ends Run: the domain stops after its current time step, every other
-// domain at the end of the current window.
+// Stop ends Run at the end of the current window: every domain finishes
+// the window, so that where a run stops does not depend on the partitions.
+// A domain alone in its world (NewEngine's) stops after the current time
+// step.
 func (e *Engine) Stop() { e.stopped = true }
 
 // Run runs the engine's world (see World.Run): with NewEngine, this engine
@@ -340,10 +343,12 @@ func (e *Engine) Next() Tick {
 	return t
 }
 
-// runUntil runs every time step before end, unless the domain stops.
+// runUntil runs every time step before end. A domain alone in its world
+// stops as soon as Stop is called; in a world of several, every domain
+// finishes the window.
 func (e *Engine) runUntil(end Tick) {
 	e.winEnd = end
-	for !e.stopped {
+	for !e.stopped || !e.solo {
 		t := e.Next()
 		if t >= end {
 			break

@@ -178,9 +178,8 @@ func (w *World) Transactions() uint64 {
 // Windows is the number of windows run so far: the synchronisation rounds.
 func (w *World) Windows() uint64 { return w.windows }
 
-// Stop ends the run at the end of the current window. It may be called
-// from any goroutine; a block calls its own Engine's Stop instead to stop
-// its domain at once.
+// Stop ends the run at the end of the current window, as Engine.Stop does.
+// It may be called from any goroutine.
 func (w *World) Stop() { w.stopReq.Store(true) }
 
 // Lookahead is the shortest latency of the links between two different
@@ -243,7 +242,7 @@ func (w *World) Run(limit Tick) Tick {
 		}
 	}
 	for _, d := range w.doms {
-		d.stopped = false
+		d.stopped, d.solo = false, len(w.doms) == 1
 	}
 	w.stopReq.Store(false)
 	end := satAdd(limit, 1)
