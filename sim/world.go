@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -320,25 +319,23 @@ func (w *World) partition() [][]*Engine {
 	return groups
 }
 
-// barrier delivers what the links carried during the window, in link
-// order, and hands the window's value changes to the tracer. It returns the
-// earliest time of an event it scheduled.
+// barrier delivers what the links carried during the window and hands the
+// window's value changes to the tracer. It returns the earliest time of an
+// event it scheduled.
+//
+// Links deliver domain by domain, each domain's in the order it first used
+// them in the window: a fixed order, though the order cannot matter: a
+// delivery changes only its own link's state, and the events it schedules
+// carry keys (pushLink) that order them whenever they were scheduled.
 func (w *World) barrier() Tick {
-	dl := w.dirty[:0]
+	next := Never
 	for _, d := range w.doms {
-		dl = append(dl, d.linkDirty...)
-		clear(d.linkDirty)
+		for i, l := range d.linkDirty {
+			next = min(next, l.deliver())
+			d.linkDirty[i] = nil
+		}
 		d.linkDirty = d.linkDirty[:0]
 	}
-	if len(dl) > 1 {
-		slices.SortFunc(dl, func(a, b linkPort) int { return a.index() - b.index() })
-	}
-	next := Never
-	for _, l := range dl {
-		next = min(next, l.deliver())
-	}
-	clear(dl)
-	w.dirty = dl[:0]
 	if w.tr != nil && len(w.doms) > 1 {
 		w.flushTrace()
 	}

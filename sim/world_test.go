@@ -555,23 +555,27 @@ func TestPullResumesOnAnotherGoroutine(t *testing.T) {
 }
 
 // BenchmarkWorld runs 64 domains in a ring: in each, a pump feeds four
-// relays through channels, and the last relay sends over a link to the
-// next domain's drain. Events are unit evaluations.
+// relays through channels at one transaction per 1 GHz cycle, and the last
+// relay sends over a link to the next domain's drain. The link's latency is
+// the lookahead: 2 ns (two cycles per window: synchronisation dominates)
+// and 100 ns (a network hop). Events are unit evaluations.
 func BenchmarkWorld(b *testing.B) {
-	for _, parts := range []int{1, 2} {
-		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
-			var ticks uint64
-			for i := 0; i < b.N; i++ {
-				w := ring(64, parts)
-				w.Run(200 * sim.US)
-				ticks += w.UnitTicks()
-			}
-			b.ReportMetric(float64(ticks)/b.Elapsed().Seconds(), "events/s")
-		})
+	for _, lat := range []sim.Tick{2 * sim.NS, 100 * sim.NS} {
+		for _, parts := range []int{1, 2} {
+			b.Run(fmt.Sprintf("lookahead=%v/partitions=%d", lat, parts), func(b *testing.B) {
+				var ticks uint64
+				for i := 0; i < b.N; i++ {
+					w := ring(64, parts, lat)
+					w.Run(200 * sim.US)
+					ticks += w.UnitTicks()
+				}
+				b.ReportMetric(float64(ticks)/b.Elapsed().Seconds(), "events/s")
+			})
+		}
 	}
 }
 
-func ring(n, parts int) *sim.World {
+func ring(n, parts int, lat sim.Tick) *sim.World {
 	w := sim.NewWorld(1, sim.Partitions(parts))
 	var drains []*sim.Unit
 	var ds []*txnDrain
@@ -597,7 +601,8 @@ func ring(n, parts int) *sim.World {
 	}
 	for d := 0; d < n; d++ {
 		du := drains[(d+1)%n]
-		ch := sim.NewLink[sim.Txn](lasts[d], du, fmt.Sprintf("link%d", d), 8, 2*sim.NS)
+		depth := int(2*lat/sim.NS) + 2 // credits for a round trip: full rate
+		ch := sim.NewLink[sim.Txn](lasts[d], du, fmt.Sprintf("link%d", d), depth, lat)
 		*outs[d] = ch
 		ds[(d+1)%n].in = ch
 	}
