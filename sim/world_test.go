@@ -279,9 +279,9 @@ func firstDiff(a, b string) string {
 // byte: what every block received and when, the statistics, the trace
 // stream and the transaction log.
 func TestWorldPartitionsAndWindowsAgree(t *testing.T) {
-	seeds := 60
+	seeds := 250 // about 3 s; -worldseeds=N for more
 	if testing.Short() {
-		seeds = 15
+		seeds = 30
 	}
 	if *worldSeeds > 0 {
 		seeds = *worldSeeds
