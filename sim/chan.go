@@ -30,6 +30,11 @@ type Chan[T any] struct {
 	prod, cons *Unit
 	onRecv     func(v *T)
 
+	// special is set on a channel with lanes or in link mode: the one
+	// branch the plain channel's Ready, Send and Recv pay for both.
+	special bool
+	lk      *link[T] // link mode (NewLink): the two sides' state
+
 	// A channel with lanes (NewLanedChan) keeps its transactions in one
 	// FIFO per lane; n counts them all, and buf, vis and head are those of
 	// the lane whose head arrived first (oldest), so that Valid and Peek
@@ -82,6 +87,10 @@ func NewChan[T any](prod, cons *Unit, name string, depth int, opts ...ChanOption
 	}
 	e := prod.eng
 	if cons.eng != e {
+		if cons.eng.w == e.w {
+			panic(fmt.Sprintf("sim: channel %s joins units of domains %s and %s: only a link (NewLink) may cross domains",
+				name, e.label(), cons.eng.label()))
+		}
 		panic(fmt.Sprintf("sim: channel %s joins units of two engines", name))
 	}
 	e.claim(name)
@@ -137,8 +146,14 @@ func (c *Chan[T]) Name() string { return c.name }
 // Depth is the FIFO capacity.
 func (c *Chan[T]) Depth() int { return c.depth }
 
-// Len is the number of items in the FIFO, visible or not.
-func (c *Chan[T]) Len() int { return c.n }
+// Len is the number of items in the FIFO, visible or not. On a link it is
+// the number the consumer sees now (see NewLink).
+func (c *Chan[T]) Len() int {
+	if c.lk != nil {
+		return c.lk.visible()
+	}
+	return c.n
+}
 
 func (c *Chan[T]) occupancyForProducer() int {
 	if c.lastPop == c.eng.now {
@@ -150,7 +165,10 @@ func (c *Chan[T]) occupancyForProducer() int {
 // Ready reports whether the producer may Send in this cycle. A channel with
 // lanes is ready when every lane has room (ReadyFor asks about one).
 func (c *Chan[T]) Ready() bool {
-	if c.lanes != nil {
+	if c.special {
+		if c.lk != nil {
+			return c.lk.ready()
+		}
 		return c.readyAll()
 	}
 	if c.occupancyForProducer() < c.depth {
@@ -171,7 +189,11 @@ func (c *Chan[T]) Ready() bool {
 // Send pushes v. Sending on a channel that is not Ready is a programming error
 // in the block and panics.
 func (c *Chan[T]) Send(v T) {
-	if c.lanes != nil {
+	if c.special {
+		if c.lk != nil {
+			c.lk.send(v)
+			return
+		}
 		c.sendLane(v)
 		return
 	}
@@ -197,8 +219,15 @@ func (c *Chan[T]) Send(v T) {
 
 // OnRecv registers f to run when the consumer takes a transaction: the
 // producer side's way to see its receive buffer drain (a PCIe link returns
-// flow-control credits this way).
-func (c *Chan[T]) OnRecv(f func(v *T)) { c.onRecv = f }
+// flow-control credits this way). A link between two domains refuses it: f
+// would run in the consumer's domain; the producer learns of a Recv
+// through Ready, a link latency later.
+func (c *Chan[T]) OnRecv(f func(v *T)) {
+	if c.lk != nil && c.lk.cross {
+		panic(fmt.Sprintf("sim: link %s crosses domains: OnRecv would run in the consumer's domain (the producer sees freed space through Ready)", c.name))
+	}
+	c.onRecv = f
+}
 
 // Valid reports whether the consumer has a transaction at the head (of a
 // channel with lanes: the oldest of the lanes' heads).
@@ -215,7 +244,10 @@ func (c *Chan[T]) Peek() *T {
 
 // Recv takes the head transaction. Receiving when not Valid panics.
 func (c *Chan[T]) Recv() T {
-	if c.lanes != nil {
+	if c.special {
+		if c.lk != nil {
+			return c.lk.recv()
+		}
 		return c.RecvLane(c.oldest)
 	}
 	if !c.Valid() {

@@ -19,26 +19,41 @@ type BlockFunc func(now Tick) bool
 // Tick calls f.
 func (f BlockFunc) Tick(now Tick) bool { return f(now) }
 
-// Option configures an Engine.
-type Option func(*Engine)
+// Option configures a World and its domains (and so an Engine made with
+// NewEngine, a world of one domain).
+type Option func(*config)
+
+type config struct {
+	noIdleSkip bool
+	reverse    bool
+	partitions int
+}
 
 // NoIdleSkip evaluates every unit on every edge of its clock, as a naive
 // cycle-by-cycle simulator would. It exists to check idle skipping against.
-func NoIdleSkip() Option { return func(e *Engine) { e.noIdleSkip = true } }
+func NoIdleSkip() Option { return func(c *config) { c.noIdleSkip = true } }
 
 // ReverseOrder evaluates the units of a time step in reverse order. Results
 // must not change; tests use it to prove that.
-func ReverseOrder() Option { return func(e *Engine) { e.reverse = true } }
+func ReverseOrder() Option { return func(c *config) { c.reverse = true } }
 
-// Engine runs one simulation on one goroutine. Parallelism in aaemu means
-// many independent engines (seeds, sweep points), never one engine on many
-// threads, so that same-time events always run in the same order.
+// Engine is one domain of a World: a scheduler with its own time, clocks,
+// units, timers, registers and transaction IDs, run by one goroutine at a
+// time. Everything global (the seed, the names, the statistics, the signals
+// and the tracer) belongs to the World and is shared by its domains.
+//
+// NewEngine makes a world with a single domain and returns that domain; it
+// runs as an Engine always has, on the calling goroutine, with the same
+// results.
 type Engine struct {
+	w     *World
+	index int    // position in the world's domains
+	dname string // the domain's name ("" for NewEngine's)
+
 	seed  uint64
 	now   Tick
 	clks  []*Clock
 	units []*Unit
-	names map[string]bool
 
 	timers  timerHeap
 	timerSq uint64
@@ -46,52 +61,81 @@ type Engine struct {
 	running []*Clock // clocks evaluated in the current time step
 
 	stopped    bool
+	solo       bool // alone in its world: Stop takes effect after the step
 	noIdleSkip bool
 	reverse    bool
 
+	txnBase TxnID // the domain's ID space: IDs are txnBase+1, txnBase+2, …
 	lastTxn TxnID
 	txnLog  []TxnRecord
 
 	stats *Stats
-	tr    Tracer
-	sigs  []*signal
+	tr    Tracer    // the world's tracer, or tbuf in a world of several domains
+	tbuf  *traceBuf // value changes of the current window
+
+	winEnd    Tick       // the end of the window being run (exclusive)
+	linkDirty []linkPort // links with items or credits to deliver at the barrier
 
 	steps     uint64 // time steps with work
 	unitTicks uint64 // Block.Tick calls
 }
 
-// NewEngine creates an engine whose random generators all derive from seed.
+// NewEngine creates a world of one domain whose random generators all
+// derive from seed, and returns that domain.
 func NewEngine(seed uint64, opts ...Option) *Engine {
-	e := &Engine{seed: seed, names: map[string]bool{}, stats: newStats()}
-	for _, o := range opts {
-		o(e)
-	}
-	return e
+	return NewWorld(seed, opts...).domain("")
 }
+
+// label names the domain in messages.
+func (e *Engine) label() string {
+	if e.dname == "" {
+		return fmt.Sprintf("#%d", e.index)
+	}
+	return e.dname
+}
+
+// World is the world the engine is a domain of.
+func (e *Engine) World() *World { return e.w }
+
+// Index is the domain's position in its world (0 for NewEngine's).
+func (e *Engine) Index() int { return e.index }
+
+// DomainName is the name the domain was created with ("" for NewEngine's).
+func (e *Engine) DomainName() string { return e.dname }
 
 // Seed is the root seed of the run.
 func (e *Engine) Seed() uint64 { return e.seed }
 
-// Now is the current simulated time.
+// Now is the domain's current simulated time: the time of its latest step.
 func (e *Engine) Now() Tick { return e.now }
 
-// Stats is the run's statistics registry.
+// Stats is the run's statistics registry, shared by every domain of the
+// world.
 func (e *Engine) Stats() *Stats { return e.stats }
 
-// Clocks lists the clock domains in creation order.
+// Clocks lists the domain's clocks in creation order.
 func (e *Engine) Clocks() []*Clock { return e.clks }
 
-// UnitTicks is the number of Block.Tick calls so far: the work actually done.
+// UnitTicks is the number of Block.Tick calls of the domain so far: the
+// work actually done.
 func (e *Engine) UnitTicks() uint64 { return e.unitTicks }
 
-// Steps is the number of time steps that had work.
+// Steps is the number of the domain's time steps that had work.
 func (e *Engine) Steps() uint64 { return e.steps }
 
-// Stop ends Run after the current time step.
+// Stop ends Run at the end of the current window: every domain finishes
+// the window, so that where a run stops does not depend on the partitions.
+// A domain alone in its world (NewEngine's) stops after the current time
+// step.
 func (e *Engine) Stop() { e.stopped = true }
 
+// Run runs the engine's world (see World.Run): with NewEngine, this engine
+// alone, until nothing is left to do, Stop is called, or the next time step
+// would lie beyond limit. It returns the time it stopped at.
+func (e *Engine) Run(limit Tick) Tick { return e.w.Run(limit) }
+
 // Rand returns a generator for the component called name, derived from the
-// engine's seed, so that adding a component never changes another's stream.
+// world's seed, so that adding a component never changes another's stream.
 func (e *Engine) Rand(name string) *Rand { return NewRand(e.seed, name) }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?)*$`)
@@ -105,20 +149,13 @@ func CheckName(name string) error {
 	return nil
 }
 
-func (e *Engine) claim(name string) {
-	if err := CheckName(name); err != nil {
-		panic(err)
-	}
-	if e.names[name] {
-		panic(fmt.Sprintf("sim: name %q declared twice", name))
-	}
-	e.names[name] = true
-}
+func (e *Engine) claim(name string) { e.w.claim(name) }
 
 // Clock is a clock domain: rising edges at Phase + k·Period.
 type Clock struct {
 	eng    *Engine
 	name   string
+	path   string // the name qualified by the domain's: how reports show it
 	period Tick
 	phase  Tick
 
@@ -131,22 +168,35 @@ type Clock struct {
 }
 
 // NewClock adds a clock domain with the given period and phase (the time of
-// its first edge, which must be below the period).
+// its first edge, which must be below the period). Clock names are the
+// domain's own: every domain of a world may have a clock called
+// "clk_fabric"; reports show it as "<domain>.clk_fabric" (Clock.Path).
 func (e *Engine) NewClock(name string, period, phase Tick) *Clock {
-	e.claim(name)
+	path := name
+	if e.dname != "" {
+		path = e.dname + "." + name
+	}
+	e.claim(path)
 	if period == 0 {
 		panic(fmt.Sprintf("sim: clock %s: period must be positive", name))
 	}
 	if phase >= period {
 		panic(fmt.Sprintf("sim: clock %s: phase %v must be below the period %v", name, phase, period))
 	}
-	c := &Clock{eng: e, name: name, period: period, phase: phase, lastEdge: phase}
+	c := &Clock{eng: e, name: name, path: path, period: period, phase: phase, lastEdge: phase}
 	e.clks = append(e.clks, c)
 	return c
 }
 
 // Name of the clock domain.
 func (c *Clock) Name() string { return c.name }
+
+// Path is the clock's name qualified by its domain's ("node3.clk_fabric"),
+// or its name in a domain without a name (NewEngine's).
+func (c *Clock) Path() string { return c.path }
+
+// Engine is the domain the clock belongs to.
+func (c *Clock) Engine() *Engine { return c.eng }
 
 // Period of the clock.
 func (c *Clock) Period() Tick { return c.period }
@@ -293,18 +343,18 @@ func (e *Engine) Next() Tick {
 	return t
 }
 
-// Run simulates until nothing is left to do, Stop is called, or the next
-// time step would lie beyond limit. It returns the time it stopped at.
-func (e *Engine) Run(limit Tick) Tick {
-	e.stopped = false
-	for !e.stopped {
+// runUntil runs every time step before end. A domain alone in its world
+// stops as soon as Stop is called; in a world of several, every domain
+// finishes the window.
+func (e *Engine) runUntil(end Tick) {
+	e.winEnd = end
+	for !e.stopped || !e.solo {
 		t := e.Next()
-		if t == Never || t > limit {
+		if t >= end {
 			break
 		}
 		e.step(t)
 	}
-	return e.now
 }
 
 func (e *Engine) step(t Tick) {
@@ -367,9 +417,20 @@ func (e *Engine) step(t Tick) {
 
 type timer struct {
 	at  Tick
-	seq uint64
+	seq uint64 // insertion order; a link's events have keys above linkSeqBase
 	u   *Unit  // unit to wake, or
 	fn  func() // trace update (tracing only)
+}
+
+// pushLink schedules a link's event at time at: waking u, or running fn (a
+// trace update). Its key seq places it after every other timer of the same
+// time and orders the links' events by link, item and kind, whenever they
+// were pushed: at a barrier or at once, within a short window or a long
+// one. That is what keeps a domain's evaluation order independent of
+// the windows. Unlike WakeAt it leaves u.timerAt alone, so it never hides a
+// timer of the unit's own.
+func (e *Engine) pushLink(at Tick, seq uint64, u *Unit, fn func()) {
+	e.timers.push(timer{at: at, seq: seq, u: u, fn: fn})
 }
 
 // timerHeap is a binary min-heap on (at, seq): time ties break by insertion

@@ -42,6 +42,7 @@ func NewLanedChan[T any](prod, cons *Unit, name string, depths []int, laneOf fun
 		panic(fmt.Sprintf("sim: channel %s: no lanes", name))
 	}
 	c := NewChan[T](prod, cons, name, total, opts...)
+	c.special = true
 	c.laneOf = laneOf
 	c.lanes = make([]lane[T], len(depths))
 	for i, d := range depths {

@@ -93,11 +93,25 @@ type HostSpeed struct {
 	UnitEvaluationsNS float64 `json:"ns_per_unit_evaluation"`
 }
 
-// TotalCycles is the number of clock cycles elapsed in all domains up to now.
-func (e *Engine) TotalCycles() uint64 {
+// TotalCycles is the number of clock cycles elapsed in the domain's clocks
+// up to the world's time (World.Now).
+func (e *Engine) TotalCycles() uint64 { return e.cycles(e.w.Now()) }
+
+func (e *Engine) cycles(now Tick) uint64 {
 	var n uint64
 	for _, c := range e.clks {
-		n += c.Cycles(e.now)
+		n += c.Cycles(now)
+	}
+	return n
+}
+
+// TotalCycles is the number of clock cycles elapsed in all clocks of all
+// domains up to now.
+func (w *World) TotalCycles() uint64 {
+	now := w.Now()
+	var n uint64
+	for _, d := range w.doms {
+		n += d.cycles(now)
 	}
 	return n
 }
@@ -109,16 +123,25 @@ type Snapshot struct {
 	Stats      map[string]statEntry `json:"stats"`
 }
 
-// Snapshot takes the engine's statistics now.
-func (e *Engine) Snapshot() Snapshot {
+// Snapshot takes the statistics of the engine's world now (World.Snapshot).
+func (e *Engine) Snapshot() Snapshot { return e.w.Snapshot() }
+
+// Snapshot takes the world's statistics now: the end time is the world's
+// time, the counts (transactions, time steps, unit evaluations, cycles) are
+// sums over the domains, and the clocks are listed domain by domain, each
+// under its Path. It is the same for any number of partitions.
+func (w *World) Snapshot() Snapshot {
 	s := Snapshot{Stats: map[string]statEntry{}}
-	s.Simulation = simSummary{EndTimePS: uint64(e.now), Transactions: e.Transactions(), TimeSteps: e.steps,
-		UnitEvaluations: e.unitTicks, Cycles: e.TotalCycles()}
-	for _, c := range e.clks {
-		s.Simulation.Clocks = append(s.Simulation.Clocks, clockSummary{Name: c.name, PeriodPS: uint64(c.period),
-			PhasePS: uint64(c.phase), Cycles: c.Cycles(e.now), EdgesEvaluated: c.edges})
+	now := w.Now()
+	s.Simulation = simSummary{EndTimePS: uint64(now), Transactions: w.Transactions(), TimeSteps: w.Steps(),
+		UnitEvaluations: w.UnitTicks(), Cycles: w.TotalCycles()}
+	for _, d := range w.doms {
+		for _, c := range d.clks {
+			s.Simulation.Clocks = append(s.Simulation.Clocks, clockSummary{Name: c.path, PeriodPS: uint64(c.period),
+				PhasePS: uint64(c.phase), Cycles: c.Cycles(now), EdgesEvaluated: c.edges})
+		}
 	}
-	for _, st := range e.stats.All() {
+	for _, st := range w.stats.All() {
 		ent := statEntry{Unit: st.Unit(), Desc: st.Desc()}
 		switch s := st.(type) {
 		case *Counter:
@@ -143,40 +166,48 @@ func (e *Engine) Snapshot() Snapshot {
 	return s
 }
 
+// HostSpeed is the host's speed over a simulation of the engine's world.
+func (e *Engine) HostSpeed(wallTime time.Duration) *HostSpeed { return e.w.HostSpeed(wallTime) }
+
 // HostSpeed is the host's speed over a simulation that took wall time.
-func (e *Engine) HostSpeed(wallTime time.Duration) *HostSpeed {
+func (w *World) HostSpeed(wallTime time.Duration) *HostSpeed {
 	wall := wallTime.Seconds()
 	if wall <= 0 {
 		wall = math.SmallestNonzeroFloat64
 	}
 	h := &HostSpeed{WallSeconds: wallTime.Seconds(), GoVersion: runtime.Version(),
 		Platform: runtime.GOOS + "/" + runtime.GOARCH, CPUs: runtime.NumCPU(), PeakRSSBytes: peakRSS()}
-	cycles := e.TotalCycles()
-	h.SimPSPerWallS = float64(e.now) / wall
+	now, ticks := w.Now(), w.UnitTicks()
+	cycles := w.TotalCycles()
+	h.SimPSPerWallS = float64(now) / wall
 	h.CyclesPerSecond = float64(cycles) / wall
-	h.EvalsPerSecond = float64(e.unitTicks) / wall
-	h.TxnPerSecond = float64(e.Transactions()) / wall
-	h.SimulatedSeconds = float64(e.now) / 1e12
+	h.EvalsPerSecond = float64(ticks) / wall
+	h.TxnPerSecond = float64(w.Transactions()) / wall
+	h.SimulatedSeconds = float64(now) / 1e12
 	if h.SimulatedSeconds > 0 {
 		h.SlowdownVsRealHW = wall / h.SimulatedSeconds
 	}
-	if e.unitTicks > 0 {
-		h.UnitEvaluationsNS = wall * 1e9 / float64(e.unitTicks)
+	if ticks > 0 {
+		h.UnitEvaluationsNS = wall * 1e9 / float64(ticks)
 	}
 	return h
 }
 
+// WriteStatsJSON writes the statistics file of the engine's world
+// (World.WriteStatsJSON).
+func (e *Engine) WriteStatsJSON(w io.Writer, info RunInfo) error { return e.w.WriteStatsJSON(w, info) }
+
 // WriteStatsJSON writes the statistics file: values with their units and
 // descriptions, the configuration, the seed, the version and, optionally, the
 // host's speed. Keys are sorted, so the file is deterministic without Host.
-func (e *Engine) WriteStatsJSON(w io.Writer, info RunInfo) error {
-	snap := e.Snapshot()
+func (w *World) WriteStatsJSON(out io.Writer, info RunInfo) error {
+	snap := w.Snapshot()
 	f := statsFile{Format: "aaemu-stats", FormatVersion: StatsFormatVersion, AaemuVersion: info.Version,
-		Seed: e.seed, Config: info.Config, Simulation: snap.Simulation, Stats: snap.Stats, Results: info.Results}
+		Seed: w.seed, Config: info.Config, Simulation: snap.Simulation, Stats: snap.Stats, Results: info.Results}
 	if info.Host {
-		f.Host = e.HostSpeed(info.Wall)
+		f.Host = w.HostSpeed(info.Wall)
 	}
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(f)
 }

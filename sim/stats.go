@@ -4,11 +4,19 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 )
 
 // Stats is a registry of named statistics. Blocks declare each statistic
 // once, with a unit and a one-line description; the run writes them all.
+//
+// One registry serves every domain of a world, and domains may declare
+// statistics while they run (StatsOnUse), so the registry itself is safe for
+// concurrent use. A statistic's value is not: each counter or histogram
+// must be updated by the blocks of one domain only (a link's transfers
+// count in the consumer's domain, its stalls in the producer's).
 type Stats struct {
+	mu     sync.Mutex
 	byName map[string]Stat
 	order  []Stat
 }
@@ -33,6 +41,8 @@ func (s *Stats) add(st Stat) {
 	if err := CheckName(name); err != nil {
 		panic(err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if _, dup := s.byName[name]; dup {
 		panic(fmt.Sprintf("sim: statistic %q declared twice", name))
 	}
@@ -129,13 +139,17 @@ func (h *Histogram) Mean() float64 {
 
 // Get returns the statistic called name.
 func (s *Stats) Get(name string) (Stat, bool) {
+	s.mu.Lock()
 	st, ok := s.byName[name]
+	s.mu.Unlock()
 	return st, ok
 }
 
 // All returns the statistics sorted by name.
 func (s *Stats) All() []Stat {
+	s.mu.Lock()
 	out := append([]Stat(nil), s.order...)
+	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
 }

@@ -22,6 +22,7 @@ type Tracer interface {
 
 // signal is one traced value inside the kernel.
 type signal struct {
+	eng   *Engine // the domain whose blocks change it
 	path  string
 	width int
 	id    int
@@ -38,26 +39,13 @@ func (e *Engine) declare(path string, width int, get func() (uint64, bool)) *sig
 	if width < 1 || width > 64 {
 		panic(fmt.Sprintf("sim: signal %s: width %d out of 1..64", path, width))
 	}
-	s := &signal{path: path, width: width, get: get}
-	e.sigs = append(e.sigs, s)
+	s := &signal{eng: e, path: path, width: width, get: get}
+	e.w.addSignal(s)
 	return s
 }
 
-// AttachTracer connects a tracer: every declared signal is offered to it,
-// and the current value of each accepted one is recorded at the current time.
-func (e *Engine) AttachTracer(tr Tracer) {
-	e.tr = tr
-	for _, s := range e.sigs {
-		s.id, s.on = tr.Declare(s.path, s.width)
-	}
-	// All declarations come first: a VCD header closes at the first value.
-	for _, s := range e.sigs {
-		if s.on {
-			v, known := s.get()
-			e.set(s, v, known)
-		}
-	}
-}
+// AttachTracer connects a tracer to the engine's world (World.AttachTracer).
+func (e *Engine) AttachTracer(tr Tracer) { e.w.AttachTracer(tr) }
 
 // Tracing reports whether a tracer is attached.
 func (e *Engine) Tracing() bool { return e.tr != nil }

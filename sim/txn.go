@@ -2,7 +2,19 @@ package sim
 
 // TxnID identifies one transaction (a TLP, a frame, a CPU call) for the whole
 // run. Zero means "none": a transaction with Cause 0 was started by a workload.
+//
+// Each domain of a world allocates from its own space: the domain's index
+// in the top bits (TxnDomainShift), a count from 1 in the others. Domain 0
+// (NewEngine's only domain) allocates 1, 2, 3, …; domain 1 allocates
+// 1<<48+1, …. An ID therefore depends on the domain and on the order of
+// allocations inside it, never on how domains are spread over goroutines.
 type TxnID uint64
+
+// TxnDomainShift is the bit position of the domain index in a TxnID.
+const TxnDomainShift = 48
+
+// Domain is the index of the domain that allocated the ID.
+func (id TxnID) Domain() int { return int(id >> TxnDomainShift) }
 
 // Txn is the causal identity that every transaction type embeds: its own ID
 // and the ID of the transaction that caused it. Following Cause links walks
@@ -54,11 +66,14 @@ func (e *Engine) NewOp(kind, by string) Txn {
 	return t
 }
 
-// Transactions returns how many transactions have been allocated.
-func (e *Engine) Transactions() uint64 { return uint64(e.lastTxn) }
+// Transactions returns how many transactions the domain has allocated.
+func (e *Engine) Transactions() uint64 { return uint64(e.lastTxn - e.txnBase) }
 
-// EnableTxnLog starts recording every transaction allocated from now on.
-func (e *Engine) EnableTxnLog() {
+// EnableTxnLog starts recording every transaction allocated from now on, in
+// every domain of the engine's world.
+func (e *Engine) EnableTxnLog() { e.w.EnableTxnLog() }
+
+func (e *Engine) enableTxnLog() {
 	if e.txnLog == nil {
 		e.txnLog = make([]TxnRecord, 0, 1024)
 	}
@@ -69,24 +84,17 @@ func (e *Engine) EnableTxnLog() {
 // check it first.
 func (e *Engine) TxnLogEnabled() bool { return e.txnLog != nil }
 
-// TxnLog returns the recorded transactions in allocation order.
-func (e *Engine) TxnLog() []TxnRecord { return e.txnLog }
+// TxnLog returns the recorded transactions of the whole world (see
+// World.TxnLog): with one domain, in allocation order.
+func (e *Engine) TxnLog() []TxnRecord { return e.w.TxnLog() }
+
+// DomainTxnLog returns the transactions the domain recorded, in allocation
+// order.
+func (e *Engine) DomainTxnLog() []TxnRecord { return e.txnLog }
 
 // Lineage returns the chain of recorded transactions from id back to the
-// transaction that started it (id first). IDs are allocated densely, so the
-// log is indexed directly when it was enabled from the start.
-func (e *Engine) Lineage(id TxnID) []TxnRecord {
-	var out []TxnRecord
-	for id != 0 {
-		r, ok := e.findTxn(id)
-		if !ok {
-			break
-		}
-		out = append(out, r)
-		id = r.Cause
-	}
-	return out
-}
+// transaction that started it (id first), across the domains of the world.
+func (e *Engine) Lineage(id TxnID) []TxnRecord { return e.w.Lineage(id) }
 
 func (e *Engine) findTxn(id TxnID) (TxnRecord, bool) {
 	log := e.txnLog
