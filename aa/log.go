@@ -131,7 +131,7 @@ func (l *Log) drain(c *Ctx) {
 			p.Read(l.Base+l.head%l.Size+record.HeaderSize, r.Data)
 		}
 		if h.Kind != record.Pad {
-			c.P.Txn = c.N.Cluster().Eng.NewTxn(l.n.IOMMU.RecordTxn(l.IUID, h.Seq), "handler."+h.Kind.String(), c.P.Name())
+			c.P.Txn = c.N.Eng.NewTxn(l.n.IOMMU.RecordTxn(l.IUID, h.Seq), "handler."+h.Kind.String(), c.P.Name())
 			l.handler(c, r)
 			l.Processed++
 		}

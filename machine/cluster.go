@@ -100,7 +100,13 @@ const (
 
 // Node is one machine of the cluster.
 type Node struct {
-	ID         int
+	ID int
+	// Eng is the node's domain of the simulation: everything of the node
+	// runs there, with clocks of its own, and talks to the network only
+	// through its wires' links, so that nodes run in parallel (partitions).
+	Eng        *sim.Engine
+	Fabric     *sim.Clock // the node's fabric clock: IOMMU, memory controller, NIC, PCIe
+	CPUClk     *sim.Clock // its cores' clock
 	c          *Cluster
 	Mem        *memory.Store
 	IOMMU      *iommu.IOMMU
@@ -122,15 +128,18 @@ type Node struct {
 
 // Cluster is the whole machine.
 type Cluster struct {
-	Eng      *sim.Engine
+	Eng      *sim.Engine // the network's domain (the nodes have their own)
 	Spec     Spec
-	Fabric   *sim.Clock
-	CPUClk   *sim.Clock
+	Fabric   *sim.Clock // the network's clock: switches, and the wires they send on
+	fabricPS sim.Tick
 	Nodes    []*Node
 	Wires    []*nic.Wire
 	Switch   *nic.Switch   // the star's switch
 	Switches []*nic.Switch // every switch of the network (leaves, then spines)
 	onStop   []func()      // what Run calls when it ends (the systems' consumers)
+	// partitions asked for (SetPartitions) and why it must be one (Serial).
+	partitions int
+	serial     string
 }
 
 // New builds a cluster on engine e.
@@ -152,7 +161,7 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fabric_mhz: %w", err)
 	}
-	c := &Cluster{Eng: e, Spec: s, Fabric: e.NewClock("clk_fabric", fabric, 0), CPUClk: e.NewClock("clk_cpu", s.CPU.PeriodPS, 0)}
+	c := &Cluster{Eng: e, Spec: s, Fabric: e.NewClock("clk_fabric", fabric, 0), fabricPS: fabric}
 	for i := 0; i < s.Nodes; i++ {
 		n, err := c.newNode(i)
 		if err != nil {
@@ -205,7 +214,7 @@ func (c *Cluster) network() error {
 	if s.Nodes == 2 {
 		for i := 0; i < 2; i++ {
 			a, b := c.Nodes[i], c.Nodes[1-i]
-			w, err := nic.NewWire(c.Fabric, fmt.Sprintf("net.wire%d%d", i, 1-i), s.Wire, a.NIC.Unit(), b.NIC.Unit())
+			w, err := nic.NewWire(a.Fabric, fmt.Sprintf("net.wire%d%d", i, 1-i), s.Wire, a.NIC.Unit(), b.NIC.Unit())
 			if err != nil {
 				return err
 			}
@@ -222,7 +231,7 @@ func (c *Cluster) network() error {
 	c.Switch = sw
 	c.Switches = []*nic.Switch{sw}
 	for _, n := range c.Nodes {
-		up, err := nic.NewWire(c.Fabric, fmt.Sprintf("net.up%d", n.ID), s.Wire, n.NIC.Unit(), sw.Unit())
+		up, err := nic.NewWire(n.Fabric, fmt.Sprintf("net.up%d", n.ID), s.Wire, n.NIC.Unit(), sw.Unit())
 		if err != nil {
 			return err
 		}
@@ -255,7 +264,7 @@ func (c *Cluster) leafSpine() error {
 		spines = 0 // every node on one leaf: nothing goes up
 	}
 	wire := func(name string, from, to *sim.Unit) (*nic.Wire, error) {
-		w, err := nic.NewWire(c.Fabric, name, s.Wire, from, to)
+		w, err := nic.NewWire(from.Clock(), name, s.Wire, from, to) // in the sender's domain
 		if err == nil {
 			c.Wires = append(c.Wires, w)
 		}
@@ -335,25 +344,28 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 	s := c.Spec
 	p := fmt.Sprintf("node%d.", id)
 	n := &Node{ID: id, c: c, Mem: memory.NewStore(), heap: heapBase, qps: map[int][]*QP{}}
+	n.Eng = c.Eng.World().Domain(fmt.Sprintf("node%d", id))
+	n.Fabric = n.Eng.NewClock("clk_fabric", c.fabricPS, 0)
+	n.CPUClk = n.Eng.NewClock("clk_cpu", s.CPU.PeriodPS, 0)
 	var err error
-	if n.IOMMU, err = iommu.New(c.Fabric, p+"iommu", s.IOMMU, n.Mem); err != nil {
+	if n.IOMMU, err = iommu.New(n.Fabric, p+"iommu", s.IOMMU, n.Mem); err != nil {
 		return nil, err
 	}
-	if n.MC, err = memory.NewController(c.Fabric, p+"mem", s.Memory, n.Mem, n.IOMMU.Unit(), n.IOMMU.Unit()); err != nil {
+	if n.MC, err = memory.NewController(n.Fabric, p+"mem", s.Memory, n.Mem, n.IOMMU.Unit(), n.IOMMU.Unit()); err != nil {
 		return nil, err
 	}
 	n.IOMMU.ConnectMemory(n.MC.In, n.MC.Cpl)
 	ns := s.NIC
 	ns.ID, ns.Node, ns.Index, ns.BAR = tlp.NewID(1, 0, 0), id, 0, BARBase
-	if n.NIC, err = nic.NewNIC(c.Fabric, p+"nic0", ns); err != nil {
+	if n.NIC, err = nic.NewNIC(n.Fabric, p+"nic0", ns); err != nil {
 		return nil, err
 	}
-	if n.Up, err = pcie.NewDir(c.Fabric, p+"pcie0.up", s.PCIe, n.NIC.Unit(), n.IOMMU.Unit()); err != nil {
+	if n.Up, err = pcie.NewDir(n.Fabric, p+"pcie0.up", s.PCIe, n.NIC.Unit(), n.IOMMU.Unit()); err != nil {
 		return nil, err
 	}
 	var down, nicIn *sim.Chan[pcie.Packet]
 	if s.PCIeDown {
-		if n.Down, err = pcie.NewDir(c.Fabric, p+"pcie0.down", s.PCIe, n.IOMMU.Unit(), n.NIC.Unit()); err != nil {
+		if n.Down, err = pcie.NewDir(n.Fabric, p+"pcie0.down", s.PCIe, n.IOMMU.Unit(), n.NIC.Unit()); err != nil {
 			return nil, err
 		}
 		pcie.Pair(n.Up, n.Down)
@@ -372,7 +384,7 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 	// Every core has its own MMIO path into the root complex, and its own
 	// path back for the completions of its uncached reads.
 	for k := 0; k < s.Cores; k++ {
-		core := cpu.NewCore(c.CPUClk, fmt.Sprintf("%scpu%d", p, k), s.CPU, n.Mem)
+		core := cpu.NewCore(n.CPUClk, fmt.Sprintf("%scpu%d", p, k), s.CPU, n.Mem)
 		core.SetRequesterID(CoreID(k))
 		core.Host = sim.NewChan[pcie.Packet](core.Unit(), n.IOMMU.Unit(), fmt.Sprintf("%scpu%d.mmio", p, k), 4)
 		core.Cpl = sim.NewChan[pcie.Packet](n.IOMMU.Unit(), core.Unit(), fmt.Sprintf("%scpu%d.mmio_cpl", p, k), 2, sim.StatsOnUse())
@@ -380,7 +392,7 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 		n.IOMMU.ConnectHostCompletions(CoreID(k), core.Cpl)
 		n.Cores = append(n.Cores, core)
 	}
-	n.Poller = cpu.NewCore(c.CPUClk, p+"cpu_poll", s.CPU, n.Mem)
+	n.Poller = cpu.NewCore(n.CPUClk, p+"cpu_poll", s.CPU, n.Mem)
 	if err := n.smp(); err != nil {
 		return nil, err
 	}
@@ -392,7 +404,7 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 	irq := sim.NewChan[pcie.Packet](n.IOMMU.Unit(), n.Cores[0].Unit(), p+"irq", 8)
 	n.IOMMU.Irq = irq
 	n.Cores[0].Irq = irq
-	n.SP = scratchpad.New(c.CPUClk, p+"scratchpad", 64, n.IOMMU.Unit())
+	n.SP = scratchpad.New(n.CPUClk, p+"scratchpad", 64, n.IOMMU.Unit())
 	n.IOMMU.SP = n.SP.In
 	return n, nil
 }
@@ -405,7 +417,7 @@ func (n *Node) smp() error {
 		return nil
 	}
 	var err error
-	if n.SMP, err = cpu.NewSMP(n.c.Eng, fmt.Sprintf("node%d.smp", n.ID), *s); err != nil {
+	if n.SMP, err = cpu.NewSMP(n.Eng, fmt.Sprintf("node%d.smp", n.ID), *s); err != nil {
 		return fmt.Errorf("smp: %w", err)
 	}
 	for _, core := range n.Cores {

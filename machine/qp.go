@@ -140,23 +140,61 @@ func (c *Cluster) rings(a *Node, h *QP) error {
 }
 
 // Run simulates until done returns true (checked every slice of simulated
-// time) or limit passes, then calls what OnStop registered.
+// time, when every node has reached it) or limit passes, then calls what
+// OnStop registered. The nodes run on Partitions goroutines.
 func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
 	const slice = 5 * sim.US
-	for c.Eng.Now() < limit {
-		before := c.Eng.Now()
+	w := c.Eng.World()
+	for w.Now() < limit {
+		before := w.Now()
 		until := min(before+slice, limit)
-		if next := c.Eng.Next(); next > until && next <= limit {
+		if next := w.Next(); next > until && next <= limit {
 			until = next // a long wait with nothing else to do (a computation)
 		}
-		if c.Eng.Run(until) == before || done() {
+		if w.Run(until) == before || done() {
 			break // done, or nothing left to happen
 		}
 	}
 	for _, f := range c.onStop {
 		f()
 	}
-	return c.Eng.Now()
+	return w.Now()
+}
+
+// Now is the cluster's simulated time: the latest any node has reached.
+func (c *Cluster) Now() sim.Tick { return c.Eng.World().Now() }
+
+// SetPartitions runs the nodes on n goroutines from the next Run on (1:
+// all on the caller's). Outputs are the same for every n; only the wall
+// time differs. A system or workload whose Go state is shared across nodes
+// calls Serial instead, and the nodes then run on one goroutine.
+func (c *Cluster) SetPartitions(n int) {
+	c.partitions = max(n, 1)
+	c.applyPartitions()
+}
+
+// Serial makes the cluster run its nodes on one goroutine whatever
+// SetPartitions asked, because of why (what shares Go state across nodes):
+// the run is the same, only not parallel.
+func (c *Cluster) Serial(why string) {
+	if c.serial == "" {
+		c.serial = why
+	}
+	c.applyPartitions()
+}
+
+// Partitions is the goroutines the nodes run on, and why it is one when a
+// system asked for that (Serial).
+func (c *Cluster) Partitions() (int, string) {
+	if c.serial != "" {
+		return 1, c.serial
+	}
+	return max(c.partitions, 1), ""
+}
+
+func (c *Cluster) applyPartitions() {
+	n, _ := c.Partitions()
+	c.Eng.World().SetPartitions(n)
 }
 
 // OnStop registers f to run when Run ends: a system stops its daemons (an

@@ -156,12 +156,14 @@ func (s *Switch) SetWirePort(i int, in, out *Wire) {
 	}
 	s.SetPort(i, ic, oc)
 	if in != nil {
-		in.sw, in.swPort = s, i
+		// The wire's link says when a frame arrives, in the switch's
+		// domain, before the switch is evaluated.
+		in.Out.OnArrive(func() { s.delivered(i) })
 		s.wired[i] = true // still marked: frames may already be on the wire
 	}
 }
 
-// delivered is called by input i's wire when it has sent the switch a frame.
+// delivered is called as a frame from input i's wire arrives.
 func (s *Switch) delivered(i int) { s.inputs.set(i) }
 
 // head is the output input in's head frame goes to, -1 when it has none;

@@ -42,6 +42,18 @@ func (s WireSpec) Validate() error {
 	return nil
 }
 
+// rxFrames is the frames a wire's receiver buffers (its port's FIFO).
+const rxFrames = 16
+
+// linkDepth is the frames a wire's link holds: the receiver's buffer and
+// the shortest frames the line can carry while a frame's credit goes to
+// the receiver and back (2 × lat), so that backpressure, not the credit
+// loop, limits a wire.
+func (s WireSpec) linkDepth(lat sim.Tick) int {
+	minFrame := sim.Tick(roce.WireBytes(64)) * 8 * 1_000_000 / sim.Tick(s.RateMbps) // ps
+	return rxFrames + int((2*lat+minFrame-1)/max(minFrame, 1)) + 1
+}
+
 // Wire is one direction of an Ethernet link: frames are serialized at the
 // line rate (with preamble, FCS and inter-frame gap), delayed by the
 // latency, and lost with the configured probability. A full receiver
@@ -54,13 +66,10 @@ type Wire struct {
 	Out  *sim.Chan[Frame]
 
 	busyUntil sim.Tick
+	lat       sim.Tick // the link's latency (Out)
 	acc       uint64 // fractional picoseconds carried over
 	flight    fifo[wireFrame]
 	tap       Tap
-	// sw is the switch the wire delivers to at port swPort, told of each
-	// delivery so that it need not poll its idle ports (SetWirePort).
-	sw     *Switch
-	swPort int
 
 	frames, bytes, lost *sim.Counter
 }
@@ -83,7 +92,11 @@ func NewWire(clk *sim.Clock, name string, spec WireSpec, tx, rx *sim.Unit) (*Wir
 	e := w.u.Engine()
 	w.rng = e.Rand(name)
 	w.In = sim.NewChan[Frame](tx, w.u, name+".tx", 2)
-	w.Out = sim.NewChan[Frame](w.u, rx, name+".rx", 16)
+	// The propagation is a link: the wire and its receiver may run in two
+	// domains (a node, the network), a latency apart. A latency below a
+	// cycle counts as a cycle.
+	w.lat = max(spec.LatencyPS, clk.Period())
+	w.Out = sim.NewLink[Frame](w.u, rx, name+".rx", spec.linkDepth(w.lat), w.lat)
 	st := e.Stats()
 	w.frames = st.Counter(name+".frames", "frames", "frames sent")
 	w.bytes = st.Counter(name+".wire_bytes", "bytes", "bytes on the wire, with preamble, FCS and inter-frame gap")
@@ -108,9 +121,6 @@ func (w *Wire) SetTap(t Tap) { w.tap = t }
 func (w *Wire) Tick(now sim.Tick) bool {
 	for w.flight.len() > 0 && w.flight.front().at <= now && w.Out.Ready() {
 		w.Out.Send(w.flight.pop().f)
-		if w.sw != nil {
-			w.sw.delivered(w.swPort)
-		}
 	}
 	if w.In.Valid() && w.busyUntil <= now && w.flight.len() < 64 {
 		f := w.In.Recv()
@@ -121,18 +131,20 @@ func (w *Wire) Tick(now sim.Tick) bool {
 		w.busyUntil = now + sim.Tick(d)
 		lost := w.spec.LossPPM > 0 && w.rng.Uint32N(1_000_000) < w.spec.LossPPM
 		if w.tap != nil {
-			// The tap gets its own copy: taking f's address would move
-			// every frame to the heap, tapped or not.
-			tf := f
-			w.tap(now, &tf, lost)
-			f = tf
+			// The tap gets its own copy (taking f's address would move
+			// every frame to the heap, tapped or not), written in time
+			// order with the other domains' (Engine.Output).
+			tf, tap := f, w.tap
+			w.u.Engine().Output(func() { tap(now, &tf, lost) })
 		}
 		w.frames.Inc()
 		w.bytes.Add(uint64(bytes))
 		if lost {
 			w.lost.Inc()
 		} else {
-			w.flight.push(wireFrame{f: f, at: w.busyUntil + w.spec.LatencyPS})
+			// It leaves when its last bit is on the line; the link adds
+			// the propagation.
+			w.flight.push(wireFrame{f: f, at: w.busyUntil + max(w.spec.LatencyPS, w.lat) - w.lat})
 		}
 	}
 	next := sim.Never

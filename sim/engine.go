@@ -364,8 +364,12 @@ func (e *Engine) step(t Tick) {
 	for len(e.timers) > 0 && e.timers[0].at == t {
 		tm := e.timers.pop()
 		if tm.fn != nil {
-			tm.fn() // tracing only: a value that changes with no block running
-			continue
+			// A traced value that changes with no block running, or a
+			// link's arrival hook (OnArrive) ahead of waking its consumer.
+			tm.fn()
+			if tm.u == nil {
+				continue
+			}
 		}
 		u := tm.u
 		if u.timerAt == t {

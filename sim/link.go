@@ -79,6 +79,17 @@ func NewLink[T any](prod, cons *Unit, name string, depth int, latency Tick, opts
 	return c
 }
 
+// OnArrive registers f to run in the consumer's domain at each edge at
+// which an item of the link arrives (becomes visible), before the consumer
+// is evaluated: how a consumer with many inputs (a switch) learns which one
+// has work without looking at them all. Only a link has it.
+func (c *Chan[T]) OnArrive(f func()) {
+	if c.lk == nil {
+		panic(fmt.Sprintf("sim: %s: OnArrive is for links (NewLink)", c.name))
+	}
+	c.lk.onArrive = f
+}
+
 // IsLink reports whether the channel is in link mode (NewLink).
 func (c *Chan[T]) IsLink() bool { return c.lk != nil }
 
@@ -139,6 +150,7 @@ type link[T any] struct {
 	crMark    bool   // listed in the consumer's domain for the barrier
 
 	traceConsFn, traceProdFn func()
+	onArrive                 func() // runs in the consumer's domain as an item arrives
 }
 
 type linkItem[T any] struct {
@@ -276,7 +288,7 @@ func (l *link[T]) deliverItem(v T, vis Tick) Tick {
 	l.delivered++
 	ce, u := c.eng, c.cons
 	edge := u.clk.EdgeAtOrAfter(vis)
-	ce.pushLink(edge, l.key(l.delivered, evItem), u, nil)
+	ce.pushLink(edge, l.key(l.delivered, evItem), u, l.onArrive)
 	if traceHooks && ce.tr != nil && l.consTraced() {
 		ce.pushLink(edge, l.key(l.delivered, evItemTrace), nil, l.traceConsFn)
 	}

@@ -1,5 +1,7 @@
 package sim
 
+import "strconv"
+
 // TxnID identifies one transaction (a TLP, a frame, a CPU call) for the whole
 // run. Zero means "none": a transaction with Cause 0 was started by a workload.
 //
@@ -15,6 +17,16 @@ const TxnDomainShift = 48
 
 // Domain is the index of the domain that allocated the ID.
 func (id TxnID) Domain() int { return int(id >> TxnDomainShift) }
+
+// String writes an ID as people read it: the count alone for domain 0,
+// "domain.count" for the others ("3.17": the 17th transaction of domain 3).
+func (id TxnID) String() string {
+	d, n := id.Domain(), uint64(id&(1<<TxnDomainShift-1))
+	if d == 0 {
+		return strconv.FormatUint(n, 10)
+	}
+	return strconv.Itoa(d) + "." + strconv.FormatUint(n, 10)
+}
 
 // Txn is the causal identity that every transaction type embeds: its own ID
 // and the ID of the transaction that caused it. Following Cause links walks

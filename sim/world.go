@@ -336,8 +336,8 @@ func (w *World) barrier() Tick {
 		}
 		d.linkDirty = d.linkDirty[:0]
 	}
-	if w.tr != nil && len(w.doms) > 1 {
-		w.flushTrace()
+	if len(w.doms) > 1 {
+		w.flushTrace() // traced changes and outputs (Engine.Output)
 	}
 	return next
 }
@@ -525,7 +525,29 @@ type traceEv struct {
 	t    uint64
 	v    uint64
 	id   int
-	kind uint8 // 0: a value, 1: x, 2: z
+	kind uint8  // 0: a value, 1: x, 2: z, evOutput: fn
+	fn   func() // an output (Engine.Output)
+}
+
+// evOutput marks a buffered output (Engine.Output) among the trace changes.
+const evOutput = 3
+
+// Output runs fn, a write to an output several domains share (a capture
+// file, a trace value set from outside the kernel), in simulated-time
+// order: at once in a world of one domain; in a world of several, at the
+// window's barrier, merged with every domain's outputs and traced changes
+// by time, then domain, then the order the domain made them, so the file is
+// the same for any partitions. fn runs on the barrier's goroutine and must
+// not touch the model.
+func (e *Engine) Output(fn func()) {
+	if e.w == nil || len(e.w.doms) <= 1 {
+		fn()
+		return
+	}
+	if e.tbuf == nil {
+		e.tbuf = &traceBuf{}
+	}
+	e.tbuf.ev = append(e.tbuf.ev, traceEv{t: uint64(e.now), kind: evOutput, fn: fn})
 }
 
 func (b *traceBuf) Declare(string, int) (int, bool) { return 0, false }
@@ -542,6 +564,9 @@ func (b *traceBuf) SetXZ(t uint64, id int, z bool) {
 
 func (w *World) emit(ev *traceEv) {
 	switch ev.kind {
+	case evOutput:
+		ev.fn()
+		ev.fn = nil
 	case 0:
 		w.tr.Set(ev.t, ev.id, ev.v)
 	case 1:

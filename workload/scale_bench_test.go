@@ -98,7 +98,7 @@ func runDHTScale(b *testing.B, nodes int) scaleRow {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return scaleRow{nodes: nodes, wall: wall, events: e.UnitTicks(), heapMB: float64(ms.HeapAlloc) / (1 << 20), puts: puts, built: built, partitions: 1}
+	return scaleRow{nodes: nodes, wall: wall, events: e.World().UnitTicks(), heapMB: float64(ms.HeapAlloc) / (1 << 20), puts: puts, built: built, partitions: 1}
 }
 
 // scaleTable formats the rows with the growth exponent of wall time in N.

@@ -235,7 +235,7 @@ func (s *stream) Result() StreamResult {
 	size := s.size
 	dst := s.c.Nodes[1].Mem
 	res := StreamResult{Op: s.cfg.Op, MsgBytes: s.cfg.MsgBytes, Messages: s.cfg.Messages, Outstanding: s.cfg.Outstanding,
-		FirstPS: uint64(s.first), LastPS: uint64(s.last), SimTimePS: uint64(s.c.Eng.Now()), WireBytes: s.c.WireBytes(),
+		FirstPS: uint64(s.first), LastPS: uint64(s.last), SimTimePS: uint64(s.c.Now()), WireBytes: s.c.WireBytes(),
 		Checksum: dst.FNV1a64(s.dst, size), Problem: s.problem}
 	h := fnv.New64a()
 	s.chunks(func(_ uint64, b []byte) { h.Write(b) })

@@ -506,7 +506,7 @@ func (t *tracedOutputs) tap(i int) nic.Tap {
 		}
 		b, err := fr.Serialize()
 		if err == nil {
-			comment := fmt.Sprintf("txn=%d cause=%d", fr.ID, fr.Cause)
+			comment := fmt.Sprintf("txn=%v cause=%v", fr.ID, fr.Cause)
 			if lost {
 				comment += " lost"
 			}

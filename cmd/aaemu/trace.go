@@ -112,7 +112,7 @@ func traceOp(ctx context.Context, w, stderr io.Writer, file string, op int, proc
 	if sc.Workload.Kind != scenario.KindDHT {
 		what = fmt.Sprintf("workload %s, %s", sc.Workload.Kind, x.Scheme)
 	}
-	fmt.Fprintf(w, "operation %d of %s: %s (%s), txn %d\n", op, root.By, root.Kind, what, root.ID)
+	fmt.Fprintf(w, "operation %d of %s: %s (%s), txn %v\n", op, root.By, root.Kind, what, root.ID)
 	fmt.Fprintf(w, "%12s %10s %10s  %-6s %s\n", "time", "+op", "+cause", "txn", "step")
 	type line struct {
 		r     sim.TxnRecord
@@ -132,7 +132,7 @@ func traceOp(ctx context.Context, w, stderr io.Writer, file string, op int, proc
 	walk(root.ID, root.At, 1)
 	sort.SliceStable(lines, func(i, j int) bool { return lines[i].r.At < lines[j].r.At })
 	for _, l := range lines {
-		fmt.Fprintf(w, "%12s %10s %10s  %-6d %s%s  [%s]\n", l.r.At.Human(), (l.r.At - root.At).Human(), l.since.Human(), l.r.ID,
+		fmt.Fprintf(w, "%12s %10s %10s  %-6v %s%s  [%s]\n", l.r.At.Human(), (l.r.At - root.At).Human(), l.since.Human(), l.r.ID,
 			strings.Repeat("  ", l.depth), l.r.Kind, l.r.By)
 	}
 	last := lines[len(lines)-1].r.At

@@ -137,13 +137,13 @@ func TestTraceIDsMatchCapture(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	// A frame step: "  time  +op  +cause  txn  frame.KIND [nodeN.nic0]".
-	frame := regexp.MustCompile(`(?m)^\s+\S+\s+\S+\s+\S+\s+(\d+)\s+frame\.`)
+	frame := regexp.MustCompile(`(?m)^\s+\S+\s+\S+\s+\S+\s+([\d.]+)\s+frame\.`)
 	ms := frame.FindAllStringSubmatch(out, -1)
 	if len(ms) == 0 {
 		t.Fatalf("the trace has no frames:\n%s", out)
 	}
 	for _, m := range ms {
-		if !regexp.MustCompile(`(?m)^txn=` + m[1] + ` `).MatchString(comments) {
+		if !regexp.MustCompile(`(?m)^txn=` + regexp.QuoteMeta(m[1]) + ` `).MatchString(comments) {
 			t.Errorf("the trace's frame txn %s is not in the plain run's capture", m[1])
 		}
 	}

@@ -118,7 +118,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 		return true
 	})
 	if !c.AppsDone() {
-		return obs, fmt.Errorf("the process did not finish by %v", c.Eng.Now())
+		return obs, fmt.Errorf("the process did not finish by %v", c.Now())
 	}
 	for _, pg := range s.Pages {
 		b := make([]byte, 4096)

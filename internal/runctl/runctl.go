@@ -64,7 +64,7 @@ func Run(ctx context.Context, c *machine.Cluster, name string, limit sim.Tick, p
 			return true
 		}
 		if m != nil {
-			now := c.Eng.Now()
+			now := c.Now()
 			var f float64
 			if progress != nil {
 				f = progress()

@@ -78,7 +78,7 @@ func run(t *testing.T, c *machine.Cluster) {
 	t.Helper()
 	c.Run(50*sim.MS, c.AppsDone) // the longest test needs 2 ms
 	if !c.AppsDone() {
-		t.Fatalf("not done at %v: a deadlock", c.Eng.Now().Human())
+		t.Fatalf("not done at %v: a deadlock", c.Now().Human())
 	}
 }
 
@@ -198,7 +198,7 @@ func TestManySendersOneReceiver(t *testing.T) {
 					t.Errorf("slot %d: type word %#x, want free for ticket %d", i, ty, ticket)
 				}
 			}
-			t.Logf("%d back-offs, done at %v", backoffs, c.Eng.Now().Human())
+			t.Logf("%d back-offs, done at %v", backoffs, c.Now().Human())
 		})
 	}
 }

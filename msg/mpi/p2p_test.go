@@ -408,8 +408,8 @@ func TestDeadlock(t *testing.T) {
 						t.Errorf("report lacks %q:\n%v", w, err)
 					}
 				}
-				if c.Eng.Now() > 10*sim.MS {
-					t.Errorf("detected only at %v", c.Eng.Now().Human())
+				if c.Now() > 10*sim.MS {
+					t.Errorf("detected only at %v", c.Now().Human())
 				}
 			})
 		}
@@ -499,7 +499,7 @@ func TestDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&out, "%+v %v %d", res, c.Eng.Now(), c.Nodes[0].Mem.Checksum())
+		fmt.Fprintf(&out, "%+v %v %d", res, c.Now(), c.Nodes[0].Mem.Checksum())
 		return out.String()
 	}
 	a, b := once(), once()

@@ -276,7 +276,7 @@ func Run(c *machine.Cluster, cfg Config, body func(c *Comm)) (*Result, error) {
 		return res, w.aborted
 	}
 	if w.finished < len(w.ranks) {
-		return res, &DeadlockError{At: c.Eng.Now(), Timeout: !deadlock, Waits: w.report()}
+		return res, &DeadlockError{At: c.Now(), Timeout: !deadlock, Waits: w.report()}
 	}
 	return res, nil
 }

@@ -106,7 +106,7 @@ func TestQueueManySenders(t *testing.T) {
 			if tc.slots == 2 && full == 0 {
 				t.Error("a two-slot ring never refused a packet")
 			}
-			t.Logf("%d refusals, receiver done at %v", full, c.Eng.Now().Human())
+			t.Logf("%d refusals, receiver done at %v", full, c.Now().Human())
 		})
 	}
 }

@@ -98,7 +98,7 @@ func (am2Layer) Run(c Config, body func(s Side)) error {
 		return failed
 	}
 	if done < len(sides) {
-		return fmt.Errorf("micro: am2 sides not done at %v: a message never arrived", cl.Eng.Now().Human())
+		return fmt.Errorf("micro: am2 sides not done at %v: a message never arrived", cl.Now().Human())
 	}
 	return nil
 }
