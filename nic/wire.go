@@ -67,7 +67,7 @@ type Wire struct {
 
 	busyUntil sim.Tick
 	lat       sim.Tick // the link's latency (Out)
-	acc       uint64 // fractional picoseconds carried over
+	acc       uint64   // fractional picoseconds carried over
 	flight    fifo[wireFrame]
 	tap       Tap
 

@@ -2,10 +2,11 @@ package mpi
 
 import (
 	"fmt"
-	"github.com/aaemu/aaemu/machine"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/aaemu/aaemu/machine"
 )
 
 // 64 ranks (one node of 64 cores, 64 nodes, 8 × 8) allreduce a vector:
