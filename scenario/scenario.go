@@ -31,6 +31,10 @@ type Scenario struct {
 	// scenario is refused, naming the keys that make it large, unless
 	// this is raised.
 	MaxMemoryMiB uint64 `yaml:"max_memory_mib" json:"-"`
+	// Partitions is how many goroutines run the nodes (--partitions; 0 or
+	// 1: one). A run option, not part of the model: it never changes a
+	// result, only the wall time.
+	Partitions int `yaml:"-" json:"-"`
 }
 
 // MachineSpec is the part of the cluster a scenario may change.

@@ -377,6 +377,14 @@ func (s *Scenario) Prepare(e *sim.Engine, x Experiment) (c *aa.System, finish fu
 
 // PrepareRun is Prepare with the workload's progress.
 func (s *Scenario) PrepareRun(e *sim.Engine, x Experiment) (Prepared, error) {
+	p, err := s.prepareRun(e, x)
+	if err == nil {
+		p.Sys.Cluster.SetPartitions(s.Partitions)
+	}
+	return p, err
+}
+
+func (s *Scenario) prepareRun(e *sim.Engine, x Experiment) (Prepared, error) {
 	if s.Workload.Kind == KindDHT {
 		c, w, err := s.Build(e, x)
 		if err != nil {

@@ -149,7 +149,7 @@ func (s *amIntServer) arm(x *aa.Ctx) {
 // interrupt. (Arming first with the index of the start would count the
 // entries this run is about to drain, and interrupt again for them.)
 func (d *DHT) onAMInterrupt(x *aa.Ctx, s *amIntServer) {
-	d.irqs++
+	d.tally(x).irqs++
 	if s.remaining == 0 {
 		return // a late interrupt: everything is handled
 	}

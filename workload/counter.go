@@ -58,7 +58,7 @@ type counter struct {
 	flags  uint64 // node 0: a word per source, set when its part is in
 	srcs   []*counterSrc
 	truth  []uint64 // the accesses per element, as generated
-	end    sim.Tick
+	end    lastEnd  // (nodes may run on several goroutines)
 	opProgress
 }
 
@@ -189,7 +189,7 @@ func (k *counter) access(x *aa.Ctx, s *counterSrc, buf uint64) {
 		x.P.Store64(buf+4088, 1)
 		x.Wait(x.Put(0, buf+4088, k.flags+uint64(idx)*8, 8))
 	}
-	k.end = max(k.end, x.Now())
+	k.end.note(x.Now())
 }
 
 // reduce is node 0's side of Allreduce: wait for every vector, sum them.
@@ -205,7 +205,7 @@ func (k *counter) reduce(x *aa.Ctx, pages uint64) {
 		}
 		x.P.Store64(k.counts+uint64(e)*8, sum)
 	}
-	k.end = max(k.end, x.Now())
+	k.end.note(x.Now())
 }
 
 // setupAKV gives node 0 a server per source core that takes each access
@@ -268,7 +268,7 @@ func (k *counter) serveAKV(x *aa.Ctx, rbuf uint64, expect []int) {
 			x.P.Sleep(k.c.Spec.CPU.PollIntervalPS)
 		}
 	}
-	k.end = max(k.end, x.Now())
+	k.end.note(x.Now())
 }
 
 // Result checks every element's count against the accesses generated
@@ -278,8 +278,8 @@ func (k *counter) Result() CounterResult {
 	for _, s := range k.srcs {
 		total += len(s.elems)
 	}
-	res := CounterResult{Scheme: k.cfg.Scheme, Accesses: total, SimTimePS: uint64(k.end),
-		AccessesPerSec: float64(total) / (float64(k.end) / 1e12)}
+	res := CounterResult{Scheme: k.cfg.Scheme, Accesses: total, SimTimePS: uint64(k.end.get()),
+		AccessesPerSec: float64(total) / (float64(k.end.get()) / 1e12)}
 	m := k.c.Nodes[0].Mem
 	var bad []string
 	for e, want := range k.truth {

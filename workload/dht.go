@@ -199,6 +199,17 @@ func (s *source) hasTouched(owner, k, logs int) bool {
 	return i/64 < len(s.touched) && s.touched[i/64]&(1<<(i%64)) != 0
 }
 
+// dhtTally is what one node's processes counted.
+type dhtTally struct {
+	ops, polls, irqs int
+	end              sim.Tick
+	bad              []string // lookups or deletes that went wrong
+	started          int      // operations started (progress)
+}
+
+// tally is the counts of x's node.
+func (d *DHT) tally(x *aa.Ctx) *dhtTally { return &d.tallies[x.N.ID] }
+
 type DHT struct {
 	cfg     DHTConfig
 	c       *aa.System
@@ -206,18 +217,16 @@ type DHT struct {
 	sources []*source
 	expect  [][][]int // expect[owner][core][src node]: AM messages a server awaits
 	flags   []uint64  // by node: a word per (core, owner) the AM servers set when done
-	ops     int
-	polls   int
-	irqs    int
-	end     sim.Tick
+	// tallies are counted per node, each by its own node's processes: the
+	// nodes may run on several goroutines (partitions).
+	tallies []dhtTally
 	// dels[owner][core][src node]: delete messages among an AM server's
 	// expected ones, which come after the lane's inserts.
-	dels       [][][]int
-	lookups    int
-	deletes    int
-	badLookups []string // lookups that found the wrong value, or nothing
-	iuids      []uint16 // AA: the logs of every shard (one, or one per process)
-	progress   opProgress
+	dels     [][][]int
+	lookups  int
+	deletes  int
+	iuids    []uint16 // AA: the logs of every shard (one, or one per process)
+	progress opProgress
 }
 
 // pageIUID is the log of the table page at byte offset off: the processes'
@@ -259,7 +268,7 @@ func SetupDHT(c *aa.System, cfg DHTConfig) (*DHT, error) {
 	if cfg.AMIntCount < 1 {
 		return nil, fmt.Errorf("dht: AM-Int moderation count %d, want at least 1", cfg.AMIntCount)
 	}
-	d := &DHT{cfg: cfg, c: c, shards: make([]*shard, len(c.Nodes)), iuids: []uint16{dhtIUID}}
+	d := &DHT{cfg: cfg, c: c, shards: make([]*shard, len(c.Nodes)), iuids: []uint16{dhtIUID}, tallies: make([]dhtTally, len(c.Nodes))}
 	if cfg.ProcessLogs && cfg.Scheme.Active() && cfg.Procs > 1 {
 		if fb := c.Spec.IOMMU.FlushBufferEntries; fb < cfg.Procs {
 			return nil, fmt.Errorf("dht: a log per process needs %d flushing pages, the IOMMU's flush buffer holds %d (machine.iommu.flush_buffer_entries)", cfg.Procs, fb)
@@ -488,7 +497,7 @@ func (d *DHT) insertAll(x *aa.Ctx, s *source, buf, scratch uint64) {
 		sh := d.shards[owner]
 		sent[owner] = true
 		x.P.Op("dht.insert")
-		d.progress.start()
+		d.tally(x).started++
 		if d.cfg.Compute > 0 {
 			x.P.Compute(d.cfg.Compute)
 		}
@@ -505,13 +514,14 @@ func (d *DHT) insertAll(x *aa.Ctx, s *source, buf, scratch uint64) {
 			x.Put(owner, slot, d.cell(sh, key), 16) // one active put per insert
 			s.touch(owner, d.pageLog(d.cell(sh, key)-sh.table), len(d.iuids))
 		}
-		d.ops++
+		d.tally(x).ops++
 	}
 	d.waitDone(x, s, sent, 1)
 	if len(s.lookups) > 0 || len(s.deletes) > 0 {
 		d.lookupsAndDeletes(x, s, buf, scratch)
 	}
-	d.end = max(d.end, x.Now())
+	t := d.tally(x)
+	t.end = max(t.end, x.Now())
 }
 
 // lookupsAndDeletes is a process's second phase: its keys are in the table
@@ -521,16 +531,16 @@ func (d *DHT) lookupsAndDeletes(x *aa.Ctx, s *source, buf, scratch uint64) {
 	for _, i := range s.lookups {
 		key, sh := s.keys[i], d.shards[s.owners[i]]
 		x.P.Op("dht.lookup")
-		d.progress.start()
+		d.tally(x).started++
 		if d.cfg.Compute > 0 {
 			x.P.Compute(d.cfg.Compute)
 		}
 		_, val, ok := d.lookup(x, sh, key, scratch)
 		switch {
 		case !ok:
-			d.badLookups = append(d.badLookups, fmt.Sprintf("key %d: not found on node %d", key, sh.node))
+			d.tally(x).bad = append(d.tally(x).bad, fmt.Sprintf("key %d: not found on node %d", key, sh.node))
 		case val != value(key):
-			d.badLookups = append(d.badLookups, fmt.Sprintf("key %d: value %#x", key, val))
+			d.tally(x).bad = append(d.tally(x).bad, fmt.Sprintf("key %d: value %#x", key, val))
 		}
 	}
 	sent := make([]bool, len(d.c.Nodes))
@@ -538,7 +548,7 @@ func (d *DHT) lookupsAndDeletes(x *aa.Ctx, s *source, buf, scratch uint64) {
 		key, owner := s.keys[i], int(s.owners[i])
 		sh := d.shards[owner]
 		x.P.Op("dht.delete")
-		d.progress.start()
+		d.tally(x).started++
 		if d.cfg.Compute > 0 {
 			x.P.Compute(d.cfg.Compute)
 		}
@@ -546,11 +556,11 @@ func (d *DHT) lookupsAndDeletes(x *aa.Ctx, s *source, buf, scratch uint64) {
 		if d.cfg.Scheme == RMA {
 			addr, _, ok := d.lookup(x, sh, key, scratch)
 			if !ok {
-				d.badLookups = append(d.badLookups, fmt.Sprintf("key %d: not found to delete on node %d", key, sh.node))
+				d.tally(x).bad = append(d.tally(x).bad, fmt.Sprintf("key %d: not found to delete on node %d", key, sh.node))
 				continue
 			}
 			x.CAS(owner, addr, key, tombstone)
-			d.ops++
+			d.tally(x).ops++
 			continue
 		}
 		slot := buf + uint64(k%256)*16
@@ -562,7 +572,7 @@ func (d *DHT) lookupsAndDeletes(x *aa.Ctx, s *source, buf, scratch uint64) {
 			x.Put(owner, slot, sh.del+(key%256)*16, 16)
 			s.touch(owner, 0, len(d.iuids)) // the delete page is the first log's
 		}
-		d.ops++
+		d.tally(x).ops++
 	}
 	d.waitDone(x, s, sent, 2)
 }
@@ -600,7 +610,7 @@ func (d *DHT) lookup(x *aa.Ctx, sh *shard, key, scratch uint64) (addr, val uint6
 	o := sh.node
 	get := func(remote uint64) (k, v, link uint64) {
 		x.Wait(x.Get(o, scratch, remote, 24))
-		d.ops++
+		d.tally(x).ops++
 		return x.P.Load64(scratch), x.P.Load64(scratch + 8), x.P.Load64(scratch + 16)
 	}
 	cell := d.cell(sh, key)
@@ -810,7 +820,7 @@ func (d *DHT) serveAM(x *aa.Ctx, sh *shard, lanes []*amLane, one uint64) {
 					continue
 				}
 				cqe, ok := lx.TryRecv(src)
-				d.polls++
+				d.tally(x).polls++
 				if !ok {
 					continue
 				}
@@ -851,12 +861,12 @@ func (d *DHT) amSlot(rbuf uint64, src, i int) uint64 {
 func (d *DHT) insertRMA(x *aa.Ctx, sh *shard, key, scratch uint64) {
 	cell, o := d.cell(sh, key), sh.node
 	old, _ := x.CAS(o, cell, 0, key)
-	d.ops++
+	d.tally(x).ops++
 	if old == 0 {
 		x.P.Store64(scratch, value(key))
 		x.Put(o, scratch, cell+8, 8)
 		x.Flush(o)
-		d.ops += 2
+		d.tally(x).ops += 2
 		return
 	}
 	idx, _ := x.FetchAdd(o, sh.nextFree, 1)
@@ -866,11 +876,11 @@ func (d *DHT) insertRMA(x *aa.Ctx, sh *shard, key, scratch uint64) {
 	x.P.Store64(scratch+16, 0)
 	x.Put(o, scratch, e, 24)
 	x.Flush(o)
-	d.ops += 3
+	d.tally(x).ops += 3
 	expect := uint64(0) // the entry is written, linked to nothing yet
 	for {
 		prev, _ := x.CAS(o, cell+16, expect, idx+1)
-		d.ops++
+		d.tally(x).ops++
 		if prev == expect {
 			return
 		}
@@ -879,7 +889,7 @@ func (d *DHT) insertRMA(x *aa.Ctx, sh *shard, key, scratch uint64) {
 		x.P.Store64(scratch, expect)
 		x.Put(o, scratch, e+16, 8)
 		x.Flush(o)
-		d.ops += 2
+		d.tally(x).ops += 2
 	}
 }
 
@@ -913,7 +923,7 @@ func (d *DHT) deleteLocal(x *aa.Ctx, sh *shard, key uint64) {
 		}
 		e = p.Load64(a + 16)
 	}
-	d.badLookups = append(d.badLookups, fmt.Sprintf("key %d: not found to delete on node %d", key, sh.node))
+	d.tallies[sh.node].bad = append(d.tallies[sh.node].bad, fmt.Sprintf("key %d: not found to delete on node %d", key, sh.node))
 }
 
 // insertLocal is the owner's own insert: into the cell, or at the end of
@@ -961,10 +971,24 @@ func (d *DHT) Verify() error {
 			return fmt.Errorf("node %d's shard: %w", sh.node, err)
 		}
 	}
-	if len(d.badLookups) > 0 {
-		return fmt.Errorf("%d lookups or deletes went wrong, the first: %s", len(d.badLookups), d.badLookups[0])
+	if t := d.total(); len(t.bad) > 0 {
+		return fmt.Errorf("%d lookups or deletes went wrong, the first: %s", len(t.bad), t.bad[0])
 	}
 	return nil
+}
+
+// total sums the nodes' tallies (their bad lookups in node order).
+func (d *DHT) total() dhtTally {
+	var t dhtTally
+	for _, n := range d.tallies {
+		t.ops += n.ops
+		t.polls += n.polls
+		t.irqs += n.irqs
+		t.started += n.started
+		t.end = max(t.end, n.end)
+		t.bad = append(t.bad, n.bad...)
+	}
+	return t
 }
 
 func (d *DHT) verifyShard(sh *shard) error {
@@ -1032,7 +1056,8 @@ func (d *DHT) verifyShard(sh *shard) error {
 // Result measures the run: the rate is every insert over the time the last
 // process finished.
 func (d *DHT) Result() DHTResult {
-	end := d.end
+	t := d.total()
+	end := t.end
 	st := d.c.Eng.Stats()
 	tlps, hits, misses := 0.0, 0.0, 0.0
 	count := func(name string) float64 {
@@ -1053,8 +1078,8 @@ func (d *DHT) Result() DHTResult {
 	n := float64(total)
 	res := DHTResult{Scheme: d.cfg.Scheme, Collisions: d.cfg.Collisions, Nodes: len(d.c.Nodes), Procs: d.cfg.Procs,
 		Inserts: total, SimTimePS: uint64(end),
-		InsertsPerSec: n / (float64(end) / 1e12), RemoteOps: float64(d.ops) / n,
-		TLPs: tlps / n, WireBytes: float64(d.c.WireBytes()) / n, TargetPolls: d.polls, Interrupts: d.irqs,
+		InsertsPerSec: n / (float64(end) / 1e12), RemoteOps: float64(t.ops) / n,
+		TLPs: tlps / n, WireBytes: float64(d.c.WireBytes()) / n, TargetPolls: t.polls, Interrupts: t.irqs,
 		Lookups: d.lookups, Deletes: d.deletes, NICEnergyJ: d.c.NICEnergy(float64(end) / 1e12),
 		RouterEnergyJ: d.c.RouterEnergy()}
 	if hits+misses > 0 {
@@ -1075,5 +1100,6 @@ func (d *DHT) Progress() float64 {
 			d.progress.total += len(s.keys) + len(s.lookups) + len(s.deletes)
 		}
 	}
+	d.progress.started.Store(int64(d.total().started))
 	return d.progress.Progress()
 }

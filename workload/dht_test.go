@@ -175,7 +175,7 @@ func TestDHTVerifyCatchesCorruption(t *testing.T) {
 			}
 			panic("no chain of two entries")
 		}},
-		{"a wrong lookup", func(c *aa.System, d *DHT) { d.badLookups = append(d.badLookups, "key 1: value 0x2") }},
+		{"a wrong lookup", func(c *aa.System, d *DHT) { d.tallies[0].bad = append(d.tallies[0].bad, "key 1: value 0x2") }},
 	} {
 		c, d := runLookupsDeletes(t, RMA)
 		tc.corrupt(c, d)

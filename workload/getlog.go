@@ -55,7 +55,7 @@ type getLog struct {
 	rlog    []uint64     // RMA: per node, the log area sources put into
 	rnext   []uint64     // RMA: per node, the log's next-slot counter
 	rcap    int
-	end     sim.Tick
+	end     lastEnd           // (nodes may run on several goroutines)
 	values  map[uint64]uint64 // node<<48 | address → value
 	problem string
 	opProgress
@@ -181,7 +181,7 @@ func (g *getLog) run(x *aa.Ctx, dsts []int, offs []uint64, buf uint64) {
 			x.ActiveFlush(dst, getlogIUID)
 		}
 	}
-	g.end = max(g.end, x.Now())
+	g.end.note(x.Now())
 }
 
 func cmpU(a, b uint64) int {
@@ -208,8 +208,8 @@ func (g *getLog) Result() GetLogResult {
 	for _, w := range g.want {
 		total += len(w)
 	}
-	res := GetLogResult{Scheme: g.cfg.Scheme, Gets: total, SimTimePS: uint64(g.end),
-		GetsPerSec: float64(total) / (float64(g.end) / 1e12), WireBytes: float64(g.c.WireBytes()) / float64(max(total, 1))}
+	res := GetLogResult{Scheme: g.cfg.Scheme, Gets: total, SimTimePS: uint64(g.end.get()),
+		GetsPerSec: float64(total) / (float64(g.end.get()) / 1e12), WireBytes: float64(g.c.WireBytes()) / float64(max(total, 1))}
 	res.Problem = g.problem
 	cmp := func(a, b logEntry) int {
 		if c := cmpU(a.addr, b.addr); c != 0 {

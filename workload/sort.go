@@ -146,6 +146,10 @@ func SetupSort(c *aa.System, cfg SortConfig) (*sortRun, error) {
 	default:
 		return nil, fmt.Errorf("sort: scheme %s, want No-FT, AA-Poll, AM or RMA", cfg.Scheme)
 	}
+	// The exchange's rate reads every node's wire counters when the first
+	// process starts it and the last ends it: Go state of all nodes at
+	// once, so the nodes run on one goroutine.
+	c.Cluster.Serial("the sort reads every node's wire counters at once")
 	if cfg.Scheme == AM {
 		if err := c.RequirePerPeerReceive("sort scheme " + string(cfg.Scheme)); err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
@@ -39,10 +40,10 @@ const xorIUID = 3
 type xorCkpt struct {
 	cfg   XORConfig
 	c     *aa.System
-	sum   uint64     // node 0: the checksum
-	data  [][]uint64 // each source node's checkpoint
-	ops   int
-	end   sim.Tick
+	sum   uint64       // node 0: the checksum
+	data  [][]uint64   // each source node's checkpoint
+	ops   atomic.Int64 // remote operations (nodes may run on several goroutines)
+	end   lastEnd      // (nodes may run on several goroutines)
 	tlps0 uint64
 	opProgress
 }
@@ -109,7 +110,7 @@ func (x *xorCkpt) send(cx *aa.Ctx, words []uint64, buf uint64) {
 	x.start()
 	if x.cfg.Scheme == AASP {
 		cx.Put(0, buf, x.sum, len(words)*8) // one put of the whole checkpoint
-		x.ops++
+		x.ops.Add(1)
 		cx.Flush(0)
 		cx.ActiveFlush(0, xorIUID)
 	} else {
@@ -118,7 +119,7 @@ func (x *xorCkpt) send(cx *aa.Ctx, words []uint64, buf uint64) {
 			old := uint64(0)
 			for {
 				got, err := cx.CAS(0, a, old, old^w)
-				x.ops++
+				x.ops.Add(1)
 				if err != nil || got == old {
 					break
 				}
@@ -126,12 +127,12 @@ func (x *xorCkpt) send(cx *aa.Ctx, words []uint64, buf uint64) {
 			}
 		}
 	}
-	x.end = max(x.end, cx.Now())
+	x.end.note(cx.Now())
 }
 
 // Result checks the checksum against the XOR of every checkpoint.
 func (x *xorCkpt) Result() XORResult {
-	res := XORResult{Scheme: x.cfg.Scheme, Processes: len(x.data), Words: x.cfg.Words, RemoteOps: x.ops, SimTimePS: uint64(x.end)}
+	res := XORResult{Scheme: x.cfg.Scheme, Processes: len(x.data), Words: x.cfg.Words, RemoteOps: int(x.ops.Load()), SimTimePS: uint64(x.end.get())}
 	if s, ok := x.c.Eng.Stats().Get("node0.iommu.tlps"); ok {
 		res.TargetTLPs = s.(*sim.Counter).Value() - x.tlps0
 	}

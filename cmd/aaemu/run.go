@@ -40,6 +40,7 @@ type scenarioOpts struct {
 	until        string
 	noHost       bool
 	txnLog       bool
+	partitions   int
 }
 
 func newRunCmd(log *logrus.Logger) *cobra.Command {
@@ -96,6 +97,7 @@ at 5% and 25% collisions. See examples/ for scenario files.`,
 	f.StringVar(&o.until, "until", "10s", "stop every experiment at this simulated time")
 	f.BoolVar(&o.noHost, "no-host-stats", false, "do not write host.json (the host's speed, which differs from run to run)")
 	f.BoolVar(&o.txnLog, "txn-log", false, "write txns.jsonl: every transaction of the first experiment and its cause")
+	partitionsFlag(f, &o.partitions, cores())
 	return cmd
 }
 
@@ -176,6 +178,10 @@ func runScenario(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logg
 	if err != nil {
 		return err
 	}
+	if err := checkPartitions(o.partitions); err != nil {
+		return err
+	}
+	sc.Partitions = o.partitions
 	if o.seedSet {
 		sc.Seed = o.seed
 	}

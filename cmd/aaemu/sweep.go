@@ -21,7 +21,7 @@ import (
 
 func newSweepCmd() *cobra.Command {
 	var out string
-	var jobs int
+	var jobs, partitions int
 	cmd := &cobra.Command{
 		Use:   "sweep sweep.yaml",
 		Short: "Run a scenario over a grid of parameter values; write tables and plots",
@@ -54,15 +54,18 @@ pcie_tlps_per_insert, wire_bytes_per_insert, target_polls.`,
 		Example: `  aaemu sweep examples/sweep-compute.yaml --out /tmp/sweep`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSweep(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, jobs)
+			return runSweep(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, jobs, partitions)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out", "output directory")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
+	// Points already fill the cores: by default a point's nodes run on one
+	// goroutine each, unless fewer points than cores run at once.
+	partitionsFlag(cmd.Flags(), &partitions, 1)
 	return cmd
 }
 
-func runSweep(ctx context.Context, stdout, stderr io.Writer, file, out string, jobs int) error {
+func runSweep(ctx context.Context, stdout, stderr io.Writer, file, out string, jobs, partitions int) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -74,6 +77,10 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, file, out string, j
 	if jobs < 1 {
 		return fmt.Errorf("--jobs must be at least 1")
 	}
+	if err := checkPartitions(partitions); err != nil {
+		return err
+	}
+	s.Partitions = partitions
 	pts := s.Points()
 	outs, err := prepareSweepDir(out, "sweep")
 	if err != nil {

@@ -45,6 +45,7 @@ time since the operation began and since the step that caused it.`,
 	cmd.Flags().IntVar(&op, "op", 1, "which operation of the process (1-based)")
 	cmd.Flags().StringVar(&proc, "process", "", "the process whose operation to follow (default: the first to start one)")
 	cmd.Flags().StringVar(&o.until, "until", "10s", "stop the simulation at this simulated time")
+	partitionsFlag(cmd.Flags(), &o.partitions, cores())
 	return cmd
 }
 
@@ -60,6 +61,10 @@ func traceOp(ctx context.Context, w, stderr io.Writer, file string, op int, proc
 	if op < 1 {
 		return fmt.Errorf("--op %d: operations count from 1", op)
 	}
+	if err := checkPartitions(o.partitions); err != nil {
+		return err
+	}
+	sc.Partitions = o.partitions
 	x := sc.Experiments()[0]
 	e := sim.NewEngine(sc.Seed)
 	e.EnableTxnLog()

@@ -27,6 +27,7 @@ type workloadOpts struct {
 	schemes                 string
 	seed                    uint64
 	jsonOut                 string
+	partitions              int
 }
 
 func newWorkloadCmd() *cobra.Command {
@@ -66,13 +67,14 @@ run checks its own result and fails if it is wrong.
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.nodes, "nodes", 3, "nodes (2..256)")
+	f.IntVar(&o.nodes, "nodes", 3, "nodes (2..4096)")
 	f.IntVar(&o.procs, "procs", 2, "processes per node (also the cores per node)")
 	f.IntVar(&o.size, "size", 0, "elements, words or pages (0: the workload's default)")
 	f.IntVar(&o.ops, "ops", 0, "accesses, gets or puts per process or epoch (0: the default)")
 	f.Uint64Var(&o.rateMbps, "rate-mbps", 10000, "link rate")
 	f.StringVar(&o.schemes, "schemes", "", "comma-separated schemes (default: all the workload has)")
 	f.Uint64Var(&o.seed, "seed", 1, "root seed")
+	partitionsFlag(f, &o.partitions, cores())
 	f.StringVar(&o.jsonOut, "json", "", "also write the rows as JSON to this file")
 	f.IntVar(&o.outstanding, "outstanding", 1, "stream: work requests in flight (1 .. 256)")
 	f.StringVar(&o.op, "op", "write", "stream: write (RDMA WRITE) or send (SEND/receive)")
@@ -87,6 +89,10 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, kind string, o w
 	// with workload.kind set.
 	sc := scenario.DefaultScenario()
 	sc.Seed = o.seed
+	if err := checkPartitions(o.partitions); err != nil {
+		return err
+	}
+	sc.Partitions = o.partitions
 	sc.Machine.Nodes, sc.Machine.Cores, sc.Machine.Wire.RateMbps = o.nodes, max(o.procs, 1), o.rateMbps
 	w := &sc.Workload
 	w.Kind = kind

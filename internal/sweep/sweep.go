@@ -37,6 +37,10 @@ type Spec struct {
 	// Until bounds each experiment's simulated time ("10s" by default).
 	Until string `yaml:"until"`
 
+	// Partitions is the goroutines each point's cluster runs its nodes on
+	// (a run option: it never changes a result).
+	Partitions int `yaml:"-"`
+
 	base     scenario.Scenario
 	file     string               // the sweep file, for errors
 	gridLine int                  // the line of grid
@@ -320,6 +324,7 @@ func (s *Spec) value(p Point, i int) int {
 // the point.
 func (s *Spec) scenarioAt(p Point) (scenario.Scenario, error) {
 	sc := s.base.Clone() // points are built concurrently: none may write into the base
+	sc.Partitions = s.Partitions
 	for i, a := range s.Grid {
 		j := s.value(p, i)
 		if j < 0 {

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Every output of a run is the same whatever the number of goroutines the
+// nodes run on: statistics, capture, waveforms, the transaction log, the
+// table. Host figures are left out (--no-host-stats).
+func TestPartitionsByteIdentical(t *testing.T) {
+	dir := t.TempDir()
+	star := filepath.Join(dir, "star.yaml")
+	// 16 nodes behind one switch, 4 processes each, with the capture and
+	// the waveforms of the first experiment.
+	if err := os.WriteFile(star, []byte(`seed: 3
+machine:
+  nodes: 16
+  cores: 4
+  transport: srd
+  wire: {rate_mbps: 10000, latency_ns: 300}
+workload:
+  dht:
+    inserts: 40
+    cells: 1024
+    collisions: [0.25]
+    schemes: [AA-SP, AA-Poll, RMA]
+    procs_per_node: 4
+outputs:
+  vcd: true
+  pcap: true
+  trace: "node3.nic0,net.switch,net.up3"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"default", []string{"run", "--txn-log"}},
+		{"star", []string{"run", star, "--txn-log"}},
+		{"leaf-spine", []string{"run", "../../examples/dht-leaf-spine.yaml"}},
+		{"counter", []string{"run", "../../examples/counter.yaml"}},
+		{"lossy", []string{"run", "../../examples/dht-lossy-10g.yaml"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var ref map[string][]byte
+			var refOut string
+			for _, p := range []int{1, 2, 4, 16} {
+				out := filepath.Join(dir, fmt.Sprintf("%s-%d", c.name, p))
+				args := append(slices.Clone(c.args), "--out", out, "--no-host-stats", "--partitions", fmt.Sprint(p))
+				text, err := aaemu(t, args...)
+				if err != nil {
+					t.Fatalf("partitions %d: %v\n%s", p, err, text)
+				}
+				files := readDir(t, out)
+				if p == 1 {
+					ref, refOut = files, text
+					if len(files) == 0 {
+						t.Fatal("no outputs")
+					}
+					continue
+				}
+				if tableOf(text) != tableOf(refOut) {
+					t.Errorf("partitions %d: the table differs from one partition's:\n%s\nwant\n%s", p, text, refOut)
+				}
+				for name, want := range ref {
+					if got, ok := files[name]; !ok || !bytes.Equal(got, want) {
+						t.Errorf("partitions %d: %s differs from one partition's (%d bytes, want %d)", p, name, len(got), len(want))
+					}
+				}
+				if len(files) != len(ref) {
+					t.Errorf("partitions %d: %d files, one partition wrote %d", p, len(files), len(ref))
+				}
+			}
+		})
+	}
+}
+
+// tableOf is a run's terminal output without what differs from run to run
+// by design: the wall time and the output directory.
+func tableOf(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "wall time") || strings.Contains(l, "outputs in ") || strings.HasPrefix(strings.TrimSpace(l), "view:") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
+}
+
+func readDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string][]byte{}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[e.Name()] = b
+	}
+	return m
+}
+
+// --partitions takes a count of at least one.
+func TestPartitionsFlagRefusesZero(t *testing.T) {
+	out, err := aaemu(t, "run", "--partitions", "0", "--out", t.TempDir())
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("--partitions 0: want at least 1")) {
+		t.Fatalf("got %v\n%s", err, out)
+	}
+}
