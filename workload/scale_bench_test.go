@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"runtime"
@@ -15,6 +16,10 @@ import (
 
 // scaleNodes are the cluster sizes of BenchmarkDHTScale.
 var scaleNodes = []int{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
+
+// scalePartitions is the goroutines the nodes run on (-scale.partitions;
+// default: the cores, as aaemu run's --partitions).
+var scalePartitions = flag.Int("scale.partitions", runtime.NumCPU(), "BenchmarkDHTScale: goroutines the nodes run on")
 
 // scaleRow is one size's measurement.
 type scaleRow struct {
@@ -77,6 +82,7 @@ func runDHTScale(b *testing.B, nodes int) scaleRow {
 	if _, err := SetupDHT(c, DHTConfig{Scheme: AASP, Inserts: 400, Cells: 1 << 12, Collisions: 0.05, Procs: 32, Seed: 1}); err != nil {
 		b.Fatal(err)
 	}
+	c.SetPartitions(*scalePartitions)
 	built := time.Since(t0)
 	t1 := time.Now()
 	c.Run(sim.MS, func() bool { return false })
@@ -98,16 +104,16 @@ func runDHTScale(b *testing.B, nodes int) scaleRow {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return scaleRow{nodes: nodes, wall: wall, events: e.World().UnitTicks(), heapMB: float64(ms.HeapAlloc) / (1 << 20), puts: puts, built: built, partitions: 1}
+	return scaleRow{nodes: nodes, wall: wall, events: e.World().UnitTicks(), heapMB: float64(ms.HeapAlloc) / (1 << 20), puts: puts, built: built, partitions: *scalePartitions}
 }
 
 // scaleTable formats the rows with the growth exponent of wall time in N.
 func scaleTable(rows []scaleRow) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%6s %12s %12s %10s %12s %10s\n", "nodes", "wall/sim-ms", "events/s", "heap MB", "puts/sim-ms", "build")
+	fmt.Fprintf(&sb, "%6s %10s %12s %12s %10s %12s %10s\n", "nodes", "partitions", "wall/sim-ms", "events/s", "heap MB", "puts/sim-ms", "build")
 	var sx, sy, sxx, sxy float64
 	for _, r := range rows {
-		fmt.Fprintf(&sb, "%6d %12s %12.3g %10.1f %12d %10s\n", r.nodes, r.wall.Round(time.Millisecond), float64(r.events)/r.wall.Seconds(), r.heapMB, r.puts, r.built.Round(time.Millisecond))
+		fmt.Fprintf(&sb, "%6d %10d %12s %12.3g %10.1f %12d %10s\n", r.nodes, r.partitions, r.wall.Round(time.Millisecond), float64(r.events)/r.wall.Seconds(), r.heapMB, r.puts, r.built.Round(time.Millisecond))
 		x, y := math.Log(float64(r.nodes)), math.Log(r.wall.Seconds())
 		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
 	}
