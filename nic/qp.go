@@ -528,7 +528,6 @@ func (n *NIC) writeCompletion(w *wqeState) {
 	}
 	if sq.kind == srdQueue {
 		sq.outstanding--
-		n.touch(sq) // its window: needsFetch
 		if sq.needsFetch() {
 			n.activate(sq)
 		}
