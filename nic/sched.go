@@ -21,18 +21,21 @@ import "github.com/aaemu/aaemu/sim"
 // of ready, fetch and tagWait and its heap entry up to date before the
 // wire and schedule look at them.
 //
-// The active flag is the list the NIC kept before, without the list: a QP
+// The active flag marks the QPs with work or waiting for the wire: a QP
 // becomes active by an event and leaves at a quiet edge (one where nothing
 // asks for the next edge) when it has nothing left but to wait for a time
-// or an event. Whether a QP is active decides, as it did, whether an event
-// during the loop has it progressed at this edge or the next, so it is kept
-// exactly; a QP found busy at a quiet edge stays busy until its state
-// changes (waiting only makes it busier: an RNR wait ends, a timer falls
-// due), so a quiet edge only looks at the QPs touched since the last one.
+// or an event. Whether a QP is active decides whether an event during the
+// loop has it progressed at this edge or (inactive, deferred) at the next,
+// which the outputs depend on, so the flag follows exactly these rules. A
+// QP found busy at a quiet edge stays busy until its state changes
+// (waiting only makes it busier: an RNR wait ends, a timer falls due), so
+// a quiet edge only looks at the QPs touched since the last one.
 //
-// Only idle QPs are skipped: every active QP the loop does not progress
-// would have done nothing in progress (no tag, no event, no timer due), so
-// the NIC does what it did when it progressed them all, on the same edges.
+// The loop progresses the marked QPs and, while tags are free, those
+// waiting for tags: any other active QP would find nothing to do in
+// progress (no event, no tag, no timer due), so leaving it out changes
+// nothing, and the NIC runs on the same edges as one that progresses every
+// active QP (schedCheck verifies this edge by edge in the tests).
 
 // addQP registers a new QP, srd queue or peer context under its index.
 func (n *NIC) addQP(q *qp) {
