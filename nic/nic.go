@@ -128,18 +128,17 @@ type NIC struct {
 	peers                      map[peerKey]*qp
 	peerList                   []*qp
 	peerRetryCnt, peerRNRRetry int
-	// While the clocked loop walks the active list, activations wait here
-	// (an srd peer context's completion frees its queue's window).
-	looping  bool
-	deferred []*qp
-	// active holds the QPs with work to do, in creation order: the clocked
-	// loops visit only these, so thousands of idle connections cost nothing.
-	active []*qp
-	// timed holds QPs taken off the active list that only wait for a time:
-	// the retransmission timer while packets are out, or the end of an RNR
-	// wait. At that time they go back on the list (an event — a frame, a
-	// completion, a doorbell — puts them back sooner).
-	timed qpTimers
+	// Scheduling (sched.go): every QP by creation index, the sets of those
+	// with each kind of work, the timers, the QPs touched at this edge and
+	// those touched since the last quiet edge. While the loop runs,
+	// activations of inactive QPs wait in deferred.
+	byIdx                       []*qp
+	work, tagWait, ready, fetch idxSet
+	timed                       qpTimers
+	touched, check              []*qp
+	looping                     bool
+	deferred                    []*qp
+	ref                         *refSched // schedCheck: the scan it replaced, to compare
 
 	// TLPs waiting for DMAOut, a FIFO per class: a DMA write passes reads
 	// that wait for non-posted credits (a root complex that holds an active
@@ -214,6 +213,9 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	n := &NIC{spec: spec, name: name, tags: map[uint16]dmaPurpose{}, qps: map[uint32]*qp{}, atomicsByTag: map[uint16]*atomicServe{},
 		tlpQ: pcie.NewOutbox(pcie.PacketClass), sram: SRAM{size: spec.SRAMBytes}}
 	n.u = clk.Add(name, n)
+	if schedCheck {
+		n.ref = &refSched{}
+	}
 	var err error
 	if n.req, err = pcie.NewRequester(spec.ID, spec.TagBits); err != nil {
 		return nil, err
@@ -254,6 +256,7 @@ func (n *NIC) CreateQP(c QPConfig) error {
 	}
 	q := &qp{cfg: c, n: n, idx: n.created, retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
 	n.created++
+	n.addQP(q)
 	n.qps[c.QPN] = q
 	n.order = append(n.order, c.QPN)
 	psnProbe := func(f func() uint32) func() (uint64, bool) { return func() (uint64, bool) { return uint64(f()), true } }
@@ -370,15 +373,11 @@ func (n *NIC) frame(q *qp, p roce.Packet, cause sim.TxnID, kind string) Frame {
 
 // Tick is one edge of the NIC.
 func (n *NIC) Tick(now sim.Tick) bool {
-	// QPs whose timer is due go back on the clocked list.
-	for {
-		n.timed.dropStale()
-		t, ok := n.timed.peek()
-		if !ok || t > now {
-			break
-		}
-		n.activate(n.timed.pop())
+	// QPs whose timer is due have work.
+	if n.ref != nil {
+		n.ref.tickStart(now)
 	}
+	n.dueTimers(now)
 	// Host side: completions of our reads, doorbells, and the host's
 	// accesses to the device memory.
 	for n.DMAIn.Valid() {
@@ -399,19 +398,9 @@ func (n *NIC) Tick(now sim.Tick) bool {
 		n.busy = now + n.spec.ProcessPS
 		n.fromNet(&f, now)
 	}
-	n.looping = true
-	for _, q := range n.active {
-		q.progress(now)
-	}
-	n.looping = false
-	if len(n.deferred) > 0 {
-		for _, q := range n.deferred {
-			n.activate(q)
-		}
-		clear(n.deferred)
-		n.deferred = n.deferred[:0]
-	}
+	n.progressAll(now)
 	n.cqTimers(now)
+	n.refreshTouched()
 	// Frames out: responses and ACKs first, then requests, one per slot.
 	if n.NetOut.Ready() {
 		if len(n.respQPs) > 0 {
@@ -423,91 +412,14 @@ func (n *NIC) Tick(now sim.Tick) bool {
 				n.respQPs = append(n.respQPs, q)
 			}
 			n.stFrames.Inc()
-		} else {
-			for _, q := range n.active {
-				if f, ok := q.nextRequest(now); ok {
-					n.NetOut.Send(f)
-					n.stFrames.Inc()
-					break
-				}
-			}
+		} else if q := n.nextRequester(); q != nil {
+			f, _ := q.nextRequest(now)
+			n.NetOut.Send(f)
+			n.stFrames.Inc()
+			n.refresh(q)
 		}
 	}
 	return n.schedule(now)
-}
-
-func (n *NIC) schedule(now sim.Tick) bool {
-	if n.tlpQ.Sendable(n.DMAOut) || len(n.respQPs) > 0 && n.NetOut.Ready() {
-		return true
-	}
-	if n.NetIn.Valid() && n.rxBacklog() < n.spec.QueueTLPs {
-		if n.busy <= now {
-			return true
-		}
-		n.u.WakeAt(n.busy)
-	}
-	next := sim.Never
-	keep := n.active[:0]
-	n.timed.dropStale()
-	if t, ok := n.timed.peek(); ok {
-		next = t
-	}
-	// NetOut.Ready counts a stall when the wire is full: ask it once per
-	// edge, and only when some QP has a packet to send.
-	tagFree := n.req.Outstanding() < n.req.Tags()
-	asked, netReady := false, false
-	for _, q := range n.active {
-		hasReq, fetch := q.hasRequest(), q.needsFetch()
-		if hasReq && !asked {
-			asked, netReady = true, n.NetOut.Ready()
-		}
-		if hasReq && netReady || fetch && tagFree {
-			return true // pruning waits for a quieter edge
-		}
-		d := q.deadline()
-		if d != 0 {
-			next = min(next, d)
-		}
-		if !fetch && !hasReq && q.settled() && !q.blocked() {
-			if d == 0 {
-				q.active = false
-				continue
-			}
-			if d > now {
-				// Only its timer can give it work: off the clocked list
-				// until then.
-				q.active, q.timer = false, d
-				n.timed.push(d, q)
-				continue
-			}
-		}
-		keep = append(keep, q)
-	}
-	clear(n.active[len(keep):])
-	n.active = keep
-	next = min(next, n.nextCQTimer())
-	if n.hostQ.Len() > 0 {
-		next = min(next, n.accessEnd) // (hostAccesses started the head's access)
-	}
-	if next != sim.Never {
-		n.u.WakeAt(max(next, now+1))
-	}
-	return false
-}
-
-// activate puts q on the active list (in creation order) when something
-// gives it work: a doorbell, a frame, a DMA completion.
-func (n *NIC) activate(q *qp) {
-	if q.active {
-		return
-	}
-	if n.looping {
-		n.deferred = append(n.deferred, q)
-		return
-	}
-	q.active, q.timer = true, 0
-	i, _ := slices.BinarySearchFunc(n.active, q.idx, func(a *qp, idx int) int { return a.idx - idx })
-	n.active = slices.Insert(n.active, i, q)
 }
 
 // fromHost handles a TLP from the host: a completion of the NIC's reads,

@@ -17,10 +17,13 @@ type qp struct {
 	n      *NIC
 	kind   qpKind
 	idx    int      // creation order
-	active bool     // on the NIC's active list
-	timer  sim.Tick // when it is off the list waiting only for a time (0: not)
-	resp   []Frame  // ACKs and responses to send, in order (NIC.respQPs takes turns)
-	npk    int      // leading wqes that have their packets (so their payload too)
+	active bool     // has work or waits for the wire (sched.go)
+	timer  sim.Tick // its deadline in the NIC's timer heap (0: none)
+	// In the NIC's list of QPs touched at this edge, and in its list of
+	// those touched since the last quiet edge (sched.go).
+	touched, inCheck bool
+	resp             []Frame // ACKs and responses to send, in order (NIC.respQPs takes turns)
+	npk              int     // leading wqes that have their packets (so their payload too)
 
 	// Requester.
 	sqHead, sqTail uint64

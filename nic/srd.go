@@ -89,6 +89,7 @@ func (n *NIC) CreateQueue(c QueueConfig) error {
 	q := &qp{cfg: QPConfig{QPN: c.QPN, RemoteNode: -1, SQBase: c.SQBase, SQSize: c.SQSize, CQBase: c.CQBase, CQSize: c.CQSize,
 		RQBase: c.RQBase, RQSize: c.RQSize, RCQBase: c.RCQBase}, n: n, kind: srdQueue, idx: n.created}
 	n.created++
+	n.addQP(q)
 	n.qps[c.QPN] = q
 	n.order = append(n.order, c.QPN)
 	if n.peers == nil {
@@ -133,6 +134,7 @@ func (n *NIC) peer(node, nic int) *qp {
 	q := &qp{cfg: QPConfig{QPN: SRDPeerQPN, RemoteNode: node, RemoteNIC: nic, RemoteQPN: SRDPeerQPN}, n: n, kind: srdPeer,
 		idx: n.created, retryCnt: n.peerRetryCnt, rnrRetry: n.peerRNRRetry}
 	n.created++
+	n.addQP(q)
 	n.peers[k] = q
 	n.peerList = append(n.peerList, q)
 	return q

@@ -3,10 +3,10 @@ package nic
 import "github.com/aaemu/aaemu/sim"
 
 // qpTimers is a min-heap of QPs by the time they next need the NIC's
-// attention, ties broken by creation order so that reactivation is the
-// same from run to run. An entry is stale when its QP went back on the
-// active list before its time (the QP's timer field no longer matches):
-// due skips those, so they wake nothing.
+// attention (their deadline), ties broken by creation order so that the
+// order is the same from run to run. An entry is stale when its QP's
+// deadline changed since it was pushed (the QP's timer field no longer
+// matches): dropStale skips those, so they wake nothing.
 type qpTimers []qpTimer
 
 type qpTimer struct {
@@ -41,23 +41,26 @@ func (h *qpTimers) pop() *qp {
 	last := len(s) - 1
 	s[0] = s[last]
 	s[last] = qpTimer{}
-	s = s[:last]
-	for i := 0; ; {
+	*h = s[:last]
+	h.down(0)
+	return q
+}
+
+func (h qpTimers) down(i int) {
+	for {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(s) && s.less(l, m) {
+		if l < len(h) && h.less(l, m) {
 			m = l
 		}
-		if r < len(s) && s.less(r, m) {
+		if r < len(h) && h.less(r, m) {
 			m = r
 		}
 		if m == i {
-			break
+			return
 		}
-		s[i], s[m] = s[m], s[i]
+		h[i], h[m] = h[m], h[i]
 		i = m
 	}
-	*h = s
-	return q
 }
 
 // peek is the earliest time in the heap.
@@ -73,5 +76,21 @@ func (h qpTimers) peek() (sim.Tick, bool) {
 func (h *qpTimers) dropStale() {
 	for len(*h) > 0 && (*h)[0].at != (*h)[0].q.timer {
 		h.pop()
+	}
+}
+
+// compact drops every stale entry: a QP whose deadline moves often (each
+// ACK restarts the retransmission timer) leaves one behind each time.
+func (h *qpTimers) compact() {
+	s := (*h)[:0]
+	for _, e := range *h {
+		if e.at == e.q.timer {
+			s = append(s, e)
+		}
+	}
+	clear((*h)[len(s):])
+	*h = s
+	for i := len(s)/2 - 1; i >= 0; i-- {
+		h.down(i)
 	}
 }

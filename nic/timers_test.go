@@ -46,3 +46,38 @@ func TestQPTimersOrder(t *testing.T) {
 		t.Fatal("entries left")
 	}
 }
+
+// compact keeps exactly the entries that match their QP's timer, in heap
+// order.
+func TestQPTimersCompact(t *testing.T) {
+	r := sim.NewRand(5, "compact")
+	qps := make([]*qp, 30)
+	for i := range qps {
+		qps[i] = &qp{idx: i}
+	}
+	var h qpTimers
+	for k := 0; k < 400; k++ {
+		q := qps[r.IntN(len(qps))]
+		q.timer = sim.Tick(1 + r.IntN(100))
+		h.push(q.timer, q)
+	}
+	valid := 0
+	for _, e := range h {
+		if e.at == e.q.timer {
+			valid++
+		}
+	}
+	h.compact()
+	if len(h) != valid {
+		t.Fatalf("%d entries left, %d match their timer", len(h), valid)
+	}
+	var last qpTimer
+	for len(h) > 0 {
+		at, _ := h.peek()
+		q := h.pop()
+		if at != q.timer || at < last.at || at == last.at && q.idx < last.q.idx {
+			t.Fatalf("popped %d@%d after %d@%d (its timer %d)", q.idx, at, last.q.idx, last.at, q.timer)
+		}
+		last = qpTimer{at: at, q: q}
+	}
+}
