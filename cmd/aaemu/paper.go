@@ -23,7 +23,7 @@ import (
 
 func newPaperCmd() *cobra.Command {
 	var out, scenarioFile string
-	var jobs int
+	var jobs, partitions int
 	cmd := &cobra.Command{
 		Use:   "paper [FIGURE...]",
 		Short: "Run the sweeps of the Active Access paper's figures and check its claims",
@@ -60,11 +60,12 @@ default assumptions, not the paper's NIC's measured ones.`,
 				}
 			}
 			paper.Energy = sc.Power()
-			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out, jobs)
+			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out, jobs, partitions)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/paper", "output directory")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
+	partitionsFlag(cmd.Flags(), &partitions, 1) // the points already fill the cores
 	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's)")
 	return cmd
 }
@@ -78,11 +79,15 @@ func figureOutputs(f *paper.Figure) []string {
 	return sweepOutputs(base)
 }
 
-func runPaper(ctx context.Context, stdout, stderr io.Writer, names []string, out string, jobs int) error {
+func runPaper(ctx context.Context, stdout, stderr io.Writer, names []string, out string, jobs, partitions int) error {
 	figs, err := paper.Lookup(names)
 	if err != nil {
 		return err
 	}
+	if err := checkPartitions(partitions); err != nil {
+		return err
+	}
+	paper.Partitions = partitions
 	if jobs < 1 {
 		return fmt.Errorf("--jobs must be at least 1")
 	}
@@ -168,6 +173,7 @@ func runSweepFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Figu
 		outs.abandon()
 		return err
 	}
+	s.Partitions = paper.Partitions
 	dir := filepath.Join(out, "fig"+f.Name)
 	rows, plots, wall, err := runAndWrite(ctx, stderr, s, "figure "+f.Name, dir, "fig"+f.Name, jobs, outs)
 	if err != nil {

@@ -219,12 +219,21 @@ func atCat(pts []Point, x int, cat string, s workload.Scheme) float64 {
 	return 0
 }
 
+// Partitions is the goroutines each figure's clusters run their nodes on
+// (aaemu paper --partitions): set before the figures run. It never
+// changes a result.
+var Partitions = 1
+
 // cluster is the machine of the custom figures: 4 cores per node, 10 Gb/s.
 func cluster(nodes int) (*aa.System, error) {
 	spec := machine.DefaultSpec()
 	spec.Nodes, spec.Cores = nodes, 4
 	spec.Wire.RateMbps = 10000
-	return aa.New(sim.NewEngine(1), spec)
+	c, err := aa.New(sim.NewEngine(1), spec)
+	if err == nil {
+		c.Cluster.SetPartitions(Partitions)
+	}
+	return c, err
 }
 
 var counterFigure = &Figure{
