@@ -8,6 +8,7 @@ package cpu
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"iter"
 
@@ -147,10 +148,30 @@ func (c *Core) newProc(name string, body func(p *Proc), handler bool) *Proc {
 	p := &Proc{core: c, name: name, handler: handler}
 	seq := func(yield func(sim.Tick) bool) {
 		p.yield = yield
+		defer func() {
+			if r := recover(); r != nil && r != errStopped {
+				panic(r)
+			}
+		}()
 		body(p)
 	}
 	p.next, p.stop = iter.Pull(seq)
 	return p
+}
+
+// errStopped unwinds a process that Close ended while it waited.
+var errStopped = errors.New("cpu: process stopped")
+
+// Close ends every process of the core that has not finished, as a
+// machine's power-off does: each unwinds from where it waits (deferred
+// calls run) and frees what it held. The core runs nothing afterwards.
+func (c *Core) Close() {
+	for _, p := range c.procs {
+		if !p.done {
+			p.done = true
+			p.stop()
+		}
+	}
 }
 
 // OnInterrupt runs handler, after the interrupt latency, whenever an MSI
@@ -344,7 +365,7 @@ func (p *Proc) wait(d sim.Tick) {
 		panic(fmt.Sprintf("cpu: process %s: a polling condition ran a costed operation; a condition may only look", p.name))
 	}
 	if !p.yield(d) {
-		panic(fmt.Sprintf("cpu: process %s resumed after its core stopped it", p.name))
+		panic(errStopped) // Close: the process unwinds and ends
 	}
 }
 

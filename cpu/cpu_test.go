@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/aaemu/aaemu/memory"
@@ -121,5 +123,32 @@ func TestBusyPollerDoesNotStarve(t *testing.T) {
 		if now := e.Now(); now > 10*sim.US {
 			t.Fatalf("poller first %v: finished at %v, the worker waited too long for its turns", pollerFirst, now)
 		}
+	}
+}
+
+// Close ends the processes still waiting: their deferred calls run and
+// their coroutines go away.
+func TestCloseEndsWaitingProcesses(t *testing.T) {
+	e := sim.NewEngine(1)
+	clk := e.NewClock("clk", 500, 0)
+	c := NewCore(clk, "cpu0", DefaultSpec(), memory.NewStore())
+	before := runtime.NumGoroutine()
+	unwound := 0
+	for i := 0; i < 8; i++ {
+		c.Spawn(fmt.Sprintf("p%d", i), func(p *Proc) {
+			defer func() { unwound++ }()
+			p.Poll(func() bool { return false }) // forever
+		})
+	}
+	e.Run(sim.US)
+	if c.AppsDone() {
+		t.Fatal("the processes finished")
+	}
+	c.Close()
+	if unwound != 8 || !c.AppsDone() {
+		t.Fatalf("%d of 8 processes unwound, done %v", unwound, c.AppsDone())
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Close, %d before the processes", n, before)
 	}
 }

@@ -161,6 +161,18 @@ func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
 	return w.Now()
 }
 
+// Close ends every process still running on the nodes' cores (after a
+// run that stopped before they finished), so that nothing of the cluster
+// stays alive once its results are read.
+func (c *Cluster) Close() {
+	for _, n := range c.Nodes {
+		for _, core := range n.Cores {
+			core.Close()
+		}
+		n.Poller.Close()
+	}
+}
+
 // Now is the cluster's simulated time: the latest any node has reached.
 func (c *Cluster) Now() sim.Tick { return c.Eng.World().Now() }
 

@@ -380,6 +380,14 @@ func (s *Scenario) PrepareRun(e *sim.Engine, x Experiment) (Prepared, error) {
 	p, err := s.prepareRun(e, x)
 	if err == nil {
 		p.Sys.Cluster.SetPartitions(s.Partitions)
+		// Once the result is read, the processes that did not finish (a
+		// daemon, a run stopped early) end and free the cluster.
+		finish := p.Finish
+		p.Finish = func(end sim.Tick) (Outcome, error) {
+			o, err := finish(end)
+			p.Sys.Cluster.Close()
+			return o, err
+		}
 	}
 	return p, err
 }

@@ -104,6 +104,7 @@ func runDHTScale(b *testing.B, nodes int) scaleRow {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	c.Close() // the processes are still running: free them for the next size
 	return scaleRow{nodes: nodes, wall: wall, events: e.World().UnitTicks(), heapMB: float64(ms.HeapAlloc) / (1 << 20), puts: puts, built: built, partitions: *scalePartitions}
 }
 
