@@ -18,13 +18,21 @@ type Store struct {
 	// flatWords is the first address whose 64-bit word does not lie wholly
 	// in flat: one comparison on the hot path.
 	flatWords uint64
-	dense     []*[1 << pageBits]byte
+	// dense holds the pages of the low 4 GB in two levels, a chunk of
+	// chunkPages page pointers per 2 MB region touched: a node whose heap
+	// starts at 256 MB holds a few chunks, not a pointer for every page
+	// below its highest (which, over a thousand nodes, is gigabytes).
+	dense []*[chunkPages]*[1 << pageBits]byte
 	pages     map[uint64]*[1 << pageBits]byte
 	last      uint64 // page number of the last access (a one-entry lookup cache)
 	lastP     *[1 << pageBits]byte
 }
 
-const denseLimit = 1 << 20 // pages: the low 4 GB
+const (
+	denseLimit = 1 << 20 // pages: the low 4 GB
+	chunkBits  = 9
+	chunkPages = 1 << chunkBits
+)
 
 // NewStore returns an empty memory.
 func NewStore() *Store { return &Store{pages: map[uint64]*[1 << pageBits]byte{}, last: ^uint64(0)} }
@@ -49,18 +57,27 @@ func (s *Store) page(pn uint64, create bool) *[1 << pageBits]byte {
 	}
 	var p *[1 << pageBits]byte
 	if pn < denseLimit {
-		if pn < uint64(len(s.dense)) {
-			p = s.dense[pn]
+		c := pn >> chunkBits
+		var chunk *[chunkPages]*[1 << pageBits]byte
+		if c < uint64(len(s.dense)) {
+			chunk = s.dense[c]
+		}
+		if chunk != nil {
+			p = chunk[pn&(chunkPages-1)]
 		}
 		if p == nil {
 			if !create {
 				return nil
 			}
-			if pn >= uint64(len(s.dense)) {
-				s.dense = append(s.dense, make([]*[1 << pageBits]byte, int(pn)+1-len(s.dense))...)
+			if c >= uint64(len(s.dense)) {
+				s.dense = append(s.dense, make([]*[chunkPages]*[1 << pageBits]byte, int(c)+1-len(s.dense))...)
+			}
+			if chunk == nil {
+				chunk = new([chunkPages]*[1 << pageBits]byte)
+				s.dense[c] = chunk
 			}
 			p = new([1 << pageBits]byte)
-			s.dense[pn] = p
+			chunk[pn&(chunkPages-1)] = p
 		}
 	} else {
 		p = s.pages[pn]
@@ -169,9 +186,14 @@ func (s *Store) Checksum() uint64 {
 	for k := uint64(0); k < uint64(len(s.flat))>>pageBits; k++ {
 		keys = append(keys, k) // the flat region always exists
 	}
-	for k, p := range s.dense {
-		if p != nil {
-			keys = append(keys, uint64(k))
+	for c, chunk := range s.dense {
+		if chunk == nil {
+			continue
+		}
+		for i, p := range chunk {
+			if p != nil {
+				keys = append(keys, uint64(c)<<chunkBits|uint64(i))
+			}
 		}
 	}
 	for k := range s.pages {
