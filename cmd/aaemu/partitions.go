@@ -2,26 +2,26 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/spf13/pflag"
 )
 
 // partitionsFlag adds --partitions: the goroutines that run a cluster's
 // nodes (each node is a domain of the simulation; see docs/kernel.md).
-// It never changes an output, only the wall time. def is the default.
+// It never changes an output, only the wall time. def is the default; 0
+// chooses by the cluster's size (machine.AutoPartitions).
 func partitionsFlag(f *pflag.FlagSet, p *int, def int) {
-	f.IntVar(p, "partitions", def, "goroutines that run each cluster's nodes in parallel (never changes a result)")
+	f.IntVar(p, "partitions", def, "goroutines that run each cluster's nodes in parallel; 0: one per 32 of the cluster's cores, at most the host's (never changes a result)")
 }
 
-// cores is the default partition count of a command that runs one
-// simulation at a time.
-func cores() int { return runtime.NumCPU() }
+// auto is the default partition count of a command that runs one
+// simulation at a time: chosen by the cluster's size.
+const auto = 0
 
-// checkPartitions refuses a partition count below one.
+// checkPartitions refuses a negative partition count.
 func checkPartitions(n int) error {
-	if n < 1 {
-		return fmt.Errorf("--partitions %d: want at least 1", n)
+	if n < 0 {
+		return fmt.Errorf("--partitions %d: want 1 or more goroutines, or 0 to choose by the cluster's size", n)
 	}
 	return nil
 }

@@ -112,10 +112,10 @@ func readDir(t *testing.T, dir string) map[string][]byte {
 	return m
 }
 
-// --partitions takes a count of at least one.
-func TestPartitionsFlagRefusesZero(t *testing.T) {
-	out, err := aaemu(t, "run", "--partitions", "0", "--out", t.TempDir())
-	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("--partitions 0: want at least 1")) {
+// --partitions takes a count, or 0 for the automatic choice.
+func TestPartitionsFlagRefusesNegative(t *testing.T) {
+	out, err := aaemu(t, "run", "--partitions", "-1", "--out", t.TempDir())
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("--partitions -1: want 1 or more goroutines, or 0 to choose by the cluster's size")) {
 		t.Fatalf("got %v\n%s", err, out)
 	}
 }

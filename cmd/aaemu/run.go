@@ -97,7 +97,7 @@ at 5% and 25% collisions. See examples/ for scenario files.`,
 	f.StringVar(&o.until, "until", "10s", "stop every experiment at this simulated time")
 	f.BoolVar(&o.noHost, "no-host-stats", false, "do not write host.json (the host's speed, which differs from run to run)")
 	f.BoolVar(&o.txnLog, "txn-log", false, "write txns.jsonl: every transaction of the first experiment and its cause")
-	partitionsFlag(f, &o.partitions, cores())
+	partitionsFlag(f, &o.partitions, auto)
 	return cmd
 }
 

@@ -45,7 +45,7 @@ time since the operation began and since the step that caused it.`,
 	cmd.Flags().IntVar(&op, "op", 1, "which operation of the process (1-based)")
 	cmd.Flags().StringVar(&proc, "process", "", "the process whose operation to follow (default: the first to start one)")
 	cmd.Flags().StringVar(&o.until, "until", "10s", "stop the simulation at this simulated time")
-	partitionsFlag(cmd.Flags(), &o.partitions, cores())
+	partitionsFlag(cmd.Flags(), &o.partitions, auto)
 	return cmd
 }
 

@@ -74,7 +74,7 @@ run checks its own result and fails if it is wrong.
 	f.Uint64Var(&o.rateMbps, "rate-mbps", 10000, "link rate")
 	f.StringVar(&o.schemes, "schemes", "", "comma-separated schemes (default: all the workload has)")
 	f.Uint64Var(&o.seed, "seed", 1, "root seed")
-	partitionsFlag(f, &o.partitions, cores())
+	partitionsFlag(f, &o.partitions, auto)
 	f.StringVar(&o.jsonOut, "json", "", "also write the rows as JSON to this file")
 	f.IntVar(&o.outstanding, "outstanding", 1, "stream: work requests in flight (1 .. 256)")
 	f.StringVar(&o.op, "op", "write", "stream: write (RDMA WRITE) or send (SEND/receive)")
