@@ -23,9 +23,9 @@ type Store struct {
 	// starts at 256 MB holds a few chunks, not a pointer for every page
 	// below its highest (which, over a thousand nodes, is gigabytes).
 	dense []*[chunkPages]*[1 << pageBits]byte
-	pages     map[uint64]*[1 << pageBits]byte
-	last      uint64 // page number of the last access (a one-entry lookup cache)
-	lastP     *[1 << pageBits]byte
+	pages map[uint64]*[1 << pageBits]byte
+	last  uint64 // page number of the last access (a one-entry lookup cache)
+	lastP *[1 << pageBits]byte
 }
 
 const (
