@@ -14,12 +14,12 @@ build:
 run: build
 	./$(BIN) run --out $(OUT)
 
-# Installs missing external tools (apt-get, npm), then runs every test.
+# Installs missing external tools (apt-get, npm), then runs every test; then
+# the parallel kernel and a partitioned run again under the race detector
+# (nodes on several goroutines must share nothing).
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
-	# The parallel kernel and a partitioned run under the race detector:
-	# nodes on several goroutines must share nothing.
 	$(GO) test -race -count=1 ./sim/
 	$(GO) test -race -count=1 -run 'TestPartitionsByteIdentical/(star|counter)' ./cmd/aaemu/
 
