@@ -70,6 +70,14 @@ func DefaultSpec() Spec {
 		SwitchLatencyPS: 500 * sim.NS, Power: energy.DefaultParams()}
 }
 
+// MaxRCQueuePairs is the queue pairs the rc transport may give a NIC: its
+// QP numbers start at 0x100 and their doorbells must fit the BAR's pages.
+const MaxRCQueuePairs = nic.MaxQPN - 0x100
+
+// RCQueuePairs is the QP numbers the rc transport takes on each NIC: a
+// number per core per node (nodes × cores; its own node's go unused).
+func RCQueuePairs(nodes, cores int) int { return nodes * cores }
+
 // MaxNodes bounds a cluster: node numbers take two bytes of the NICs'
 // addresses (roce.NodeEndpoint), and a run of this many nodes must fit a
 // workstation's memory with the srd transport.
@@ -147,9 +155,9 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	if s.Nodes < 2 || s.Nodes > MaxNodes {
 		return nil, fmt.Errorf("nodes: %d out of 2..%d", s.Nodes, MaxNodes)
 	}
-	if (s.Transport == TransportRC || s.Transport == "") && 0x100+s.Nodes*s.Cores > nic.MaxQPN {
-		return nil, fmt.Errorf("transport rc: %d nodes × %d cores need a queue pair per core per peer, more than a NIC's %d doorbells; use transport srd",
-			s.Nodes, s.Cores, nic.MaxQPN-0x100)
+	if q := RCQueuePairs(s.Nodes, s.Cores); (s.Transport == TransportRC || s.Transport == "") && q > MaxRCQueuePairs {
+		return nil, fmt.Errorf("transport rc: %d nodes × %d cores need %d queue pairs a NIC (a core's per node), more than its %d doorbells; use transport srd",
+			s.Nodes, s.Cores, q, MaxRCQueuePairs)
 	}
 	if s.Cores < 1 || s.Cores > maxCores {
 		return nil, fmt.Errorf("cores: %d, want 1..%d", s.Cores, maxCores)

@@ -42,13 +42,17 @@ func (s WireSpec) Validate() error {
 	return nil
 }
 
-// rxFrames is the frames a wire's receiver buffers (its port's FIFO).
+// rxFrames is the frames a wire's receiver buffers beyond what is in
+// flight on the line (its port's FIFO).
 const rxFrames = 16
 
-// linkDepth is the frames a wire's link holds: the receiver's buffer and
-// the shortest frames the line can carry while a frame's credit goes to
-// the receiver and back (2 × lat), so that backpressure, not the credit
-// loop, limits a wire.
+// linkDepth is the frames a wire's link holds, in flight and at the
+// receiver together: the receiver's buffer and the shortest frames the line
+// can carry while a frame's credit goes to the receiver and back (2 × lat),
+// so that backpressure, not the credit loop, limits a wire. A receiver that
+// stops taking frames therefore sees up to that many arrive (47 at 10 Gb/s
+// and 1 µs, about 315 at 100 Gb/s) before the wire stops, as a PFC pause
+// leaves the frames already on the line, and its headroom, to arrive.
 func (s WireSpec) linkDepth(lat sim.Tick) int {
 	minFrame := sim.Tick(roce.WireBytes(64)) * 8 * 1_000_000 / sim.Tick(s.RateMbps) // ps
 	return rxFrames + int((2*lat+minFrame-1)/max(minFrame, 1)) + 1
@@ -56,8 +60,12 @@ func (s WireSpec) linkDepth(lat sim.Tick) int {
 
 // Wire is one direction of an Ethernet link: frames are serialized at the
 // line rate (with preamble, FCS and inter-frame gap), delayed by the
-// latency, and lost with the configured probability. A full receiver
-// backpressures the wire (lossless Ethernet, as RoCE deployments use PFC).
+// latency, and lost with the configured probability. A frame arrives at the
+// receiver's first edge at or after the end of its serialization plus the
+// latency (its link: the wire and the receiver may run in two domains). A
+// full receiver backpressures the wire (lossless Ethernet, as RoCE
+// deployments use PFC), its credits returning with the latency too
+// (linkDepth).
 type Wire struct {
 	u    *sim.Unit
 	spec WireSpec

@@ -31,9 +31,9 @@ type Scenario struct {
 	// scenario is refused, naming the keys that make it large, unless
 	// this is raised.
 	MaxMemoryMiB uint64 `yaml:"max_memory_mib" json:"-"`
-	// Partitions is how many goroutines run the nodes (--partitions; 0 or
-	// 1: one). A run option, not part of the model: it never changes a
-	// result, only the wall time.
+	// Partitions is how many goroutines run the nodes (--partitions; 0:
+	// chosen by the cluster's size, machine.AutoPartitions). A run option,
+	// not part of the model: it never changes a result, only the wall time.
 	Partitions int `yaml:"-" json:"-"`
 }
 
@@ -383,6 +383,10 @@ func (s *Scenario) checkTransport() (string, error) {
 	const allowed = "allowed: " + machine.TransportRC + ", " + machine.TransportSRD
 	switch s.Machine.Transport {
 	case "", machine.TransportRC:
+		if q := machine.RCQueuePairs(s.Machine.Nodes, s.Machine.Cores); q > machine.MaxRCQueuePairs {
+			return "machine.transport", input.Errorf(allowed+"; srd above that",
+				"rc gives each of a NIC's %d cores a queue pair per node: %d nodes × %d cores need %d, more than a NIC's %d doorbells", s.Machine.Cores, s.Machine.Nodes, s.Machine.Cores, q, machine.MaxRCQueuePairs)
+		}
 		return "", nil
 	case machine.TransportSRD:
 	default:

@@ -44,6 +44,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"machine:\n  nic: {active_w: 0.2}\n", "s.yaml:2: machine.nic.active_w: 0.2 W is below machine.nic.idle_w (0.5..1000 W: at least machine.nic.idle_w)"},
 		{"machine:\n  network:\n    router_nj_per_byte: -1\n", "s.yaml:3: machine.network.router_nj_per_byte: -1 is out of range (0..1000 nJ)"},
 		{"machine:\n  transport: ud\n", `s.yaml:2: machine.transport: "ud" is not a transport (allowed: rc, srd)`},
+		{"max_memory_mib: 1000000\nmachine: {nodes: 1100, cores: 30}\n", "s.yaml:2: machine.transport: rc gives each of a NIC's 30 cores a queue pair per node: 1100 nodes × 30 cores need 33000, more than a NIC's 32512 doorbells (allowed: rc, srd; srd above that)"},
 		{"machine:\n  transport: sdr\n", `s.yaml:2: machine.transport: "sdr" is not a transport (did you mean "srd"? allowed: rc, srd)`},
 		{"machine: {transport: srd}\nworkload:\n  dht: {schemes: [AA-SP, AM]}\n", "s.yaml:1: machine.transport: srd, but workload.dht.schemes has AM, whose receivers post their buffers per source node (srd has one receive queue per process) (allowed: rc, srd; rc for a scheme that receives SENDs per source node)"},
 		{"machine: {transport: srd}\nworkload: {kind: counter}\n", "s.yaml:1: machine.transport: srd, but workload.counter.schemes has A-KV, whose receivers post their buffers per source node (srd has one receive queue per process) (allowed: rc, srd; rc for a scheme that receives SENDs per source node)"},

@@ -51,8 +51,9 @@ func Spawn(n *machine.Node, core int, name string, body func(c *Ctx)) {
 
 func (c *Ctx) post(dst int, w nic.WQE) WR {
 	h := c.qp(dst)
-	// A full send queue waits for completions to free slots.
-	for h.Posted-h.Completed >= uint64(h.Size) {
+	// A full send queue waits for completions to free slots (an srd
+	// queue's completions are filed by destination: reapSRD).
+	for !h.SRD && h.Posted-h.Completed >= uint64(h.Size) {
 		c.reap(dst)
 	}
 	// The slot is claimed before the write yields the core: a handler
@@ -323,7 +324,10 @@ func (c *Ctx) FetchAdd(dst int, remote, v uint64) (uint64, error) {
 }
 
 // Flush (RMA) returns when every operation posted to dst has completed:
-// the data of every put is in dst's memory.
+// the data of every put is in dst's memory. It takes the completions of
+// those operations: a Wait or Test of one of them afterwards is a usage
+// error (on rc it returns an empty completion, on srd it would wait for
+// ever).
 func (c *Ctx) Flush(dst int) error {
 	h := c.qp(dst)
 	if h.SRD {

@@ -8,6 +8,7 @@ import (
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/verbs"
 )
 
 // Scheme is how a workload talks to remote memory.
@@ -489,9 +490,18 @@ func (d *DHT) cell(sh *shard, key uint64) uint64 {
 
 func value(key uint64) uint64 { return key*0x9e3779b97f4a7c15 | 1 }
 
+// dhtSlots is the 16-byte slots of an inserting process's send buffer,
+// used in turn.
+const dhtSlots = 256
+
 // insertAll is an inserting process.
 func (d *DHT) insertAll(x *aa.Ctx, s *source, buf, scratch uint64) {
 	sent := make([]bool, len(d.c.Nodes))
+	// inFlight is the put or send that last used each slot of buf.
+	var inFlight []verbs.WR
+	if len(s.keys) > dhtSlots && d.cfg.Scheme != RMA {
+		inFlight = make([]verbs.WR, dhtSlots)
+	}
 	for i, key := range s.keys {
 		owner := int(s.owners[i])
 		sh := d.shards[owner]
@@ -505,14 +515,28 @@ func (d *DHT) insertAll(x *aa.Ctx, s *source, buf, scratch uint64) {
 			d.insertRMA(x, sh, key, scratch)
 			continue
 		}
-		slot := buf + uint64(i%256)*16
+		k := i % dhtSlots
+		slot := buf + uint64(k)*16
+		if i >= dhtSlots {
+			// The slot's last put must be done before the slot is written
+			// again: with puts to many owners outstanding (more than a
+			// send queue holds, or completed out of order), it may not be.
+			if _, err := x.Wait(inFlight[k]); err != nil {
+				t := d.tally(x)
+				t.bad = append(t.bad, fmt.Sprintf("key %d's slot: %v", s.keys[i-dhtSlots], err))
+			}
+		}
 		x.P.Store64(slot, key)
 		x.P.Store64(slot+8, value(key))
+		var wr verbs.WR
 		if d.cfg.Scheme.activeMessages() {
-			x.Send(owner, slot, 16) // one message per insert
+			wr = x.Send(owner, slot, 16) // one message per insert
 		} else {
-			x.Put(owner, slot, d.cell(sh, key), 16) // one active put per insert
+			wr = x.Put(owner, slot, d.cell(sh, key), 16) // one active put per insert
 			s.touch(owner, d.pageLog(d.cell(sh, key)-sh.table), len(d.iuids))
+		}
+		if inFlight != nil {
+			inFlight[k] = wr
 		}
 		d.tally(x).ops++
 	}

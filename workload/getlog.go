@@ -57,7 +57,7 @@ type getLog struct {
 	rcap    int
 	end     lastEnd           // (nodes may run on several goroutines)
 	values  map[uint64]uint64 // node<<48 | address → value
-	problem string
+	problems []string // the first of each node's processes, by node (they may run at once)
 	opProgress
 }
 
@@ -72,7 +72,7 @@ func SetupGetLog(c *aa.System, cfg GetLogConfig) (*getLog, error) {
 		return nil, fmt.Errorf("get logging: %d gets, %d words, %d procs", cfg.Gets, cfg.Words, cfg.Procs)
 	}
 	n := len(c.Nodes)
-	g := &getLog{cfg: cfg, c: c, logs: make([][]logEntry, n), want: make([][]logEntry, n), values: map[uint64]uint64{}}
+	g := &getLog{cfg: cfg, c: c, logs: make([][]logEntry, n), want: make([][]logEntry, n), values: map[uint64]uint64{}, problems: make([]string, n)}
 	r := sim.NewRand(cfg.Seed, "getlog")
 	rw := iommu.Perm{Bits: pte.R | pte.W}
 	// Every node's data page and every process's plan of gets.
@@ -162,8 +162,8 @@ func (g *getLog) run(x *aa.Ctx, dsts []int, offs []uint64, buf uint64) {
 		a := g.data[dst] + offs[k]
 		x.Wait(x.Get(dst, buf+8, a, 8))
 		v := x.P.Load64(buf + 8)
-		if want := g.values[uint64(dst)<<48|a]; v != want && g.problem == "" {
-			g.problem = fmt.Sprintf("node %d's get of %#x on node %d returned %#x, want %#x", x.N.ID, a, dst, v, want)
+		if want := g.values[uint64(dst)<<48|a]; v != want && g.problems[x.N.ID] == "" {
+			g.problems[x.N.ID] = fmt.Sprintf("node %d's get of %#x on node %d returned %#x, want %#x", x.N.ID, a, dst, v, want)
 		}
 		if g.cfg.Scheme == RMA {
 			// The target knows nothing of the get: put the value back into
@@ -210,7 +210,12 @@ func (g *getLog) Result() GetLogResult {
 	}
 	res := GetLogResult{Scheme: g.cfg.Scheme, Gets: total, SimTimePS: uint64(g.end.get()),
 		GetsPerSec: float64(total) / (float64(g.end.get()) / 1e12), WireBytes: float64(g.c.WireBytes()) / float64(max(total, 1))}
-	res.Problem = g.problem
+	for _, p := range g.problems {
+		if p != "" {
+			res.Problem = p // the first node's
+			break
+		}
+	}
 	cmp := func(a, b logEntry) int {
 		if c := cmpU(a.addr, b.addr); c != 0 {
 			return c

@@ -18,7 +18,7 @@ import (
 var scaleNodes = []int{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 
 // scalePartitions is the goroutines the nodes run on (-scale.partitions;
-// default: the cores, as aaemu run's --partitions).
+// default: the host's cores).
 var scalePartitions = flag.Int("scale.partitions", runtime.NumCPU(), "BenchmarkDHTScale: goroutines the nodes run on")
 
 // scaleRow is one size's measurement.

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -80,7 +81,7 @@ type stream struct {
 	size        uint64 // Messages × MsgBytes
 	first, last sim.Tick
 	arrived     int
-	problem     string
+	problems    [2]string // the source's (node 0) and the target's (node 1): they may run at once
 	opProgress
 }
 
@@ -142,8 +143,8 @@ func (s *stream) send(x *aa.Ctx) {
 	m := uint64(s.cfg.MsgBytes)
 	var inflight []verbs.WR
 	wait := func() {
-		if _, err := x.Wait(inflight[0]); err != nil && s.problem == "" {
-			s.problem = err.Error()
+		if _, err := x.Wait(inflight[0]); err != nil && s.problems[0] == "" {
+			s.problems[0] = err.Error()
 		}
 		inflight = inflight[1:]
 	}
@@ -180,15 +181,15 @@ func (s *stream) receive(x *aa.Ctx, one uint64) {
 		}
 	}
 	if _, err := x.Wait(x.Put(0, one, s.flag, 8)); err != nil {
-		s.problem = "the start flag: " + err.Error()
+		s.problems[1] = "the start flag: " + err.Error()
 		return
 	}
 	for k := 0; k < n; k++ {
 		if s.cfg.Op == StreamSend {
 			cqe := x.Recv(0)
 			if cqe.Status != nic.StatusOK || int(cqe.Length) != m {
-				if s.problem == "" {
-					s.problem = fmt.Sprintf("receive %d: status %d, %d B, want %d B", k, cqe.Status, cqe.Length, m)
+				if s.problems[1] == "" {
+					s.problems[1] = fmt.Sprintf("receive %d: status %d, %d B, want %d B", k, cqe.Status, cqe.Length, m)
 				}
 			}
 			if posted < n {
@@ -236,7 +237,7 @@ func (s *stream) Result() StreamResult {
 	dst := s.c.Nodes[1].Mem
 	res := StreamResult{Op: s.cfg.Op, MsgBytes: s.cfg.MsgBytes, Messages: s.cfg.Messages, Outstanding: s.cfg.Outstanding,
 		FirstPS: uint64(s.first), LastPS: uint64(s.last), SimTimePS: uint64(s.c.Now()), WireBytes: s.c.WireBytes(),
-		Checksum: dst.FNV1a64(s.dst, size), Problem: s.problem}
+		Checksum: dst.FNV1a64(s.dst, size), Problem: cmp.Or(s.problems[0], s.problems[1])}
 	h := fnv.New64a()
 	s.chunks(func(_ uint64, b []byte) { h.Write(b) })
 	switch {

@@ -108,6 +108,8 @@ func New(c *machine.Cluster, s Spec) (*System, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	// Endpoints' global names resolve through one table of all nodes.
+	c.Serial("am2: the endpoints of all nodes share one name table")
 	return &System{c: c, spec: s, eps: make([][]*Endpoint, len(c.Nodes))}, nil
 }
 

@@ -241,6 +241,9 @@ func Run(c *machine.Cluster, cfg Config, body func(c *Comm)) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The ranks of every node count into one world (finished ranks, an
+	// abort, the statistics): its nodes run on one goroutine.
+	c.Serial("mpi: the ranks of all nodes share the world's bookkeeping")
 	for _, r := range w.ranks {
 		r := r
 		c.Nodes[r.place.Node].Cores[r.place.Core].Spawn(fmt.Sprintf("mpi.rank%d", r.id), func(p *cpu.Proc) {
