@@ -47,17 +47,17 @@ const getlogIUID = 5
 type logEntry struct{ addr, value uint64 }
 
 type getLog struct {
-	cfg     GetLogConfig
-	c       *aa.System
-	data    []uint64 // per node: the values gets read
-	logs    [][]logEntry
-	want    [][]logEntry // per target: the gets issued to it
-	rlog    []uint64     // RMA: per node, the log area sources put into
-	rnext   []uint64     // RMA: per node, the log's next-slot counter
-	rcap    int
-	end     lastEnd           // (nodes may run on several goroutines)
-	values  map[uint64]uint64 // node<<48 | address → value
-	problems []string // the first of each node's processes, by node (they may run at once)
+	cfg      GetLogConfig
+	c        *aa.System
+	data     []uint64 // per node: the values gets read
+	logs     [][]logEntry
+	want     [][]logEntry // per target: the gets issued to it
+	rlog     []uint64     // RMA: per node, the log area sources put into
+	rnext    []uint64     // RMA: per node, the log's next-slot counter
+	rcap     int
+	end      lastEnd           // (nodes may run on several goroutines)
+	values   map[uint64]uint64 // node<<48 | address → value
+	problems []string          // the first of each node's processes, by node (they may run at once)
 	opProgress
 }
 
