@@ -153,19 +153,7 @@ func newPair(t *testing.T, seed uint64, spec Spec, wire WireSpec) *pairBench {
 			t.Fatal(err)
 		}
 		tx.NetOut, rx.NetIn = w.In, w.Out
-		w.SetTap(func(now sim.Tick, f *Frame, lost bool) {
-			raw, err := f.Serialize()
-			if err == nil {
-				comment := fmt.Sprintf("txn=%d cause=%d", f.ID, f.Cause)
-				if lost {
-					comment += " lost"
-				}
-				err = b.cp.Write(i, uint64(now), raw, comment)
-			}
-			if err != nil && b.err == nil {
-				b.err = err
-			}
-		})
+		w.SetTap(captureTap(b.cp, i, &b.err))
 		b.wires[i] = w
 	}
 	return b
@@ -250,4 +238,22 @@ func (b *pairBench) counter(name string) uint64 {
 		b.t.Fatalf("no statistic %s", name)
 	}
 	return st.(*sim.Counter).Value()
+}
+
+// captureTap writes the frames a wire sends into cp on interface i, with
+// their transaction IDs as comments, keeping the first error in *errp.
+func captureTap(cp *roce.Capture, i int, errp *error) Tap {
+	return func(now sim.Tick, f *Frame, lost bool) {
+		raw, err := f.Serialize()
+		if err == nil {
+			comment := fmt.Sprintf("txn=%d cause=%d", f.ID, f.Cause)
+			if lost {
+				comment += " lost"
+			}
+			err = cp.Write(i, uint64(now), raw, comment)
+		}
+		if err != nil && *errp == nil {
+			*errp = err
+		}
+	}
 }

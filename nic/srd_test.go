@@ -79,19 +79,7 @@ func newSRDBench(t *testing.T, seed uint64, nodes, queues int, wireLoss func(nod
 		n.NetOut, n.NetIn = up.In, down.Out
 		sw.SetPort(i, up.Out, down.In)
 		i := i
-		up.SetTap(func(now sim.Tick, f *Frame, lost bool) {
-			raw, err := f.Serialize()
-			if err == nil {
-				comment := fmt.Sprintf("txn=%d cause=%d", f.ID, f.Cause)
-				if lost {
-					comment += " lost"
-				}
-				err = b.cp.Write(i, uint64(now), raw, comment)
-			}
-			if err != nil && b.err == nil {
-				b.err = err
-			}
-		})
+		up.SetTap(captureTap(b.cp, i, &b.err))
 		for k := 0; k < queues; k++ {
 			base := uint64(ringsBase + ringsStride*k)
 			c := QueueConfig{QPN: uint32(0x100 + k), SQBase: base, SQSize: ringEntries, CQBase: base + 0x4000, CQSize: ringEntries,

@@ -169,21 +169,8 @@ func (c *Ctx) Test(w WR) (cqe nic.CQE, done bool, err error) {
 	if h.SRD {
 		return c.testSRD(h, w)
 	}
-	for h.Completed < w.seq {
-		want := h.Completed + 1
-		addr := h.CQBase + (h.Completed%uint64(h.Size))*nic.CQESize
-		fresh := c.P.Load64(addr+24) == want
-		if h.Completed+1 != want {
-			continue // another process on the connection took it meanwhile
-		}
-		if !fresh {
-			return nic.CQE{}, false, nil
-		}
-		h.Completed++ // claimed before the read yields the core
-		b := make([]byte, nic.CQESize)
-		c.P.Read(addr, b)
-		e := nic.ParseCQE(b)
-		h.Results[e.WRID] = e
+	if !c.takeArrived(h, func() bool { return h.Completed >= w.seq }) {
+		return nic.CQE{}, false, nil
 	}
 	cqe = h.Results[w.seq-1]
 	delete(h.Results, w.seq-1)
@@ -193,13 +180,11 @@ func (c *Ctx) Test(w WR) (cqe nic.CQE, done bool, err error) {
 	return cqe, true, nil
 }
 
-// testSRD is Test on an srd queue: the entries that have arrived are
-// taken until w's is among them.
-func (c *Ctx) testSRD(h *machine.QP, w WR) (nic.CQE, bool, error) {
-	for {
-		if _, ok := h.Results[w.seq-1]; ok {
-			break
-		}
+// takeArrived takes the completion entries that have arrived on h, one
+// memory access each (and one when none has), until have holds: false if
+// the entries ran out first.
+func (c *Ctx) takeArrived(h *machine.QP, have func() bool) bool {
+	for !have() {
 		want := h.Completed + 1
 		addr := h.CQBase + (h.Completed%uint64(h.Size))*nic.CQESize
 		fresh := c.P.Load64(addr+24) == want
@@ -207,14 +192,25 @@ func (c *Ctx) testSRD(h *machine.QP, w WR) (nic.CQE, bool, error) {
 			continue // another process on the queue took it meanwhile
 		}
 		if !fresh {
-			return nic.CQE{}, false, nil
+			return false
 		}
 		h.Completed++ // claimed before the read yields the core
 		b := make([]byte, nic.CQESize)
 		c.P.Read(addr, b)
 		e := nic.ParseCQE(b)
 		h.Results[e.WRID] = e
-		h.Pending[h.WRDst[e.WRID]]--
+		if h.SRD {
+			h.Pending[h.WRDst[e.WRID]]--
+		}
+	}
+	return true
+}
+
+// testSRD is Test on an srd queue: the entries that have arrived are
+// taken until w's is among them.
+func (c *Ctx) testSRD(h *machine.QP, w WR) (nic.CQE, bool, error) {
+	if !c.takeArrived(h, func() bool { _, ok := h.Results[w.seq-1]; return ok }) {
+		return nic.CQE{}, false, nil
 	}
 	cqe := takeSRD(h, w.seq-1)
 	if cqe.Status != nic.StatusOK {
