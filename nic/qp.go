@@ -792,8 +792,9 @@ func (q *qp) recvCompletionValue(index uint64, status, length uint32, value uint
 	n := q.n
 	q.rcqTail++
 	if c := q.rcq; c != nil {
-		// A shared CQ: the entry names the QP, its sequence is the CQ's.
-		e := CQE{WRID: index, Status: status, Length: length, Value: uint64(q.cfg.QPN), Seq: c.tail + 1}
+		// A shared CQ: the entry names the QP (and, on an srd queue, the
+		// sending node in the upper half), its sequence is the CQ's.
+		e := CQE{WRID: index, Status: status, Length: length, Value: uint64(q.cfg.QPN) | value<<32, Seq: c.tail + 1}
 		b := make([]byte, CQESize)
 		e.Put(b)
 		n.dmaWrite(c.cfg.Base+(c.tail%uint64(c.cfg.Size))*CQESize, b, cause)

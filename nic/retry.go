@@ -297,10 +297,11 @@ func (n *NIC) Pending() []QPStatus {
 // again, retransmission timeouts, and the work requests it gave up on.
 type Health struct {
 	Retransmitted, Timeouts, RetryExceeded, Flushed uint64
+	RNRNAKs                                         uint64 // receiver-not-ready NAKs sent or received
 }
 
 // Health reads the NIC's transport counters.
 func (n *NIC) Health() Health {
 	return Health{Retransmitted: n.stRetrans.Value(), Timeouts: n.stTimeouts.Value(),
-		RetryExceeded: n.stRetryExceeded.Value(), Flushed: n.stFlushed.Value()}
+		RetryExceeded: n.stRetryExceeded.Value(), Flushed: n.stFlushed.Value(), RNRNAKs: n.stRNR.Value()}
 }

@@ -392,19 +392,13 @@ func (s *Scenario) checkTransport() (string, error) {
 	default:
 		return "machine.transport", notOneOf(s.Machine.Transport, "a transport", []string{machine.TransportRC, machine.TransportSRD}, allowed)
 	}
+	// The sort's AM receives chunks per source node in an order of its own.
 	w := &s.Workload
-	var need []workload.Scheme // the workload's schemes that need rc
-	l := w.DHT.Schemes
-	switch w.Kind {
-	case KindDHT:
-		need = []workload.Scheme{workload.AM, workload.AMExp, workload.AMOnload, workload.AMInt}
-	case KindCounter:
-		need, l = []workload.Scheme{workload.AKV}, w.schemes()
-	case KindSort:
-		need, l = []workload.Scheme{workload.AM}, w.schemes()
+	if w.Kind != KindSort {
+		return "", nil
 	}
-	for _, sc := range l {
-		if slices.Contains(need, workload.Scheme(sc)) {
+	for _, sc := range w.schemes() {
+		if workload.Scheme(sc) == workload.AM {
 			return "machine.transport", input.Errorf(allowed+"; rc for a scheme that receives SENDs per source node",
 				"srd, but workload.%s.schemes has %s, whose receivers post their buffers per source node (srd has one receive queue per process)", w.Kind, sc)
 		}

@@ -33,7 +33,8 @@ type amIntServer struct {
 	doorbell  uint64 // the CQ's arm doorbell
 }
 
-// amIntSource is the lane and source node a QP's messages come from.
+// amIntSource is the lane and source node a QP's messages come from (src
+// −1: an srd queue's, whose completions name the sending node).
 type amIntSource struct {
 	lane *amLane
 	src  int
@@ -71,14 +72,19 @@ func (d *DHT) setupAMInt() error {
 				continue
 			}
 			s.lanes = append(s.lanes, l)
+			if l.srd {
+				s.byQPN[owner.QP(l.peer, k).QPN] = amIntSource{lane: l, src: -1}
+				s.cqSize += l.pool
+				continue
+			}
 			for src := 0; src < n; src++ {
 				if src != sh.node {
-					s.byQPN[d.c.Nodes[sh.node].QP(src, k).QPN] = amIntSource{lane: l, src: src}
+					s.byQPN[owner.QP(src, k).QPN] = amIntSource{lane: l, src: src}
 				}
 			}
+			s.cqSize += n * amBuffers
 		}
 		// Every receive buffer posted can hold one unconsumed completion.
-		s.cqSize = len(s.lanes) * n * amBuffers
 		s.cqBase = owner.Alloc(uint64(s.cqSize * nic.CQESize))
 		if err := owner.Register(s.cqBase, uint64(s.cqSize*nic.CQESize), rw); err != nil {
 			return err
@@ -103,13 +109,7 @@ func (d *DHT) setupAMInt() error {
 		})
 		owner.Spawn(0, "dht_am_int_setup", func(x *aa.Ctx) {
 			for _, l := range s.lanes {
-				lx := x.OnCore(l.core) // the lane's connections
-				for src := 0; src < n; src++ {
-					for l.posted[src] < min(amBuffers, l.left[src]) {
-						lx.PostRecv(src, d.amSlot(l.rbuf, src, l.posted[src]), 16)
-						l.posted[src]++
-					}
-				}
+				l.postAll(x)
 			}
 			x.P.Store64(s.one, 1)   // a peer's inserts are done
 			x.P.Store64(s.one+8, 2) // and its deletes
@@ -169,15 +169,14 @@ func (d *DHT) onAMInterrupt(x *aa.Ctx, s *amIntServer) {
 			panic("aa: AM-Int completion of an unknown QP or a failed receive")
 		}
 		l, src := from.lane, from.src
-		slot := d.amSlot(l.rbuf, src, int(cqe.WRID))
+		if src < 0 {
+			src = int(cqe.Value >> 32) // srd: the sending node
+		}
+		slot := l.slot(src, cqe.WRID)
 		x.P.Read(slot, msg)
 		d.amMessage(x, s.sh, msg)
-		l.left[src]--
 		s.remaining--
-		if l.posted[src] < d.expect[node][l.core][src] {
-			x.OnCore(l.core).PostRecv(src, slot, 16)
-			l.posted[src]++
-		}
+		l.taken(x, src, slot)
 		if w, ok := l.flag(src, s.one); ok {
 			x.Put(src, w, d.flagAddr(src, l.core, node), 8)
 		}

@@ -72,11 +72,6 @@ func SetupCounter(c *aa.System, cfg CounterConfig) (*counter, error) {
 	if cfg.Elements < 1 || cfg.Elements > 1<<20 || cfg.Accesses < 0 || cfg.Procs < 1 || cfg.Procs > c.Spec.Cores {
 		return nil, fmt.Errorf("counter: %d elements (1..%d), %d accesses, %d procs (1..cores, %d)", cfg.Elements, 1<<20, cfg.Accesses, cfg.Procs, c.Spec.Cores)
 	}
-	if cfg.Scheme == AKV {
-		if err := c.RequirePerPeerReceive("counter scheme " + string(cfg.Scheme)); err != nil {
-			return nil, err
-		}
-	}
 	k := &counter{cfg: cfg, c: c, truth: make([]uint64, cfg.Elements)}
 	r := sim.NewRand(cfg.Seed, "counter.elements")
 	for _, n := range c.Nodes[1:] {
@@ -220,50 +215,28 @@ func (k *counter) setupAKV() error {
 				expect[s.node] += len(s.elems)
 			}
 		}
-		rbuf := n0.Alloc(uint64(n * amBuffers * 8))
-		if err := n0.Register(rbuf, uint64(n*amBuffers*8), iommu.Perm{Bits: pte.R | pte.W}); err != nil {
+		r, err := newAMRecv(k.c, n0, core, expect, 8)
+		if err != nil {
 			return err
 		}
-		core := core
-		n0.Spawn(core, fmt.Sprintf("akv_server%d", core), func(x *aa.Ctx) { k.serveAKV(x, rbuf, expect) })
+		if r == nil {
+			continue
+		}
+		n0.Spawn(core, fmt.Sprintf("akv_server%d", core), func(x *aa.Ctx) { k.serveAKV(x, r) })
 	}
 	return nil
 }
 
-func (k *counter) serveAKV(x *aa.Ctx, rbuf uint64, expect []int) {
-	n := len(expect)
-	left := append([]int(nil), expect...)
-	posted := make([]int, n)
-	slot := func(src, i int) uint64 { return rbuf + uint64(src*amBuffers+i%amBuffers)*8 }
-	remaining := 0
-	for src := 0; src < n; src++ {
-		for posted[src] < min(amBuffers, left[src]) {
-			x.PostRecv(src, slot(src, posted[src]), 8)
-			posted[src]++
-		}
-		remaining += left[src]
-	}
+func (k *counter) serveAKV(x *aa.Ctx, r *amRecv) {
+	r.postAll(x)
+	remaining := r.expectAll
 	for remaining > 0 {
-		got := false
-		for src := 0; src < n; src++ {
-			if left[src] == 0 {
-				continue
-			}
-			cqe, ok := x.TryRecv(src)
-			if !ok {
-				continue
-			}
-			got = true
-			e := x.P.Load64(slot(src, int(cqe.WRID)))
+		_, got := r.poll(x, func(_ int, slot uint64) {
+			e := x.P.Load64(slot)
 			a := k.counts + e*8
 			x.P.Store64(a, x.P.Load64(a)+1)
-			left[src]--
 			remaining--
-			if posted[src] < expect[src] {
-				x.PostRecv(src, slot(src, int(cqe.WRID)), 8)
-				posted[src]++
-			}
-		}
+		}, nil)
 		if !got {
 			x.P.Sleep(k.c.Spec.CPU.PollIntervalPS)
 		}

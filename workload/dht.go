@@ -281,11 +281,6 @@ func SetupDHT(c *aa.System, cfg DHTConfig) (*DHT, error) {
 	}
 	d.makeKeys()
 	am := cfg.Scheme.activeMessages()
-	if am {
-		if err := c.RequirePerPeerReceive("dht scheme " + string(cfg.Scheme)); err != nil {
-			return nil, err
-		}
-	}
 	if cfg.Scheme == AMOnload && (cfg.Procs < 2 || cfg.OnloadCores < 1 || cfg.OnloadCores >= cfg.Procs) {
 		return nil, fmt.Errorf("dht: AM-Onload needs procs per node ≥ 2 and 1 ≤ onload cores < procs (have %d of %d)", cfg.OnloadCores, cfg.Procs)
 	}
@@ -760,33 +755,21 @@ func (d *DHT) flagAddr(node, core, owner int) uint64 {
 	return d.flags[node] + uint64(core*len(d.c.Nodes)+owner)*8
 }
 
-// amLane is a server's share of one inserting core's connections.
+// amLane is a server's share of one inserting core's connections: their
+// receive buffers, and how many of each source's messages are deletes.
 type amLane struct {
-	core   int
-	rbuf   uint64
-	left   []int // messages still expected, by source node
-	dels   []int // of which deletes (they come last), by source node
-	posted []int // receive requests posted, by source node
+	*amRecv
+	dels []int // of the messages expected, deletes (they come last), by source node
 }
 
 // newLane gives owner sh's server the receive buffers of core k's
 // connections, or nil when none of them sends it anything.
 func (d *DHT) newLane(sh *shard, k int) (*amLane, error) {
-	n := len(d.c.Nodes)
-	total := 0
-	for _, c := range d.expect[sh.node][k] {
-		total += c
-	}
-	if total == 0 {
-		return nil, nil
-	}
-	owner := d.c.Nodes[sh.node]
-	rbuf := owner.Alloc(uint64(n * amBuffers * 16))
-	if err := owner.Register(rbuf, uint64(n*amBuffers*16), iommu.Perm{Bits: pte.R | pte.W}); err != nil {
+	r, err := newAMRecv(d.c, d.c.Nodes[sh.node], k, d.expect[sh.node][k], 16)
+	if r == nil || err != nil {
 		return nil, err
 	}
-	return &amLane{core: k, rbuf: rbuf, left: append([]int(nil), d.expect[sh.node][k]...),
-		dels: d.dels[sh.node][k], posted: make([]int, n)}, nil
+	return &amLane{amRecv: r, dels: d.dels[sh.node][k]}, nil
 }
 
 // amMessage performs one active message: an insert, or a delete (values
@@ -819,17 +802,10 @@ func (l *amLane) flag(src int, one uint64) (uint64, bool) {
 // key locally and, when a peer's messages are all handled, sets that peer's
 // done flag with a put.
 func (d *DHT) serveAM(x *aa.Ctx, sh *shard, lanes []*amLane, one uint64) {
-	n := len(d.c.Nodes)
 	remaining := 0
 	for _, l := range lanes {
-		lx := x.OnCore(l.core) // the lane's connections
-		for src := 0; src < n; src++ {
-			for l.posted[src] < min(amBuffers, l.left[src]) {
-				lx.PostRecv(src, d.amSlot(l.rbuf, src, l.posted[src]), 16)
-				l.posted[src]++
-			}
-			remaining += l.left[src]
-		}
+		l.postAll(x)
+		remaining += l.expectAll
 	}
 	x.P.Store64(one, 1)   // a peer's inserts are done
 	x.P.Store64(one+8, 2) // and its deletes
@@ -838,30 +814,17 @@ func (d *DHT) serveAM(x *aa.Ctx, sh *shard, lanes []*amLane, one uint64) {
 	for remaining > 0 {
 		got := false
 		for _, l := range lanes {
-			lx := x.OnCore(l.core)
-			for src := 0; src < n; src++ {
-				if l.left[src] == 0 {
-					continue
-				}
-				cqe, ok := lx.TryRecv(src)
-				d.tally(x).polls++
-				if !ok {
-					continue
-				}
-				got = true
-				slot := d.amSlot(l.rbuf, src, int(cqe.WRID))
+			polls, any := l.poll(x, func(src int, slot uint64) {
 				x.P.Read(slot, msg)
 				d.amMessage(x, sh, msg)
-				l.left[src]--
 				remaining--
-				if l.posted[src] < d.expect[sh.node][l.core][src] {
-					lx.PostRecv(src, slot, 16)
-					l.posted[src]++
-				}
+			}, func(src int) {
 				if w, ok := l.flag(src, one); ok {
-					lx.Put(src, w, d.flagAddr(src, l.core, sh.node), 8)
+					x.OnCore(l.core).Put(src, w, d.flagAddr(src, l.core, sh.node), 8)
 				}
-			}
+			})
+			d.tally(x).polls += polls
+			got = got || any
 		}
 		if got || d.cfg.Scheme == AMOnload {
 			interval = d.cfg.PollPS
@@ -872,11 +835,6 @@ func (d *DHT) serveAM(x *aa.Ctx, sh *shard, lanes []*amLane, one uint64) {
 			interval *= 2
 		}
 	}
-}
-
-// amSlot is the receive buffer the i-th receive request from src uses.
-func (d *DHT) amSlot(rbuf uint64, src, i int) uint64 {
-	return rbuf + uint64(src*amBuffers+i%amBuffers)*16
 }
 
 // insertRMA: CAS the key into the cell; on a collision take an overflow

@@ -55,7 +55,65 @@ func TestDHTOverSRD(t *testing.T) {
 	}
 }
 
-// The schemes whose receivers post buffers per source node refuse srd.
+// The active-message schemes over srd: a server's one receive queue per
+// core takes every node's messages, the completion naming the sender. Every
+// table exact after inserts, lookups and deletes (a delete acts only after
+// its sender's inserts: the done flags count per source), with a receive
+// ring smaller than the messages a server awaits (its buffers posted again
+// as they are taken, senders NAKed receiver-not-ready when it runs dry), and
+// the access counter's A-KV counting every access.
+func TestActiveMessagesOverSRD(t *testing.T) {
+	for _, tc := range []struct {
+		scheme Scheme
+		ring   int // the queues' size: the receive pool of a server's core
+	}{
+		{AM, 256}, {AM, 4}, {AMExp, 256}, {AMOnload, 256}, {AMOnload, 4}, {AMInt, 256}, {AMInt, 8},
+	} {
+		t.Run(fmt.Sprintf("%s/ring=%d", tc.scheme, tc.ring), func(t *testing.T) {
+			spec := machine.DefaultSpec()
+			spec.Nodes, spec.Cores, spec.Transport, spec.SQSize = 5, 4, machine.TransportSRD, tc.ring
+			c, err := aa.New(sim.NewEngine(1), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := runChecked(t, c, DHTConfig{Scheme: tc.scheme, Inserts: 30, Cells: 1 << 10, Collisions: 0.2, Procs: 4, OnloadCores: 1,
+				Lookups: 0.3, Deletes: 0.3, AMIntCount: DefaultAMIntCount, PollPS: 50_000, Seed: 2}, string(tc.scheme)+" over srd")
+			r := d.Result()
+			if want := 30 * 5 * 4; tc.scheme != AMOnload && r.Inserts != want {
+				t.Fatalf("%d inserts, want %d", r.Inserts, want)
+			}
+			if r.Deletes == 0 {
+				t.Fatal("no deletes")
+			}
+			rnr := 0
+			for i, n := range c.Nodes {
+				rnr += int(n.NIC.Health().RNRNAKs)
+				if got := n.NIC.Peers(); got != 4 {
+					t.Errorf("node %d holds %d contexts, want the 4 others", i, got)
+				}
+			}
+			if tc.ring < 16 && rnr == 0 {
+				t.Errorf("a ring of %d buffers never ran dry (no RNR NAK): the pool was not exercised", tc.ring)
+			}
+		})
+	}
+	spec := machine.DefaultSpec()
+	spec.Nodes, spec.Cores, spec.Transport, spec.SQSize = 4, 3, machine.TransportSRD, 8
+	c, err := aa.New(sim.NewEngine(1), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := SetupCounter(c, CounterConfig{Scheme: AKV, Elements: 64, Accesses: 40, Procs: 3, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Run(sim.S, c.AppsDone)
+	if r := k.Result(); !c.AppsDone() || !r.Verified || r.Accesses != 3*3*40 {
+		t.Fatalf("A-KV over srd: done %v, %d accesses, %s", c.AppsDone(), r.Accesses, r.Problem)
+	}
+}
+
+// The sort's AM, whose receivers take chunks per source node, refuses srd.
 func TestSRDRefusesPerSourceReceive(t *testing.T) {
 	spec := machine.DefaultSpec()
 	spec.Nodes, spec.Cores, spec.Transport = 3, 2, machine.TransportSRD
@@ -63,8 +121,8 @@ func TestSRDRefusesPerSourceReceive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = SetupDHT(c, DHTConfig{Scheme: AM, Inserts: 4, Cells: 64, Procs: 2, Seed: 1})
+	_, err = SetupSort(c, SortConfig{Scheme: AM, Keys: 64, Procs: 2, Seed: 1})
 	if err == nil || !strings.Contains(err.Error(), "needs a receive queue per source node") {
-		t.Fatalf("AM over srd: %v", err)
+		t.Fatalf("sort AM over srd: %v", err)
 	}
 }
