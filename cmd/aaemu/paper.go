@@ -18,12 +18,13 @@ import (
 	"github.com/aaemu/aaemu/internal/paper"
 	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/sweep"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/scenario"
 )
 
 func newPaperCmd() *cobra.Command {
 	var out, scenarioFile string
-	var jobs, partitions int
+	var jobs, partitions, maxNodes int
 	cmd := &cobra.Command{
 		Use:   "paper [FIGURE...]",
 		Short: "Run the sweeps of the Active Access paper's figures and check its claims",
@@ -44,10 +45,17 @@ paper's 32 processes per node on up to 8 nodes; 7c uses 8 and 7d, 8a, 8b, 9a
 and 9b 4, so that a figure takes seconds. The power figures of 8a and 8b are
 the machine's in the scenario (machine.nic.active_w, idle_w,
 machine.network.router_nj_per_byte; --scenario FILE to change them): by
-default assumptions, not the paper's NIC's measured ones.`,
+default assumptions, not the paper's NIC's measured ones.
+
+--max-nodes N runs the figures whose axis is the machine's size (7a, 7b, 7d
+and 9a; all four without figure names) at the paper's scale instead: on 2,
+4, 8, … up to N nodes, 32 processes per node (P up to 32 N, the paper's
+8,192 at N = 256), over the srd transport, whose connection state does not
+grow with nodes × cores (rc's would: a queue pair per core per peer).`,
 		Example: `  aaemu paper 6c
   aaemu paper 7a 7c --out /tmp/paper -j 2
-  aaemu paper 9b 8a 8b --scenario power.yaml`,
+  aaemu paper 9b 8a 8b --scenario power.yaml
+  aaemu paper 7a 9a --max-nodes 256 --partitions 2 -j 1`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sc := scenario.DefaultScenario()
 			if scenarioFile != "" {
@@ -60,12 +68,17 @@ default assumptions, not the paper's NIC's measured ones.`,
 				}
 			}
 			paper.Energy = sc.Power()
-			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out, jobs, partitions)
+			figs, err := paperFigures(args, maxNodes)
+			if err != nil {
+				return err
+			}
+			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), figs, out, jobs, partitions)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/paper", "output directory")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
 	partitionsFlag(cmd.Flags(), &partitions, 1) // the points already fill the cores
+	cmd.Flags().IntVar(&maxNodes, "max-nodes", 0, "run 7a, 7b, 7d and 9a on 2, 4, … up to this many nodes × 32 processes over srd (0: the figures' own 2 to 8 nodes)")
 	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's)")
 	return cmd
 }
@@ -79,11 +92,39 @@ func figureOutputs(f *paper.Figure) []string {
 	return sweepOutputs(base)
 }
 
-func runPaper(ctx context.Context, stdout, stderr io.Writer, names []string, out string, jobs, partitions int) error {
+// paperFigures looks the named figures up (all without names), at scale
+// when maxNodes is not 0.
+func paperFigures(names []string, maxNodes int) ([]*paper.Figure, error) {
 	figs, err := paper.Lookup(names)
-	if err != nil {
-		return err
+	if err != nil || maxNodes == 0 {
+		return figs, err
 	}
+	if maxNodes < 2 || maxNodes > machine.MaxNodes {
+		return nil, fmt.Errorf("--max-nodes %d: want 2..%d nodes", maxNodes, machine.MaxNodes)
+	}
+	nodes := paper.ScaleNodes(maxNodes)
+	var out, sizeless []*paper.Figure
+	for _, f := range figs {
+		switch {
+		case f.AtScale != nil:
+			out = append(out, f.AtScale(nodes))
+		case len(names) > 0: // asked for by name
+			sizeless = append(sizeless, f)
+		}
+	}
+	if len(sizeless) > 0 {
+		var have []string
+		for _, f := range paper.Figures() {
+			if f.AtScale != nil {
+				have = append(have, f.Name)
+			}
+		}
+		return nil, fmt.Errorf("--max-nodes: figure %s has no machine-size axis (it applies to %s)", sizeless[0].Name, strings.Join(have, ", "))
+	}
+	return out, nil
+}
+
+func runPaper(ctx context.Context, stdout, stderr io.Writer, figs []*paper.Figure, out string, jobs, partitions int) error {
 	if err := checkPartitions(partitions); err != nil {
 		return err
 	}

@@ -225,9 +225,12 @@ func atCat(pts []Point, x int, cat string, s workload.Scheme) float64 {
 var Partitions = 1
 
 // cluster is the machine of the custom figures: 4 cores per node, 10 Gb/s.
-func cluster(nodes int) (*aa.System, error) {
+func cluster(nodes int) (*aa.System, error) { return clusterOf(nodes, 4, "") }
+
+// clusterOf is a machine of nodes × cores on the transport, 10 Gb/s.
+func clusterOf(nodes, cores int, transport string) (*aa.System, error) {
 	spec := machine.DefaultSpec()
-	spec.Nodes, spec.Cores = nodes, 4
+	spec.Nodes, spec.Cores, spec.Transport = nodes, cores, transport
 	spec.Wire.RateMbps = 10000
 	c, err := aa.New(sim.NewEngine(1), spec)
 	if err == nil {
@@ -236,100 +239,122 @@ func cluster(nodes int) (*aa.System, error) {
 	return c, err
 }
 
-var counterFigure = &Figure{
-	Name:  "7d",
-	Title: "Access counter: accesses per second, 4 processes per node on the other nodes writing node 0's array, 10 Gb/s",
-	Custom: &Custom{
-		X:       []int{2, 4, 8},
-		Schemes: []workload.Scheme{workload.NoCnt, workload.AAPoll, workload.AKV, workload.Allreduce, workload.RMA},
-		YLabel:  "accesses per second",
-		run: func(ctx context.Context, nodes int, _ string, s workload.Scheme) (float64, error) {
-			c, err := cluster(nodes)
-			if err != nil {
-				return 0, err
-			}
-			k, err := workload.SetupCounter(c, workload.CounterConfig{Scheme: s, Elements: 4096, Accesses: 100, Procs: 4, Seed: 1})
-			if err != nil {
-				return 0, err
-			}
-			if err := runFor(ctx, c, k.Progress); err != nil {
-				return 0, err
-			}
-			r := k.Result()
-			if !r.Verified {
-				return 0, fmt.Errorf("the counts are wrong: %s", r.Problem)
-			}
-			return r.AccessesPerSec, nil
-		},
-	},
-	PointClaims: []PointClaim{
-		{Text: "AA-Poll outperforms A-KV, RMA and Allreduce", Paper: "yes", Tolerance: "strictly ahead of each at every size", Measure: func(pts []Point) (string, bool) {
-			ok := true
-			var parts []string
-			for _, n := range []int{2, 4, 8} {
-				a := at(pts, n, workload.AAPoll)
-				best, who := 0.0, workload.Scheme("")
-				for _, s := range []workload.Scheme{workload.AKV, workload.RMA, workload.Allreduce} {
-					if v := at(pts, n, s); v > best {
-						best, who = v, s
-					}
+// counterFigure is Figure 7d: on 2, 4 and 8 nodes × 4 processes over rc,
+// or (at scale) on the given node counts × 32 processes over srd.
+func counterFigure(nodes []int) *Figure {
+	procs, transport, size := 4, "", "4 processes per node"
+	if nodes != nil {
+		procs, transport, size = 32, machine.TransportSRD, fmt.Sprintf("32 processes per node (P = %d to %d), srd transport", 32*(nodes[0]-1), 32*(nodes[len(nodes)-1]-1))
+	} else {
+		nodes = []int{2, 4, 8}
+	}
+	return &Figure{
+		Name:    "7d",
+		AtScale: counterFigure,
+		Title:   "Access counter: accesses per second, " + size + " on the other nodes writing node 0's array, 10 Gb/s",
+		Custom: &Custom{
+			X:       nodes,
+			Schemes: []workload.Scheme{workload.NoCnt, workload.AAPoll, workload.AKV, workload.Allreduce, workload.RMA},
+			YLabel:  "accesses per second",
+			run: func(ctx context.Context, nodes int, _ string, s workload.Scheme) (float64, error) {
+				c, err := clusterOf(nodes, procs, transport)
+				if err != nil {
+					return 0, err
 				}
-				parts = append(parts, fmt.Sprintf("%d nodes %.2f× %s", n, a/best, who))
-				ok = ok && a > best
-			}
-			return "AA-Poll vs the best of them: " + strings.Join(parts, ", "), ok
-		}},
-	},
+				k, err := workload.SetupCounter(c, workload.CounterConfig{Scheme: s, Elements: 4096, Accesses: 100, Procs: procs, Seed: 1})
+				if err != nil {
+					return 0, err
+				}
+				if err := runFor(ctx, c, k.Progress); err != nil {
+					return 0, err
+				}
+				r := k.Result()
+				if !r.Verified {
+					return 0, fmt.Errorf("the counts are wrong: %s", r.Problem)
+				}
+				return r.AccessesPerSec, nil
+			},
+		},
+		PointClaims: []PointClaim{
+			{Text: "AA-Poll outperforms A-KV, RMA and Allreduce", Paper: "yes", Tolerance: "strictly ahead of each at every size", Measure: func(pts []Point) (string, bool) {
+				ok := true
+				var parts []string
+				for _, n := range xs(pts) {
+					a := at(pts, n, workload.AAPoll)
+					best, who := 0.0, workload.Scheme("")
+					for _, s := range []workload.Scheme{workload.AKV, workload.RMA, workload.Allreduce} {
+						if v := at(pts, n, s); v > best {
+							best, who = v, s
+						}
+					}
+					parts = append(parts, fmt.Sprintf("%d nodes %.2f× %s", n, a/best, who))
+					ok = ok && a > best
+				}
+				return "AA-Poll vs the best of them: " + strings.Join(parts, ", "), ok
+			}},
+		},
+	}
 }
 
-var getLogFigure = &Figure{
-	Name:  "9a",
-	Title: "Logging gets: gets per second, 4 processes per node getting from random other nodes, 10 Gb/s",
-	Custom: &Custom{
-		X:       []int{2, 4, 8},
-		Schemes: []workload.Scheme{workload.NoFT, workload.AAPoll, workload.RMA},
-		YLabel:  "gets per second",
-		run: func(ctx context.Context, nodes int, _ string, s workload.Scheme) (float64, error) {
-			c, err := cluster(nodes)
-			if err != nil {
-				return 0, err
-			}
-			g, err := workload.SetupGetLog(c, workload.GetLogConfig{Scheme: s, Gets: 50, Procs: 4, Words: 64, Seed: 1})
-			if err != nil {
-				return 0, err
-			}
-			if err := runFor(ctx, c, g.Progress); err != nil {
-				return 0, err
-			}
-			r := g.Result()
-			if !r.Verified {
-				return 0, fmt.Errorf("the logs are wrong: %s", r.Problem)
-			}
-			return r.GetsPerSec, nil
+// getLogFigure is Figure 9a: on 2, 4 and 8 nodes × 4 processes over rc,
+// or (at scale) on the given node counts × 32 processes over srd.
+func getLogFigure(nodes []int) *Figure {
+	procs, transport, size := 4, "", "4 processes per node"
+	if nodes != nil {
+		procs, transport, size = 32, machine.TransportSRD, fmt.Sprintf("32 processes per node (P = %d to %d), srd transport", 32*nodes[0], 32*nodes[len(nodes)-1])
+	} else {
+		nodes = []int{2, 4, 8}
+	}
+	return &Figure{
+		Name:    "9a",
+		AtScale: getLogFigure,
+		Title:   "Logging gets: gets per second, " + size + " getting from random other nodes, 10 Gb/s",
+		Custom: &Custom{
+			X:       nodes,
+			Schemes: []workload.Scheme{workload.NoFT, workload.AAPoll, workload.RMA},
+			YLabel:  "gets per second",
+			run: func(ctx context.Context, nodes int, _ string, s workload.Scheme) (float64, error) {
+				c, err := clusterOf(nodes, procs, transport)
+				if err != nil {
+					return 0, err
+				}
+				g, err := workload.SetupGetLog(c, workload.GetLogConfig{Scheme: s, Gets: 50, Procs: procs, Words: 64, Seed: 1})
+				if err != nil {
+					return 0, err
+				}
+				if err := runFor(ctx, c, g.Progress); err != nil {
+					return 0, err
+				}
+				r := g.Result()
+				if !r.Verified {
+					return 0, fmt.Errorf("the logs are wrong: %s", r.Problem)
+				}
+				return r.GetsPerSec, nil
+			},
 		},
-	},
-	PointClaims: []PointClaim{
-		{Text: "AA close to No-FT", Paper: "close", Tolerance: "at least 90 % of No-FT's rate at every size", Measure: func(pts []Point) (string, bool) {
-			ok := true
-			var parts []string
-			for _, n := range []int{2, 4, 8} {
-				r := at(pts, n, workload.AAPoll) / at(pts, n, workload.NoFT)
-				parts = append(parts, fmt.Sprintf("%d nodes %s", n, pct(r)))
-				ok = ok && r >= 0.9
-			}
-			return "AA vs No-FT: " + strings.Join(parts, ", "), ok
-		}},
-		{Text: "AA the best of the logging schemes", Paper: "yes", Tolerance: "strictly ahead of RMA at every size", Measure: func(pts []Point) (string, bool) {
-			ok := true
-			var parts []string
-			for _, n := range []int{2, 4, 8} {
-				r := at(pts, n, workload.AAPoll) / at(pts, n, workload.RMA)
-				parts = append(parts, fmt.Sprintf("%d nodes %.2f×", n, r))
-				ok = ok && r > 1
-			}
-			return "AA vs RMA: " + strings.Join(parts, ", "), ok
-		}},
-	},
+		PointClaims: []PointClaim{
+			{Text: "AA close to No-FT", Paper: "close", Tolerance: "at least 90 % of No-FT's rate at every size", Measure: func(pts []Point) (string, bool) {
+				ok := true
+				var parts []string
+				for _, n := range xs(pts) {
+					r := at(pts, n, workload.AAPoll) / at(pts, n, workload.NoFT)
+					parts = append(parts, fmt.Sprintf("%d nodes %s", n, pct(r)))
+					ok = ok && r >= 0.9
+				}
+				return "AA vs No-FT: " + strings.Join(parts, ", "), ok
+			}},
+			{Text: "AA the best of the logging schemes", Paper: "yes", Tolerance: "strictly ahead of RMA at every size", Measure: func(pts []Point) (string, bool) {
+				ok := true
+				var parts []string
+				for _, n := range xs(pts) {
+					r := at(pts, n, workload.AAPoll) / at(pts, n, workload.RMA)
+					parts = append(parts, fmt.Sprintf("%d nodes %.2f×", n, r))
+					ok = ok && r > 1
+				}
+				return "AA vs RMA: " + strings.Join(parts, ", "), ok
+			}},
+		},
+	}
 }
 
 // PointClaim is a claim measured on a custom figure's points.
@@ -344,6 +369,17 @@ func (f *Figure) CheckPoints(pts []Point) []Result {
 	for i, c := range f.PointClaims {
 		m, ok := c.Measure(pts)
 		out[i] = Result{Claim: Claim{Text: c.Text, Paper: c.Paper, Tolerance: c.Tolerance}, Measured: m, Holds: ok}
+	}
+	return out
+}
+
+// xs lists the points' X values in order.
+func xs(pts []Point) []int {
+	var out []int
+	for _, p := range pts {
+		if !slices.Contains(out, p.X) {
+			out = append(out, p.X)
+		}
 	}
 	return out
 }

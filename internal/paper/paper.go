@@ -26,6 +26,10 @@ type Figure struct {
 	// Custom runs figures of the other workloads; PointClaims are theirs.
 	Custom      *Custom
 	PointClaims []PointClaim
+	// AtScale, for the figures whose axis is the machine's size, is the
+	// figure on the given node counts with 32 processes per node on the
+	// srd transport (aaemu paper --max-nodes).
+	AtScale func(nodes []int) *Figure
 }
 
 // Claim is one qualitative statement of the paper and how to measure it.
@@ -224,8 +228,8 @@ plot:
 			}},
 		},
 	},
-	scaleFigure("7a", 0.05),
-	scaleFigure("7b", 0.25),
+	scaleFigure("7a", 0.05, nil),
+	scaleFigure("7b", 0.25, nil),
 	{
 		Name:  "7c",
 		Title: "DHT, IOTLB analysis: 64 entries as 64×1, 16×4 and 1×64 (fully associative), lru and random, AA-Poll (8 processes per node, 10 Gb/s)",
@@ -318,20 +322,29 @@ plot:
 }
 
 func init() {
-	figures = append(figures, counterFigure, nicEnergyFigure, routerEnergyFigure, getLogFigure, sortTimeFigure)
+	figures = append(figures, counterFigure(nil), nicEnergyFigure, routerEnergyFigure, getLogFigure(nil), sortTimeFigure)
 }
 
 // scaleFigure is Figure 7a/7b: every scheme as the machine grows, at one
-// collision ratio.
-func scaleFigure(name string, coll float64) *Figure {
+// collision ratio: on 2, 4 and 8 nodes over rc, or (at scale) on the given
+// node counts over srd.
+func scaleFigure(name string, coll float64, nodes []int) *Figure {
 	others := []workload.Scheme{workload.AAInt, workload.AM, workload.AMExp, workload.AMOnload, workload.RMA, workload.AMInt}
+	machineSize, transport := "2 to 8 nodes × 32 processes", ""
+	if nodes != nil {
+		machineSize = fmt.Sprintf("%d to %d nodes × 32 processes (P = %d to %d), srd transport", nodes[0], nodes[len(nodes)-1], 32*nodes[0], 32*nodes[len(nodes)-1])
+		transport = "\n  machine.transport: [srd]"
+	} else {
+		nodes = []int{2, 4, 8}
+	}
 	return &Figure{
-		Name:  name,
-		Title: fmt.Sprintf("DHT at %.0f %% collisions, every scheme, 2 to 8 nodes × 32 processes (AM-Onload: the best of C = 4, 8, 11, 16, 24 serving; AA-Int and AM-Int: an interrupt every 10 inserts, as the paper reports), 10 Gb/s", 100*coll),
+		Name:    name,
+		AtScale: func(n []int) *Figure { return scaleFigure(name, coll, n) },
+		Title:   fmt.Sprintf("DHT at %.0f %% collisions, every scheme, %s (AM-Onload: the best of C = 4, 8, 11, 16, 24 serving; AA-Int and AM-Int: an interrupt every 10 inserts, as the paper reports), 10 Gb/s", 100*coll, machineSize),
 		Sweep: fmt.Sprintf(`
 grid:
-  machine.nodes: [2, 4, 8]
-  machine.cores: [32]
+  machine.nodes: %s
+  machine.cores: [32]%s
   machine.wire.rate_mbps: [10000]
   workload.dht.procs_per_node: [32]
   workload.dht.aa_int_records: [10]
@@ -349,7 +362,7 @@ grid:
 plot:
   x: machine.nodes
   y: [inserts_per_second, target_polls]
-`, coll),
+`, yamlInts(nodes), transport, coll),
 		Claims: []Claim{
 			{Text: "AA-SP and AA-Poll vs the best other scheme, largest machine", Paper: "≈2×", Tolerance: "both 1.5×–3× (AM-Onload at its best C)", Measure: func(rows []sweep.Row) (string, bool) {
 				ns := values(rows, 0)
@@ -410,4 +423,23 @@ plot:
 			}},
 		},
 	}
+}
+
+// yamlInts is a YAML flow list of ns.
+func yamlInts(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.Itoa(n)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// ScaleNodes is the node counts of a figure at scale: the powers of two
+// from 2 to max.
+func ScaleNodes(max int) []int {
+	var ns []int
+	for n := 2; n <= max; n *= 2 {
+		ns = append(ns, n)
+	}
+	return ns
 }

@@ -60,7 +60,7 @@ func row(nodes string, s workload.Scheme, rate float64) sweep.Row {
 // The claim checks read the rows they are given: the same claim holds on
 // data shaped like the paper's and fails on data that is not.
 func TestScaleClaims(t *testing.T) {
-	f := scaleFigure("7a", 0.05)
+	f := scaleFigure("7a", 0.05, nil)
 	paperLike := []sweep.Row{
 		row("8", workload.AASP, 2.02), row("8", workload.AAPoll, 2.0), row("8", workload.AAInt, 1.0), row("8", workload.AM, 1.0),
 		row("8", workload.AMExp, 0.9), row("8", workload.AMOnload, 1.05), row("8", workload.RMA, 0.5), row("8", workload.AMInt, 0.95),
@@ -93,7 +93,7 @@ func TestScaleClaims(t *testing.T) {
 // that beats AA-SP at one size fails the claim, whichever C the figure's
 // other schemes ran with, and the measurement names that C.
 func TestScaleClaimOnloadBestC(t *testing.T) {
-	f := scaleFigure("7a", 0.05)
+	f := scaleFigure("7a", 0.05, nil)
 	onload := func(c string, rate float64) sweep.Row {
 		return sweep.Row{Point: sweep.Point{"8", "{schemes: [AM-Onload], am_onload_cores: " + c + "}"},
 			Result: workload.DHTResult{Scheme: workload.AMOnload, InsertsPerSec: rate, Collisions: 0.05}}
