@@ -72,6 +72,34 @@ func TestPaperCommand(t *testing.T) {
 	}
 }
 
+// `aaemu paper --max-nodes N` runs the figures whose axis is the machine's
+// size on 2 … N nodes × 32 processes over srd: the table's node axis, its
+// transport and the title's P say so; a figure without that axis, or a size
+// out of range, is refused before anything runs.
+func TestPaperAtScale(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "9a", "--max-nodes", "4", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "32 processes per node (P = 64 to 128), srd transport") || !strings.Contains(out, "4 nodes") || strings.Contains(out, "8 nodes") {
+		t.Fatalf("9a at scale:\n%s", out)
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "fig9a", "points.csv"))
+	if err != nil || !strings.Contains(string(csv), "\n2,No-FT,") || !strings.Contains(string(csv), "\n4,RMA,") || strings.Contains(string(csv), "\n8,") {
+		t.Fatalf("fig9a/points.csv: %v\n%s", err, csv)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"6c --max-nodes 16", "--max-nodes: figure 6c has no machine-size axis (it applies to 7a, 7b, 7d, 9a)"},
+		{"7a --max-nodes 1", "--max-nodes 1: want 2..4096 nodes"},
+		{"7a --max-nodes 5000", "--max-nodes 5000: want 2..4096 nodes"},
+	} {
+		if out, err := aaemu(t, append(strings.Fields("paper "+tc.args), "--out", dir)...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("paper %s: %v, want %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+}
+
 // `aaemu paper 8b` runs the sort on 8 nodes under every scheme and writes
 // the routers' energy per topology as bars, with its claim; power figures
 // that make no sense are refused.

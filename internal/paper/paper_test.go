@@ -2,6 +2,7 @@ package paper
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -262,5 +263,64 @@ func TestIOTLBMechanismClaim(t *testing.T) {
 	}
 	if m, ok := claim.Measure(mk(0.8, 0.85, 0.9, 0.8)); ok || !strings.Contains(m, "1 of 2") {
 		t.Errorf("random ahead once: %q %v", m, ok)
+	}
+}
+
+// At scale, exactly the figures whose axis is the machine's size (7a, 7b,
+// 7d, 9a) run on the given node counts × 32 processes over srd: the DHT
+// figures' sweeps parse with that grid and fit the memory limit at 256
+// nodes; the custom figures' X is the node counts, and their claims read
+// every size the points have (a claim failing only at the largest size
+// fails).
+func TestFiguresAtScale(t *testing.T) {
+	nodes := ScaleNodes(256)
+	if fmt.Sprint(nodes) != "[2 4 8 16 32 64 128 256]" || fmt.Sprint(ScaleNodes(100)) != "[2 4 8 16 32 64]" {
+		t.Fatalf("ScaleNodes: %v", nodes)
+	}
+	var scaled []string
+	for _, f := range Figures() {
+		if f.AtScale == nil {
+			continue
+		}
+		scaled = append(scaled, f.Name)
+		g := f.AtScale(nodes)
+		if g.Name != f.Name || !strings.Contains(g.Title, "srd transport") || !strings.Contains(g.Title, "32 processes") {
+			t.Errorf("%s at scale: %q", f.Name, g.Title)
+		}
+		if g.Custom != nil {
+			if fmt.Sprint(g.Custom.X) != fmt.Sprint(nodes) {
+				t.Errorf("%s at scale: X %v", f.Name, g.Custom.X)
+			}
+			continue
+		}
+		s, err := sweep.Parse("figure "+g.Name, []byte(g.Sweep), ".")
+		if err != nil {
+			t.Fatalf("%s at scale: %v", f.Name, err)
+		}
+		if got := len(s.Points()); got != len(nodes)*5 {
+			t.Errorf("%s at scale: %d points, want %d", f.Name, got, len(nodes)*5)
+		}
+		if !strings.Contains(g.Sweep, "machine.nodes: [2, 4, 8, 16, 32, 64, 128, 256]") || !strings.Contains(g.Sweep, "machine.transport: [srd]") {
+			t.Errorf("%s at scale: sweep\n%s", f.Name, g.Sweep)
+		}
+	}
+	if strings.Join(scaled, " ") != "7a 7b 7d 9a" {
+		t.Errorf("figures with a machine-size axis: %v", scaled)
+	}
+	// 9a's claims at every size of the points, the largest included.
+	g := getLogFigure(nodes)
+	var pts []Point
+	for _, n := range nodes {
+		rma := 1.0
+		if n == 256 {
+			rma = 3 // AA behind RMA at the largest size only
+		}
+		pts = append(pts, Point{X: n, Scheme: workload.NoFT, Y: 2}, Point{X: n, Scheme: workload.AAPoll, Y: 2}, Point{X: n, Scheme: workload.RMA, Y: rma})
+	}
+	for _, c := range g.PointClaims {
+		m, ok := c.Measure(pts)
+		if c.Text == "AA the best of the logging schemes" && (ok || !strings.Contains(m, "256 nodes 0.67×")) {
+			t.Errorf("%q: %s, holds %v", c.Text, m, ok)
+		}
 	}
 }
