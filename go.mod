@@ -28,4 +28,5 @@ require (
 	golang.org/x/net v0.55.0 // indirect
 	golang.org/x/sys v0.45.0 // indirect
 	golang.org/x/text v0.37.0 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
 )

@@ -2,7 +2,8 @@
 # Installs the external tools aaemu's tests run, when they are missing:
 # GTKWave (vcd2fst, fst2vcd, vcd2lxt2, gtkwave), Xvfb and ImageMagick for the
 # headless waveform screenshot, tshark (decodes the RoCE captures), Debian's
-# python3-scapy (checks their ICRCs), and the vcd-stream parser from npm.
+# python3-scapy (checks their ICRCs), Slurm and munge (a one-node cluster
+# runs a sweep as a job array), and the vcd-stream parser from npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,10 @@ command -v node     >/dev/null || need+=(nodejs)
 command -v npm      >/dev/null || need+=(npm)
 command -v tshark   >/dev/null || need+=(tshark)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import scapy.contrib.roce' 2>/dev/null || need+=(python3 python3-scapy)
+[ -x /usr/sbin/slurmctld ] || need+=(slurmctld)
+[ -x /usr/sbin/slurmd ]    || need+=(slurmd)
+command -v sbatch   >/dev/null || need+=(slurm-client)
+[ -x /usr/sbin/munged ]    || need+=(munge)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,5 +162,91 @@ func TestPaperStreamFigure(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 100 {
 			t.Fatalf("%s: %v", f, err)
 		}
+	}
+}
+
+// A sweep with seeds run in three shares and merged writes what the local
+// executor writes, byte for byte (tables, the summary with its confidence
+// intervals, plots with error bars); a merge with a share missing lists
+// its tasks and says the tables are incomplete; a rerun reuses the parts.
+func TestSweepShardsMerge(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "sweep.yaml")
+	if err := os.WriteFile(file, []byte("grid:\n  machine.nodes: [2, 3]\n  workload.dht.inserts: [10]\nseeds: [1, 2]\nplot:\n  y: [inserts_per_second]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local, shared := filepath.Join(dir, "local"), filepath.Join(dir, "shared")
+	out, err := aaemu(t, "sweep", file, "--out", local, "-j", "2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, i := range []string{"0/3", "2/3"} {
+		if out, err := aaemu(t, "sweep", file, "--shard", i, "--out", shared, "-j", "1"); err != nil {
+			t.Fatalf("share %s: %v\n%s", i, err, out)
+		}
+	}
+	out, err = aaemu(t, "sweep", "merge", shared)
+	if err == nil || !strings.Contains(err.Error(), "task 1 (machine.nodes=2 workload.dht.inserts=10 seed=2): not run") || strings.Contains(err.Error(), "task 0 ") {
+		t.Fatalf("merge without share 1/3: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(shared, "sweep.json")); !bytes.Contains(b, []byte(`"complete": false`)) {
+		t.Fatal("an incomplete merge's sweep.json does not say so")
+	}
+	if out, err := aaemu(t, "sweep", file, "--shard", "1/3", "--out", shared, "-j", "1"); err != nil {
+		t.Fatalf("share 1/3: %v\n%s", err, out)
+	}
+	if out, err := aaemu(t, "sweep", "merge", shared); err != nil || !strings.Contains(out, "(4 of 4 tasks merged)") {
+		t.Fatalf("merge: %v\n%s", err, out)
+	}
+	for _, f := range []string{"sweep.csv", "sweep.json", "sweep-summary.csv", "sweep-inserts_per_second.png", "sweep-inserts_per_second.svg"} {
+		a, err1 := os.ReadFile(filepath.Join(local, f))
+		b, err2 := os.ReadFile(filepath.Join(shared, f))
+		if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: the merged shares differ from the local run (%v, %v)", f, err1, err2)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(local, "sweep-summary.csv")); !bytes.HasPrefix(b, []byte("machine.nodes,workload.dht.inserts,scheme,collisions,seeds,inserts_per_second_mean,inserts_per_second_ci95,")) {
+		t.Fatalf("sweep-summary.csv:\n%s", b)
+	}
+	// A rerun takes every task from its part: the parts are not rewritten.
+	before, _ := os.Stat(filepath.Join(local, "parts", "task-000002.json"))
+	if out, err := aaemu(t, "sweep", file, "--out", local, "-j", "2"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	after, _ := os.Stat(filepath.Join(local, "parts", "task-000002.json"))
+	if !before.ModTime().Equal(after.ModTime()) {
+		t.Error("a rerun ran a task that was done with the same inputs")
+	}
+	if out, err := aaemu(t, "sweep", file, "--out", local, "--fresh", "-j", "2"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if fresh, _ := os.Stat(filepath.Join(local, "parts", "task-000002.json")); fresh.ModTime().Equal(after.ModTime()) {
+		t.Error("--fresh reused a part")
+	}
+}
+
+// The executors' options: clear errors before anything runs.
+func TestSweepExecutorErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "sweep.yaml")
+	if err := os.WriteFile(file, []byte("grid:\n  machine.nodes: [2, 3]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"--shard 2/2", `--shard "2/2": want i/n, the i-th of n shares (0 ≤ i < n)`},
+		{"--shard 0/3", "--shard 0/3: the sweep has 2 tasks, fewer than 3 shares"},
+		{"--shard 0/2 --executor local", "--shard runs one share here: it takes no --executor"},
+		{"--shard 0/2 --fresh", "--fresh with --shard would remove the other shares' parts"},
+		{"--executor pbs", `--executor "pbs": want local or slurm`},
+		{"--executor slurm --slurm-tasks 3", "--slurm-tasks 3: want 1..2 (the sweep's tasks)"},
+		{"--executor slurm --slurm-option qos=short", `--slurm-option "qos=short": want one sbatch option such as --qos=short`},
+	} {
+		args := append([]string{"sweep", file, "--out", filepath.Join(dir, "out")}, strings.Fields(tc.args)...)
+		if out, err := aaemu(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("sweep %s: %v, want %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+	if _, err := aaemu(t, "sweep", "merge", dir); err == nil || !strings.Contains(err.Error(), "not a sweep's parts directory") {
+		t.Errorf("merge of a directory without parts: %v", err)
 	}
 }

@@ -102,6 +102,9 @@ func (s *Spec) WriteJSON(w io.Writer, rows []Row) error {
 type Series struct {
 	Name string
 	X, Y []float64
+	// Err, with seeds, is the half width of each Y's confidence interval
+	// (Y is then the mean over the seeds).
+	Err []float64
 }
 
 // Series groups the rows for plotting metric y against the X key, in order
@@ -148,7 +151,31 @@ func (s *Spec) Series(rows []Row, y string) ([]Series, error) {
 		out[i].X = append(out[i].X, x)
 		out[i].Y = append(out[i].Y, v)
 	}
+	if len(s.Seeds) > 1 {
+		for i := range out {
+			out[i] = meanOverSeeds(out[i])
+		}
+	}
 	return out, nil
+}
+
+// meanOverSeeds makes each X of a series one point: the mean of its
+// values (one per seed) and their confidence interval.
+func meanOverSeeds(sr Series) Series {
+	out := Series{Name: sr.Name}
+	var xs []float64
+	vals := map[float64][]float64{}
+	for j, x := range sr.X {
+		if _, ok := vals[x]; !ok {
+			xs = append(xs, x)
+		}
+		vals[x] = append(vals[x], sr.Y[j])
+	}
+	for _, x := range xs {
+		m, h := MeanCI(vals[x])
+		out.X, out.Y, out.Err = append(out.X, x), append(out.Y, m), append(out.Err, h)
+	}
+	return out
 }
 
 // Metric is the named metric of one row.

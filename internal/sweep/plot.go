@@ -92,6 +92,22 @@ func Draw(series []Series, ax Axes) (*plot.Plot, *plot.Legend, error) {
 		points.GlyphStyle = draw.GlyphStyle{Color: st.colour, Radius: st.radius, Shape: st.shape}
 		lines, marks = append(lines, line), append(marks, points)
 		leg.Add(names[i], line, points)
+		if sr.Err != nil {
+			// The confidence interval over the seeds, as error bars.
+			errs := make(plotter.YErrors, len(sr.Err))
+			for j, h := range sr.Err {
+				errs[j].Low, errs[j].High = h, h
+			}
+			bars, err := plotter.NewYErrorBars(struct {
+				plotter.XYer
+				plotter.YErrorer
+			}{xys, errs})
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", sr.Name, err)
+			}
+			bars.LineStyle.Color, bars.LineStyle.Width = st.colour, vg.Points(1)
+			p.Add(bars)
+		}
 	}
 	// Every line under every marker: a line does not hide a point.
 	for _, l := range lines {

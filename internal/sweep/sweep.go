@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -36,17 +38,32 @@ type Spec struct {
 	Plot PlotSpec `yaml:"plot"`
 	// Until bounds each experiment's simulated time ("10s" by default).
 	Until string `yaml:"until"`
+	// Seeds, when given, runs every point once per seed: a randomised
+	// workload measured on one seed is an anecdote. The tables then have a
+	// seed column and a summary of the mean and its confidence interval.
+	Seeds []uint64 `yaml:"-"`
 
 	// Partitions is the goroutines each point's cluster runs its nodes on
 	// (a run option: it never changes a result).
 	Partitions int `yaml:"-"`
+	// Run options: Parts, when not empty, is a directory where every task
+	// leaves its rows and manifest as it finishes, and from which a task
+	// already done with the same inputs is taken instead of run (resume);
+	// Shard runs only the tasks whose index is Shard.I modulo Shard.N.
+	Parts string `yaml:"-"`
+	Shard Shard  `yaml:"-"`
 
 	base     scenario.Scenario
 	file     string               // the sweep file, for errors
 	gridLine int                  // the line of grid
 	baseFile string               // the base scenario's path, or ""
 	baseLine func(key string) int // lines of the base scenario's keys
+	data     []byte               // the sweep file
+	baseData []byte               // the base scenario file, or nil
 }
+
+// MaxSeeds bounds a sweep's seeds per point.
+const MaxSeeds = 1000
 
 // Axis is one swept key and its values, kept as YAML so that a value can be
 // anything the key takes (a number, a string, a list of schemes).
@@ -74,6 +91,7 @@ type Point []string
 // Row is one experiment at one point: a DHT result, or another workload's.
 type Row struct {
 	Point    Point                   `json:"point"`
+	Seed     *uint64                 `json:"seed,omitempty"` // with Spec.Seeds
 	Result   workload.DHTResult      `json:"result,omitzero"`
 	Workload scenario.WorkloadResult `json:"workload,omitzero"`
 }
@@ -93,13 +111,25 @@ func (r Row) Scheme() workload.Scheme { return r.scheme() }
 func (s *Spec) Kind() string { return s.base.Workload.Kind }
 
 // topKeys are the keys of a sweep file.
-var topKeys = []string{"scenario", "grid", "plot", "until"}
+var topKeys = []string{"scenario", "grid", "plot", "until", "seeds"}
 
 // Parse reads a sweep file. dir is where the base scenario is looked up.
+func Parse(name string, data []byte, dir string) (*Spec, error) {
+	return ParseWith(name, data, func(p string) (string, []byte, error) {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		b, err := os.ReadFile(p)
+		return p, b, err
+	})
+}
+
+// ParseWith is Parse with the base scenario read by load, which is given
+// the sweep's scenario value and returns its path and contents.
 // Every mistake is an error "file:line: dotted.key: what is wrong (what is
 // allowed)", a grid's keys and values named as grid.KEY and grid.KEY[i];
 // every point of the grid is checked as a scenario before anything runs.
-func Parse(name string, data []byte, dir string) (*Spec, error) {
+func ParseWith(name string, data []byte, load func(scenario string) (string, []byte, error)) (*Spec, error) {
 	root, err := input.YAMLTree(name, data)
 	if err != nil {
 		return nil, err
@@ -114,7 +144,7 @@ func Parse(name string, data []byte, dir string) (*Spec, error) {
 		if m != nil {
 			line = m.Line
 		}
-		return nil, fail(line, "", "a section of scenario, grid, plot and until", "not a section of keys")
+		return nil, fail(line, "", "a section of scenario, grid, plot, until and seeds", "not a section of keys")
 	}
 	lines := map[string]int{}
 	var plotDec *input.Decoder
@@ -143,6 +173,21 @@ func Parse(name string, data []byte, dir string) (*Spec, error) {
 				s.Scenario = v.Value
 			} else {
 				s.Until = v.Value
+			}
+		case "seeds":
+			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 || len(v.Content) > MaxSeeds {
+				return nil, fail(v.Line, "seeds", fmt.Sprintf("a list of 1 to %d seeds", MaxSeeds), "not a list of seeds")
+			}
+			for i, n := range v.Content {
+				seed, err := strconv.ParseUint(n.Value, 10, 64)
+				key := fmt.Sprintf("seeds[%d]", i)
+				if n.Kind != yaml.ScalarNode || err != nil {
+					return nil, fail(n.Line, key, "a whole number from 0 to 2^64−1", "%q is not a seed", n.Value)
+				}
+				if slices.Contains(s.Seeds, seed) {
+					return nil, fail(n.Line, key, "each seed once", "%d given twice", seed)
+				}
+				s.Seeds = append(s.Seeds, seed)
 			}
 		case "plot":
 			plotDec = &input.Decoder{File: name, Tag: "yaml"}
@@ -190,22 +235,23 @@ func Parse(name string, data []byte, dir string) (*Spec, error) {
 	if len(s.Grid) == 0 {
 		return nil, fail(lines["grid"], "grid", "a section from scenario keys to lists of values", "no keys to sweep")
 	}
+	if len(s.Seeds) > 0 && s.axis("seed") >= 0 {
+		return nil, fail(lines["seeds"], "seeds", "either: grid.seed makes each seed a point of its own, seeds a mean over them", "given with grid.seed")
+	}
 	if s.Scenario == "" {
 		s.base = scenario.DefaultScenario()
+		s.baseData = nil
 	} else {
-		p := s.Scenario
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		b, err := os.ReadFile(p)
+		p, b, err := load(s.Scenario)
 		if err != nil {
 			return nil, fail(lines["scenario"], "scenario", "a scenario file, relative to the sweep file", "%v", err)
 		}
 		if s.base, s.baseLine, err = scenario.ParseScenarioLines(p, b); err != nil {
 			return nil, err
 		}
-		s.baseFile = p
+		s.baseFile, s.baseData = p, b
 	}
+	s.data = data
 	// The base scenario's outputs are for `aaemu run`; a sweep writes tables.
 	s.base.Outputs.VCD, s.base.Outputs.Pcap = false, false
 	plotLine := func(key string) int {
@@ -325,6 +371,9 @@ func (s *Spec) value(p Point, i int) int {
 func (s *Spec) scenarioAt(p Point) (scenario.Scenario, error) {
 	sc := s.base.Clone() // points are built concurrently: none may write into the base
 	sc.Partitions = s.Partitions
+	if len(s.Seeds) > 0 {
+		sc.Seed = s.Seeds[0]
+	}
 	for i, a := range s.Grid {
 		j := s.value(p, i)
 		if j < 0 {
@@ -373,7 +422,7 @@ func (s *Spec) label(p Point) string {
 }
 
 // Run simulates every experiment at every point on jobs workers. done is
-// called after each point (for a progress bar) from the worker's goroutine.
+// called after each task (for a progress bar) from the worker's goroutine.
 func (s *Spec) Run(jobs int, done func()) ([]Row, error) {
 	var all []Row
 	err := s.RunStream(context.Background(), jobs, func(rows []Row) { all = append(all, rows...) }, done)
@@ -383,12 +432,12 @@ func (s *Spec) Run(jobs int, done func()) ([]Row, error) {
 	return all, nil
 }
 
-// Experiments is the number of experiments the sweep runs: each point's
-// schemes times its collision ratios.
+// Experiments is the number of experiments the sweep (its shard) runs:
+// each task's schemes times its collision ratios.
 func (s *Spec) Experiments() int {
 	n := 0
-	for _, p := range s.Points() {
-		sc, err := s.scenarioAt(p)
+	for _, t := range s.shardTasks() {
+		sc, err := s.scenarioAt(t.Point)
 		if err == nil {
 			n += len(sc.Experiments())
 		}
@@ -396,33 +445,35 @@ func (s *Spec) Experiments() int {
 	return n
 }
 
-// RunStream simulates every experiment at every point on jobs workers and
-// hands emit the rows of each finished point in grid order, as soon as
-// every point before it has finished or failed, so that a caller can write
-// them as they come (emit calls come one at a time, from the workers). done,
-// if not nil, is called after each point. When ctx is cancelled RunStream
-// starts no more points and stops the running ones between time slices;
-// the points finished by then are still emitted, in grid order. It returns
-// the error of the first failed point in grid order, else
-// runctl.ErrInterrupted if ctx was cancelled before every point finished.
+// RunStream simulates every experiment of every task of the sweep (of its
+// shard) on jobs workers and hands emit the rows of each finished task in
+// task order, as soon as every task before it has finished or failed, so
+// that a caller can write them as they come (emit calls come one at a
+// time, from the workers). With Parts, a task done before with the same
+// inputs is read back instead of run, and every task run leaves its part.
+// done, if not nil, is called after each task. When ctx is cancelled
+// RunStream starts no more tasks and stops the running ones between time
+// slices; the tasks finished by then are still emitted, in order. It
+// returns the error of the first failed task in order, else
+// runctl.ErrInterrupted if ctx was cancelled before every task finished.
 func (s *Spec) RunStream(ctx context.Context, jobs int, emit func(rows []Row), done func()) error {
-	pts := s.Points()
+	ts := s.shardTasks()
 	until, _ := sim.ParseTick(s.Until)
-	rows := make([][]Row, len(pts))
-	errs := make([]error, len(pts))
-	finished := Ordered(ctx, len(pts), jobs, func(i int) bool {
-		rows[i], errs[i] = s.runPoint(ctx, pts[i], until)
+	rows := make([][]Row, len(ts))
+	errs := make([]error, len(ts))
+	finished := Ordered(ctx, len(ts), jobs, func(i int) bool {
+		rows[i], errs[i] = s.runTask(ctx, ts[i], until)
 		if done != nil {
 			done()
 		}
 		return errs[i] == nil
 	}, func(i int) { emit(rows[i]) })
-	for i := range pts {
+	for i, t := range ts {
 		if errs[i] != nil && !errors.Is(errs[i], runctl.ErrInterrupted) {
-			return fmt.Errorf("%s: %w", s.label(pts[i]), errs[i])
+			return fmt.Errorf("%s: %w", s.taskLabel(t), errs[i])
 		}
 	}
-	if finished < len(pts) {
+	if finished < len(ts) {
 		return runctl.ErrInterrupted
 	}
 	return nil
@@ -487,12 +538,17 @@ feed:
 	return ok
 }
 
-// runPoint runs the experiments of one point; it stops with
+// runPoint runs the experiments of one point at one seed; it stops with
 // runctl.ErrInterrupted when ctx is cancelled.
-func (s *Spec) runPoint(ctx context.Context, p Point, until sim.Tick) ([]Row, error) {
-	sc, err := s.scenarioAt(p)
+func (s *Spec) runPoint(ctx context.Context, t Task, until sim.Tick) ([]Row, error) {
+	sc, err := s.scenarioAt(t.Point)
 	if err != nil {
 		return nil, err
+	}
+	var seed *uint64
+	if len(s.Seeds) > 0 {
+		sc.Seed = t.Seed
+		seed = &t.Seed
 	}
 	var rows []Row
 	for _, x := range sc.Experiments() {
@@ -503,7 +559,7 @@ func (s *Spec) runPoint(ctx context.Context, p Point, until sim.Tick) ([]Row, er
 		if err != nil {
 			return nil, err
 		}
-		name := s.label(p) + " " + x.Label(sc.Workload.Kind == scenario.KindDHT)
+		name := s.taskLabel(t) + " " + x.Label(sc.Workload.Kind == scenario.KindDHT)
 		end, stopped := runctl.Run(ctx, pr.Sys.Cluster, name, until, pr.Progress)
 		if stopped {
 			return nil, runctl.ErrInterrupted
@@ -512,7 +568,7 @@ func (s *Spec) runPoint(ctx context.Context, p Point, until sim.Tick) ([]Row, er
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, Row{Point: p, Result: o.DHT, Workload: o.Workload})
+		rows = append(rows, Row{Point: t.Point, Seed: seed, Result: o.DHT, Workload: o.Workload})
 	}
 	return rows, nil
 }

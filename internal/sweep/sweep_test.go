@@ -3,8 +3,10 @@ package sweep
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"image/png"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +28,7 @@ plot:
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, file, want string }{
 		{"unknown top key", "grid: {seed: [1]}\nplots: {}\n", `sweep.yaml:2: plots: unknown key (did you mean "plot"?)`},
-		{"unknown top key, far", "grid: {seed: [1]}\nmachine: {}\n", "sweep.yaml:2: machine: unknown key (the keys of a sweep: scenario, grid, plot, until)"},
+		{"unknown top key, far", "grid: {seed: [1]}\nmachine: {}\n", "sweep.yaml:2: machine: unknown key (the keys of a sweep: scenario, grid, plot, until, seeds)"},
 		{"no grid", "plot: {y: [inserts_per_second]}\n", "sweep.yaml: grid: no keys to sweep (a section from scenario keys to lists of values)"},
 		{"grid not a section", "grid: [1]\n", "sweep.yaml:1: grid: not a section (a section from scenario keys to lists of values)"},
 		{"grid not a list", "grid:\n  seed: 3\n", "sweep.yaml:2: grid.seed: not a list of values (a non-empty list of the key's values)"},
@@ -384,5 +386,136 @@ func TestWorkloadSweep(t *testing.T) {
 		if _, err := Parse("sweep.yaml", []byte(bad.file), dir); err == nil || err.Error() != bad.want {
 			t.Errorf("%q: %v, want %q", bad.file, err, bad.want)
 		}
+	}
+}
+
+// The seeds key: a list of distinct whole numbers, not with grid.seed.
+func TestParseSeeds(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"grid: {machine.nodes: [2]}\nseeds: 3\n", "sweep.yaml:2: seeds: not a list of seeds (a list of 1 to 1000 seeds)"},
+		{"grid: {machine.nodes: [2]}\nseeds: []\n", "sweep.yaml:2: seeds: not a list of seeds (a list of 1 to 1000 seeds)"},
+		{"grid: {machine.nodes: [2]}\nseeds: [1, x]\n", `sweep.yaml:2: seeds[1]: "x" is not a seed (a whole number from 0 to 2^64−1)`},
+		{"grid: {machine.nodes: [2]}\nseeds: [1, -2]\n", `sweep.yaml:2: seeds[1]: "-2" is not a seed (a whole number from 0 to 2^64−1)`},
+		{"grid: {machine.nodes: [2]}\nseeds: [4, 5, 4]\n", "sweep.yaml:2: seeds[2]: 4 given twice (each seed once)"},
+		{"grid: {seed: [1, 2]}\nseeds: [4, 5]\n", "sweep.yaml:2: seeds: given with grid.seed (either: grid.seed makes each seed a point of its own, seeds a mean over them)"},
+	} {
+		if _, err := Parse("sweep.yaml", []byte(tc.file), "."); err == nil || err.Error() != tc.want {
+			t.Errorf("%q:\n got %v\nwant %s", tc.file, err, tc.want)
+		}
+	}
+	s, err := Parse("sweep.yaml", []byte("grid: {machine.nodes: [2, 3]}\nseeds: [7, 5]\n"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tk := range s.Tasks() {
+		got = append(got, fmt.Sprintf("%d:%s/%d", tk.Index, tk.Point[0], tk.Seed))
+	}
+	if strings.Join(got, " ") != "0:2/7 1:2/5 2:3/7 3:3/5" {
+		t.Fatalf("tasks %v: want each point's seeds in the file's order", got)
+	}
+}
+
+// Shares: i/n with 0 ≤ i < n; share i runs the tasks i, i+n, … .
+func TestShards(t *testing.T) {
+	for _, bad := range []string{"", "1", "2/2", "-1/2", "0/0", "a/b", "1/2/3"} {
+		if _, err := ParseShard(bad); err == nil {
+			t.Errorf("ParseShard(%q) accepted", bad)
+		}
+	}
+	s, err := Parse("sweep.yaml", []byte("grid: {machine.nodes: [2, 3, 4, 5, 6]}\n"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]int{}
+	for i := 0; i < 3; i++ {
+		s.Shard, _ = ParseShard(fmt.Sprintf("%d/3", i))
+		for _, tk := range s.shardTasks() {
+			if tk.Index%3 != i {
+				t.Errorf("share %d/3 has task %d", i, tk.Index)
+			}
+			seen[tk.Index]++
+		}
+	}
+	if len(seen) != 5 {
+		t.Fatalf("the shares cover tasks %v, want each of 0..4 once", seen)
+	}
+	for i, n := range seen {
+		if n != 1 {
+			t.Errorf("task %d in %d shares", i, n)
+		}
+	}
+}
+
+// The mean and its 95 % Student-t interval: t(0.975, 2) = 4.302653 for
+// three values one apart; nothing for a single value.
+func TestMeanCI(t *testing.T) {
+	for _, tc := range []struct {
+		xs         []float64
+		mean, half float64
+	}{
+		{[]float64{1, 2, 3}, 2, 4.302653 / math.Sqrt(3)},
+		{[]float64{5}, 5, 0},
+		{[]float64{4, 4, 4, 4}, 4, 0},
+		{[]float64{0, 10}, 5, 12.706205 * 5 * math.Sqrt(2) / math.Sqrt(2)},
+	} {
+		m, h := MeanCI(tc.xs)
+		if math.Abs(m-tc.mean) > 1e-9 || math.Abs(h-tc.half) > 1e-5*max(1, tc.half) {
+			t.Errorf("MeanCI(%v) = %v ± %v, want %v ± %v", tc.xs, m, h, tc.mean, tc.half)
+		}
+	}
+}
+
+// A parts directory makes a sweep resumable: a task done with the same
+// inputs is read back, not run (a part whose rows were changed by hand
+// comes back changed); other inputs (a new time limit) run it again; and
+// Collect names what is missing or failed.
+func TestPartsResume(t *testing.T) {
+	dir := t.TempDir()
+	parse := func(until string) *Spec {
+		s, err := Parse("sweep.yaml", []byte("grid: {machine.nodes: [2, 3], workload.dht.inserts: [10]}\nseeds: [1, 2]\nuntil: "+until+"\n"), ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Parts = dir
+		return s
+	}
+	s := parse("10s")
+	rows, err := s.Run(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok, err := ReadPart(dir, 3)
+	if err != nil || !ok || p.Manifest.Status != StatusDone || p.Manifest.Point != "machine.nodes=3 workload.dht.inserts=10" || p.Manifest.Seed != 2 || len(p.Rows) == 0 {
+		t.Fatalf("part 3: %v %v %+v", ok, err, p.Manifest)
+	}
+	p.Rows[0].Result.InsertsPerSec = 12345
+	if err := writePart(dir, p); err != nil {
+		t.Fatal(err)
+	}
+	again, err := parse("10s").Run(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != len(rows) || again[len(rows)/2+len(rows)/4].Result.InsertsPerSec != 12345 {
+		t.Fatalf("the done part was not reused")
+	}
+	fresh, err := parse("9s").Run(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range fresh {
+		if r.Result.InsertsPerSec == 12345 {
+			t.Fatal("a part made with another time limit was reused")
+		}
+	}
+	if err := os.Remove(PartFile(dir, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, missing, err := parse("9s").Collect(dir); err != nil || len(missing) != 1 || !strings.Contains(missing[0], "task 1 (machine.nodes=2 workload.dht.inserts=10 seed=2): not run") {
+		t.Fatalf("Collect: %v %v", missing, err)
+	}
+	if _, missing, _ := parse("8s").Collect(dir); len(missing) != 4 || !strings.Contains(missing[0], "run with other inputs") {
+		t.Fatalf("Collect with other inputs: %v", missing)
 	}
 }

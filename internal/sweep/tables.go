@@ -34,6 +34,9 @@ func (s *Spec) NewTables(csvW, jsonW io.Writer) *Tables {
 		for _, a := range s.Grid {
 			head = append(head, a.Key)
 		}
+		if len(s.Seeds) > 0 {
+			head = append(head, "seed")
+		}
 		head = append(head, "scheme")
 		if s.base.Workload.Kind == scenario.KindDHT {
 			head = append(head, "collisions")
@@ -47,10 +50,15 @@ func (s *Spec) NewTables(csvW, jsonW io.Writer) *Tables {
 		for i, a := range s.Grid {
 			keys[i] = a.Key
 		}
-		b, err := json.MarshalIndent(struct {
-			Keys []string `json:"keys"`
-			Seed uint64   `json:"seed"`
-		}{keys, s.base.Seed}, "", "  ")
+		head := struct {
+			Keys  []string `json:"keys"`
+			Seed  uint64   `json:"seed"`
+			Seeds []uint64 `json:"seeds,omitempty"` // a run per point and seed
+		}{keys, s.base.Seed, s.Seeds}
+		if len(s.Seeds) > 0 {
+			head.Seed = s.Seeds[0]
+		}
+		b, err := json.MarshalIndent(head, "", "  ")
 		if err != nil {
 			t.err = err
 			return t
@@ -80,6 +88,9 @@ func (t *Tables) Add(rows []Row) error {
 	for _, r := range rows {
 		if t.csv != nil {
 			rec := append([]string{}, r.Point...)
+			if len(t.s.Seeds) > 0 && r.Seed != nil {
+				rec = append(rec, strconv.FormatUint(*r.Seed, 10))
+			}
 			rec = append(rec, string(r.scheme()))
 			if dht {
 				rec = append(rec, strconv.FormatFloat(r.Result.Collisions, 'g', -1, 64))
