@@ -284,6 +284,7 @@ func FuzzParseSweep(f *testing.F) {
 	f.Add([]byte(small))
 	f.Add([]byte("grid:\n  machine.iommu: [{iotlb_sets: 1, iotlb_ways: 64}]\n"))
 	f.Add([]byte("grid: {seed: []}\n"))
+	f.Add([]byte("grid: {machine.nodes: [2]}\nseeds: [1, 2, 18446744073709551615]\n"))
 	f.Add([]byte("plot: {x: collisions}\ngrid:\n  seed: [1, 2]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse("f.yaml", data, t.TempDir())
