@@ -69,7 +69,18 @@ func (n *Node) Ctx(p *cpu.Proc, core int) *Ctx {
 
 // OnCore is the same process using core k's connections (a server that
 // answers on another core's queue pairs).
-func (c *Ctx) OnCore(k int) *Ctx { return c.N.Ctx(c.P, k) }
+func (c *Ctx) OnCore(k int) *Ctx {
+	x := c.N.Ctx(c.P, k)
+	x.Rail = c.Rail
+	return x
+}
+
+// OnRail is the same process using NIC r's connections (machine.Spec.NICs).
+func (c *Ctx) OnRail(r int) *Ctx {
+	x := *c
+	x.Rail = r
+	return &x
+}
 
 // Spawn starts body as a process on core k of node n.
 func (n *Node) Spawn(core int, name string, body func(c *Ctx)) {

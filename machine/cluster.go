@@ -57,6 +57,12 @@ type Spec struct {
 	// Power: the NICs' and routers' power figures, for the energy a run
 	// reports (assumptions; see energy.DefaultParams).
 	Power energy.Params
+	// NICs is the RDMA NICs of every node (0 is 1; at most MaxNICs): NIC r
+	// sits behind a PCIe link of its own into the node's one IOMMU, at
+	// bus r+1 with its BAR at BARBase + r × BARStride, and sends on a wire
+	// of its own into network plane r (a switch per plane). The QPs of
+	// rail r connect NIC r of every node.
+	NICs int
 	// SMP makes every node a symmetric multiprocessor: its cores (and
 	// polling thread) share a coherence model and the node's memory
 	// bandwidth (cpu.SMP). Nil: every access costs CPU.MemAccessPS.
@@ -69,6 +75,17 @@ func DefaultSpec() Spec {
 		NIC: nic.DefaultSpec(), PCIe: pcie.DefaultLinkSpec(), Wire: nic.DefaultWireSpec(), FabricMHz: 1000, SQSize: 256,
 		SwitchLatencyPS: 500 * sim.NS, Power: energy.DefaultParams()}
 }
+
+// MaxNICs bounds the NICs of a node (Spec.NICs): the multirail nodes of
+// the BXI paper have up to four.
+const MaxNICs = 4
+
+// BARStride separates the BARs of a node's NICs: a NIC's BAR stays within
+// 128 MB (nic.MaxSRAMBytes).
+const BARStride = 128 << 20
+
+// Rails is the NICs of every node (Spec.NICs, at least 1).
+func (s Spec) Rails() int { return max(s.NICs, 1) }
 
 // MaxRCQueuePairs is the queue pairs the rc transport may give a NIC: its
 // QP numbers start at 0x100 and their doorbells must fit the BAR's pages.
@@ -120,18 +137,21 @@ type Node struct {
 	IOMMU      *iommu.IOMMU
 	Driver     *iommu.Driver
 	MC         *memory.Controller
-	NIC        *nic.NIC
-	Up         *pcie.Dir // NIC → root complex
-	Down       *pcie.Dir // root complex → NIC (Spec.PCIeDown; nil: a channel)
+	NIC        *nic.NIC  // NIC 0 (NICs[0])
+	Up         *pcie.Dir // NIC 0 → root complex
+	Down       *pcie.Dir // root complex → NIC 0 (Spec.PCIeDown; nil: a channel)
+	// NICs, with their links, by rail (Spec.NICs): NICs[0] is NIC.
+	NICs       []*nic.NIC
+	Ups, Downs []*pcie.Dir
 	Cores      []*cpu.Core
 	Poller     *cpu.Core // the polling hyperthread (SP mode)
 	SMP        *cpu.SMP  // the cores' coherence model (Spec.SMP; nil: none)
 	SP         *scratchpad.Scratchpad
 	heap       uint64
-	qps        map[int][]*QP // by remote node, one per core (transport rc)
-	queues     []*QP         // one per core (transport srd)
+	qps        []map[int][]*QP // by rail, then remote node, one per core (transport rc)
+	queues     [][]*QP         // by rail, one per core (transport srd)
 	scratchBuf uint64
-	out        *nic.Wire // the wire the NIC sends on
+	outs       []*nic.Wire // the wires the NICs send on, by rail
 }
 
 // Cluster is the whole machine.
@@ -162,6 +182,12 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	if s.Cores < 1 || s.Cores > maxCores {
 		return nil, fmt.Errorf("cores: %d, want 1..%d", s.Cores, maxCores)
 	}
+	if s.NICs < 0 || s.NICs > MaxNICs {
+		return nil, fmt.Errorf("nics: %d, want 1..%d", s.NICs, MaxNICs)
+	}
+	if s.Rails() > 1 && s.Nodes > 2 && s.Topology == TopologyLeafSpine {
+		return nil, fmt.Errorf("nics: %d NICs a node need topology %s (a switch per rail), not %s", s.NICs, TopologyStar, s.Topology)
+	}
 	if err := s.Power.Validate(); err != nil {
 		return nil, err
 	}
@@ -183,21 +209,25 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	switch s.Transport {
 	case TransportRC, "":
 	case TransportSRD:
-		for _, a := range c.Nodes {
-			if err := c.createQueues(a); err != nil {
-				return nil, err
+		for r := 0; r < s.Rails(); r++ {
+			for _, a := range c.Nodes {
+				if err := c.createQueues(a, r); err != nil {
+					return nil, err
+				}
 			}
 		}
 		return c, nil
 	default:
 		return nil, fmt.Errorf("transport %q: want %s or %s", s.Transport, TransportRC, TransportSRD)
 	}
-	// Connected QPs between every pair of nodes.
-	for _, a := range c.Nodes {
-		for _, b := range c.Nodes {
-			if a != b {
-				if err := c.connect(a, b); err != nil {
-					return nil, err
+	// Connected QPs between every pair of nodes, on every rail.
+	for r := 0; r < s.Rails(); r++ {
+		for _, a := range c.Nodes {
+			for _, b := range c.Nodes {
+				if a != b {
+					if err := c.connect(a, b, r); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
@@ -213,42 +243,61 @@ const (
 
 // network joins two nodes by a direct link (a wire each way), more through
 // a switch with a wire each way to every node, or through leaf and spine
-// switches.
+// switches: one such plane per rail (Spec.NICs), NIC r of every node on
+// plane r.
 func (c *Cluster) network() error {
 	s := c.Spec
 	if s.Nodes > 2 && s.Topology == TopologyLeafSpine {
 		return c.leafSpine()
 	}
+	for r := 0; r < s.Rails(); r++ {
+		if err := c.plane(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plane builds rail r's network: its names are rail 0's ("net.switch",
+// "net.up3") with "net.r<r>." in front of them for the others.
+func (c *Cluster) plane(r int) error {
+	s := c.Spec
+	pre := "net."
+	if r > 0 {
+		pre = fmt.Sprintf("net.r%d.", r)
+	}
 	if s.Nodes == 2 {
 		for i := 0; i < 2; i++ {
 			a, b := c.Nodes[i], c.Nodes[1-i]
-			w, err := nic.NewWire(a.Fabric, fmt.Sprintf("net.wire%d%d", i, 1-i), s.Wire, a.NIC.Unit(), b.NIC.Unit())
+			w, err := nic.NewWire(a.Fabric, fmt.Sprintf("%swire%d%d", pre, i, 1-i), s.Wire, a.NICs[r].Unit(), b.NICs[r].Unit())
 			if err != nil {
 				return err
 			}
-			a.NIC.NetOut, b.NIC.NetIn = w.In, w.Out
-			a.out = w
+			a.NICs[r].NetOut, b.NICs[r].NetIn = w.In, w.Out
+			a.outs[r] = w
 			c.Wires = append(c.Wires, w)
 		}
 		return nil
 	}
-	sw, err := nic.NewSwitch(c.Fabric, "net.switch", nic.SwitchSpec{Ports: s.Nodes, LatencyPS: s.SwitchLatencyPS, QueueLen: 64})
+	sw, err := nic.NewSwitch(c.Fabric, pre+"switch", nic.SwitchSpec{Ports: s.Nodes, LatencyPS: s.SwitchLatencyPS, QueueLen: 64})
 	if err != nil {
 		return err
 	}
-	c.Switch = sw
-	c.Switches = []*nic.Switch{sw}
+	if r == 0 {
+		c.Switch = sw
+	}
+	c.Switches = append(c.Switches, sw)
 	for _, n := range c.Nodes {
-		up, err := nic.NewWire(n.Fabric, fmt.Sprintf("net.up%d", n.ID), s.Wire, n.NIC.Unit(), sw.Unit())
+		up, err := nic.NewWire(n.Fabric, fmt.Sprintf("%sup%d", pre, n.ID), s.Wire, n.NICs[r].Unit(), sw.Unit())
 		if err != nil {
 			return err
 		}
-		down, err := nic.NewWire(c.Fabric, fmt.Sprintf("net.down%d", n.ID), s.Wire, sw.Unit(), n.NIC.Unit())
+		down, err := nic.NewWire(c.Fabric, fmt.Sprintf("%sdown%d", pre, n.ID), s.Wire, sw.Unit(), n.NICs[r].Unit())
 		if err != nil {
 			return err
 		}
-		n.NIC.NetOut, n.NIC.NetIn = up.In, down.Out
-		n.out = up
+		n.NICs[r].NetOut, n.NICs[r].NetIn = up.In, down.Out
+		n.outs[r] = up
 		sw.SetWirePort(n.ID, up, down)
 		c.Wires = append(c.Wires, up, down)
 	}
@@ -317,7 +366,7 @@ func (c *Cluster) leafSpine() error {
 			return err
 		}
 		n.NIC.NetOut, n.NIC.NetIn = up.In, down.Out
-		n.out = up
+		n.outs[0] = up
 		sw.SetWirePort(n.ID%per, up, down)
 	}
 	for l, lsw := range leaf {
@@ -351,7 +400,7 @@ func (c *Cluster) RouterEnergy() float64 {
 func (c *Cluster) newNode(id int) (*Node, error) {
 	s := c.Spec
 	p := fmt.Sprintf("node%d.", id)
-	n := &Node{ID: id, c: c, Mem: memory.NewStore(), heap: heapBase, qps: map[int][]*QP{}}
+	n := &Node{ID: id, c: c, Mem: memory.NewStore(), heap: heapBase, outs: make([]*nic.Wire, s.Rails())}
 	n.Eng = c.Eng.World().Domain(fmt.Sprintf("node%d", id))
 	n.Fabric = n.Eng.NewClock("clk_fabric", c.fabricPS, 0)
 	n.CPUClk = n.Eng.NewClock("clk_cpu", s.CPU.PeriodPS, 0)
@@ -363,32 +412,13 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 		return nil, err
 	}
 	n.IOMMU.ConnectMemory(n.MC.In, n.MC.Cpl)
-	ns := s.NIC
-	ns.ID, ns.Node, ns.Index, ns.BAR = tlp.NewID(1, 0, 0), id, 0, BARBase
-	if n.NIC, err = nic.NewNIC(n.Fabric, p+"nic0", ns); err != nil {
-		return nil, err
-	}
-	if n.Up, err = pcie.NewDir(n.Fabric, p+"pcie0.up", s.PCIe, n.NIC.Unit(), n.IOMMU.Unit()); err != nil {
-		return nil, err
-	}
-	var down, nicIn *sim.Chan[pcie.Packet]
-	if s.PCIeDown {
-		if n.Down, err = pcie.NewDir(n.Fabric, p+"pcie0.down", s.PCIe, n.IOMMU.Unit(), n.NIC.Unit()); err != nil {
+	n.Driver = iommu.NewDriver(n.IOMMU, tablesBase, tablesSize)
+	for r := 0; r < s.Rails(); r++ {
+		if err := n.addNIC(r); err != nil {
 			return nil, err
 		}
-		pcie.Pair(n.Up, n.Down)
-		down, nicIn = n.Down.In, n.Down.Out
-	} else {
-		down = sim.NewChan[pcie.Packet](n.IOMMU.Unit(), n.NIC.Unit(), p+"pcie0.down", 8)
-		nicIn = down
 	}
-	n.NIC.DMAOut, n.NIC.DMAIn = n.Up.In, nicIn
-	port := n.IOMMU.AddPort(n.Up.Out, down)
-	n.IOMMU.SetBAR(port, BARBase, n.NIC.Spec().BARSize())
-	n.Driver = iommu.NewDriver(n.IOMMU, tablesBase, tablesSize)
-	if err := n.Driver.Attach(ns.ID, nicDomain); err != nil {
-		return nil, err
-	}
+	n.NIC, n.Up, n.Down = n.NICs[0], n.Ups[0], n.Downs[0]
 	// Every core has its own MMIO path into the root complex, and its own
 	// path back for the completions of its uncached reads.
 	for k := 0; k < s.Cores; k++ {
@@ -415,6 +445,48 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 	n.SP = scratchpad.New(n.CPUClk, p+"scratchpad", 64, n.IOMMU.Unit())
 	n.IOMMU.SP = n.SP.In
 	return n, nil
+}
+
+// addNIC gives the node its NIC r: PCIe requester ID r+1:00.0 (behind a
+// root port of its own), its BAR at BARBase + r × BARStride, a link each
+// way into the IOMMU, and the IOMMU domain every NIC of the node shares
+// (memory registered once is registered for all of them).
+func (n *Node) addNIC(r int) error {
+	s := n.c.Spec
+	p := fmt.Sprintf("node%d.", n.ID)
+	ns := s.NIC
+	ns.ID, ns.Node, ns.Index, ns.BAR = tlp.NewID(uint8(1+r), 0, 0), n.ID, r, BARBase+uint64(r)*BARStride
+	if size := ns.BARSize(); size > BARStride {
+		return fmt.Errorf("nic: a BAR of %d bytes is more than the %d a NIC has", size, BARStride)
+	}
+	x, err := nic.NewNIC(n.Fabric, fmt.Sprintf("%snic%d", p, r), ns)
+	if err != nil {
+		return err
+	}
+	up, err := pcie.NewDir(n.Fabric, fmt.Sprintf("%spcie%d.up", p, r), s.PCIe, x.Unit(), n.IOMMU.Unit())
+	if err != nil {
+		return err
+	}
+	var downDir *pcie.Dir
+	var down, nicIn *sim.Chan[pcie.Packet]
+	if s.PCIeDown {
+		if downDir, err = pcie.NewDir(n.Fabric, fmt.Sprintf("%spcie%d.down", p, r), s.PCIe, n.IOMMU.Unit(), x.Unit()); err != nil {
+			return err
+		}
+		pcie.Pair(up, downDir)
+		down, nicIn = downDir.In, downDir.Out
+	} else {
+		down = sim.NewChan[pcie.Packet](n.IOMMU.Unit(), x.Unit(), fmt.Sprintf("%spcie%d.down", p, r), 8)
+		nicIn = down
+	}
+	x.DMAOut, x.DMAIn = up.In, nicIn
+	port := n.IOMMU.AddPort(up.Out, down)
+	n.IOMMU.SetBAR(port, ns.BAR, x.Spec().BARSize())
+	if err := n.Driver.Attach(ns.ID, nicDomain); err != nil {
+		return err
+	}
+	n.NICs, n.Ups, n.Downs = append(n.NICs, x), append(n.Ups, up), append(n.Downs, downDir)
+	return nil
 }
 
 // smp attaches the node's cores, then its polling thread (a cache of its
@@ -447,9 +519,18 @@ func (c *Cluster) WireBytes() uint64 {
 	return t
 }
 
-// SentBytes is every byte the node's NIC put on its wire: its frames as
-// sent, with Ethernet framing (retransmissions included).
-func (n *Node) SentBytes() uint64 { return n.out.Bytes() }
+// SentBytes is every byte the node's NICs put on their wires: their frames
+// as sent, with Ethernet framing (retransmissions included).
+func (n *Node) SentBytes() uint64 {
+	var b uint64
+	for _, w := range n.outs {
+		b += w.Bytes()
+	}
+	return b
+}
+
+// RailBytes is the bytes NIC r of the node put on its wire.
+func (n *Node) RailBytes(r int) uint64 { return n.outs[r].Bytes() }
 
 // NICEnergy is the energy in joules the nodes' NICs spent over the first
 // seconds of the run: idle power throughout, and the active power's excess
@@ -457,7 +538,9 @@ func (n *Node) SentBytes() uint64 { return n.out.Bytes() }
 func (c *Cluster) NICEnergy(seconds float64) float64 {
 	e := 0.0
 	for _, n := range c.Nodes {
-		e += c.Spec.Power.NIC(n.SentBytes(), float64(c.Spec.Wire.RateMbps), seconds)
+		for _, w := range n.outs {
+			e += c.Spec.Power.NIC(w.Bytes(), float64(c.Spec.Wire.RateMbps), seconds)
+		}
 	}
 	return e
 }
@@ -510,15 +593,21 @@ func (c *Cluster) TransportReport(max int) string {
 	var pending []string
 	total := 0
 	for _, n := range c.Nodes {
-		x := n.NIC.Health()
-		h.Retransmitted += x.Retransmitted
-		h.Timeouts += x.Timeouts
-		h.RetryExceeded += x.RetryExceeded
-		h.Flushed += x.Flushed
-		for _, q := range n.NIC.Pending() {
-			total++
-			if len(pending) < max {
-				pending = append(pending, fmt.Sprintf("node %d %s", n.ID, q))
+		for r, x := range n.NICs {
+			hx := x.Health()
+			h.Retransmitted += hx.Retransmitted
+			h.Timeouts += hx.Timeouts
+			h.RetryExceeded += hx.RetryExceeded
+			h.Flushed += hx.Flushed
+			for _, q := range x.Pending() {
+				total++
+				if len(pending) < max {
+					name := fmt.Sprintf("node %d", n.ID)
+					if r > 0 {
+						name += fmt.Sprintf(" nic %d", r)
+					}
+					pending = append(pending, fmt.Sprintf("%s %s", name, q))
+				}
 			}
 		}
 	}

@@ -27,6 +27,8 @@ const (
 // only; WRDst and Pending let the verbs match them by wr_id.
 type QP struct {
 	QPN          uint32
+	Rail         int    // the NIC of the node it is on (Spec.NICs)
+	BAR          uint64 // that NIC's BAR: its doorbells
 	SQBase       uint64
 	CQBase       uint64
 	Size         int
@@ -44,29 +46,38 @@ type QP struct {
 	Pending map[int]int    // srd: work requests posted and not yet reaped, by destination
 }
 
-// QP returns the node's queue pair towards node dst for core k, or nil.
-// With transport srd it is core k's queue for every dst but the node
-// itself.
-func (n *Node) QP(dst, core int) *QP {
+// QP returns the node's queue pair towards node dst for core k on NIC 0,
+// or nil. With transport srd it is core k's queue for every dst but the
+// node itself.
+func (n *Node) QP(dst, core int) *QP { return n.RailQP(0, dst, core) }
+
+// RailQP is QP on NIC rail of the node (Spec.NICs), or nil.
+func (n *Node) RailQP(rail, dst, core int) *QP {
 	if n.queues != nil {
-		if dst == n.ID || dst < 0 || dst >= len(n.c.Nodes) || core < 0 || core >= len(n.queues) {
+		if rail < 0 || rail >= len(n.queues) || dst == n.ID || dst < 0 || dst >= len(n.c.Nodes) || core < 0 || core >= len(n.queues[rail]) {
 			return nil
 		}
-		return n.queues[core]
+		return n.queues[rail][core]
 	}
-	hs := n.qps[dst]
+	if rail < 0 || rail >= len(n.qps) {
+		return nil
+	}
+	hs := n.qps[rail][dst]
 	if core < 0 || core >= len(hs) {
 		return nil
 	}
 	return hs[core]
 }
 
-// connect creates one queue pair per core of a towards b, so that every
-// process has its own send and completion queues (sharing a QP between
-// threads would need locks).
-func (c *Cluster) connect(a, b *Node) error {
+// connect creates one queue pair per core of a towards b on NIC rail, so
+// that every process has its own send and completion queues (sharing a QP
+// between threads would need locks).
+func (c *Cluster) connect(a, b *Node, rail int) error {
+	for len(a.qps) <= rail {
+		a.qps = append(a.qps, map[int][]*QP{})
+	}
 	for k := 0; k < c.Spec.Cores; k++ {
-		if err := c.connectQP(a, b, k); err != nil {
+		if err := c.connectQP(a, b, rail, k); err != nil {
 			return err
 		}
 	}
@@ -77,27 +88,29 @@ func (c *Cluster) connect(a, b *Node) error {
 // QP0 and QP1 are InfiniBand's management QPs and analyzers decode them so.
 func (c *Cluster) qpn(peer, core int) uint32 { return uint32(0x100 + peer*c.Spec.Cores + core) }
 
-func (c *Cluster) connectQP(a, b *Node, core int) error {
-	h := &QP{QPN: c.qpn(b.ID, core), Size: c.Spec.SQSize, Results: map[uint64]nic.CQE{}}
+func (c *Cluster) connectQP(a, b *Node, rail, core int) error {
+	h := &QP{QPN: c.qpn(b.ID, core), Rail: rail, Size: c.Spec.SQSize, Results: map[uint64]nic.CQE{}}
 	if err := c.rings(a, h); err != nil {
 		return err
 	}
-	a.qps[b.ID] = append(a.qps[b.ID], h)
-	return a.NIC.CreateQP(nic.QPConfig{QPN: h.QPN, RemoteNode: b.ID, RemoteQPN: c.qpn(a.ID, core),
+	a.qps[rail][b.ID] = append(a.qps[rail][b.ID], h)
+	return a.NICs[rail].CreateQP(nic.QPConfig{QPN: h.QPN, RemoteNode: b.ID, RemoteNIC: rail, RemoteQPN: c.qpn(a.ID, core),
 		SQBase: h.SQBase, SQSize: h.Size, CQBase: h.CQBase, CQSize: h.Size, RQBase: h.RQBase, RQSize: h.Size, RCQBase: h.RCQBase})
 }
 
-// createQueues gives every core of node a its srd queue: QPN 0x100 + core,
-// rings allocated and registered once, whatever the number of nodes.
-func (c *Cluster) createQueues(a *Node) error {
+// createQueues gives every core of node a its srd queue on NIC rail: QPN
+// 0x100 + core, rings allocated and registered once, whatever the number of
+// nodes.
+func (c *Cluster) createQueues(a *Node, rail int) error {
+	a.queues = append(a.queues, nil)
 	for k := 0; k < c.Spec.Cores; k++ {
-		h := &QP{QPN: uint32(0x100 + k), Size: c.Spec.SQSize, Results: map[uint64]nic.CQE{},
+		h := &QP{QPN: uint32(0x100 + k), Rail: rail, Size: c.Spec.SQSize, Results: map[uint64]nic.CQE{},
 			SRD: true, WRDst: map[uint64]int{}, Pending: map[int]int{}}
 		if err := c.rings(a, h); err != nil {
 			return err
 		}
-		a.queues = append(a.queues, h)
-		if err := a.NIC.CreateQueue(nic.QueueConfig{QPN: h.QPN, SQBase: h.SQBase, SQSize: h.Size, CQBase: h.CQBase, CQSize: h.Size,
+		a.queues[rail] = append(a.queues[rail], h)
+		if err := a.NICs[rail].CreateQueue(nic.QueueConfig{QPN: h.QPN, SQBase: h.SQBase, SQSize: h.Size, CQBase: h.CQBase, CQSize: h.Size,
 			RQBase: h.RQBase, RQSize: h.Size, RCQBase: h.RCQBase}); err != nil {
 			return err
 		}
@@ -136,7 +149,8 @@ func (c *Cluster) rings(a *Node, h *QP) error {
 	if err := a.Register(h.RCQBase, uint64(size*nic.CQESize), rw); err != nil {
 		return err
 	}
-	h.DoorbellAddr = BARBase + uint64(h.QPN)*8
+	h.BAR = BARBase + uint64(h.Rail)*BARStride
+	h.DoorbellAddr = h.BAR + uint64(h.QPN)*8
 	return nil
 }
 

@@ -39,11 +39,12 @@ const (
 // a queue per core and a context (memSRDPeer) per peer a node talks to,
 // at most every other node.
 func qpTerm(m *MachineSpec, n, cores float64) MemTerm {
+	nics := float64(max(m.NICs, 1))
 	if m.Transport == machine.TransportSRD {
-		return MemTerm{"the srd queues and peer contexts (nodes × (cores + nodes−1))", []string{"machine.nodes", "machine.cores", "machine.transport"},
-			n * (cores*memQP + (n-1)*memSRDPeer)}
+		return MemTerm{"the srd queues and peer contexts (nodes × NICs × (cores + nodes−1))", []string{"machine.nodes", "machine.cores", "machine.transport", "machine.nics"},
+			nics * n * (cores*memQP + (n-1)*memSRDPeer)}
 	}
-	return MemTerm{"the connected QPs (nodes × (nodes−1) × cores)", []string{"machine.nodes", "machine.cores"}, n * (n - 1) * cores * memQP}
+	return MemTerm{"the connected QPs (nodes × NICs × (nodes−1) × cores)", []string{"machine.nodes", "machine.cores", "machine.nics"}, nics * n * (n - 1) * cores * memQP}
 }
 
 // MemoryEstimate reckons the host memory one experiment of the scenario

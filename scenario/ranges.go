@@ -39,6 +39,7 @@ var ranges = []keyRange{
 	{key: "max_memory_mib", lo: 64, hi: 1 << 20, unit: "MiB", note: "the most memory an experiment's estimate may reach; default 4096"},
 	{key: "machine.nodes", lo: 2, hi: 4096, note: "two nodes share a direct link, more a switch or a leaf-spine network"},
 	{key: "machine.cores", lo: 1, hi: 64},
+	{key: "machine.nics", lo: 1, hi: 4, note: "RDMA NICs a node, each on its own PCIe link and network plane"},
 	{key: "machine.fabric_mhz", lo: 1, hi: 10_000, unit: "MHz", note: "a period that is not a whole number of picoseconds is rounded to the nearest"},
 	{key: "machine.wire.rate_mbps", lo: 1, hi: 1_000_000, unit: "Mb/s"},
 	{key: "machine.wire.latency_ns", lo: 0, hi: maxNS, unit: "ns"},

@@ -41,6 +41,9 @@ type Scenario struct {
 type MachineSpec struct {
 	Nodes int `yaml:"nodes" json:"nodes"` // 2..64
 	Cores int `yaml:"cores" json:"cores"` // 1..64
+	// NICs per node (1..4), each on a PCIe link of its own into the node's
+	// IOMMU and a network plane of its own (the multirail nodes of BXI).
+	NICs int `yaml:"nics" json:"nics"`
 	// FabricMHz: 1..10000; a frequency whose period is not a whole number
 	// of picoseconds (300 MHz: 3333.3 ps) runs at the nearest one (3333
 	// ps), which stats.json's clocks record.
@@ -190,7 +193,7 @@ func DefaultScenario() Scenario {
 	var s Scenario
 	s.Seed = 1
 	m := &s.Machine
-	m.Nodes, m.Cores, m.FabricMHz = 2, 1, 1000
+	m.Nodes, m.Cores, m.FabricMHz, m.NICs = 2, 1, 1000, 1
 	m.Wire.RateMbps, m.Wire.LatencyNS = 1000, 1000
 	m.PCIe.Gen, m.PCIe.Width, m.PCIe.LatencyNS = 3, 8, 100
 	m.NIC.PMTU, m.NIC.RetransmitUS = 1024, 200
@@ -311,6 +314,13 @@ func (s *Scenario) Validate() (string, error) {
 			if t := m.Network.Topology; t != machine.TopologyStar && t != machine.TopologyLeafSpine {
 				return "machine.network.topology", notOneOf(t, "a topology", []string{machine.TopologyStar, machine.TopologyLeafSpine},
 					machine.TopologyStar+": one switch; "+machine.TopologyLeafSpine+": leaf and spine switches")
+			}
+			return "", nil
+		},
+		func() (string, error) {
+			if m.NICs > 1 && m.Nodes > 2 && m.Network.Topology == machine.TopologyLeafSpine {
+				return "machine.nics", input.Errorf("1 with machine.network.topology "+machine.TopologyLeafSpine+"; more with "+machine.TopologyStar+", a switch per NIC",
+					"%d NICs a node on a %s network", m.NICs, machine.TopologyLeafSpine)
 			}
 			return "", nil
 		},
@@ -481,7 +491,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c := machine.DefaultSpec()
 	m := &s.Machine
 	c.Nodes, c.Cores, c.FabricMHz = m.Nodes, m.Cores, m.FabricMHz
-	c.Transport = m.Transport
+	c.Transport, c.NICs = m.Transport, m.NICs
 	c.Wire.RateMbps, c.Wire.LatencyPS, c.Wire.LossPPM = m.Wire.RateMbps, sim.Tick(m.Wire.LatencyNS)*sim.NS, m.Wire.LossPPM
 	c.PCIe.Gen, c.PCIe.Width, c.PCIe.LatencyPS = m.PCIe.Gen, m.PCIe.Width, sim.Tick(m.PCIe.LatencyNS)*sim.NS
 	c.NIC.PMTU, c.NIC.RetransmitPS = m.NIC.PMTU, sim.Tick(m.NIC.RetransmitUS)*sim.US

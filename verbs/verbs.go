@@ -28,12 +28,22 @@ type Ctx struct {
 	N    *machine.Node
 	P    *cpu.Proc
 	Core int
+	// Rail is the NIC of the node the verbs go through (machine.Spec.NICs):
+	// its connections reach the same NIC of the other nodes.
+	Rail int
+}
+
+// OnRail is the same process on NIC r's connections.
+func (c *Ctx) OnRail(r int) *Ctx {
+	x := *c
+	x.Rail = r
+	return &x
 }
 
 func (c *Ctx) qp(dst int) *machine.QP {
-	h := c.N.QP(dst, c.Core)
+	h := c.N.RailQP(c.Rail, dst, c.Core)
 	if h == nil {
-		panic(fmt.Sprintf("verbs: node %d core %d has no connection to node %d", c.N.ID, c.Core, dst))
+		panic(fmt.Sprintf("verbs: node %d core %d has no connection to node %d on NIC %d", c.N.ID, c.Core, dst, c.Rail))
 	}
 	return h
 }
@@ -62,7 +72,7 @@ func (c *Ctx) post(dst int, w nic.WQE) WR {
 		for h.Posted-h.Completed >= uint64(h.Size) {
 			c.reapSRD(h)
 		}
-		w.DstNode, w.DstQPN = dst, h.QPN // the peer core's queue has this core's QPN
+		w.DstNode, w.DstNIC, w.DstQPN = dst, h.Rail, h.QPN // the peer core's queue (same rail) has this core's QPN
 		h.WRDst[h.Posted] = dst
 		h.Pending[dst]++
 	}
@@ -249,7 +259,7 @@ func (c *Ctx) PostRecv(src int, addr uint64, size int) {
 	c.P.Write(h.RQBase+(slot%uint64(h.Size))*nic.RWQESize, b[:])
 	var db [8]byte
 	binary.LittleEndian.PutUint64(db[:], h.RQPosted)
-	c.P.MMIOWrite(machine.BARBase+nic.RQDoorbells+uint64(h.QPN)*8, db[:], c.P.Txn.ID)
+	c.P.MMIOWrite(h.BAR+nic.RQDoorbells+uint64(h.QPN)*8, db[:], c.P.Txn.ID)
 }
 
 // PostRecvs posts receive buffers of size bytes at addrs for SENDs from src
@@ -276,7 +286,7 @@ func (c *Ctx) PostRecvs(src int, addrs []uint64, size int) {
 	}
 	var db [8]byte
 	binary.LittleEndian.PutUint64(db[:], first+uint64(len(addrs)))
-	c.P.MMIOWrite(machine.BARBase+nic.RQDoorbells+uint64(h.QPN)*8, db[:], c.P.Txn.ID)
+	c.P.MMIOWrite(h.BAR+nic.RQDoorbells+uint64(h.QPN)*8, db[:], c.P.Txn.ID)
 }
 
 // Recv waits for the next message from src and returns its completion: the
