@@ -78,6 +78,7 @@ func New(w *sim.World, name string, spec Spec) (*Network, error) {
 		r.delivered = st.Counter(rname+".delivered", "packets", "packets written into a reception FIFO at their destination")
 		r.deposited = st.Counter(rname+".deposited", "packets", "copies left by deposit-bit packets passing through")
 		r.forwarded = st.Counter(rname+".forwarded", "packets", "packets passed on to another router")
+		r.escaped = st.Counter(rname+".escaped", "packets", "adaptive packets that took the escape channel (no dynamic channel had room)")
 		nd.Router = r
 		n.Nodes[i] = nd
 	}

@@ -72,7 +72,7 @@ type Router struct {
 
 	period, chunkPS, localPS, hopPS sim.Tick
 
-	delivered, deposited, forwarded *sim.Counter
+	delivered, deposited, forwarded, escaped *sim.Counter
 	minTokens                       int // the fewest tokens any output had (tests)
 }
 
@@ -344,6 +344,9 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 			return false
 		}
 		bestPort, bestVC = det, esc
+		if p.Dynamic {
+			r.escaped.Inc()
+		}
 	}
 	// A deposit packet leaves a copy here on its way.
 	ri := int(from)
