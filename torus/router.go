@@ -73,7 +73,7 @@ type Router struct {
 	period, chunkPS, localPS, hopPS sim.Tick
 
 	delivered, deposited, forwarded, escaped *sim.Counter
-	minTokens                       int // the fewest tokens any output had (tests)
+	minTokens                                int // the fewest tokens any output had (tests)
 }
 
 // inPort is the receiving side of a link: a buffer per virtual channel.
