@@ -44,7 +44,7 @@ func MantissaPacket(vals []float64, maxExp Packet, nodes int) Packet {
 			continue
 		}
 		m := math.Float64bits(v)&(1<<52-1) | 1<<52 // 53-bit significand
-		shift := e - int(maxExp.W[i]) + top - 52  // left shift placing m
+		shift := e - int(maxExp.W[i]) + top - 52   // left shift placing m
 		var x uint64
 		switch {
 		case shift >= 0:

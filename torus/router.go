@@ -67,10 +67,9 @@ type Router struct {
 	Inj []*FIFO
 	Rec [NumLinkPorts + 1]*FIFO
 	rec [NumLinkPorts + 1]stream // the paths into the reception FIFOs
-	// injHead is when each injection FIFO's head was handed over.
-	rr int // round-robin start among the sources
+	rr  int                      // round-robin start among the sources
 
-	period, chunkPS, localPS, hopPS sim.Tick
+	period, chunkPS, localPS sim.Tick
 
 	delivered, deposited, forwarded, escaped *sim.Counter
 	minTokens                                int // the fewest tokens any output had (tests)
@@ -220,8 +219,9 @@ func (r *Router) sendTokens() {
 	}
 }
 
-// source is a candidate for the crossbar: the head of an input channel or
-// of an injection FIFO.
+// head is source src's candidate for the crossbar, if it has one now: the
+// head of an input channel (src = port·4 + channel) or of an injection
+// FIFO (the sources after those), with its arrival time.
 func (r *Router) head(now sim.Tick, src int) (p *Packet, at sim.Tick, from Port, vc int) {
 	nvc := int(NumLinkPorts) * NumVCs
 	if src < nvc {
