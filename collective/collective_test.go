@@ -338,3 +338,26 @@ func TestBadSpec(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestLatency checks one reduction's latency on trees of several depths:
+// two tree hops (up and down) per level, then the root's pipeline and the
+// packet streaming into the reception FIFO.
+func TestLatency(t *testing.T) {
+	spec := DefaultSpec()
+	period, _ := sim.NearestPeriodOfMHz(700)
+	for _, n := range []int{2, 13, 64} {
+		r := newRig(t, n, spec, 1)
+		for _, c := range r.cl {
+			c.send = append(c.send, Packet{Op: OpAdd})
+		}
+		r.w.Run(sim.S)
+		last := sim.Tick(0)
+		for _, c := range r.cl {
+			last = max(last, c.gotAt[0])
+		}
+		want := 2*r.tree.Depth()*(spec.WireCycles+spec.RouterCycles) + spec.RouterCycles + spec.PacketCycles() + 1
+		if got := int(last / period); got != want {
+			t.Fatalf("%d nodes (depth %d): last result after %d cycles, want %d", n, r.tree.Depth(), got, want)
+		}
+	}
+}
