@@ -56,6 +56,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseFrame -fuzztime 15s ./nic/roce
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 15s ./cmd/aaemu
 	$(GO) test -run '^$$' -fuzz FuzzParseTick -fuzztime 15s ./sim
+	$(GO) test -run '^$$' -fuzz FuzzInject -fuzztime 15s ./torus
 	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 15s ./internal/sweep
 	$(GO) test -run '^$$' -fuzz FuzzScenario -fuzztime 30s ./scenario
 	$(GO) test -run '^$$' -fuzz FuzzSweep -fuzztime 30s ./internal/sweep

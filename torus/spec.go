@@ -1,0 +1,159 @@
+package torus
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Virtual channels of a link, as the Blue Gene/L torus has them: two
+// dynamic (adaptive) channels, the deterministic escape channel governed by
+// the bubble rule, and a high-priority channel.
+const (
+	VCDynamic0 = 0
+	VCDynamic1 = 1
+	VCEscape   = 2
+	VCPriority = 3
+	NumVCs     = 4
+)
+
+// Packet sizes: a packet is 1 to 8 chunks of 32 bytes; the first 16 bytes
+// are the header (8 bytes the router reads, 8 the software's), so at most
+// 240 bytes are payload.
+const (
+	ChunkBytes     = 32
+	MaxChunks      = 8
+	MaxPacketBytes = ChunkBytes * MaxChunks // 256
+	HeaderBytes    = 16
+	HWHeaderBytes  = 8
+	SoftHeaderSize = HeaderBytes - HWHeaderBytes
+	MaxPayload     = MaxPacketBytes - HeaderBytes // 240
+)
+
+// Spec is a torus network's configuration. Every time is in cycles of the
+// node clock (700 MHz on Blue Gene/L).
+type Spec struct {
+	// Dims is the size of the torus in x, y and z (1 to 256 each; the
+	// full machine is 64×32×32).
+	Dims [3]int
+	// Mesh makes every dimension open (no wrap-around links): a mesh, as a
+	// partition smaller than a midplane is.
+	Mesh bool
+	// ClockMHz is the node clock (default 700). Its period is rounded to a
+	// whole picosecond (1429 ps at 700 MHz).
+	ClockMHz uint64
+	// CyclesPerByte is the raw link rate, in clock cycles per byte and
+	// direction (default 4: two bits per cycle, 0.25 B/cycle, 175 MB/s).
+	CyclesPerByte int
+	// WireOverheadBytes is what a packet adds on the wire beyond its
+	// chunks: CRC, link sequence number and acknowledgement (default 14:
+	// 270 wire bytes for a 256-byte packet, η = 240/270).
+	WireOverheadBytes int
+	// WireCycles is the latency of a link from the first byte leaving one
+	// router to its arrival at the next (cable and serdes; default 32).
+	WireCycles int
+	// RouterCycles is a router's pipeline from a packet's head arriving to
+	// its head leaving on an idle output (default 31). With WireCycles
+	// it makes the hop latency, 63 cycles = 90 ns by default: the paper
+	// measures 90 ns per hop and gives no split, so the split is an
+	// assumption and the sum a calibration.
+	RouterCycles int
+	// VCChunks is the buffer of each virtual channel of an input port, in
+	// 32-byte chunks (tokens), by channel (default 32 each: 1 KB). A
+	// dynamic channel needs room for a full packet (8), the escape and
+	// high-priority channels for two (16: the bubble).
+	VCChunks [NumVCs]int
+	// InjFIFOs and InjPriorityFIFOs are the injection FIFOs the message
+	// layer writes packets into: normal ones and high-priority ones
+	// (default 6 and 2).
+	InjFIFOs, InjPriorityFIFOs int
+	// InjChunks and RecChunks are the size of each injection and
+	// reception FIFO in chunks (default 32: 1 KB).
+	InjChunks, RecChunks int
+	// LocalCyclesPerChunk is how long the router takes to move a chunk
+	// into a reception FIFO (default 8: 4 bytes per cycle).
+	LocalCyclesPerChunk int
+}
+
+// DefaultSpec is a Blue Gene/L torus of the given size.
+func DefaultSpec(x, y, z int) Spec {
+	return Spec{
+		Dims:              [3]int{x, y, z},
+		ClockMHz:          700,
+		CyclesPerByte:     4,
+		WireOverheadBytes: 14,
+		WireCycles:        32,
+		RouterCycles:      31,
+		VCChunks:          [NumVCs]int{32, 32, 32, 32},
+		InjFIFOs:          6, InjPriorityFIFOs: 2,
+		InjChunks: 32, RecChunks: 32,
+		LocalCyclesPerChunk: 8,
+	}
+}
+
+// Validate checks every field and names the first that is out of range
+// with what is allowed.
+func (s Spec) Validate() error {
+	for i, d := range s.Dims {
+		if d < 1 || d > 256 {
+			return fmt.Errorf("torus.dims.%c: %d out of range (1 to 256)", "xyz"[i], d)
+		}
+	}
+	if n := s.Dims[0] * s.Dims[1] * s.Dims[2]; n < 2 {
+		return fmt.Errorf("torus.dims: %d×%d×%d is one node (want at least 2)", s.Dims[0], s.Dims[1], s.Dims[2])
+	} else if n > 65536 {
+		return fmt.Errorf("torus.dims: %d nodes (at most 65536)", n)
+	}
+	if s.ClockMHz == 0 || s.ClockMHz > 1_000_000 {
+		return fmt.Errorf("torus.clock_mhz: %d out of range (1 to 1000000)", s.ClockMHz)
+	}
+	checks := []struct {
+		key     string
+		v       int
+		min, mx int
+	}{
+		{"cycles_per_byte", s.CyclesPerByte, 1, 1024},
+		{"wire_overhead_bytes", s.WireOverheadBytes, 0, 256},
+		{"wire_cycles", s.WireCycles, 1, 1 << 20},
+		{"router_cycles", s.RouterCycles, 0, 1 << 20},
+		{"vc_chunks.dynamic0", s.VCChunks[VCDynamic0], MaxChunks, 4096},
+		{"vc_chunks.dynamic1", s.VCChunks[VCDynamic1], MaxChunks, 4096},
+		{"vc_chunks.escape", s.VCChunks[VCEscape], 2 * MaxChunks, 4096},
+		{"vc_chunks.priority", s.VCChunks[VCPriority], 2 * MaxChunks, 4096},
+		{"inj_fifos", s.InjFIFOs, 1, 64},
+		{"inj_priority_fifos", s.InjPriorityFIFOs, 0, 64},
+		{"inj_chunks", s.InjChunks, MaxChunks, 1 << 16},
+		{"rec_chunks", s.RecChunks, MaxChunks, 1 << 16},
+		{"local_cycles_per_chunk", s.LocalCyclesPerChunk, 1, 1 << 16},
+	}
+	for _, c := range checks {
+		if c.v < c.min || c.v > c.mx {
+			return fmt.Errorf("torus.%s: %d out of range (%d to %d)", c.key, c.v, c.min, c.mx)
+		}
+	}
+	return nil
+}
+
+// Nodes is the number of nodes.
+func (s Spec) Nodes() int { return s.Dims[0] * s.Dims[1] * s.Dims[2] }
+
+// Period is the node clock's period.
+func (s Spec) Period() sim.Tick {
+	p, _ := sim.NearestPeriodOfMHz(s.ClockMHz)
+	return p
+}
+
+// WireBytes is what a packet of n chunks puts on a link.
+func (s Spec) WireBytes(chunks int) int { return chunks*ChunkBytes + s.WireOverheadBytes }
+
+// PacketCycles is how long a packet of n chunks occupies a link.
+func (s Spec) PacketCycles(chunks int) int { return s.WireBytes(chunks) * s.CyclesPerByte }
+
+// HopCycles is a packet head's latency through one router and link when
+// nothing is in its way.
+func (s Spec) HopCycles() int { return s.WireCycles + s.RouterCycles }
+
+// wraps reports whether dimension d has wrap-around links: a torus
+// dimension of more than two nodes. (With two nodes both neighbours are
+// the same node: one link pair, as a mesh.)
+func (s Spec) wraps(d int) bool { return !s.Mesh && s.Dims[d] > 2 }
