@@ -101,3 +101,34 @@ func (pt *Port) Recv(p *cpu.Proc, pri Priority) Msg {
 		p.Sleep(pt.retry(p))
 	}
 }
+
+// regs stores 64-bit words at a register block: one block store, or
+// 8-byte stores.
+func (pt *Port) regs(p *cpu.Proc, addr uint64, words ...uint64) {
+	b := make([]byte, 0, 8*len(words))
+	for _, w := range words {
+		b = binary.LittleEndian.AppendUint64(b, w)
+	}
+	for off := 0; off < len(b); off += pt.chunk() {
+		p.MMIOWrite(addr+uint64(off), b[off:min(off+pt.chunk(), len(b))], p.Txn.ID)
+	}
+}
+
+// SetSendStatus tells the NIU where in host memory to keep the running
+// count of bytes its RDMA send commands have read.
+func (pt *Port) SetSendStatus(p *cpu.Proc, addr uint64) {
+	pt.regs(p, pt.NIU.spec.BAR+RDMASendStatusOffset, addr)
+}
+
+// RDMASend queues an RDMA send of n bytes at src (pinned memory) to raddr
+// of node dst's pinned memory; dst must have armed its NIU for it.
+func (pt *Port) RDMASend(p *cpu.Proc, dst int, src, raddr uint64, n int) {
+	pt.regs(p, pt.NIU.spec.BAR+RDMASendOffset, uint64(dst), src, raddr, uint64(n))
+}
+
+// Arm commits the NIU to receiving size bytes from node src into
+// [base, base+size) of pinned memory, counting the bytes received at
+// status.
+func (pt *Port) Arm(p *cpu.Proc, src int, base, size, status uint64) {
+	pt.regs(p, pt.NIU.spec.BAR+RDMAArmOffset, uint64(src), base, size, status)
+}
