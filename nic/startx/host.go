@@ -53,6 +53,21 @@ func (pt *Port) Send(p *cpu.Proc, pri Priority, dst int, h1 uint32, payload []ui
 	pt.SendRaw(p, pri, EncodeMessage(dst, h1, payload))
 }
 
+// TrySend sends like Send when the transmit FIFO has room, and otherwise
+// returns false having read the status register once.
+func (pt *Port) TrySend(p *cpu.Proc, pri Priority, dst int, h1 uint32, payload []uint32) bool {
+	if pt.credits[pri] == 0 {
+		st := p.MMIORead(pt.NIU.spec.BAR+StatusOffset, 8)
+		pt.credits[pri] = int(binary.LittleEndian.Uint32(st[4*pri:]))
+		if pt.credits[pri] == 0 {
+			return false
+		}
+	}
+	pt.credits[pri]--
+	pt.SendRaw(p, pri, EncodeMessage(dst, h1, payload))
+	return true
+}
+
 // SendRaw stores b into the transmit window of priority pri as they
 // are, in chunks, without checking for room: what a program that gets
 // the format or the flow control wrong does.
