@@ -137,7 +137,10 @@ func (n *NIU) Tick(now sim.Tick) bool {
 	if n.rdma.tick(n, now) {
 		progress = true
 	}
-	n.tlpQ.Drain(n.Out)
+	// TLPs that left make room the RDMA engine may be waiting for: go on.
+	if n.tlpQ.Drain(n.Out) > 0 {
+		progress = true
+	}
 	if n.accessEnd > now {
 		n.u.WakeAt(n.accessEnd)
 	}
