@@ -14,7 +14,7 @@ func pingPong(t *testing.T, n, peer, reps, crossover int) sim.Tick {
 	c := startXCluster(t, 2)
 	var d sim.Tick
 	_, err := mpi.Run(c, startXConfig(mpi.StartXConfig{Block: true, Params: mpi.Params{EagerLimit: crossover}}), func(cm *mpi.Comm) {
-		b := cm.Alloc(n + 1).Slice(0, n)
+		b := cm.Alloc(n+1).Slice(0, n)
 		switch cm.Rank() {
 		case 0:
 			cm.Send(b, peer, 0)
