@@ -16,6 +16,7 @@ import (
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/memory"
 	"github.com/aaemu/aaemu/nic"
+	"github.com/aaemu/aaemu/nic/startx"
 	"github.com/aaemu/aaemu/pcie"
 	"github.com/aaemu/aaemu/pcie/tlp"
 	"github.com/aaemu/aaemu/scratchpad"
@@ -67,6 +68,11 @@ type Spec struct {
 	// polling thread) share a coherence model and the node's memory
 	// bandwidth (cpu.SMP). Nil: every access costs CPU.MemAccessPS.
 	SMP *cpu.SMPSpec
+	// StartX puts a StarT-X NIU (seed 001) beside the NIC in every node,
+	// joined by Arctic lines of StartXLine (zero: startx.DefaultLineSpec).
+	// Nil: none.
+	StartX     *startx.Spec
+	StartXLine startx.LineSpec
 }
 
 // DefaultSpec is the paper's two-node set-up: 1 GbE NICs on PCIe Gen3 x8.
@@ -144,8 +150,11 @@ type Node struct {
 	NICs       []*nic.NIC
 	Ups, Downs []*pcie.Dir
 	Cores      []*cpu.Core
-	Poller     *cpu.Core // the polling hyperthread (SP mode)
-	SMP        *cpu.SMP  // the cores' coherence model (Spec.SMP; nil: none)
+	Poller     *cpu.Core   // the polling hyperthread (SP mode)
+	SMP        *cpu.SMP    // the cores' coherence model (Spec.SMP; nil: none)
+	NIU        *startx.NIU // the StarT-X NIU (Spec.StartX; nil: none), on its own link
+	NIUUp      *pcie.Dir
+	NIUDown    *pcie.Dir
 	SP         *scratchpad.Scratchpad
 	heap       uint64
 	qps        []map[int][]*QP // by rail, then remote node, one per core (transport rc)
@@ -164,7 +173,9 @@ type Cluster struct {
 	Wires    []*nic.Wire
 	Switch   *nic.Switch   // the star's switch
 	Switches []*nic.Switch // every switch of the network (leaves, then spines)
-	onStop   []func()      // what Run calls when it ends (the systems' consumers)
+	// StartXLines are the Arctic lines between the StarT-X NIUs (Spec.StartX).
+	StartXLines []*startx.Line
+	onStop      []func() // what Run calls when it ends (the systems' consumers)
 	// partitions asked for (SetPartitions) and why it must be one (Serial).
 	partitions int
 	serial     string
@@ -204,6 +215,9 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 		c.Nodes = append(c.Nodes, n)
 	}
 	if err := c.network(); err != nil {
+		return nil, err
+	}
+	if err := c.startXNetwork(); err != nil {
 		return nil, err
 	}
 	switch s.Transport {
@@ -429,6 +443,9 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 		n.IOMMU.ConnectHost(core.Host)
 		n.IOMMU.ConnectHostCompletions(CoreID(k), core.Cpl)
 		n.Cores = append(n.Cores, core)
+	}
+	if err := n.startXNode(); err != nil {
+		return nil, err
 	}
 	n.Poller = cpu.NewCore(n.CPUClk, p+"cpu_poll", s.CPU, n.Mem)
 	if err := n.smp(); err != nil {

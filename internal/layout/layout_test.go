@@ -24,7 +24,7 @@ func rank(dir string) (int, bool) {
 		return 1, true // format-only leaves, shared with the checkers
 	case dir == "verify":
 		return 1, true // the golden model: formats only, never a model
-	case dir == "pcie" || dir == "memory" || dir == "iommu" || dir == "nic" || dir == "cpu" || dir == "scratchpad" || dir == "internal/demo" || dir == "internal/anchor" || dir == "torus" || dir == "collective":
+	case dir == "pcie" || dir == "memory" || dir == "iommu" || dir == "nic" || dir == "nic/startx" || dir == "cpu" || dir == "scratchpad" || dir == "internal/demo" || dir == "internal/anchor" || dir == "torus" || dir == "collective":
 		return 2, true // blocks
 	case dir == "machine":
 		return 3, true
