@@ -25,11 +25,14 @@ import (
 func newPaperCmd() *cobra.Command {
 	var out, scenarioFile string
 	var jobs, partitions, maxNodes int
+	var list bool
 	cmd := &cobra.Command{
-		Use:   "paper [FIGURE...]",
-		Short: "Run the sweeps of the Active Access paper's figures and check its claims",
-		Long: `Paper runs the built-in sweeps that correspond to figures of the Active
-Access paper (all of them without arguments) and writes, per figure, into
+		Use:   "paper [PAPER] [FIGURE...]",
+		Short: "Run the sweeps of a paper's figures and check its claims (the Active Access paper by default)",
+		Long: `Paper runs the built-in sweeps that correspond to figures of a source
+paper: the Active Access paper unless the first argument names another
+(--list shows them with their figures; the figures of paper NAME go into
+OUT/NAME/). Without figure names it runs them all and writes, per figure, into
 OUT/fig<name>/ the sweep's table (CSV, JSON) and plots (PNG, SVG). It prints
 each of the paper's qualitative claims next to what aaemu measured, and
 whether they agree; OUT/claims.md collects them.
@@ -57,6 +60,9 @@ grow with nodes × cores (rc's would: a queue pair per core per peer).`,
   aaemu paper 9b 8a 8b --scenario power.yaml
   aaemu paper 7a 9a --max-nodes 256 --partitions 2 -j 1`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if list {
+				return listPapers(cmd.OutOrStdout())
+			}
 			sc := scenario.DefaultScenario()
 			if scenarioFile != "" {
 				data, err := os.ReadFile(scenarioFile)
@@ -68,19 +74,37 @@ grow with nodes × cores (rc's would: a queue pair per core per peer).`,
 				}
 			}
 			paper.Energy = sc.Power()
-			figs, err := paperFigures(args, maxNodes)
+			pp, figs, err := paperFigures(args, maxNodes)
 			if err != nil {
 				return err
 			}
-			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), figs, out, jobs, partitions)
+			if pp != paper.AA {
+				out = filepath.Join(out, pp.Name) // the Active Access paper's figures keep their place
+			}
+			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), pp, figs, out, jobs, partitions)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/paper", "output directory")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
 	partitionsFlag(cmd.Flags(), &partitions, 1) // the points already fill the cores
+	cmd.Flags().BoolVar(&list, "list", false, "list the papers and their figures")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 0, "run 7a, 7b, 7d and 9a on 2, 4, … up to this many nodes × 32 processes over srd (0: the figures' own 2 to 8 nodes)")
 	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's)")
 	return cmd
+}
+
+// listPapers prints every paper with its figures.
+func listPapers(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "paper\tfigures\ttitle")
+	for _, p := range paper.Papers() {
+		var names []string
+		for _, f := range p.Figures() {
+			names = append(names, f.Name)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, strings.Join(names, " "), p.Title)
+	}
+	return tw.Flush()
 }
 
 // figureOutputs are the files a figure writes into its directory.
@@ -92,15 +116,20 @@ func figureOutputs(f *paper.Figure) []string {
 	return sweepOutputs(base)
 }
 
-// paperFigures looks the named figures up (all without names), at scale
-// when maxNodes is not 0.
-func paperFigures(names []string, maxNodes int) ([]*paper.Figure, error) {
-	figs, err := paper.Lookup(names)
+// paperFigures looks the named figures up (a paper's name first picks
+// that paper; all its figures without names), at scale when maxNodes is
+// not 0.
+func paperFigures(args []string, maxNodes int) (*paper.Paper, []*paper.Figure, error) {
+	pp, figs, err := paper.Select(args)
 	if err != nil || maxNodes == 0 {
-		return figs, err
+		return pp, figs, err
 	}
+	if len(args) > 0 && paper.Find(args[0]) != nil {
+		args = args[1:]
+	}
+	names := args
 	if maxNodes < 2 || maxNodes > machine.MaxNodes {
-		return nil, fmt.Errorf("--max-nodes %d: want 2..%d nodes", maxNodes, machine.MaxNodes)
+		return nil, nil, fmt.Errorf("--max-nodes %d: want 2..%d nodes", maxNodes, machine.MaxNodes)
 	}
 	nodes := paper.ScaleNodes(maxNodes)
 	var out, sizeless []*paper.Figure
@@ -114,17 +143,20 @@ func paperFigures(names []string, maxNodes int) ([]*paper.Figure, error) {
 	}
 	if len(sizeless) > 0 {
 		var have []string
-		for _, f := range paper.Figures() {
+		for _, f := range pp.Figures() {
 			if f.AtScale != nil {
 				have = append(have, f.Name)
 			}
 		}
-		return nil, fmt.Errorf("--max-nodes: figure %s has no machine-size axis (it applies to %s)", sizeless[0].Name, strings.Join(have, ", "))
+		return nil, nil, fmt.Errorf("--max-nodes: figure %s has no machine-size axis (it applies to %s)", sizeless[0].Name, strings.Join(have, ", "))
 	}
-	return out, nil
+	if len(out) == 0 {
+		return nil, nil, fmt.Errorf("--max-nodes: the %s paper has no figure with a machine-size axis", pp.Name)
+	}
+	return pp, out, nil
 }
 
-func runPaper(ctx context.Context, stdout, stderr io.Writer, figs []*paper.Figure, out string, jobs, partitions int) error {
+func runPaper(ctx context.Context, stdout, stderr io.Writer, pp *paper.Paper, figs []*paper.Figure, out string, jobs, partitions int) error {
 	if err := checkPartitions(partitions); err != nil {
 		return err
 	}
@@ -137,7 +169,7 @@ func runPaper(ctx context.Context, stdout, stderr io.Writer, figs []*paper.Figur
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	for _, f := range paper.Figures() {
+	for _, f := range pp.Figures() {
 		dir := filepath.Join(out, "fig"+f.Name)
 		if err := clearOutputs(dir, figureOutputs(f)); err != nil {
 			return err

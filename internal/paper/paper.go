@@ -5,6 +5,7 @@
 package paper
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -59,40 +60,111 @@ func (f *Figure) Check(rows []sweep.Row) []Result {
 	return out
 }
 
-// Figures lists the figures aaemu models, in the paper's order.
+// Figures lists the Active Access paper's figures aaemu models, in the
+// paper's order.
 func Figures() []*Figure { return figures }
 
 // Missing names the figures of the paper aaemu does not model yet, and why.
 var Missing = map[string]string{}
 
-// Lookup finds figures by name; "all" is every modelled one.
-func Lookup(names []string) ([]*Figure, error) {
+// Paper is one of the source papers whose figures aaemu reproduces: the
+// Active Access paper (AA, the default) and the message-layer papers it is
+// weighed against, each registered by its package under a short name
+// (aaemu paper NAME [FIGURE...]).
+type Paper struct {
+	Name  string // on the command line: aa, am2, mpi-start, bgl, multirail
+	Title string
+	// Figures lists its figures in the paper's order.
+	Figures func() []*Figure
+}
+
+// AA is the Active Access paper.
+var AA = &Paper{Name: "aa", Title: "Active Access (the paper aaemu models first)", Figures: Figures}
+
+var papers = []*Paper{AA}
+
+// Register adds a paper (at init); its name must be new.
+func Register(p *Paper) {
+	for _, q := range papers {
+		if q.Name == p.Name {
+			panic("paper: " + p.Name + " registered twice")
+		}
+	}
+	papers = append(papers, p)
+}
+
+// Papers lists the registered papers, AA first, then by registration.
+func Papers() []*Paper { return papers }
+
+// Find is the paper called name, or nil.
+func Find(name string) *Paper {
+	for _, p := range papers {
+		if p.Name == strings.ToLower(name) {
+			return p
+		}
+	}
+	return nil
+}
+
+// Select reads a command line's figure arguments: a paper's name first
+// picks that paper (its figures follow, or all of them), else they are AA's
+// figures.
+func Select(args []string) (*Paper, []*Figure, error) {
+	p := AA
+	if len(args) > 0 {
+		if q := Find(args[0]); q != nil {
+			p, args = q, args[1:]
+		}
+	}
+	figs, err := p.Lookup(args)
+	return p, figs, err
+}
+
+// Lookup finds the paper's figures by name; none or "all" is every one.
+func (p *Paper) Lookup(names []string) ([]*Figure, error) {
+	all := p.Figures()
 	if len(names) == 0 || len(names) == 1 && names[0] == "all" {
-		return figures, nil
+		return all, nil
 	}
 	var out []*Figure
 	for _, n := range names {
 		n = strings.TrimPrefix(strings.ToLower(n), "fig")
 		found := false
-		for _, f := range figures {
+		for _, f := range all {
 			if f.Name == n {
 				out = append(out, f)
 				found = true
 			}
 		}
 		if !found {
-			if why, ok := Missing[n]; ok {
+			if why, ok := Missing[n]; ok && p == AA {
 				return nil, fmt.Errorf("figure %s: %s", n, why)
 			}
 			var have []string
-			for _, f := range figures {
+			for _, f := range all {
 				have = append(have, f.Name)
 			}
-			return nil, fmt.Errorf("figure %q: the paper has no such figure aaemu models (have %s)", n, strings.Join(have, ", "))
+			msg := fmt.Sprintf("figure %q: the paper has no such figure aaemu models (have %s)", n, strings.Join(have, ", "))
+			if p == AA {
+				var names []string
+				for _, q := range papers[1:] {
+					names = append(names, q.Name)
+				}
+				if len(names) > 0 {
+					msg += "; other papers: " + strings.Join(names, ", ")
+				}
+			} else {
+				msg = p.Name + ": " + msg
+			}
+			return nil, errors.New(msg)
 		}
 	}
 	return out, nil
 }
+
+// Lookup finds the Active Access paper's figures by name; "all" is every
+// modelled one.
+func Lookup(names []string) ([]*Figure, error) { return AA.Lookup(names) }
 
 // rate is the insert rate of scheme at the points whose grid value at
 // axis is v ("" for any): the best, when the grid runs the scheme in

@@ -324,3 +324,43 @@ func TestFiguresAtScale(t *testing.T) {
 		}
 	}
 }
+
+// A paper's name first picks its figures; without one the names are the
+// Active Access paper's; a name no paper has is an error naming what there
+// is.
+func TestSelectPapers(t *testing.T) {
+	other := &Paper{Name: "other-test", Title: "a test paper", Figures: func() []*Figure {
+		return []*Figure{{Name: "table1"}, {Name: "6c"}}
+	}}
+	Register(other)
+	defer func() { papers = papers[:len(papers)-1] }()
+	for _, tc := range []struct {
+		args  []string
+		paper *Paper
+		figs  string
+		err   string
+	}{
+		{nil, AA, "6a 6b 6c 6d 7a 7b 7c 7d 8a 8b 9a 9b", ""},
+		{[]string{"6c", "fig9a"}, AA, "6c 9a", ""},
+		{[]string{"aa", "7a"}, AA, "7a", ""},
+		{[]string{"other-test"}, other, "table1 6c", ""},
+		{[]string{"OTHER-TEST", "6c"}, other, "6c", ""},
+		{[]string{"other-test", "7a"}, nil, "", `other-test: figure "7a": the paper has no such figure aaemu models (have table1, 6c)`},
+		{[]string{"table1"}, nil, "", `figure "table1": the paper has no such figure aaemu models (have 6a, 6b, 6c, 6d, 7a, 7b, 7c, 7d, 8a, 8b, 9a, 9b); other papers: other-test`},
+	} {
+		p, figs, err := Select(tc.args)
+		if tc.err != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Errorf("%v: %v, want %s", tc.args, err, tc.err)
+			}
+			continue
+		}
+		var names []string
+		for _, f := range figs {
+			names = append(names, f.Name)
+		}
+		if err != nil || p != tc.paper || strings.Join(names, " ") != tc.figs {
+			t.Errorf("%v: %v %v %v", tc.args, p.Name, names, err)
+		}
+	}
+}
