@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/machine"
@@ -102,11 +103,12 @@ func StartX(cfg StartXConfig) TransportMaker {
 				return nil, fmt.Errorf("startx: node %d has no StarT-X NIU (machine spec StartX)", i)
 			}
 			nd := &sxNode{n: n, port: &startx.Port{NIU: n.NIU, Block: cfg.Block}}
-			nd.lock = n.Alloc(4096)
-			nd.sstatus, nd.rstatus = nd.lock+64, nd.lock+128
+			words := n.Alloc(4096)
+			nd.lock = niuLock(words)
+			nd.sstatus, nd.rstatus = words+64, words+128
 			nd.recv = n.Alloc(uint64(cfg.Params.ChunkBytes))
 			nd.send = n.Alloc(uint64(2 * cfg.PieceBytes))
-			for _, r := range [][2]uint64{{nd.lock, 4096}, {nd.recv, uint64(cfg.Params.ChunkBytes)}, {nd.send, uint64(2 * cfg.PieceBytes)}} {
+			for _, r := range [][2]uint64{{words, 4096}, {nd.recv, uint64(cfg.Params.ChunkBytes)}, {nd.send, uint64(2 * cfg.PieceBytes)}} {
 				if err := n.Register(r[0], r[1], iommu.Perm{Bits: pte.R | pte.W}); err != nil {
 					return nil, err
 				}
@@ -130,7 +132,7 @@ type sxTransport struct {
 type sxNode struct {
 	n                *machine.Node
 	port             *startx.Port // the SMP's one view of its NIU: its transmit credits are the FIFO's
-	lock             uint64
+	lock             niuLock
 	sstatus, rstatus uint64
 	recv, send       uint64
 	sending, recving bool
@@ -178,16 +180,39 @@ type sxOp struct {
 
 func (e *sxEP) MaxPayload() int { return MaxStartXPayload }
 
-// locked runs f holding the SMP's NIU lock (a CAS on a word of shared
-// memory; a store releases it).
+// locked runs f holding the SMP's NIU lock.
 func (e *sxEP) locked(f func()) {
-	p := e.env.Proc
-	for p.CAS(e.nd.lock, 0, 1) != 0 {
+	t := e.nd.lock.acquire(e.env.Proc)
+	f()
+	e.nd.lock.release(e.env.Proc, t)
+}
+
+// niuLock is the lock an SMP's ranks share for their NIU (001:L105): a
+// ticket lock in shared memory, two words of one line — the next ticket
+// and the ticket served. A rank takes a ticket with a fetch-and-add and
+// waits, loading the served word, until it comes up; it releases by
+// storing the next ticket into it. It is fair: a rank gets the lock after
+// the ranks that asked before it. A test-and-set lock (a CAS of one word)
+// is not: ranks waiting in a receive take it to poll an empty FIFO, let
+// it go and take it again before a rank that waits to issue an RDMA
+// command ever finds it free, and two broadcasts of 4 ranks an SMP then
+// never finish (TestStartXLockFair, TestBcastTwoStage at 4+4).
+type niuLock uint64
+
+func (l niuLock) next() uint64   { return uint64(l) }
+func (l niuLock) served() uint64 { return uint64(l) + 8 }
+
+// acquire waits for the lock and returns the caller's ticket.
+func (l niuLock) acquire(p *cpu.Proc) uint64 {
+	t := p.FetchAdd(l.next(), 1)
+	for p.Load64(l.served()) != t {
 		p.Sleep(p.Core().Spec().PollIntervalPS)
 	}
-	f()
-	p.Store64(e.nd.lock, 0)
+	return t
 }
+
+// release passes the lock to the holder of ticket t+1.
+func (l niuLock) release(p *cpu.Proc, t uint64) { p.Store64(l.served(), t+1) }
 
 // sendPIO sends a packet as PIO messages: the header (two words for an
 // eager one) and n bytes of data from b.

@@ -298,3 +298,20 @@ func (n *NIU) load(p *pcie.Packet, off uint64) {
 		n.stRecv.Inc()
 	}
 }
+
+// LineTrace is the NIU's state on one line: its transmit FIFOs, the
+// message each window is assembling, the host accesses waiting, the TLPs
+// waiting for the link up, the receive FIFOs and the RDMA engine.
+func (n *NIU) LineTrace() string {
+	r := &n.rdma
+	head := "-"
+	if n.hostQ.Len() > 0 {
+		t := &n.hostQ.Front().TLP
+		head = fmt.Sprintf("%v@%#x", t.Kind, t.Addr-n.spec.BAR)
+	}
+	return fmt.Sprintf("%s: tx %d/%d asm %d/%d,%d/%d host %d (%s) tlps %d [P%d N%d C%d] rx %d/%d in [P%d N%d C%d] rdma cmds %d reads %d out %d done %d armed %v src %d got %d/%d",
+		n.name, n.tx[High].Len(), n.tx[Low].Len(), len(n.asm[High].words), n.asm[High].want, len(n.asm[Low].words), n.asm[Low].want,
+		n.hostQ.Len(), head, n.tlpQ.Len(), n.tlpQ.ClassLen(tlp.Posted), n.tlpQ.ClassLen(tlp.NonPosted), n.tlpQ.ClassLen(tlp.Completion),
+		n.NetIn[High].Len(), n.NetIn[Low].Len(), n.In.LaneLen(0), n.In.LaneLen(1), n.In.LaneLen(2),
+		r.cmds.Len(), r.reads.Len(), r.out.Len(), r.doneBytes, r.armed, r.src, r.got, r.size)
+}

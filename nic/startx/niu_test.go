@@ -332,3 +332,30 @@ func TestPIOPriority(t *testing.T) {
 		}
 	})
 }
+
+// LineTrace shows where a stuck NIU stands: with the receiver never
+// reading, a blind sender fills the peer's FIFO and its own, and its next
+// completing store waits at the head of the host accesses.
+func TestLineTrace(t *testing.T) {
+	c := e5000(t, func(s *startx.Spec) { s.TXDepth, s.RXDepth = 2, 3 })
+	a := c.Nodes[0]
+	pa := &startx.Port{NIU: a.NIU, Block: true}
+	a.Cores[0].Spawn("sender", func(p *cpu.Proc) {
+		for i := 0; i < 10; i++ {
+			pa.SendRaw(p, startx.Low, startx.EncodeMessage(1, uint32(i), payload(6, uint32(i))))
+		}
+	})
+	c.Eng.Run(200 * sim.US)
+	for _, tc := range []struct {
+		node int
+		want string
+	}{
+		{0, "node0.startx: tx 0/2 "},
+		{0, "(MWr@0x100)"},
+		{1, "rx 0/3 "},
+	} {
+		if got := c.Nodes[tc.node].NIU.LineTrace(); !strings.Contains(got, tc.want) {
+			t.Errorf("node %d: LineTrace %q, want %q in it", tc.node, got, tc.want)
+		}
+	}
+}
