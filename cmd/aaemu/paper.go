@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aaemu/aaemu/internal/paper"
+	_ "github.com/aaemu/aaemu/internal/paper/mpistart" // registers the mpi-start paper
 	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/sweep"
 	"github.com/aaemu/aaemu/machine"
@@ -25,7 +26,7 @@ import (
 func newPaperCmd() *cobra.Command {
 	var out, scenarioFile string
 	var jobs, partitions, maxNodes int
-	var list bool
+	var list, reduced bool
 	cmd := &cobra.Command{
 		Use:   "paper [PAPER] [FIGURE...]",
 		Short: "Run the sweeps of a paper's figures and check its claims (the Active Access paper by default)",
@@ -78,6 +79,11 @@ grow with nodes × cores (rc's would: a queue pair per core per peer).`,
 			if err != nil {
 				return err
 			}
+			if reduced {
+				if pp, figs, err = reducedFigures(pp, args); err != nil {
+					return err
+				}
+			}
 			if pp != paper.AA {
 				out = filepath.Join(out, pp.Name) // the Active Access paper's figures keep their place
 			}
@@ -88,6 +94,7 @@ grow with nodes × cores (rc's would: a queue pair per core per peer).`,
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
 	partitionsFlag(cmd.Flags(), &partitions, 1) // the points already fill the cores
 	cmd.Flags().BoolVar(&list, "list", false, "list the papers and their figures")
+	cmd.Flags().BoolVar(&reduced, "reduced", false, "run the figures on the reduced sizes of the test suite (papers that have them: mpi-start)")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 0, "run 7a, 7b, 7d and 9a on 2, 4, … up to this many nodes × 32 processes over srd (0: the figures' own 2 to 8 nodes)")
 	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's)")
 	return cmd
@@ -114,6 +121,19 @@ func figureOutputs(f *paper.Figure) []string {
 		return []string{"points.csv", base + ".png", base + ".svg"}
 	}
 	return sweepOutputs(base)
+}
+
+// reducedFigures looks the named figures of pp up among its reduced ones.
+func reducedFigures(pp *paper.Paper, args []string) (*paper.Paper, []*paper.Figure, error) {
+	rp, err := pp.AtReduced()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(args) > 0 && paper.Find(args[0]) != nil {
+		args = args[1:]
+	}
+	figs, err := rp.Lookup(args)
+	return rp, figs, err
 }
 
 // paperFigures looks the named figures up (a paper's name first picks

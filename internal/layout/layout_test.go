@@ -20,7 +20,7 @@ func rank(dir string) (int, bool) {
 	switch {
 	case dir == "sim" || dir == "internal/version" || dir == "internal/testtool":
 		return 0, true
-	case dir == "internal/input" || dir == "pcie/tlp" || dir == "iommu/pte" || dir == "iommu/record" || dir == "nic/roce" || dir == "waveforms" || dir == "energy":
+	case dir == "internal/input" || dir == "examples/machines" || dir == "pcie/tlp" || dir == "iommu/pte" || dir == "iommu/record" || dir == "nic/roce" || dir == "waveforms" || dir == "energy":
 		return 1, true // format-only leaves, shared with the checkers
 	case dir == "verify":
 		return 1, true // the golden model: formats only, never a model

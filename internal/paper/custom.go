@@ -38,6 +38,20 @@ type Custom struct {
 	run           func(ctx context.Context, x int, category string, s workload.Scheme) (y float64, err error)
 }
 
+// NewCustom is c measured by run, once per (X, category, scheme): for the
+// figures of papers registered from other packages.
+func NewCustom(c Custom, run func(ctx context.Context, x int, category string, s workload.Scheme) (float64, error)) *Custom {
+	c.run = run
+	return &c
+}
+
+// Name is the label of the experiment running under ctx (for a progress
+// display), "" outside a figure.
+func Name(ctx context.Context) string {
+	name, _ := ctx.Value(nameKey{}).(string)
+	return name
+}
+
 // Point is one experiment of a custom figure.
 type Point struct {
 	X        int

@@ -76,6 +76,19 @@ type Paper struct {
 	Title string
 	// Figures lists its figures in the paper's order.
 	Figures func() []*Figure
+	// Reduced, if not nil, lists the same figures on reduced sizes, as
+	// the test suite runs them (aaemu paper --reduced).
+	Reduced func() []*Figure
+}
+
+// AtReduced is the paper with its reduced figures in place of its own.
+func (p *Paper) AtReduced() (*Paper, error) {
+	if p.Reduced == nil {
+		return nil, fmt.Errorf("--reduced: the %s paper has no reduced figures", p.Name)
+	}
+	q := *p
+	q.Figures = p.Reduced
+	return &q, nil
 }
 
 // AA is the Active Access paper.

@@ -52,3 +52,23 @@ func TestAbort(t *testing.T) {
 		})
 	}
 }
+
+// Config.Stop ends a run between slices of simulated time with
+// ErrStopped, well before the work would end.
+func TestStop(t *testing.T) {
+	var now func() sim.Tick
+	_, c, err := run(t, fabrics[1], 2, func(_ *machine.Spec, cfg *Config) {
+		cfg.Stop = func() bool { return now != nil && now() > 100*sim.US }
+	}, func(c *Comm) {
+		if c.Rank() == 0 {
+			now = c.Now
+		}
+		c.Compute(1 << 30) // seconds of work
+	})
+	if !errors.Is(err, ErrStopped) {
+		t.Fatalf("error %v, want ErrStopped", err)
+	}
+	if c.Now() > sim.MS {
+		t.Errorf("stopped only at %v", c.Now().Human())
+	}
+}

@@ -50,7 +50,13 @@ type Config struct {
 	// Limit is the simulated time after which a run that has not finished
 	// stops with an error (default 10 s).
 	Limit sim.Tick
+	// Stop, if set, is asked between slices of simulated time: true ends
+	// the run there with ErrStopped (a command interrupted).
+	Stop func() bool
 }
+
+// ErrStopped is the error of a run that Config.Stop ended.
+var ErrStopped = errors.New("mpi: the run was stopped")
 
 func (c Config) withDefaults(cl *machine.Cluster) Config {
 	if c.Nodes == 0 {
@@ -254,9 +260,13 @@ func Run(c *machine.Cluster, cfg Config, body func(c *Comm)) (*Result, error) {
 	// apart (5 µs) both find every rank stuck and no rank moved between
 	// them: a rank's pass that has not reached the poll that would find
 	// something is not mistaken for an idle one.
-	deadlock, suspect, at := false, false, uint64(0)
+	deadlock, suspect, at, stopped := false, false, uint64(0), false
 	c.Run(w.cfg.Limit, func() bool {
 		if w.finished == len(w.ranks) || w.aborted != nil {
+			return true
+		}
+		if w.cfg.Stop != nil && w.cfg.Stop() {
+			stopped = true
 			return true
 		}
 		stuck := w.stuck()
@@ -277,6 +287,9 @@ func Run(c *machine.Cluster, cfg Config, body func(c *Comm)) (*Result, error) {
 	}
 	if w.aborted != nil {
 		return res, w.aborted
+	}
+	if stopped {
+		return res, ErrStopped
 	}
 	if w.finished < len(w.ranks) {
 		return res, &DeadlockError{At: c.Now(), Timeout: !deadlock, Waits: w.report()}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// `aaemu paper mpi-start table3 --reduced` runs Table 3 of the MPI-StarT
+// paper on reduced sizes into OUT/mpi-start/: the points, the plot and the
+// claims with the paper's ratios, aaemu's and a verdict. A paper without
+// reduced figures, and a figure mpi-start does not have, are refused.
+func TestPaperMPIStart(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "mpi-start", "table3", "--reduced", "--out", dir, "-j", "2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"Figure table3", "a round of 8 KB broadcasts", "S11 original / two-stage round time, block placement",
+		"1.0, 1.68, 2.09, 1.93", "1+1 1.00, 2+2 ", "S12 two-stage round time per doubling"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"figtable3/points.csv", "figtable3/figtable3.png", "figtable3/figtable3.svg", "claims.md"} {
+		if st, err := os.Stat(filepath.Join(dir, "mpi-start", f)); err != nil || st.Size() < 100 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "mpi-start", "figtable3", "points.csv"))
+	if err != nil || !strings.HasPrefix(string(csv), "ranks_per_SMP,scheme,round_time\n1,\"original, block\",") || strings.Count(string(csv), "\n") != 1+3*4 {
+		t.Fatalf("points.csv: %v\n%s", err, csv)
+	}
+	for _, args := range [][]string{{"paper", "aa", "6c", "--reduced"}, {"paper", "mpi-start", "table9", "--reduced"}} {
+		if out, err := aaemu(t, append(args, "--out", dir)...); err == nil {
+			t.Fatalf("%v ran:\n%s", args, out)
+		} else if !strings.Contains(err.Error(), "reduced") && !strings.Contains(err.Error(), "table9") {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+}

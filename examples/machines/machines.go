@@ -1,0 +1,11 @@
+// Package machines holds the machine presets of this directory as bytes,
+// for commands that run on them without a file at hand (aaemu paper
+// mpi-start runs on the E5000).
+package machines
+
+import _ "embed"
+
+// E5000 is e5000.yaml: two or more Sun Enterprise 5000 SMPs.
+//
+//go:embed e5000.yaml
+var E5000 []byte
