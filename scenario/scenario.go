@@ -106,6 +106,8 @@ type MachineSpec struct {
 		CPUSMP `yaml:",inline"` // SMP nodes (smp.go)
 	} `yaml:"cpu" json:"cpu"`
 	Memory MemorySpec `yaml:"memory" json:"memory,omitzero"` // SMP nodes (smp.go)
+	// StartX, when present, gives each of two nodes a StarT-X NIU (startx.go).
+	StartX *StartXSpec `yaml:"startx" json:"startx,omitempty"`
 	// Transport of the NICs: rc (the default), a connected queue pair per
 	// core per peer node; srd, one queue per core that reaches every node
 	// over one reliable context per peer NIC (docs/scenarios.md).
@@ -356,6 +358,7 @@ func (s *Scenario) Validate() (string, error) {
 		},
 		s.checkSMP,
 		s.checkMMIO,
+		s.checkStartX,
 		func() (string, error) {
 			for _, t := range []struct{ key, v string }{{"outputs.trace_from", s.Outputs.TraceFrom}, {"outputs.trace_to", s.Outputs.TraceTo}} {
 				if t.v == "" {
@@ -507,6 +510,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.CPU.InterruptPS, c.CPU.ScratchpadPS = sim.Tick(m.CPU.InterruptNS)*sim.NS, sim.Tick(m.CPU.ScratchpadNS)*sim.NS
 	s.smpSpec(&c)
 	s.mmioSpec(&c)
+	s.startXSpec(&c)
 	return c
 }
 

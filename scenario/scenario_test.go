@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -22,7 +23,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"workload:\n  dht:\n    schemes:\n      - AA-SP\n      - AA-sp\n", `s.yaml:5: workload.dht.schemes[1]: "AA-sp" is not a DHT scheme (did you mean "AA-SP"? AA-Poll, AA-Int, AA-SP, RMA, AM, AM-Exp, AM-Onload, AM-Int)`},
 		{"workload:\n  dht:\n    schemes: [RMA, RMA]\n", "s.yaml:3: workload.dht.schemes[1]: RMA is in the list twice (each scheme once)"},
 		{"machine:\n  nodes: 4097\n", "s.yaml:2: machine.nodes: 4097 is out of range (2..4096; two nodes share a direct link, more a switch or a leaf-spine network)"},
-		{"machine: [1, 2]\n", "s.yaml:1: machine: a list where a section of keys belongs (the keys of machine: nodes, cores, nics, fabric_mhz, wire, pcie, nic, network, iommu, cpu, memory, transport)"},
+		{"machine: [1, 2]\n", "s.yaml:1: machine: a list where a section of keys belongs (the keys of machine: nodes, cores, nics, fabric_mhz, wire, pcie, nic, network, iommu, cpu, memory, startx, transport)"},
 		{"workload:\n  dht:\n    procs_per_node: 2\n", "s.yaml:3: workload.dht.procs_per_node: 2 is more than machine.cores (0..1: up to machine.cores)"},
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    schemes: [AM-Onload]\n", "s.yaml:3: workload.dht.am_onload_cores: 0, but workload.dht.schemes has AM-Onload, which needs server cores (1..procs_per_node−1 server cores)"},
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    am_onload_cores: 4\n", "s.yaml:5: workload.dht.am_onload_cores: 4 is not fewer than procs_per_node, 4 (0..3: fewer than procs_per_node)"},
@@ -191,9 +192,9 @@ func TestScenarioKeyAndTypeErrors(t *testing.T) {
 	cases := []struct{ name, yaml, want string }{
 		{"near miss", "machine:\n  wire: {rate_mpbs: 10}\n", `s.yaml:2: machine.wire.rate_mpbs: unknown key (did you mean "machine.wire.rate_mbps"?)`},
 		{"near miss, case", "Machine:\n  nodes: 4\n", `s.yaml:1: Machine: unknown key (did you mean "machine"?)`},
-		{"wrong section", "machine:\n  rate_mbps: 10\n", `s.yaml:2: machine.rate_mbps: unknown key (did you mean "machine.wire.rate_mbps"?)`},
-		{"wrong section, two places", "machine:\n  latency_ns: 10\n", `s.yaml:2: machine.latency_ns: unknown key (did you mean "machine.wire.latency_ns" or "machine.pcie.latency_ns"?)`},
-		{"no near key", "machine:\n  disk: 1\n", "s.yaml:2: machine.disk: unknown key (the keys of machine: nodes, cores, nics, fabric_mhz, wire, pcie, nic, network, iommu, cpu, memory, transport)"},
+		{"wrong section", "machine:\n  rate_mbps: 10\n", `s.yaml:2: machine.rate_mbps: unknown key (did you mean "machine.wire.rate_mbps" or "machine.startx.line.rate_mbps"?)`},
+		{"wrong section, two places", "machine:\n  latency_ns: 10\n", `s.yaml:2: machine.latency_ns: unknown key (did you mean "machine.wire.latency_ns" or "machine.pcie.latency_ns" or "machine.startx.line.latency_ns"?)`},
+		{"no near key", "machine:\n  disk: 1\n", "s.yaml:2: machine.disk: unknown key (the keys of machine: nodes, cores, nics, fabric_mhz, wire, pcie, nic, network, iommu, cpu, memory, startx, transport)"},
 		{"merge key", "<<: {seed: 1}\n", "s.yaml:1: <<: unknown key (the keys of the file: seed, machine, workload, outputs, max_memory_mib)"},
 		{"string in an integer key", "machine:\n  nodes: two\n", `s.yaml:2: machine.nodes: "two" is not a whole number (2..4096; two nodes share a direct link, more a switch or a leaf-spine network)`},
 		{"quoted number", "machine:\n  nodes: \"4\"\n", `s.yaml:2: machine.nodes: "4" is not a whole number (2..4096; two nodes share a direct link, more a switch or a leaf-spine network)`},
@@ -214,7 +215,7 @@ func TestScenarioKeyAndTypeErrors(t *testing.T) {
 		{"value for a list of names", "workload:\n  dht: {schemes: AA-SP}\n", `s.yaml:2: workload.dht.schemes: "AA-SP" where a list belongs (a list of strings)`},
 		{"wrong type in a list", "workload:\n  dht:\n    collisions:\n      - 0.1\n      - lots\n", `s.yaml:5: workload.dht.collisions[1]: "lots" is not a number (0..1; a fraction of the inserts)`},
 		{"section for a value", "workload:\n  kind: {dht: 1}\n", "s.yaml:2: workload.kind: a section where a single value belongs (a string)"},
-		{"value for a section", "machine: 3\n", "s.yaml:1: machine: 3 where a section of keys belongs (the keys of machine: nodes, cores, nics, fabric_mhz, wire, pcie, nic, network, iommu, cpu, memory, transport)"},
+		{"value for a section", "machine: 3\n", "s.yaml:1: machine: 3 where a section of keys belongs (the keys of machine: nodes, cores, nics, fabric_mhz, wire, pcie, nic, network, iommu, cpu, memory, startx, transport)"},
 		{"the file a list", "- 1\n", "s.yaml:1: a list where a section of keys belongs (the keys of the file: seed, machine, workload, outputs, max_memory_mib)"},
 		{"given twice", "machine:\n  nodes: 2\n  nodes: 4\n", "s.yaml:3: machine.nodes: given twice (once; first at line 2)"},
 		{"syntax", "machine:\n  nodes: 2\n   cores: 3\n", "s.yaml:3: cannot be read as YAML: mapping values are not allowed in this context"},
@@ -273,6 +274,7 @@ func FuzzScenario(f *testing.F) {
 	f.Add([]byte("workload: {kind: stream, stream: {op: send, messages: 4, msg_bytes: 100}}\n"))
 	f.Add([]byte("seed: 0x10\nmachine:\n  nodes: 4.0\n  wire: {rate_mbps: -1}\n"))
 	f.Add([]byte("a: &x [1]\nb: *x\n"))
+	f.Add([]byte("machine:\n  startx: {tx_depth: 2, rdma_packet_bytes: 80, access_bytes: 8, line: {rate_mbps: 800}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseScenario("f.yaml", data)
 		if err != nil {
@@ -296,6 +298,11 @@ func FuzzScenario(f *testing.F) {
 		for _, err := range []error{spec.IOMMU.Validate(), spec.Wire.Validate(), spec.PCIe.Validate(), spec.Power.Validate()} {
 			if err != nil {
 				t.Fatalf("the machine's configuration: %v", err)
+			}
+		}
+		if spec.StartX != nil {
+			if err := errors.Join(spec.StartX.Validate(), spec.StartXLine.Validate()); err != nil {
+				t.Fatalf("the StarT-X configuration: %v", err)
 			}
 		}
 		if s.Workload.Kind == KindDHT {

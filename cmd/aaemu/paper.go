@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aaemu/aaemu/internal/paper"
-	_ "github.com/aaemu/aaemu/internal/paper/mpistart" // registers the mpi-start paper
+	"github.com/aaemu/aaemu/internal/paper/mpistart" // registers the mpi-start paper
 	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/sweep"
 	"github.com/aaemu/aaemu/machine"
@@ -84,6 +84,13 @@ grow with nodes × cores (rc's would: a queue pair per core per peer).`,
 					return err
 				}
 			}
+			mpistart.Machine = nil
+			if pp.Name == "mpi-start" && scenarioFile != "" {
+				if sc.Machine.StartX == nil {
+					return fmt.Errorf("%s: the mpi-start figures run on a machine with machine.startx", scenarioFile)
+				}
+				mpistart.Machine = &sc
+			}
 			if pp != paper.AA {
 				out = filepath.Join(out, pp.Name) // the Active Access paper's figures keep their place
 			}
@@ -96,7 +103,7 @@ grow with nodes × cores (rc's would: a queue pair per core per peer).`,
 	cmd.Flags().BoolVar(&list, "list", false, "list the papers and their figures")
 	cmd.Flags().BoolVar(&reduced, "reduced", false, "run the figures on the reduced sizes of the test suite (papers that have them: mpi-start)")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 0, "run 7a, 7b, 7d and 9a on 2, 4, … up to this many nodes × 32 processes over srd (0: the figures' own 2 to 8 nodes)")
-	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's)")
+	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's); for mpi-start, the machine with machine.startx the figures run on (default: two E5000s)")
 	return cmd
 }
 

@@ -40,3 +40,41 @@ func TestPaperMPIStart(t *testing.T) {
 		}
 	}
 }
+
+// `aaemu paper mpi-start --scenario FILE` runs the figures on the file's
+// machine with machine.startx: a slower Arctic line makes Table 1's one-way
+// times longer; a machine without machine.startx is refused.
+func TestPaperMPIStartScenario(t *testing.T) {
+	dir := t.TempDir()
+	slow := filepath.Join(dir, "slow.yaml")
+	plain := filepath.Join(dir, "plain.yaml")
+	for f, body := range map[string]string{slow: "machine:\n  startx: {line: {rate_mbps: 100}}\n", plain: "machine: {nodes: 2}\n"} {
+		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oneWay := func(args ...string) string {
+		t.Helper()
+		out, err := aaemu(t, append([]string{"paper", "mpi-start", "table1", "--out", dir}, args...)...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		csv, err := os.ReadFile(filepath.Join(dir, "mpi-start", "figtable1", "points.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(csv), "\n") {
+			if strings.HasPrefix(l, `2,"c: 64 B, stda/ldda",one way,`) {
+				return l
+			}
+		}
+		t.Fatalf("no one-way time of row c:\n%s", csv)
+		return ""
+	}
+	if a, b := oneWay(), oneWay("--scenario", slow); a == b {
+		t.Errorf("the same one-way time on a 100 Mb/s line as on the default: %s", a)
+	}
+	if _, err := aaemu(t, "paper", "mpi-start", "table1", "--scenario", plain, "--out", dir); err == nil || !strings.Contains(err.Error(), "machine.startx") {
+		t.Fatalf("a machine without machine.startx: %v", err)
+	}
+}

@@ -25,29 +25,41 @@ import (
 // NIU's defaults (nic/startx) and MPI-StarT's channel device with block
 // stores and loads.
 
+// Machine is the scenario whose machine the figures run on instead (aaemu
+// paper mpi-start --scenario FILE); it must have machine.startx. Nil: the
+// E5000 preset with machine.startx's defaults.
+var Machine *scenario.Scenario
+
 var e5000 struct {
 	once sync.Once
-	spec machine.Spec
+	sc   scenario.Scenario
 	err  error
 }
 
-// cluster is two E5000s of cores CPUs each with a StarT-X NIU.
-func cluster(cores int) (*machine.Cluster, error) {
-	e5000.once.Do(func() {
-		sc, err := scenario.ParseScenario("e5000.yaml", machines.E5000)
-		if err != nil {
-			e5000.err = err
-			return
+// machineScenario is the scenario of the figures' machine.
+func machineScenario() (*scenario.Scenario, error) {
+	if Machine != nil {
+		if Machine.Machine.StartX == nil {
+			return nil, fmt.Errorf("the scenario's machine has no StarT-X NIUs: add machine.startx: {}")
 		}
-		e5000.spec = sc.ClusterSpec()
-	})
-	if e5000.err != nil {
-		return nil, e5000.err
+		return Machine, nil
 	}
-	ms := e5000.spec
+	e5000.once.Do(func() {
+		e5000.sc, e5000.err = scenario.ParseScenario("e5000.yaml", machines.E5000)
+		e5000.sc.Machine.StartX = &scenario.StartXSpec{}
+	})
+	return &e5000.sc, e5000.err
+}
+
+// cluster is two nodes of the scenario (two E5000s) of cores CPUs each
+// with a StarT-X NIU.
+func cluster(cores int) (*machine.Cluster, error) {
+	sc, err := machineScenario()
+	if err != nil {
+		return nil, err
+	}
+	ms := sc.ClusterSpec()
 	ms.Nodes, ms.Cores = 2, cores
-	ns := startx.DefaultSpec()
-	ms.StartX = &ns
 	c, err := machine.New(sim.NewEngine(1), ms)
 	if err == nil {
 		c.SetPartitions(paper.Partitions)
@@ -58,7 +70,9 @@ func cluster(cores int) (*machine.Cluster, error) {
 // config is MPI-StarT: shared memory inside an SMP, StarT-X between, and
 // the run stopped when ctx is cancelled.
 func config(ctx context.Context, sx mpi.StartXConfig) mpi.Config {
-	sx.Block = true
+	if sc, err := machineScenario(); err == nil {
+		sx.Block = sc.StartXBlock()
+	}
 	return mpi.Config{
 		Transports: []mpi.TransportMaker{mpi.Shm(mpi.ShmConfig{}), mpi.StartX(sx)},
 		Stop:       func() bool { return ctx.Err() != nil },
@@ -160,7 +174,7 @@ func rawRDMA(ctx context.Context, n int) (sim.Tick, error) {
 	src, dst, sst, rst := addrs[0], addrs[1], addrs[2], addrs[3]
 	want := fill(n, 3)
 	a.Mem.Write(src, want)
-	pa, pb := &startx.Port{NIU: a.NIU, Block: true}, &startx.Port{NIU: b.NIU, Block: true}
+	pa, pb := &startx.Port{NIU: a.NIU, Block: true}, &startx.Port{NIU: b.NIU, Block: true} // registers: any width
 	var t0, t1 sim.Tick
 	armed := false
 	b.Cores[0].Spawn("receiver", func(p *cpu.Proc) {
