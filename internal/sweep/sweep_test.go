@@ -34,7 +34,7 @@ func TestParseErrors(t *testing.T) {
 		{"grid not a list", "grid:\n  seed: 3\n", "sweep.yaml:2: grid.seed: not a list of values (a non-empty list of the key's values)"},
 		{"grid key twice", "grid:\n  seed: [1]\n  seed: [2]\n", "sweep.yaml:3: grid.seed: given twice (each key once)"},
 		{"no such key", "grid:\n  machine.iommu.iotlb_wayz: [1]\n", `sweep.yaml:2: grid.machine.iommu.iotlb_wayz: unknown key (did you mean "machine.iommu.iotlb_ways"?)`},
-		{"key in the wrong section", "grid:\n  machine.rate_mbps: [1]\n", `sweep.yaml:2: grid.machine.rate_mbps: unknown key (did you mean "machine.wire.rate_mbps"?)`},
+		{"key in the wrong section", "grid:\n  machine.rate_mbps: [1]\n", `sweep.yaml:2: grid.machine.rate_mbps: unknown key (did you mean "machine.wire.rate_mbps" or "machine.startx.line.rate_mbps"?)`},
 		{"key under a leaf", "grid:\n  seed.x: [1]\n", "sweep.yaml:2: grid.seed.x: seed is not a section (a key of a section)"},
 		{"kind varies", "grid:\n  workload.kind: [dht, counter]\n", "sweep.yaml:2: grid.workload.kind: cannot vary (one sweep per workload: they measure different things)"},
 		{"bad value", "grid:\n  machine.iommu.iotlb_eviction: [lru, fifo-ish]\n", `sweep.yaml:2: grid.machine.iommu.iotlb_eviction[1]: "fifo-ish" is not an eviction policy (lru, fifo or random)`},
