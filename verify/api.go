@@ -215,11 +215,13 @@ func putChunks(addr uint64, n, pmtu, mps int) []chunk {
 
 // APIObservation is what the machine did at the API level.
 type APIObservation struct {
-	Memory  map[uint64][]byte
-	Logs    map[uint16][]Record // as the handlers got them (PAD records are not handed over)
-	Gets    map[int][]byte
-	Failed  map[int]bool
-	Flushes map[int]int // flush op → records the handler had processed when the flush returned
+	Memory    map[uint64][]byte
+	Logs      map[uint16][]Record // as the handlers got them (PAD records are not handed over)
+	Gets      map[int][]byte
+	Failed    map[int]bool
+	Flushes   map[int]int // flush op → records the handler had processed when the flush returned
+	Monitor   []string    // the protocol monitors' reports, in time order
+	MonitorAt uint64      // ps: when the first happened
 }
 
 // CompareAPI checks node 1's memory, every record its handlers got (GET
