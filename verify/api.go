@@ -44,6 +44,17 @@ type APIStimulus struct {
 	PMTU  int       `json:"pmtu"`
 	MPS   int       `json:"mps"`
 	MRRS  int       `json:"mrrs"`
+	// Link stresses the transport: a real down link, small credits, lossy
+	// wires (nil: the machine's defaults).
+	Link *APILink `json:"link,omitempty"`
+}
+
+// APILink is the stress an API-level stimulus puts on the links and wires.
+type APILink struct {
+	Down    bool   `json:"down"`     // the root port → NIC direction a PCIe link too
+	PH      int    `json:"ph"`       // posted header credits of both directions (0: the default)
+	NPH     int    `json:"nph"`      // non-posted header credits (0: the default)
+	LossPPM uint32 `json:"loss_ppm"` // frames each wire loses per million
 }
 
 // APIBase is where the generated pages of node 1 start.
@@ -81,6 +92,15 @@ func GenerateAPI(seed uint64) *APIStimulus {
 			s.Ops = append(s.Ops, APIOp{Kind: "get", Remote: at, Len: l})
 		default:
 			s.Ops = append(s.Ops, APIOp{Kind: "flush", IUID: uint16(1 + r.IntN(2))})
+		}
+	}
+	// Drawn from a stream of its own, so the operations above stay those of
+	// the seed before links were drawn.
+	lr := rand.New(rand.NewPCG(seed, 0x11e4))
+	if lr.IntN(2) == 0 {
+		s.Link = &APILink{Down: lr.IntN(2) == 0, PH: 2 + lr.IntN(6), NPH: 1 + lr.IntN(4)}
+		if lr.IntN(2) == 0 {
+			s.Link.LossPPM = 20_000
 		}
 	}
 	return s

@@ -19,6 +19,16 @@ import (
 func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 	spec := machine.DefaultSpec()
 	spec.NIC.PMTU, spec.NIC.Sizes.MPS, spec.NIC.Sizes.MRRS = s.PMTU, s.MPS, s.MRRS
+	if l := s.Link; l != nil {
+		spec.PCIeDown = l.Down
+		if l.PH > 0 {
+			spec.PCIe.Credits.PH = l.PH
+		}
+		if l.NPH > 0 {
+			spec.PCIe.Credits.NPH = l.NPH
+		}
+		spec.Wire.LossPPM = l.LossPPM
+	}
 	c, err := aa.New(sim.NewEngine(s.Seed), spec)
 	if err != nil {
 		return nil, err
