@@ -59,7 +59,7 @@ def main():
             src = open(p).read()
             if src.count(old) != 1:
                 stale.append(name)
-                print(f"STALE     {name}: the original text is not in {path} exactly once")
+                print(flush=True, *[f"STALE     {name}: the original text is not in {path} exactly once"])
                 continue
             open(p, "w").write(src.replace(old, new))
             try:
@@ -77,7 +77,7 @@ def main():
                     dead, why = True, ["verify did not finish in 120 s"]
                 killed += dead
                 first = next((l for l in why if "MISMATCH" in l or "aaemu:" in l), why[-1] if why else "")
-                print(f"{'KILLED' if dead else 'SURVIVED':9} {name} ({time.time()-t0:.1f}s)" + (f"\n          {first[:220]}" if dead else ""))
+                print(f"{'KILLED' if dead else 'SURVIVED':9} {name} ({time.time()-t0:.1f}s)" + (f"\n          {first[:220]}" if dead else ""), flush=True)
             finally:
                 open(p, "w").write(src)
     print(f"\n{killed} of {run} mutants killed by `aaemu verify` ({100*killed/max(run,1):.0f} %) in {time.time()-start:.0f}s" + (f"; {len(stale)} stale" if stale else ""))
