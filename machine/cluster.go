@@ -135,17 +135,17 @@ type Node struct {
 	// Eng is the node's domain of the simulation: everything of the node
 	// runs there, with clocks of its own, and talks to the network only
 	// through its wires' links, so that nodes run in parallel (partitions).
-	Eng        *sim.Engine
-	Fabric     *sim.Clock // the node's fabric clock: IOMMU, memory controller, NIC, PCIe
-	CPUClk     *sim.Clock // its cores' clock
-	c          *Cluster
-	Mem        *memory.Store
-	IOMMU      *iommu.IOMMU
-	Driver     *iommu.Driver
-	MC         *memory.Controller
-	NIC        *nic.NIC  // NIC 0 (NICs[0])
-	Up         *pcie.Dir // NIC 0 → root complex
-	Down       *pcie.Dir // root complex → NIC 0 (Spec.PCIeDown; nil: a channel)
+	Eng    *sim.Engine
+	Fabric *sim.Clock // the node's fabric clock: IOMMU, memory controller, NIC, PCIe
+	CPUClk *sim.Clock // its cores' clock
+	c      *Cluster
+	Mem    *memory.Store
+	IOMMU  *iommu.IOMMU
+	Driver *iommu.Driver
+	MC     *memory.Controller
+	NIC    *nic.NIC  // NIC 0 (NICs[0])
+	Up     *pcie.Dir // NIC 0 → root complex
+	Down   *pcie.Dir // root complex → NIC 0 (Spec.PCIeDown; nil: a channel)
 	// NICs, with their links, by rail (Spec.NICs): NICs[0] is NIC.
 	NICs       []*nic.NIC
 	Ups, Downs []*pcie.Dir
