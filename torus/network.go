@@ -47,6 +47,12 @@ var ErrFIFOFull = errors.New("torus: injection FIFO full")
 // tokens back) for each direction of each link. Nodes are numbered
 // lexically, x fastest: i = x + X·(y + Y·z).
 func New(w *sim.World, name string, spec Spec) (*Network, error) {
+	return build(w, name, spec, func(r *Router) sim.Block { return r })
+}
+
+// build is New with the block that runs each router's datapath (the
+// equivalence test runs a reference datapath on the same state).
+func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Block) (*Network, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -62,18 +68,21 @@ func New(w *sim.World, name string, spec Spec) (*Network, error) {
 		nd := &Node{Index: i, At: n.CoordOf(i), Eng: eng, Clk: clk, net: n}
 		r := &Router{spec: sp, net: n, node: i, at: nd.At, period: period, minTokens: 1 << 30}
 		rname := fmt.Sprintf("%s.node[%d].router", name, i)
-		r.u = clk.Add(rname, r)
+		r.u = clk.Add(rname, datapath(r))
 		r.chunkPS = sim.Tick(ChunkBytes*spec.CyclesPerByte) * period
 		r.localPS = sim.Tick(spec.LocalCyclesPerChunk) * period
 		st := eng.Stats()
 		for k := 0; k < spec.InjFIFOs+spec.InjPriorityFIFOs; k++ {
 			f := newFIFO(st, fmt.Sprintf("%s.inj[%d]", rname, k), spec.InjChunks)
 			f.reader = r.u
+			f.onHead = func(vis sim.Tick) { r.wakeAlloc(vis + r.hopDelay()) }
 			r.Inj = append(r.Inj, f)
 		}
 		for k := range r.Rec {
 			r.Rec[k] = newFIFO(st, fmt.Sprintf("%s.rec[%d]", rname, k), spec.RecChunks)
 			r.Rec[k].writer = r.u
+			// Space freed at t is the router's from the next edge.
+			r.Rec[k].onPop = func(t sim.Tick) { r.wakeAlloc(t + 1) }
 		}
 		r.delivered = st.Counter(rname+".delivered", "packets", "packets written into a reception FIFO at their destination")
 		r.deposited = st.Counter(rname+".deposited", "packets", "copies left by deposit-bit packets passing through")

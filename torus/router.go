@@ -52,6 +52,13 @@ type Tokens struct {
 // the link rate, and each chunk's token goes back upstream when the chunk
 // has left. The datapath is Tick: take arrivals and tokens, stream out,
 // route and allocate.
+//
+// The router costs per event, not per edge: allocation runs only at an
+// edge where a grant can have become possible (a head became eligible,
+// tokens came back, an output or a reception path freed, a reception FIFO
+// was read); a head that found no room is not routed again until one of
+// those happens. An allocation that grants nothing has no effect, so
+// skipping it changes nothing (TestRouterMatchesReference).
 type Router struct {
 	u    *sim.Unit
 	spec *Spec
@@ -68,6 +75,15 @@ type Router struct {
 	Rec [NumLinkPorts + 1]*FIFO
 	rec [NumLinkPorts + 1]stream // the paths into the reception FIFOs
 	rr  int                      // round-robin start among the sources
+
+	// allocAt is the first edge at which allocation can grant anything:
+	// before it, nothing a head waits for can have changed.
+	allocAt sim.Tick
+	stalled bool // a link was found full: try again at the next edge
+	// need is, per output and channel, the fewest tokens a head that
+	// found too few there needs: tokens that leave a channel below it
+	// cannot make a grant possible.
+	need [NumLinkPorts][NumVCs]int
 
 	period, chunkPS, localPS sim.Tick
 
@@ -172,11 +188,14 @@ func (r *Router) takeArrivals(now sim.Tick) {
 		}
 		for ip.link.Valid() {
 			p := ip.link.Recv()
+			if ip.vc[p.vc].Len() == 0 {
+				r.wakeAlloc(max(now+r.hopDelay(), ip.free[p.vc]))
+			}
 			ip.vc[p.vc].Push(held{p: p, at: now})
 			ip.used[p.vc] += int(p.chunks)
 		}
 	}
-	for _, op := range r.out {
+	for o, op := range r.out {
 		if op == nil {
 			continue
 		}
@@ -184,6 +203,11 @@ func (r *Router) takeArrivals(now sim.Tick) {
 			t := op.tokens.Recv()
 			for vc, n := range t.Chunks {
 				op.avail[vc] += int(n)
+			}
+			for vc := range op.avail {
+				if op.avail[vc] >= r.need[o][vc] {
+					r.wakeAlloc(now)
+				}
 			}
 		}
 	}
@@ -245,9 +269,17 @@ func (r *Router) head(now sim.Tick, src int) (p *Packet, at sim.Tick, from Port,
 // high-priority channel and FIFOs first, then the rest, each round starting
 // after the source granted first last time.
 func (r *Router) allocate(now sim.Tick) {
+	if now < r.allocAt {
+		return
+	}
 	nsrc := int(NumLinkPorts)*NumVCs + len(r.Inj)
 	var taken [NumLinkPorts]bool
 	var recTaken [NumLinkPorts + 1]bool
+	var granted srcSet
+	r.stalled = false
+	for o := range r.need {
+		r.need[o] = [NumVCs]int{noNeed, noNeed, noNeed, noNeed}
+	}
 	first := -1
 	for pass := 0; pass < 2; pass++ {
 		for k := 0; k < nsrc; k++ {
@@ -256,14 +288,86 @@ func (r *Router) allocate(now sim.Tick) {
 			if p == nil || p.Priority != (pass == 0) || at+r.hopDelay() > now {
 				continue
 			}
-			if r.route(now, p, at, from, vc, src, &taken, &recTaken) && first < 0 {
-				first = src
+			if r.route(now, p, at, from, vc, src, &taken, &recTaken) {
+				granted.add(src)
+				if first < 0 {
+					first = src
+				}
 			}
 		}
 	}
 	if first >= 0 {
 		r.rr = (first + 1) % nsrc
 	}
+	r.allocAt = r.nextAlloc(now, &granted)
+}
+
+// srcSet is a set of sources (input channels and injection FIFOs).
+type srcSet [(int(NumLinkPorts)*NumVCs + 128 + 63) / 64]uint64
+
+func (s *srcSet) add(i int)      { s[i/64] |= 1 << (i % 64) }
+func (s *srcSet) has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
+
+// noNeed is a channel's need when no head waits for its tokens.
+const noNeed = 1 << 30
+
+// waitTokens notes that a head needs n tokens on channel vc of output o.
+func (r *Router) waitTokens(o Port, vc, n int) { r.need[o][vc] = min(r.need[o][vc], n) }
+
+// wakeAlloc makes allocation run at the first edge at or after t.
+func (r *Router) wakeAlloc(t sim.Tick) { r.allocAt = min(r.allocAt, t) }
+
+// nextAlloc is the first edge after an allocation at which another can
+// grant something. A head that was routed and found no room waits for an
+// output, a reception path or tokens: the outputs and paths free at their
+// busyUntil, tokens wake allocation as they arrive. A head not yet
+// eligible becomes so at its time. A head that a grant just uncovered was
+// not routed at all: the next edge. A full link: the next edge. (Wakes
+// asked for by events, wakeAlloc, are kept by the caller only when they
+// are not seen here: tokens and a reception FIFO read later in the same
+// step.)
+func (r *Router) nextAlloc(now sim.Tick, granted *srcSet) sim.Tick {
+	if r.stalled {
+		return now + 1
+	}
+	t := sim.Never
+	nvc := int(NumLinkPorts) * NumVCs
+	for src := 0; src < nvc+len(r.Inj); src++ {
+		var e sim.Tick
+		if src < nvc {
+			ip := r.in[src/NumVCs]
+			if ip == nil || ip.vc[src%NumVCs].Len() == 0 {
+				continue
+			}
+			e = max(ip.vc[src%NumVCs].Front().at+r.hopDelay(), ip.free[src%NumVCs])
+		} else {
+			f := r.Inj[src-nvc]
+			if f.q.Len() == 0 {
+				continue
+			}
+			e = f.q.Front().vis + r.hopDelay()
+		}
+		if e > now {
+			t = min(t, e)
+		} else if granted.has(src) {
+			return now + 1
+		}
+	}
+	for _, op := range r.out {
+		if op != nil && op.s.busyUntil > now {
+			t = min(t, op.s.busyUntil)
+		}
+	}
+	for i := range r.rec {
+		if r.rec[i].busyUntil > now {
+			t = min(t, r.rec[i].busyUntil)
+		}
+		// Space the message layer freed now is the router's next edge.
+		if r.Rec[i].popAt == now {
+			t = min(t, now+1)
+		}
+	}
+	return t
 }
 
 // hopDelay is the router's pipeline: a head may leave this long after it
@@ -318,7 +422,9 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 				continue
 			}
 			for v := VCDynamic0; v <= VCDynamic1; v++ {
-				if a := r.out[o].avail[v]; a >= n && a > bestAvail {
+				if a := r.out[o].avail[v]; a < n {
+					r.waitTokens(o, v, n)
+				} else if a > bestAvail {
 					bestPort, bestVC, bestAvail = o, v, a
 				}
 			}
@@ -341,6 +447,7 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 			need += MaxChunks
 		}
 		if r.out[det].avail[esc] < need {
+			r.waitTokens(det, esc, need)
 			return false
 		}
 		bestPort, bestVC = det, esc
@@ -366,7 +473,14 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 // linkFree reports whether output o can start a packet now.
 func (r *Router) linkFree(now sim.Tick, o Port) bool {
 	op := r.out[o]
-	return op.s.busyUntil <= now && op.link.Ready()
+	if op.s.busyUntil > now {
+		return false
+	}
+	if !op.link.Ready() {
+		r.stalled = true
+		return false
+	}
+	return true
 }
 
 // send starts p on output o's link into the next router's channel vc.
