@@ -83,14 +83,6 @@ func (f *FIFO) head(now sim.Tick) *Packet {
 	return f.q.Front().p
 }
 
-// next is when the head becomes visible (sim.Never when empty).
-func (f *FIFO) next() sim.Tick {
-	if f.q.Len() == 0 {
-		return sim.Never
-	}
-	return f.q.Front().vis
-}
-
 // pop takes the head (which must be visible).
 func (f *FIFO) pop(now sim.Tick) *Packet {
 	e := f.q.Pop()

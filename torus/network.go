@@ -66,7 +66,7 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 		eng := w.Domain(fmt.Sprintf("%s.node%d", name, i))
 		clk := eng.NewClock("clk", period, 0)
 		nd := &Node{Index: i, At: n.CoordOf(i), Eng: eng, Clk: clk, net: n}
-		r := &Router{spec: sp, net: n, node: i, at: nd.At, period: period, minTokens: 1 << 30}
+		r := &Router{spec: sp, net: n, node: i, at: nd.At, period: period, minTokens: 1 << 30, eligAt: sim.Never}
 		rname := fmt.Sprintf("%s.node[%d].router", name, i)
 		r.u = clk.Add(rname, datapath(r))
 		r.chunkPS = sim.Tick(ChunkBytes*spec.CyclesPerByte) * period
@@ -75,7 +75,8 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 		for k := 0; k < spec.InjFIFOs+spec.InjPriorityFIFOs; k++ {
 			f := newFIFO(st, fmt.Sprintf("%s.inj[%d]", rname, k), spec.InjChunks)
 			f.reader = r.u
-			f.onHead = func(vis sim.Tick) { r.wakeAlloc(vis + r.hopDelay()) }
+			src := int(NumLinkPorts)*NumVCs + k
+			f.onHead = func(vis sim.Tick) { r.headAt(src, vis+r.hopDelay()) }
 			r.Inj = append(r.Inj, f)
 		}
 		for k := range r.Rec {
@@ -114,7 +115,10 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 			op.wireBytes = st.Counter(lname+".wire_bytes", "bytes", "bytes on the wire: chunks and per-packet overhead")
 			op.busyPS = st.Counter(lname+".busy_ps", "ps", "time the link was sending")
 			r.out[o] = op
-			peer.in[o.opposite()] = &inPort{link: op.link, tokens: op.tokens}
+			peer.in[o.opposite()] = &inPort{port: o.opposite(), link: op.link, tokens: op.tokens}
+			in := o.opposite()
+			op.link.OnArrive(func() { peer.arrived |= 1 << in })
+			op.tokens.OnArrive(func() { r.arrived |= 1 << (NumLinkPorts + o) })
 		}
 	}
 	for _, nd := range n.Nodes {

@@ -1,6 +1,8 @@
 package torus
 
 import (
+	"math/bits"
+
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -79,11 +81,19 @@ type Router struct {
 	// allocAt is the first edge at which allocation can grant anything:
 	// before it, nothing a head waits for can have changed.
 	allocAt sim.Tick
-	stalled bool // a link was found full: try again at the next edge
+	stalled bool // a link was found full: allocate again at the next edge
 	// need is, per output and channel, the fewest tokens a head that
 	// found too few there needs: tokens that leave a channel below it
 	// cannot make a grant possible.
 	need [NumLinkPorts][NumVCs]int
+	// occ is the sources (input channels and injection FIFOs) that hold
+	// a packet, and eligAt the first time after the last allocation at
+	// which a head becomes eligible: the router's own wake-up.
+	occ    srcSet
+	eligAt sim.Tick
+	// arrived is the links with an arrival this edge: bit i for packets
+	// on input i, bit 6+o for tokens on output o.
+	arrived uint16
 
 	period, chunkPS, localPS sim.Tick
 
@@ -93,6 +103,7 @@ type Router struct {
 
 // inPort is the receiving side of a link: a buffer per virtual channel.
 type inPort struct {
+	port   Port              // the router's port it is
 	link   *sim.Chan[Packet] // packets from the upstream router
 	tokens *sim.Chan[Tokens] // freed chunks back to it
 	vc     [NumVCs]sim.Queue[held]
@@ -180,34 +191,41 @@ func (r *Router) Tick(now sim.Tick) bool {
 }
 
 // takeArrivals moves arrived packets into their channels' buffers (their
-// space was reserved upstream) and counts the tokens that came back.
+// space was reserved upstream) and counts the tokens that came back. The
+// links say which of them have something (arrived, set by OnArrive).
 func (r *Router) takeArrivals(now sim.Tick) {
-	for _, ip := range r.in {
-		if ip == nil {
-			continue
-		}
-		for ip.link.Valid() {
-			p := ip.link.Recv()
-			if ip.vc[p.vc].Len() == 0 {
-				r.wakeAlloc(max(now+r.hopDelay(), ip.free[p.vc]))
-			}
-			ip.vc[p.vc].Push(held{p: p, at: now})
-			ip.used[p.vc] += int(p.chunks)
+	for m := r.arrived; m != 0; m &= m - 1 {
+		k := bits.TrailingZeros16(m)
+		if k < int(NumLinkPorts) {
+			r.takePackets(now, r.in[k])
+		} else {
+			r.takeTokens(now, Port(k-int(NumLinkPorts)))
 		}
 	}
-	for o, op := range r.out {
-		if op == nil {
-			continue
+	r.arrived = 0
+}
+
+func (r *Router) takePackets(now sim.Tick, ip *inPort) {
+	for ip.link.Valid() {
+		p := ip.link.Recv()
+		if ip.vc[p.vc].Len() == 0 {
+			r.headAt(int(ip.port)*NumVCs+int(p.vc), max(now+r.hopDelay(), ip.free[p.vc]))
 		}
-		for op.tokens.Valid() {
-			t := op.tokens.Recv()
-			for vc, n := range t.Chunks {
-				op.avail[vc] += int(n)
-			}
-			for vc := range op.avail {
-				if op.avail[vc] >= r.need[o][vc] {
-					r.wakeAlloc(now)
-				}
+		ip.vc[p.vc].Push(held{p: p, at: now})
+		ip.used[p.vc] += int(p.chunks)
+	}
+}
+
+// takeTokens adds the tokens that came back on output o, and lets
+// allocation run if a waiting head now has enough.
+func (r *Router) takeTokens(now sim.Tick, o Port) {
+	op := r.out[o]
+	for op.tokens.Valid() {
+		t := op.tokens.Recv()
+		for vc, n := range t.Chunks {
+			op.avail[vc] += int(n)
+			if op.avail[vc] >= r.need[o][vc] {
+				r.wakeAlloc(now)
 			}
 		}
 	}
@@ -282,8 +300,13 @@ func (r *Router) allocate(now sim.Tick) {
 	}
 	first := -1
 	for pass := 0; pass < 2; pass++ {
-		for k := 0; k < nsrc; k++ {
-			src := (r.rr + k) % nsrc
+		// The sources holding a packet, from rr round (a grant only
+		// empties sources: none joins during the pass).
+		var buf [maxSources]uint8
+		order := r.occ.list(r.rr, nsrc, buf[:0])
+		order = r.occ.list(0, r.rr, order)
+		for _, s := range order {
+			src := int(s)
 			p, at, from, vc := r.head(now, src)
 			if p == nil || p.Priority != (pass == 0) || at+r.hopDelay() > now {
 				continue
@@ -299,14 +322,36 @@ func (r *Router) allocate(now sim.Tick) {
 	if first >= 0 {
 		r.rr = (first + 1) % nsrc
 	}
-	r.allocAt = r.nextAlloc(now, &granted)
+	r.allocAt, r.eligAt = r.nextAlloc(now, &granted)
 }
 
-// srcSet is a set of sources (input channels and injection FIFOs).
-type srcSet [(int(NumLinkPorts)*NumVCs + 128 + 63) / 64]uint64
+// srcSet is a set of sources: input channel i·NumVCs + vc, then the
+// injection FIFOs (at most 128).
+type srcSet [(maxSources + 63) / 64]uint64
 
 func (s *srcSet) add(i int)      { s[i/64] |= 1 << (i % 64) }
+func (s *srcSet) del(i int)      { s[i/64] &^= 1 << (i % 64) }
 func (s *srcSet) has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
+
+// list appends the members in [from, to) to out, in increasing order.
+func (s *srcSet) list(from, to int, out []uint8) []uint8 {
+	for w := from / 64; w*64 < to; w++ {
+		m := s[w]
+		if lo := from - w*64; lo > 0 {
+			m &^= 1<<lo - 1
+		}
+		if hi := to - w*64; hi < 64 {
+			m &= 1<<hi - 1
+		}
+		for ; m != 0; m &= m - 1 {
+			out = append(out, uint8(w*64+bits.TrailingZeros64(m)))
+		}
+	}
+	return out
+}
+
+// maxSources bounds the sources: the input channels and 128 FIFOs.
+const maxSources = int(NumLinkPorts)*NumVCs + 128
 
 // noNeed is a channel's need when no head waits for its tokens.
 const noNeed = 1 << 30
@@ -314,60 +359,69 @@ const noNeed = 1 << 30
 // waitTokens notes that a head needs n tokens on channel vc of output o.
 func (r *Router) waitTokens(o Port, vc, n int) { r.need[o][vc] = min(r.need[o][vc], n) }
 
+// headAt notes that source src, empty until now, has a head that becomes
+// eligible at t.
+func (r *Router) headAt(src int, t sim.Tick) {
+	r.occ.add(src)
+	r.wakeAlloc(t)
+	r.eligAt = min(r.eligAt, t)
+}
+
 // wakeAlloc makes allocation run at the first edge at or after t.
 func (r *Router) wakeAlloc(t sim.Tick) { r.allocAt = min(r.allocAt, t) }
 
-// nextAlloc is the first edge after an allocation at which another can
-// grant something. A head that was routed and found no room waits for an
-// output, a reception path or tokens: the outputs and paths free at their
-// busyUntil, tokens wake allocation as they arrive. A head not yet
+// nextAlloc is, after an allocation, the first edge at which another can
+// grant something (alloc), and the first time a head becomes eligible
+// (elig). A head that was routed and found no room waits for an output,
+// a reception path or tokens: outputs and paths free at their busyUntil,
+// a reception FIFO read now has room at the next edge, tokens reaching a
+// head's need wake allocation as they arrive (takeTokens). A head not yet
 // eligible becomes so at its time. A head that a grant just uncovered was
-// not routed at all: the next edge. A full link: the next edge. (Wakes
-// asked for by events, wakeAlloc, are kept by the caller only when they
-// are not seen here: tokens and a reception FIFO read later in the same
-// step.)
-func (r *Router) nextAlloc(now sim.Tick, granted *srcSet) sim.Tick {
+// not routed: the next edge. A full link: the next edge (the links are
+// deep enough that it does not happen; were it to, the link's stall count
+// must see every attempt the reference makes). Events up to the next
+// allocation only bring alloc and elig earlier (headAt, wakeAlloc).
+func (r *Router) nextAlloc(now sim.Tick, granted *srcSet) (alloc, elig sim.Tick) {
+	alloc, elig = sim.Never, sim.Never
 	if r.stalled {
-		return now + 1
+		alloc = now + 1
 	}
-	t := sim.Never
-	nvc := int(NumLinkPorts) * NumVCs
-	for src := 0; src < nvc+len(r.Inj); src++ {
-		var e sim.Tick
-		if src < nvc {
-			ip := r.in[src/NumVCs]
-			if ip == nil || ip.vc[src%NumVCs].Len() == 0 {
-				continue
-			}
-			e = max(ip.vc[src%NumVCs].Front().at+r.hopDelay(), ip.free[src%NumVCs])
-		} else {
-			f := r.Inj[src-nvc]
-			if f.q.Len() == 0 {
-				continue
-			}
-			e = f.q.Front().vis + r.hopDelay()
-		}
+	var buf [maxSources]uint8
+	for _, s := range r.occ.list(0, maxSources, buf[:0]) {
+		e := r.eligible(int(s))
 		if e > now {
-			t = min(t, e)
-		} else if granted.has(src) {
-			return now + 1
+			elig = min(elig, e)
+		} else if granted.has(int(s)) {
+			alloc = now + 1
 		}
 	}
+	alloc = min(alloc, elig)
 	for _, op := range r.out {
 		if op != nil && op.s.busyUntil > now {
-			t = min(t, op.s.busyUntil)
+			alloc = min(alloc, op.s.busyUntil)
 		}
 	}
 	for i := range r.rec {
 		if r.rec[i].busyUntil > now {
-			t = min(t, r.rec[i].busyUntil)
+			alloc = min(alloc, r.rec[i].busyUntil)
 		}
 		// Space the message layer freed now is the router's next edge.
 		if r.Rec[i].popAt == now {
-			t = min(t, now+1)
+			alloc = min(alloc, now+1)
 		}
 	}
-	return t
+	return alloc, elig
+}
+
+// eligible is when the head of source src (which holds a packet) may be
+// routed: its pipeline delay passed and its channel's read side free.
+func (r *Router) eligible(src int) sim.Tick {
+	nvc := int(NumLinkPorts) * NumVCs
+	if src < nvc {
+		ip, vc := r.in[src/NumVCs], src%NumVCs
+		return max(ip.vc[vc].Front().at+r.hopDelay(), ip.free[vc])
+	}
+	return r.Inj[src-nvc].q.Front().vis + r.hopDelay()
 }
 
 // hopDelay is the router's pipeline: a head may leave this long after it
@@ -545,10 +599,16 @@ func (r *Router) startStream(now sim.Tick, s *stream, p *Packet, at sim.Tick, fr
 func (r *Router) release(now sim.Tick, src int) {
 	nvc := int(NumLinkPorts) * NumVCs
 	if src < nvc {
-		r.in[src/NumVCs].vc[src%NumVCs].Pop()
+		q := &r.in[src/NumVCs].vc[src%NumVCs]
+		if q.Pop(); q.Len() == 0 {
+			r.occ.del(src)
+		}
 		return
 	}
-	r.Inj[src-nvc].pop(now)
+	f := r.Inj[src-nvc]
+	if f.pop(now); f.q.Len() == 0 {
+		r.occ.del(src)
+	}
 }
 
 // schedule asks for the next edge at which something can change without
@@ -578,23 +638,13 @@ func (r *Router) schedule(now sim.Tick) bool {
 		see(r.rec[i].busyUntil)
 	}
 	for _, ip := range r.in {
-		if ip == nil {
-			continue
-		}
-		if ip.npend > 0 {
+		if ip != nil && ip.npend > 0 {
 			busy = true
 		}
-		for vc := range ip.vc {
-			if ip.vc[vc].Len() > 0 {
-				see(max(ip.vc[vc].Front().at+r.hopDelay(), ip.free[vc]))
-			}
-		}
 	}
-	for _, f := range r.Inj {
-		if t := f.next(); t != sim.Never {
-			see(t + r.hopDelay())
-		}
-	}
+	// The next head to become eligible (eligAt is kept exact by the
+	// allocation, which runs whenever now reaches it, and by arrivals).
+	see(r.eligAt)
 	if busy {
 		return true
 	}

@@ -99,11 +99,11 @@ func TestRouterMatchesReference(t *testing.T) {
 		load       func(r *rig) int
 		slow       int
 	}{
-		{"4x4x4 adaptive small buffers", smallBuffers(DefaultSpec(4, 4, 4)), 1, func(r *rig) int { return r.allToAll(40, true) }, 0},
-		{"4x4x4 deterministic small buffers", smallBuffers(DefaultSpec(4, 4, 4)), 2, func(r *rig) int { return r.allToAll(40, false) }, 0},
-		{"4x4x2 mesh adaptive", mesh(smallBuffers(DefaultSpec(4, 4, 2))), 1, func(r *rig) int { return r.allToAll(40, true) }, 0},
-		{"4x4x4 every kind, slow receivers", DefaultSpec(4, 4, 4), 2, func(r *rig) int { return r.mixed(30) }, 300},
-		{"4x2x2 every kind, small buffers", smallBuffers(DefaultSpec(4, 2, 2)), 1, func(r *rig) int { return r.mixed(60) }, 0},
+		{"4x4x4 adaptive small buffers", smallBuffers(DefaultSpec(4, 4, 4)), 1, func(r *rig) int { return r.allToAll(12, true) }, 0},
+		{"4x4x4 deterministic small buffers", smallBuffers(DefaultSpec(4, 4, 4)), 2, func(r *rig) int { return r.allToAll(12, false) }, 0},
+		{"4x4x2 mesh adaptive", mesh(smallBuffers(DefaultSpec(4, 4, 2))), 1, func(r *rig) int { return r.allToAll(20, true) }, 0},
+		{"4x4x4 every kind, slow receivers", DefaultSpec(4, 4, 4), 2, func(r *rig) int { return r.mixed(12) }, 300},
+		{"4x2x2 every kind, small buffers", smallBuffers(DefaultSpec(4, 2, 2)), 1, func(r *rig) int { return r.mixed(40) }, 0},
 		{"8x2x1 no router delay, fast links, slow receivers", fast(smallBuffers(DefaultSpec(8, 2, 1))), 1, func(r *rig) int { return r.mixed(60) }, 40},
 	}
 	for _, tc := range cases {

@@ -352,3 +352,11 @@ func (r *refRouter) schedule(now sim.Tick) bool {
 	}
 	return false
 }
+
+// next is when the FIFO's head becomes visible (sim.Never when empty).
+func (f *FIFO) next() sim.Tick {
+	if f.q.Len() == 0 {
+		return sim.Never
+	}
+	return f.q.Front().vis
+}
