@@ -79,6 +79,12 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 			f.onHead = func(vis sim.Tick) { r.headAt(src, vis+r.hopDelay()) }
 			r.Inj = append(r.Inj, f)
 		}
+		for k := spec.InjFIFOs; k < len(r.Inj); k++ {
+			r.prio.add(int(NumLinkPorts)*NumVCs + k)
+		}
+		for o := 0; o < int(NumLinkPorts); o++ {
+			r.prio.add(o*NumVCs + VCPriority)
+		}
 		for k := range r.Rec {
 			r.Rec[k] = newFIFO(st, fmt.Sprintf("%s.rec[%d]", rname, k), spec.RecChunks)
 			r.Rec[k].writer = r.u

@@ -91,6 +91,7 @@ type Router struct {
 	// which a head becomes eligible: the router's own wake-up.
 	occ    srcSet
 	eligAt sim.Tick
+	prio   srcSet // the high-priority channels and injection FIFOs
 	// arrived is the links with an arrival this edge: bit i for packets
 	// on input i, bit 6+o for tokens on output o.
 	arrived uint16
@@ -301,10 +302,15 @@ func (r *Router) allocate(now sim.Tick) {
 	first := -1
 	for pass := 0; pass < 2; pass++ {
 		// The sources holding a packet, from rr round (a grant only
-		// empties sources: none joins during the pass).
+		// empties sources: none joins during the pass); high-priority
+		// packets are only ever in the priority sources.
+		set := r.occ.minus(&r.prio)
+		if pass == 0 {
+			set = r.occ.and(&r.prio)
+		}
 		var buf [maxSources]uint8
-		order := r.occ.list(r.rr, nsrc, buf[:0])
-		order = r.occ.list(0, r.rr, order)
+		order := set.list(r.rr, nsrc, buf[:0])
+		order = set.list(0, r.rr, order)
 		for _, s := range order {
 			src := int(s)
 			p, at, from, vc := r.head(now, src)
@@ -332,6 +338,20 @@ type srcSet [(maxSources + 63) / 64]uint64
 func (s *srcSet) add(i int)      { s[i/64] |= 1 << (i % 64) }
 func (s *srcSet) del(i int)      { s[i/64] &^= 1 << (i % 64) }
 func (s *srcSet) has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
+
+func (s *srcSet) and(o *srcSet) (r srcSet) {
+	for i := range s {
+		r[i] = s[i] & o[i]
+	}
+	return r
+}
+
+func (s *srcSet) minus(o *srcSet) (r srcSet) {
+	for i := range s {
+		r[i] = s[i] &^ o[i]
+	}
+	return r
+}
 
 // list appends the members in [from, to) to out, in increasing order.
 func (s *srcSet) list(from, to int, out []uint8) []uint8 {
