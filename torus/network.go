@@ -192,21 +192,11 @@ func (n *Network) Hops(a, b Coord) int {
 // It must be called from a block of the node's domain (or before the
 // run). The router sees the packet from the next edge.
 func (nd *Node) Inject(fifo int, p *Packet) error {
-	sp := &nd.net.Spec
-	r := nd.Router
-	if fifo < 0 || fifo >= len(r.Inj) {
-		return fmt.Errorf("torus: injection FIFO %d of %d", fifo, len(r.Inj))
-	}
-	if pri := fifo >= sp.InjFIFOs; pri != p.Priority {
-		kind := "normal"
-		if pri {
-			kind = "high-priority"
-		}
-		return fmt.Errorf("torus: injection FIFO %d is for %s packets", fifo, kind)
-	}
-	if err := sp.checkPacket(p, nd.At); err != nil {
+	if err := nd.Check(fifo, p); err != nil {
 		return err
 	}
+	sp := &nd.net.Spec
+	r := nd.Router
 	f := r.Inj[fifo]
 	now := nd.Eng.Now()
 	if f.Room(now) < p.Chunks() {
@@ -221,6 +211,25 @@ func (nd *Node) Inject(fifo int, p *Packet) error {
 	}
 	f.push(p, now, now+1)
 	return nil
+}
+
+// Check returns the error Inject would give for a packet the network
+// cannot carry or a FIFO that is not there (not for a full FIFO), so that
+// a message layer can refuse a packet before it spends time writing it.
+func (nd *Node) Check(fifo int, p *Packet) error {
+	sp := &nd.net.Spec
+	r := nd.Router
+	if fifo < 0 || fifo >= len(r.Inj) {
+		return fmt.Errorf("torus: injection FIFO %d of %d", fifo, len(r.Inj))
+	}
+	if pri := fifo >= sp.InjFIFOs; pri != p.Priority {
+		kind := "normal"
+		if pri {
+			kind = "high-priority"
+		}
+		return fmt.Errorf("torus: injection FIFO %d is for %s packets", fifo, kind)
+	}
+	return sp.checkPacket(p, nd.At)
 }
 
 // Room is the chunks injection FIFO fifo has room for now.
