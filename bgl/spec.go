@@ -103,7 +103,9 @@ func (s Spec) WriteCost(chunks int, from Source) int {
 }
 
 // CopyCost is the cycles copying n bytes in memory takes.
-func (s Spec) CopyCost(n int) int { return (n*10 + s.CopyBytesPer10Cycles - 1) / s.CopyBytesPer10Cycles }
+func (s Spec) CopyCost(n int) int {
+	return (n*10 + s.CopyBytesPer10Cycles - 1) / s.CopyBytesPer10Cycles
+}
 
 // Source is where the data a packet is written from lies.
 type Source uint8
