@@ -26,8 +26,8 @@ func rank(dir string) (int, bool) {
 		return 1, true // the golden model and the protocol monitors: formats and the kernel only, never a model
 	case dir == "pcie" || dir == "memory" || dir == "iommu" || dir == "nic" || dir == "nic/startx" || dir == "cpu" || dir == "scratchpad" || dir == "internal/demo" || dir == "internal/anchor" || dir == "torus" || dir == "collective":
 		return 2, true // blocks
-	case dir == "machine":
-		return 3, true
+	case dir == "machine" || dir == "bgl":
+		return 3, true // node and cluster assembly (bgl: Blue Gene/L's nodes on the torus)
 	case dir == "verbs" || dir == "aa" || dir == "msg" || strings.HasPrefix(dir, "msg/"):
 		return 4, true // the systems
 	case dir == "workload" || strings.HasPrefix(dir, "workload/"):
