@@ -97,8 +97,14 @@ type Config struct {
 	// but the last fills whole packets. Not defaulted: 0 is an error (start
 	// from DefaultConfig).
 	FragmentBytes int
-	Protocol      Protocol
-	Registration  Registration
+	// ChunkBytes is the most one RDMA work request of a fragment moves
+	// (default 256 KB): a fragment is one descriptor, posted as several
+	// WRITEs or READs on its rail, all at once. aaemu's NIC simulates one
+	// long work request slower, in wall time and in simulated time (its
+	// reads go in turns), than the same bytes as a few shorter ones.
+	ChunkBytes   int
+	Protocol     Protocol
+	Registration Registration
 	// RegCycles is the CPU cycles one memory descriptor costs to create
 	// (a Portals MDBind or MEAppend: a call into the driver that writes
 	// the descriptor to the NIC). Default 2000 (1 µs at 2 GHz), an
@@ -129,7 +135,7 @@ const MaxEager = 64 << 10
 // DefaultConfig is the paper's set-up: eager below 8 KB, RPUT with 64 MB
 // fragments over every NIC, a descriptor per fragment.
 func DefaultConfig() Config {
-	return Config{EagerLimit: 8192, FragmentBytes: 64 << 20, Protocol: RPUT, Registration: PerFragment,
+	return Config{EagerLimit: 8192, FragmentBytes: 64 << 20, ChunkBytes: 256 << 10, Protocol: RPUT, Registration: PerFragment,
 		RegCycles: 2000, MatchPS: 2 * sim.NS, CallCycles: 100, Slots: 16, Bounces: 16, Limit: 10 * sim.S}
 }
 
@@ -137,6 +143,9 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.EagerLimit == 0 {
 		c.EagerLimit = d.EagerLimit
+	}
+	if c.ChunkBytes == 0 {
+		c.ChunkBytes = d.ChunkBytes
 	}
 	if c.Protocol == 0 {
 		c.Protocol = d.Protocol
@@ -177,6 +186,8 @@ func (c Config) validate(m *machine.Cluster) error {
 		return fmt.Errorf("lcp: fragment size %d bytes, want a positive multiple of the path MTU (%d)", c.FragmentBytes, mtu)
 	case c.FragmentBytes%mtu != 0:
 		return fmt.Errorf("lcp: fragment size %d bytes is not a multiple of the path MTU (%d): every fragment but the last must fill whole packets", c.FragmentBytes, mtu)
+	case c.ChunkBytes < 1:
+		return fmt.Errorf("lcp: work requests of %d bytes", c.ChunkBytes)
 	case c.Protocol != RPUT && c.Protocol != RGET:
 		return fmt.Errorf("lcp: protocol %d, want rput or rget", c.Protocol)
 	case c.Registration != PerFragment && c.Registration != PerNIC:

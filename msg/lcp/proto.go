@@ -98,6 +98,7 @@ type Request struct {
 	size     int    // bytes moved
 	frags    int
 	next     int // the next fragment to post
+	nextOff  int // and the offset in it of its next work request
 	ops      []*wrRec
 	finSent  []bool // RPUT sender: per rail
 	fins     int    // FINs still to come
@@ -503,8 +504,9 @@ func (p *Proc) step(q *Request) bool {
 
 // postFragments posts q's fragments round-robin over the rails as far as
 // the send queues take them: fragment i on rail i mod rails, each with its
-// descriptor. An RPUT sender follows a rail's last fragment with a FIN on
-// that rail (after the data on the same QP).
+// descriptor, as work requests of at most ChunkBytes. An RPUT sender
+// follows a rail's last fragment with a FIN on that rail (after the data
+// on the same QP).
 func (p *Proc) postFragments(q *Request) bool {
 	peer := q.peer
 	if !q.send {
@@ -518,25 +520,31 @@ func (p *Proc) postFragments(q *Request) bool {
 		r := i % nr
 		t := ep.Rails[r]
 		off, n := p.fragment(q, i)
+		c := min(p.w.cfg.ChunkBytes, n-q.nextOff)
+		at := uint64(off + q.nextOff)
 		var op *wrRec
 		if q.send {
-			op = t.Put(peer, q.buf.Addr+uint64(off), q.remote+uint64(off), n)
+			op = t.Put(peer, q.buf.Addr+at, q.remote+at, c)
 		} else {
-			op = t.Get(peer, q.buf.Addr+uint64(off), q.remote+uint64(off), n)
+			op = t.Get(peer, q.buf.Addr+at, q.remote+at, c)
 		}
 		if op == nil {
 			return worked
 		}
-		if q.send && p.w.cfg.Registration == PerFragment {
-			p.register(q, 1) // the source fragment's descriptor, as it is posted
-		} else if q.send && !q.reg[r] {
-			q.reg[r] = true
-			p.register(q, 1)
+		if q.nextOff == 0 {
+			if q.send && p.w.cfg.Registration == PerFragment {
+				p.register(q, 1) // the source fragment's descriptor, as it is posted
+			} else if q.send && !q.reg[r] {
+				q.reg[r] = true
+				p.register(q, 1)
+			}
+			p.stats.Fragments[r]++
 		}
 		q.ops = append(q.ops, op)
-		p.stats.Fragments[r]++
-		q.next++
 		worked = true
+		if q.nextOff += c; q.nextOff == n {
+			q.next, q.nextOff = q.next+1, 0
+		}
 	}
 	if q.send {
 		for r := 0; r < min(nr, q.frags); r++ {

@@ -31,8 +31,24 @@ type Result struct {
 }
 
 // Run runs body as every rank of cfg.Places on the cluster, until each
-// has returned from body and finished its requests. One run per cluster.
+// has returned from body and finished its requests, or cfg.Limit. One run
+// per cluster.
 func Run(c *machine.Cluster, cfg Config, body func(p *Proc)) (*Result, error) {
+	s, err := Start(c, cfg, body)
+	if err != nil {
+		return nil, err
+	}
+	c.Run(s.w.cfg.Limit, c.AppsDone)
+	return s.Result()
+}
+
+// Session is a run set up and its ranks spawned: the caller runs the
+// cluster (until c.AppsDone) and then asks for the Result.
+type Session struct{ w *world }
+
+// Start sets up a run and spawns its ranks, as Run does, without running
+// the cluster.
+func Start(c *machine.Cluster, cfg Config, body func(p *Proc)) (*Session, error) {
 	if cfg.Places == nil {
 		for n := range c.Nodes {
 			cfg.Places = append(cfg.Places, Place{Node: n})
@@ -105,18 +121,15 @@ func Run(c *machine.Cluster, cfg Config, body func(p *Proc)) (*Result, error) {
 			p.finish, p.finished = cp.Now(), true
 		})
 	}
-	done := func() bool {
-		for _, p := range w.procs {
-			if !p.finished {
-				return false
-			}
-		}
-		return true
-	}
-	c.Run(cfg.Limit, done)
+	return &Session{w: w}, nil
+}
+
+// Result is what the run measured; an error names the ranks that have
+// not finished.
+func (s *Session) Result() (*Result, error) {
 	res := &Result{}
 	var stuck []string
-	for _, p := range w.procs {
+	for _, p := range s.w.procs {
 		res.Finish = append(res.Finish, p.finish)
 		st := p.stats
 		for _, t := range p.ifaces {
@@ -132,7 +145,7 @@ func Run(c *machine.Cluster, cfg Config, body func(p *Proc)) (*Result, error) {
 		}
 	}
 	if stuck != nil {
-		return res, fmt.Errorf("lcp: ranks not finished at %v:\n%s", c.Eng.World().Now(), strings.Join(stuck, "\n"))
+		return res, fmt.Errorf("lcp: ranks not finished at %v:\n%s", s.w.c.Eng.World().Now(), strings.Join(stuck, "\n"))
 	}
 	return res, nil
 }
