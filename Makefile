@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/aaemu
 OUT     ?= out
 
-.PHONY: all build run test deps bench bench-scale bench-anchor lint fuzz screenshot clean
+.PHONY: all build run test deps bench bench-scale bench-anchor lint fuzz mutants screenshot clean
 
 all: build
 
@@ -61,6 +61,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzScenario -fuzztime 30s ./scenario
 	$(GO) test -run '^$$' -fuzz FuzzSweep -fuzztime 30s ./internal/sweep
 	$(GO) test -run '^$$' -fuzz FuzzReplay -fuzztime 30s ./internal/conformance
+
+# Single-rule mutants of the blocks (tools/mutants/mutants.py), each
+# applied to a temporary copy of the tree and run against `aaemu verify`
+# alone: which were killed, and the kill rate. A few minutes; not part of test.
+mutants:
+	GO=$(GO) python3 tools/mutants/mutants.py
 
 # A picture of the default run's waveforms in GTKWave, without a display.
 screenshot: deps run

@@ -135,17 +135,17 @@ type Node struct {
 	// Eng is the node's domain of the simulation: everything of the node
 	// runs there, with clocks of its own, and talks to the network only
 	// through its wires' links, so that nodes run in parallel (partitions).
-	Eng        *sim.Engine
-	Fabric     *sim.Clock // the node's fabric clock: IOMMU, memory controller, NIC, PCIe
-	CPUClk     *sim.Clock // its cores' clock
-	c          *Cluster
-	Mem        *memory.Store
-	IOMMU      *iommu.IOMMU
-	Driver     *iommu.Driver
-	MC         *memory.Controller
-	NIC        *nic.NIC  // NIC 0 (NICs[0])
-	Up         *pcie.Dir // NIC 0 → root complex
-	Down       *pcie.Dir // root complex → NIC 0 (Spec.PCIeDown; nil: a channel)
+	Eng    *sim.Engine
+	Fabric *sim.Clock // the node's fabric clock: IOMMU, memory controller, NIC, PCIe
+	CPUClk *sim.Clock // its cores' clock
+	c      *Cluster
+	Mem    *memory.Store
+	IOMMU  *iommu.IOMMU
+	Driver *iommu.Driver
+	MC     *memory.Controller
+	NIC    *nic.NIC  // NIC 0 (NICs[0])
+	Up     *pcie.Dir // NIC 0 → root complex
+	Down   *pcie.Dir // root complex → NIC 0 (Spec.PCIeDown; nil: a channel)
 	// NICs, with their links, by rail (Spec.NICs): NICs[0] is NIC.
 	NICs       []*nic.NIC
 	Ups, Downs []*pcie.Dir
@@ -573,6 +573,17 @@ func (n *Node) Alloc(size uint64) uint64 {
 // W, and Active Access bits with an IUID on 4 KB pages).
 func (n *Node) Register(addr, size uint64, p iommu.Perm) error {
 	return n.Driver.Map(nicDomain, addr, addr, (size+0xfff)&^0xfff, 4096, p)
+}
+
+// RegisterHuge takes size bytes of the node's memory on 2 MB pages and
+// maps them for the NICs with 2 MB IOMMU pages (hugepage-backed buffers:
+// one IOTLB entry covers 512 small pages' worth of DMA).
+func (n *Node) RegisterHuge(size uint64, p iommu.Perm) (uint64, error) {
+	const huge = 2 << 20
+	n.heap = (n.heap + huge - 1) &^ (huge - 1)
+	size = (size + huge - 1) &^ (huge - 1)
+	a := n.Alloc(size)
+	return a, n.Driver.Map(nicDomain, a, a, size, huge, p)
 }
 
 // SetBits changes the bits of a registered page (for Active Access: makes

@@ -10,6 +10,7 @@ import (
 	"github.com/aaemu/aaemu/pcie"
 	"github.com/aaemu/aaemu/pcie/tlp"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/verify/monitor"
 )
 
 // testHost is the host side of a NIC without an IOMMU or a PCIe link: a
@@ -122,12 +123,21 @@ type pairBench struct {
 	pcap  bytes.Buffer
 	cp    *roce.Capture
 	err   error
+	mon   *monitor.Log // the protocol monitors' reports
 }
+
+func pktTLP(p *pcie.Packet) (sim.TxnID, *tlp.TLP) { return p.ID, &p.TLP }
 
 func newPair(t *testing.T, seed uint64, spec Spec, wire WireSpec) *pairBench {
 	t.Helper()
-	b := &pairBench{t: t, e: sim.NewEngine(seed)}
+	b := &pairBench{t: t, e: sim.NewEngine(seed), mon: monitor.NewLog(20)}
 	clk := b.e.NewClock("fabric", 1000, 0)
+	rc := monitor.NewRC(b.mon, spec.PMTU)
+	t.Cleanup(func() {
+		if err := b.mon.Err(); err != nil {
+			t.Error(err)
+		}
+	})
 	var err error
 	if b.cp, err = roce.NewCapture(&b.pcap, []string{"wire01", "wire10"}); err != nil {
 		t.Fatal(err)
@@ -144,6 +154,18 @@ func newPair(t *testing.T, seed uint64, spec Spec, wire WireSpec) *pairBench {
 		h.fromNIC = sim.NewChan[pcie.Packet](n.Unit(), h.u, fmt.Sprintf("up%d", i), 8)
 		h.toNIC = sim.NewChan[pcie.Packet](h.u, n.Unit(), fmt.Sprintf("down%d", i), 8)
 		n.DMAOut, n.DMAIn = h.fromNIC, h.toNIC
+		// The protocol monitors watch the NIC's channels to its host and
+		// the RC rules with what the NIC executes there.
+		l := monitor.NewPCIeLink(b.mon, monitor.DirSpec{Name: fmt.Sprintf("up%d", i), MPS: n.Spec().Sizes.MPS},
+			monitor.DirSpec{Name: fmt.Sprintf("down%d", i), RCB: n.Spec().Sizes.RCB})
+		monitor.WatchChan(l, 0, b.e, h.fromNIC, pktTLP)
+		monitor.WatchChan(l, 1, b.e, h.toNIC, pktTLP)
+		node := i
+		h.fromNIC.Watch(func(p *pcie.Packet) {
+			if p.TLP.Kind.HasData() && !p.TLP.Kind.IsCompletion() {
+				rc.TLP(node, b.e.Now(), p.ID, p.Cause, &p.TLP)
+			}
+		}, nil)
 		b.nodes[i] = &benchNode{n: n, h: h, qps: map[uint32]*benchQP{}}
 	}
 	for i := range b.wires {
@@ -154,6 +176,8 @@ func newPair(t *testing.T, seed uint64, spec Spec, wire WireSpec) *pairBench {
 		}
 		tx.NetOut, rx.NetIn = w.In, w.Out
 		w.SetTap(captureTap(b.cp, i, &b.err))
+		name := w.Unit().Name()
+		w.AddTap(func(at sim.Tick, f *Frame, lost bool) { rc.Frame(name, at, f.ID, &f.Frame, lost) })
 		b.wires[i] = w
 	}
 	return b

@@ -122,8 +122,22 @@ func (w *Wire) Frames() uint64 { return w.frames.Value() }
 // Lost is the number of frames the wire lost (injected loss).
 func (w *Wire) Lost() uint64 { return w.lost.Value() }
 
-// SetTap attaches a capture to the wire.
+// SetTap attaches a capture to the wire, in place of any tap before.
 func (w *Wire) SetTap(t Tap) { w.tap = t }
+
+// AddTap attaches one more tap after those attached before (a protocol
+// monitor beside the capture).
+func (w *Wire) AddTap(t Tap) {
+	prev := w.tap
+	if prev == nil {
+		w.tap = t
+		return
+	}
+	w.tap = func(at sim.Tick, f *Frame, lost bool) { prev(at, f, lost); t(at, f, lost) }
+}
+
+// Unit is the wire's kernel unit.
+func (w *Wire) Unit() *sim.Unit { return w.u }
 
 // Tick sends one frame when the wire is free and delivers arrived frames.
 func (w *Wire) Tick(now sim.Tick) bool {

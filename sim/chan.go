@@ -29,6 +29,7 @@ type Chan[T any] struct {
 
 	prod, cons *Unit
 	onRecv     func(v *T)
+	watch      *watchers[T] // observers from outside (Watch); nil: none
 
 	// special is set on a channel with lanes or in link mode: the one
 	// branch the plain channel's Ready, Send and Recv pay for both.
@@ -212,8 +213,48 @@ func (c *Chan[T]) Send(v T) {
 	c.vis[i] = at
 	c.n++
 	c.cons.wake(at)
+	if c.watch != nil {
+		c.watch.sent(&c.buf[i])
+	}
 	if traceHooks && c.eng.tr != nil && c.traced() {
 		c.trace()
+	}
+}
+
+// watchers are the observers Watch attached.
+type watchers[T any] struct{ send, recv []func(v *T) }
+
+func (w *watchers[T]) sent(v *T) {
+	for _, f := range w.send {
+		f(v)
+	}
+}
+
+func (w *watchers[T]) taken(v *T) {
+	for _, f := range w.recv {
+		f(v)
+	}
+}
+
+// Watch attaches observers to the channel from outside the blocks it joins:
+// onSend sees every transaction sent into it, onRecv every one taken out
+// (either may be nil), at the time and in the domain of the send or the
+// receive, as protocol monitors and scoreboards watch RTL interfaces. They
+// must not change the transaction or the channel. An unwatched channel pays
+// one nil test per transfer. A link between two domains refuses observers:
+// its two sides run on different goroutines.
+func (c *Chan[T]) Watch(onSend, onRecv func(v *T)) {
+	if c.lk != nil {
+		panic(fmt.Sprintf("sim: %s: Watch is for channels within a domain, not links", c.name))
+	}
+	if c.watch == nil {
+		c.watch = &watchers[T]{}
+	}
+	if onSend != nil {
+		c.watch.send = append(c.watch.send, onSend)
+	}
+	if onRecv != nil {
+		c.watch.recv = append(c.watch.recv, onRecv)
 	}
 }
 
@@ -256,6 +297,9 @@ func (c *Chan[T]) Recv() T {
 	now := c.eng.now
 	if c.onRecv != nil {
 		c.onRecv(&c.buf[c.head]) // a pointer into the buffer: no copy escapes
+	}
+	if c.watch != nil {
+		c.watch.taken(&c.buf[c.head])
 	}
 	v := c.buf[c.head]
 	var zero T

@@ -191,6 +191,9 @@ func (c *Chan[T]) SendLane(i int, v T) {
 		c.reoldest() // the only transaction is the oldest
 	}
 	c.cons.wake(at)
+	if c.watch != nil {
+		c.watch.sent(&l.buf[k])
+	}
 	if traceHooks && c.eng.tr != nil && c.traced() {
 		c.trace()
 	}
@@ -282,6 +285,9 @@ func (c *Chan[T]) RecvLane(i int) T {
 	l := &c.lanes[i]
 	if c.onRecv != nil {
 		c.onRecv(&l.buf[l.head])
+	}
+	if c.watch != nil {
+		c.watch.taken(&l.buf[l.head])
 	}
 	v := l.buf[l.head]
 	var zero T

@@ -21,6 +21,10 @@ type FIFO struct {
 	// wake is the reader to wake when a packet becomes visible, and
 	// writer the writer to wake when space is freed.
 	reader, writer *sim.Unit
+	// onHead tells the reader's router when a packet written into an
+	// empty FIFO becomes visible; onPop tells the writer's router that
+	// space was freed at t.
+	onHead, onPop func(t sim.Tick)
 
 	packets *sim.Counter
 }
@@ -61,6 +65,9 @@ func (f *FIFO) push(p *Packet, now, vis sim.Tick) {
 		vis = max(vis, f.q.At(n-1).vis)
 	}
 	f.q.Push(fifoEntry{p: p, vis: vis})
+	if f.onHead != nil && f.q.Len() == 1 {
+		f.onHead(vis)
+	}
 	f.used += int(p.chunks)
 	f.packets.Inc()
 	if f.reader != nil {
@@ -76,14 +83,6 @@ func (f *FIFO) head(now sim.Tick) *Packet {
 	return f.q.Front().p
 }
 
-// next is when the head becomes visible (sim.Never when empty).
-func (f *FIFO) next() sim.Tick {
-	if f.q.Len() == 0 {
-		return sim.Never
-	}
-	return f.q.Front().vis
-}
-
 // pop takes the head (which must be visible).
 func (f *FIFO) pop(now sim.Tick) *Packet {
 	e := f.q.Pop()
@@ -92,6 +91,9 @@ func (f *FIFO) pop(now sim.Tick) *Packet {
 		f.popAt, f.freed = now, 0
 	}
 	f.freed += int(e.p.chunks)
+	if f.onPop != nil {
+		f.onPop(now)
+	}
 	if f.writer != nil {
 		f.writer.WakeAt(now + 1)
 	}

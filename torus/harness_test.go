@@ -17,6 +17,11 @@ type traffic struct {
 	queue []*Packet // to send, in order
 	fifo  func(p *Packet) int
 	got   []arrival
+	// slow, when set, makes the node take at most one packet per edge
+	// and come back slow cycles later: reception FIFOs fill up and hold
+	// the routers back.
+	slow int
+	next int // the reception FIFO a slow node looks at first
 }
 
 type arrival struct {
@@ -27,7 +32,10 @@ type arrival struct {
 }
 
 func (g *traffic) Tick(now sim.Tick) bool {
-	for f := 0; f < NumRecFIFOs; f++ {
+	if g.slow > 0 {
+		g.receiveOne(now)
+	}
+	for f := 0; f < NumRecFIFOs && g.slow == 0; f++ {
 		for p := g.nd.Receive(f); p != nil; p = g.nd.Receive(f) {
 			g.got = append(g.got, arrival{at: now, src: int(binary.LittleEndian.Uint32(p.Soft[:4])),
 				seq: int(binary.LittleEndian.Uint32(p.Soft[4:])), fifo: f, p: p})
@@ -44,6 +52,21 @@ func (g *traffic) Tick(now sim.Tick) bool {
 		g.queue = g.queue[1:]
 	}
 	return false
+}
+
+// receiveOne takes one packet, the first found from FIFO g.next on, and
+// comes back slow cycles later if it found one.
+func (g *traffic) receiveOne(now sim.Tick) {
+	for k := 0; k < NumRecFIFOs; k++ {
+		f := (g.next + k) % NumRecFIFOs
+		if p := g.nd.Receive(f); p != nil {
+			g.got = append(g.got, arrival{at: now, src: int(binary.LittleEndian.Uint32(p.Soft[:4])),
+				seq: int(binary.LittleEndian.Uint32(p.Soft[4:])), fifo: f, p: p})
+			g.next = f + 1
+			g.u.WakeAt(now + sim.Tick(g.slow)*g.nd.Clk.Period())
+			return
+		}
+	}
 }
 
 // tagged is a packet from node src, its seq-th, with n payload bytes.
@@ -66,8 +89,15 @@ type rig struct {
 
 func newRig(t testing.TB, spec Spec, seed uint64, partitions int) *rig {
 	t.Helper()
+	return newRigWith(t, spec, seed, partitions, func(r *Router) sim.Block { return r })
+}
+
+// newRigWith is newRig with the routers' datapath given: the reference's
+// for the equivalence test.
+func newRigWith(t testing.TB, spec Spec, seed uint64, partitions int, datapath func(*Router) sim.Block) *rig {
+	t.Helper()
 	w := sim.NewWorld(seed, sim.Partitions(partitions))
-	net, err := New(w, "torus", spec)
+	net, err := build(w, "torus", spec, datapath)
 	if err != nil {
 		t.Fatal(err)
 	}

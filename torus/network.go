@@ -47,6 +47,12 @@ var ErrFIFOFull = errors.New("torus: injection FIFO full")
 // tokens back) for each direction of each link. Nodes are numbered
 // lexically, x fastest: i = x + X·(y + Y·z).
 func New(w *sim.World, name string, spec Spec) (*Network, error) {
+	return build(w, name, spec, func(r *Router) sim.Block { return r })
+}
+
+// build is New with the block that runs each router's datapath (the
+// equivalence test runs a reference datapath on the same state).
+func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Block) (*Network, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -60,20 +66,30 @@ func New(w *sim.World, name string, spec Spec) (*Network, error) {
 		eng := w.Domain(fmt.Sprintf("%s.node%d", name, i))
 		clk := eng.NewClock("clk", period, 0)
 		nd := &Node{Index: i, At: n.CoordOf(i), Eng: eng, Clk: clk, net: n}
-		r := &Router{spec: sp, net: n, node: i, at: nd.At, period: period, minTokens: 1 << 30}
+		r := &Router{spec: sp, net: n, node: i, at: nd.At, period: period, minTokens: 1 << 30, eligAt: sim.Never}
 		rname := fmt.Sprintf("%s.node[%d].router", name, i)
-		r.u = clk.Add(rname, r)
+		r.u = clk.Add(rname, datapath(r))
 		r.chunkPS = sim.Tick(ChunkBytes*spec.CyclesPerByte) * period
 		r.localPS = sim.Tick(spec.LocalCyclesPerChunk) * period
 		st := eng.Stats()
 		for k := 0; k < spec.InjFIFOs+spec.InjPriorityFIFOs; k++ {
 			f := newFIFO(st, fmt.Sprintf("%s.inj[%d]", rname, k), spec.InjChunks)
 			f.reader = r.u
+			src := int(NumLinkPorts)*NumVCs + k
+			f.onHead = func(vis sim.Tick) { r.headAt(src, vis+r.hopDelay()) }
 			r.Inj = append(r.Inj, f)
+		}
+		for k := spec.InjFIFOs; k < len(r.Inj); k++ {
+			r.prio.add(int(NumLinkPorts)*NumVCs + k)
+		}
+		for o := 0; o < int(NumLinkPorts); o++ {
+			r.prio.add(o*NumVCs + VCPriority)
 		}
 		for k := range r.Rec {
 			r.Rec[k] = newFIFO(st, fmt.Sprintf("%s.rec[%d]", rname, k), spec.RecChunks)
 			r.Rec[k].writer = r.u
+			// Space freed at t is the router's from the next edge.
+			r.Rec[k].onPop = func(t sim.Tick) { r.wakeAlloc(t + 1) }
 		}
 		r.delivered = st.Counter(rname+".delivered", "packets", "packets written into a reception FIFO at their destination")
 		r.deposited = st.Counter(rname+".deposited", "packets", "copies left by deposit-bit packets passing through")
@@ -105,7 +121,10 @@ func New(w *sim.World, name string, spec Spec) (*Network, error) {
 			op.wireBytes = st.Counter(lname+".wire_bytes", "bytes", "bytes on the wire: chunks and per-packet overhead")
 			op.busyPS = st.Counter(lname+".busy_ps", "ps", "time the link was sending")
 			r.out[o] = op
-			peer.in[o.opposite()] = &inPort{link: op.link, tokens: op.tokens}
+			peer.in[o.opposite()] = &inPort{port: o.opposite(), link: op.link, tokens: op.tokens}
+			in := o.opposite()
+			op.link.OnArrive(func() { peer.arrived |= 1 << in })
+			op.tokens.OnArrive(func() { r.arrived |= 1 << (NumLinkPorts + o) })
 		}
 	}
 	for _, nd := range n.Nodes {
@@ -173,21 +192,11 @@ func (n *Network) Hops(a, b Coord) int {
 // It must be called from a block of the node's domain (or before the
 // run). The router sees the packet from the next edge.
 func (nd *Node) Inject(fifo int, p *Packet) error {
-	sp := &nd.net.Spec
-	r := nd.Router
-	if fifo < 0 || fifo >= len(r.Inj) {
-		return fmt.Errorf("torus: injection FIFO %d of %d", fifo, len(r.Inj))
-	}
-	if pri := fifo >= sp.InjFIFOs; pri != p.Priority {
-		kind := "normal"
-		if pri {
-			kind = "high-priority"
-		}
-		return fmt.Errorf("torus: injection FIFO %d is for %s packets", fifo, kind)
-	}
-	if err := sp.checkPacket(p, nd.At); err != nil {
+	if err := nd.Check(fifo, p); err != nil {
 		return err
 	}
+	sp := &nd.net.Spec
+	r := nd.Router
 	f := r.Inj[fifo]
 	now := nd.Eng.Now()
 	if f.Room(now) < p.Chunks() {
@@ -202,6 +211,25 @@ func (nd *Node) Inject(fifo int, p *Packet) error {
 	}
 	f.push(p, now, now+1)
 	return nil
+}
+
+// Check returns the error Inject would give for a packet the network
+// cannot carry or a FIFO that is not there (not for a full FIFO), so that
+// a message layer can refuse a packet before it spends time writing it.
+func (nd *Node) Check(fifo int, p *Packet) error {
+	sp := &nd.net.Spec
+	r := nd.Router
+	if fifo < 0 || fifo >= len(r.Inj) {
+		return fmt.Errorf("torus: injection FIFO %d of %d", fifo, len(r.Inj))
+	}
+	if pri := fifo >= sp.InjFIFOs; pri != p.Priority {
+		kind := "normal"
+		if pri {
+			kind = "high-priority"
+		}
+		return fmt.Errorf("torus: injection FIFO %d is for %s packets", fifo, kind)
+	}
+	return sp.checkPacket(p, nd.At)
 }
 
 // Room is the chunks injection FIFO fifo has room for now.

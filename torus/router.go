@@ -1,6 +1,8 @@
 package torus
 
 import (
+	"math/bits"
+
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -52,6 +54,13 @@ type Tokens struct {
 // the link rate, and each chunk's token goes back upstream when the chunk
 // has left. The datapath is Tick: take arrivals and tokens, stream out,
 // route and allocate.
+//
+// The router costs per event, not per edge: allocation runs only at an
+// edge where a grant can have become possible (a head became eligible,
+// tokens came back, an output or a reception path freed, a reception FIFO
+// was read); a head that found no room is not routed again until one of
+// those happens. An allocation that grants nothing has no effect, so
+// skipping it changes nothing (TestRouterMatchesReference).
 type Router struct {
 	u    *sim.Unit
 	spec *Spec
@@ -69,6 +78,24 @@ type Router struct {
 	rec [NumLinkPorts + 1]stream // the paths into the reception FIFOs
 	rr  int                      // round-robin start among the sources
 
+	// allocAt is the first edge at which allocation can grant anything:
+	// before it, nothing a head waits for can have changed.
+	allocAt sim.Tick
+	stalled bool // a link was found full: allocate again at the next edge
+	// need is, per output and channel, the fewest tokens a head that
+	// found too few there needs: tokens that leave a channel below it
+	// cannot make a grant possible.
+	need [NumLinkPorts][NumVCs]int
+	// occ is the sources (input channels and injection FIFOs) that hold
+	// a packet, and eligAt the first time after the last allocation at
+	// which a head becomes eligible: the router's own wake-up.
+	occ    srcSet
+	eligAt sim.Tick
+	prio   srcSet // the high-priority channels and injection FIFOs
+	// arrived is the links with an arrival this edge: bit i for packets
+	// on input i, bit 6+o for tokens on output o.
+	arrived uint16
+
 	period, chunkPS, localPS sim.Tick
 
 	delivered, deposited, forwarded, escaped *sim.Counter
@@ -77,6 +104,7 @@ type Router struct {
 
 // inPort is the receiving side of a link: a buffer per virtual channel.
 type inPort struct {
+	port   Port              // the router's port it is
 	link   *sim.Chan[Packet] // packets from the upstream router
 	tokens *sim.Chan[Tokens] // freed chunks back to it
 	vc     [NumVCs]sim.Queue[held]
@@ -164,26 +192,41 @@ func (r *Router) Tick(now sim.Tick) bool {
 }
 
 // takeArrivals moves arrived packets into their channels' buffers (their
-// space was reserved upstream) and counts the tokens that came back.
+// space was reserved upstream) and counts the tokens that came back. The
+// links say which of them have something (arrived, set by OnArrive).
 func (r *Router) takeArrivals(now sim.Tick) {
-	for _, ip := range r.in {
-		if ip == nil {
-			continue
-		}
-		for ip.link.Valid() {
-			p := ip.link.Recv()
-			ip.vc[p.vc].Push(held{p: p, at: now})
-			ip.used[p.vc] += int(p.chunks)
+	for m := r.arrived; m != 0; m &= m - 1 {
+		k := bits.TrailingZeros16(m)
+		if k < int(NumLinkPorts) {
+			r.takePackets(now, r.in[k])
+		} else {
+			r.takeTokens(now, Port(k-int(NumLinkPorts)))
 		}
 	}
-	for _, op := range r.out {
-		if op == nil {
-			continue
+	r.arrived = 0
+}
+
+func (r *Router) takePackets(now sim.Tick, ip *inPort) {
+	for ip.link.Valid() {
+		p := ip.link.Recv()
+		if ip.vc[p.vc].Len() == 0 {
+			r.headAt(int(ip.port)*NumVCs+int(p.vc), max(now+r.hopDelay(), ip.free[p.vc]))
 		}
-		for op.tokens.Valid() {
-			t := op.tokens.Recv()
-			for vc, n := range t.Chunks {
-				op.avail[vc] += int(n)
+		ip.vc[p.vc].Push(held{p: p, at: now})
+		ip.used[p.vc] += int(p.chunks)
+	}
+}
+
+// takeTokens adds the tokens that came back on output o, and lets
+// allocation run if a waiting head now has enough.
+func (r *Router) takeTokens(now sim.Tick, o Port) {
+	op := r.out[o]
+	for op.tokens.Valid() {
+		t := op.tokens.Recv()
+		for vc, n := range t.Chunks {
+			op.avail[vc] += int(n)
+			if op.avail[vc] >= r.need[o][vc] {
+				r.wakeAlloc(now)
 			}
 		}
 	}
@@ -245,25 +288,160 @@ func (r *Router) head(now sim.Tick, src int) (p *Packet, at sim.Tick, from Port,
 // high-priority channel and FIFOs first, then the rest, each round starting
 // after the source granted first last time.
 func (r *Router) allocate(now sim.Tick) {
+	if now < r.allocAt {
+		return
+	}
 	nsrc := int(NumLinkPorts)*NumVCs + len(r.Inj)
 	var taken [NumLinkPorts]bool
 	var recTaken [NumLinkPorts + 1]bool
+	var granted srcSet
+	r.stalled = false
+	for o := range r.need {
+		r.need[o] = [NumVCs]int{noNeed, noNeed, noNeed, noNeed}
+	}
 	first := -1
 	for pass := 0; pass < 2; pass++ {
-		for k := 0; k < nsrc; k++ {
-			src := (r.rr + k) % nsrc
+		// The sources holding a packet, from rr round (a grant only
+		// empties sources: none joins during the pass); high-priority
+		// packets are only ever in the priority sources.
+		set := r.occ.minus(&r.prio)
+		if pass == 0 {
+			set = r.occ.and(&r.prio)
+		}
+		var buf [maxSources]uint8
+		order := set.list(r.rr, nsrc, buf[:0])
+		order = set.list(0, r.rr, order)
+		for _, s := range order {
+			src := int(s)
 			p, at, from, vc := r.head(now, src)
 			if p == nil || p.Priority != (pass == 0) || at+r.hopDelay() > now {
 				continue
 			}
-			if r.route(now, p, at, from, vc, src, &taken, &recTaken) && first < 0 {
-				first = src
+			if r.route(now, p, at, from, vc, src, &taken, &recTaken) {
+				granted.add(src)
+				if first < 0 {
+					first = src
+				}
 			}
 		}
 	}
 	if first >= 0 {
 		r.rr = (first + 1) % nsrc
 	}
+	r.allocAt, r.eligAt = r.nextAlloc(now, &granted)
+}
+
+// srcSet is a set of sources: input channel i·NumVCs + vc, then the
+// injection FIFOs (at most 128).
+type srcSet [(maxSources + 63) / 64]uint64
+
+func (s *srcSet) add(i int)      { s[i/64] |= 1 << (i % 64) }
+func (s *srcSet) del(i int)      { s[i/64] &^= 1 << (i % 64) }
+func (s *srcSet) has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
+
+func (s *srcSet) and(o *srcSet) (r srcSet) {
+	for i := range s {
+		r[i] = s[i] & o[i]
+	}
+	return r
+}
+
+func (s *srcSet) minus(o *srcSet) (r srcSet) {
+	for i := range s {
+		r[i] = s[i] &^ o[i]
+	}
+	return r
+}
+
+// list appends the members in [from, to) to out, in increasing order.
+func (s *srcSet) list(from, to int, out []uint8) []uint8 {
+	for w := from / 64; w*64 < to; w++ {
+		m := s[w]
+		if lo := from - w*64; lo > 0 {
+			m &^= 1<<lo - 1
+		}
+		if hi := to - w*64; hi < 64 {
+			m &= 1<<hi - 1
+		}
+		for ; m != 0; m &= m - 1 {
+			out = append(out, uint8(w*64+bits.TrailingZeros64(m)))
+		}
+	}
+	return out
+}
+
+// maxSources bounds the sources: the input channels and 128 FIFOs.
+const maxSources = int(NumLinkPorts)*NumVCs + 128
+
+// noNeed is a channel's need when no head waits for its tokens.
+const noNeed = 1 << 30
+
+// waitTokens notes that a head needs n tokens on channel vc of output o.
+func (r *Router) waitTokens(o Port, vc, n int) { r.need[o][vc] = min(r.need[o][vc], n) }
+
+// headAt notes that source src, empty until now, has a head that becomes
+// eligible at t.
+func (r *Router) headAt(src int, t sim.Tick) {
+	r.occ.add(src)
+	r.wakeAlloc(t)
+	r.eligAt = min(r.eligAt, t)
+}
+
+// wakeAlloc makes allocation run at the first edge at or after t.
+func (r *Router) wakeAlloc(t sim.Tick) { r.allocAt = min(r.allocAt, t) }
+
+// nextAlloc is, after an allocation, the first edge at which another can
+// grant something (alloc), and the first time a head becomes eligible
+// (elig). A head that was routed and found no room waits for an output,
+// a reception path or tokens: outputs and paths free at their busyUntil,
+// a reception FIFO read now has room at the next edge, tokens reaching a
+// head's need wake allocation as they arrive (takeTokens). A head not yet
+// eligible becomes so at its time. A head that a grant just uncovered was
+// not routed: the next edge. A full link: the next edge (the links are
+// deep enough that it does not happen; were it to, the link's stall count
+// must see every attempt the reference makes). Events up to the next
+// allocation only bring alloc and elig earlier (headAt, wakeAlloc).
+func (r *Router) nextAlloc(now sim.Tick, granted *srcSet) (alloc, elig sim.Tick) {
+	alloc, elig = sim.Never, sim.Never
+	if r.stalled {
+		alloc = now + 1
+	}
+	var buf [maxSources]uint8
+	for _, s := range r.occ.list(0, maxSources, buf[:0]) {
+		e := r.eligible(int(s))
+		if e > now {
+			elig = min(elig, e)
+		} else if granted.has(int(s)) {
+			alloc = now + 1
+		}
+	}
+	alloc = min(alloc, elig)
+	for _, op := range r.out {
+		if op != nil && op.s.busyUntil > now {
+			alloc = min(alloc, op.s.busyUntil)
+		}
+	}
+	for i := range r.rec {
+		if r.rec[i].busyUntil > now {
+			alloc = min(alloc, r.rec[i].busyUntil)
+		}
+		// Space the message layer freed now is the router's next edge.
+		if r.Rec[i].popAt == now {
+			alloc = min(alloc, now+1)
+		}
+	}
+	return alloc, elig
+}
+
+// eligible is when the head of source src (which holds a packet) may be
+// routed: its pipeline delay passed and its channel's read side free.
+func (r *Router) eligible(src int) sim.Tick {
+	nvc := int(NumLinkPorts) * NumVCs
+	if src < nvc {
+		ip, vc := r.in[src/NumVCs], src%NumVCs
+		return max(ip.vc[vc].Front().at+r.hopDelay(), ip.free[vc])
+	}
+	return r.Inj[src-nvc].q.Front().vis + r.hopDelay()
 }
 
 // hopDelay is the router's pipeline: a head may leave this long after it
@@ -318,7 +496,9 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 				continue
 			}
 			for v := VCDynamic0; v <= VCDynamic1; v++ {
-				if a := r.out[o].avail[v]; a >= n && a > bestAvail {
+				if a := r.out[o].avail[v]; a < n {
+					r.waitTokens(o, v, n)
+				} else if a > bestAvail {
 					bestPort, bestVC, bestAvail = o, v, a
 				}
 			}
@@ -341,6 +521,7 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 			need += MaxChunks
 		}
 		if r.out[det].avail[esc] < need {
+			r.waitTokens(det, esc, need)
 			return false
 		}
 		bestPort, bestVC = det, esc
@@ -366,7 +547,14 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 // linkFree reports whether output o can start a packet now.
 func (r *Router) linkFree(now sim.Tick, o Port) bool {
 	op := r.out[o]
-	return op.s.busyUntil <= now && op.link.Ready()
+	if op.s.busyUntil > now {
+		return false
+	}
+	if !op.link.Ready() {
+		r.stalled = true
+		return false
+	}
+	return true
 }
 
 // send starts p on output o's link into the next router's channel vc.
@@ -431,10 +619,16 @@ func (r *Router) startStream(now sim.Tick, s *stream, p *Packet, at sim.Tick, fr
 func (r *Router) release(now sim.Tick, src int) {
 	nvc := int(NumLinkPorts) * NumVCs
 	if src < nvc {
-		r.in[src/NumVCs].vc[src%NumVCs].Pop()
+		q := &r.in[src/NumVCs].vc[src%NumVCs]
+		if q.Pop(); q.Len() == 0 {
+			r.occ.del(src)
+		}
 		return
 	}
-	r.Inj[src-nvc].pop(now)
+	f := r.Inj[src-nvc]
+	if f.pop(now); f.q.Len() == 0 {
+		r.occ.del(src)
+	}
 }
 
 // schedule asks for the next edge at which something can change without
@@ -464,23 +658,13 @@ func (r *Router) schedule(now sim.Tick) bool {
 		see(r.rec[i].busyUntil)
 	}
 	for _, ip := range r.in {
-		if ip == nil {
-			continue
-		}
-		if ip.npend > 0 {
+		if ip != nil && ip.npend > 0 {
 			busy = true
 		}
-		for vc := range ip.vc {
-			if ip.vc[vc].Len() > 0 {
-				see(max(ip.vc[vc].Front().at+r.hopDelay(), ip.free[vc]))
-			}
-		}
 	}
-	for _, f := range r.Inj {
-		if t := f.next(); t != sim.Never {
-			see(t + r.hopDelay())
-		}
-	}
+	// The next head to become eligible (eligAt is kept exact by the
+	// allocation, which runs whenever now reaches it, and by arrivals).
+	see(r.eligAt)
 	if busy {
 		return true
 	}

@@ -20,6 +20,10 @@ type Observation struct {
 	EndPS       uint64
 	LogFull     bool // the IOMMU held a TLP back because its log was full
 	Skipped     bool // a reader skipped the end of a ring too short for a PAD
+	// Monitor is what the protocol monitors on the DUT's links reported,
+	// in time order (verify/monitor); a run with any does not conform.
+	Monitor   []string
+	MonitorAt uint64 // ps: when the first report happened
 }
 
 // HeadMove is the consumer moving IUID's head to Head at time At.

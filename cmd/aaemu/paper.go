@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	_ "github.com/aaemu/aaemu/internal/bglpaper" // registers aaemu paper bgl
 	"github.com/aaemu/aaemu/internal/paper"
 	"github.com/aaemu/aaemu/internal/paper/mpistart" // registers the mpi-start paper
 	"github.com/aaemu/aaemu/internal/runctl"

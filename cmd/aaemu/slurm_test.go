@@ -35,7 +35,6 @@ func sbin(t *testing.T, name string) string {
 	return ""
 }
 
-
 // freePort is a TCP port on the loopback interface that was free a moment
 // ago.
 func freePort(t *testing.T) int {

@@ -19,11 +19,22 @@ import (
 func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 	spec := machine.DefaultSpec()
 	spec.NIC.PMTU, spec.NIC.Sizes.MPS, spec.NIC.Sizes.MRRS = s.PMTU, s.MPS, s.MRRS
+	if l := s.Link; l != nil {
+		spec.PCIeDown = l.Down
+		if l.PH > 0 {
+			spec.PCIe.Credits.PH = l.PH
+		}
+		if l.NPH > 0 {
+			spec.PCIe.Credits.NPH = l.NPH
+		}
+		spec.Wire.LossPPM = l.LossPPM
+	}
 	c, err := aa.New(sim.NewEngine(s.Seed), spec)
 	if err != nil {
 		return nil, err
 	}
 	src, dst := c.Nodes[0], c.Nodes[1]
+	mon := AttachMonitors(c.Cluster)
 	obs := &verify.APIObservation{Memory: map[uint64][]byte{}, Logs: map[uint16][]verify.Record{}, Gets: map[int][]byte{}, Failed: map[int]bool{}, Flushes: map[int]int{}}
 	handled := map[uint16]int{}
 	for _, l := range s.Logs {
@@ -120,6 +131,8 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 	if !c.AppsDone() {
 		return obs, fmt.Errorf("the process did not finish by %v", c.Now())
 	}
+	mon.Finish(c.Now())
+	obs.Monitor, obs.MonitorAt = messages(mon.Log)
 	for _, pg := range s.Pages {
 		b := make([]byte, 4096)
 		dst.Mem.Read(pg.Addr, b)
@@ -133,6 +146,9 @@ func CheckAPI(s *verify.APIStimulus) (*verify.Mismatch, error) {
 	obs, err := RunAPI(s)
 	if err != nil {
 		return nil, err
+	}
+	if mm := monitorMismatch(obs.Monitor, obs.MonitorAt); mm != nil {
+		return mm, nil
 	}
 	return verify.CompareAPI(s, verify.PredictAPI(s), obs), nil
 }

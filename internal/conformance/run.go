@@ -15,6 +15,7 @@ import (
 	"github.com/aaemu/aaemu/pcie/tlp"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/verify"
+	"github.com/aaemu/aaemu/verify/monitor"
 )
 
 // Options of a run.
@@ -170,12 +171,15 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		mem.Write(pg.PA, b)
 	}
 	var devs []*device
+	mlog := monitor.NewLog(100)
+	var links []*monitor.PCIeLink
 	for i, dv := range s.Devices {
 		d := &device{parts: map[uint16]*partial{}, obs: obs, byTag: map[uint16]int{}}
 		d.u = clk.Add(fmt.Sprintf("dev%d", i), d)
 		d.out = sim.NewChan[pcie.Packet](d.u, m.Unit(), fmt.Sprintf("dev%d.up", i), 4)
 		d.in = sim.NewChan[pcie.Packet](m.Unit(), d.u, fmt.Sprintf("dev%d.down", i), 4)
 		m.AddPort(d.out, d.in)
+		links = append(links, watchDevice(mlog, e, i, d.out, d.in))
 		if dv.Attached {
 			if err := drv.Attach(dv.ID, 1); err != nil {
 				return nil, err
@@ -242,8 +246,15 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		}
 	}
 	// One more consumer period to see anything still in flight.
+	quiet := done()
 	e.Run(e.Now() + c.period + sim.US)
 	obs.EndPS = uint64(e.Now())
+	if quiet {
+		for _, l := range links {
+			l.Finish(e.Now())
+		}
+	}
+	obs.Monitor, obs.MonitorAt = messages(mlog)
 	if c.err != nil {
 		return obs, c.err
 	}
@@ -283,6 +294,9 @@ func Check(s *verify.Stimulus, o Options) (*verify.Mismatch, *verify.Observation
 	obs, err := Run(s, o)
 	if err != nil {
 		return nil, obs, err
+	}
+	if mm := monitorMismatch(obs.Monitor, obs.MonitorAt); mm != nil {
+		return mm, obs, nil
 	}
 	pred := verify.Predict(s, obs.Accepted)
 	return verify.Compare(s, pred, obs), obs, nil

@@ -38,8 +38,8 @@ type Custom struct {
 	run           func(ctx context.Context, x int, category string, s workload.Scheme) (y float64, err error)
 }
 
-// NewCustom is c measured by run, once per (X, category, scheme): for the
-// figures of papers registered from other packages.
+// NewCustom is c with the function that runs one experiment: how a
+// paper registered from another package (Register) makes its figures.
 func NewCustom(c Custom, run func(ctx context.Context, x int, category string, s workload.Scheme) (float64, error)) *Custom {
 	c.run = run
 	return &c

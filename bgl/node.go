@@ -1,0 +1,63 @@
+package bgl
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/memory"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/torus"
+)
+
+// Machine is Blue Gene/L nodes on a torus.
+type Machine struct {
+	Spec  Spec
+	World *sim.World
+	Torus *torus.Network
+	Nodes []*Node
+}
+
+// Node is one compute node: its two cores and memory in the torus node's
+// domain and clock, and its packet layer.
+type Node struct {
+	Index int
+	Torus *torus.Node
+	Mem   *memory.Store
+	// Cores are the two PowerPC 440s. Their L1 caches are not coherent
+	// with each other; the costs here are the packet layer's.
+	Cores [2]*cpu.Core
+	PL    *PacketLayer
+}
+
+// New builds the machine called name in world w: the torus (its blocks
+// named name.node[i]…) and on every node two cores, name.node[i].cpu0 and
+// cpu1, with the node's memory.
+func New(w *sim.World, name string, spec Spec) (*Machine, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	net, err := torus.New(w, name, spec.Torus)
+	if err != nil {
+		return nil, err
+	}
+	m := &Machine{Spec: spec, World: w, Torus: net}
+	period := spec.Torus.Period()
+	cs := cpu.Spec{
+		PeriodPS: period,
+		// A poll looks at the FIFOs' status registers.
+		PollIntervalPS: sim.Tick(spec.StatusCycles) * period,
+		InterruptPS:    sim.Tick(spec.InterruptCycles) * period,
+		// Not used by the packet layer; memory and atomics of the
+		// cores are not modelled yet (the PPC440 has no atomics, L34).
+		MemAccessPS: 100 * period, AtomicPS: 100 * period, MMIOPS: 100 * period, ScratchpadPS: 10 * period,
+	}
+	for i, tn := range net.Nodes {
+		nd := &Node{Index: i, Torus: tn, Mem: memory.NewStore()}
+		for k := range nd.Cores {
+			nd.Cores[k] = cpu.NewCore(tn.Clk, fmt.Sprintf("%s.node[%d].cpu%d", name, i, k), cs, nd.Mem)
+		}
+		nd.PL = &PacketLayer{nd: tn, spec: &m.Spec, period: period}
+		m.Nodes = append(m.Nodes, nd)
+	}
+	return m, nil
+}

@@ -1,0 +1,119 @@
+// Package bgl models a Blue Gene/L compute node as seed 002 describes it,
+// on the torus (package torus): two 700 MHz PowerPC 440 cores (package
+// cpu) and the node's memory, and the packet layer the message layer is
+// built on: packets written into the torus's injection FIFOs and read from
+// its reception FIFOs by the cores' 16-byte loads and stores, polled, and
+// peeked at (the header without unloading the packet).
+//
+// What a packet costs the core is the paper's measurement (L67): reading
+// a 256-byte packet into aligned memory about 204 cycles, writing one 50
+// cycles from the cache and 100 from main memory. The paper gives these
+// for full packets only; that a shorter packet costs its share of the 16
+// sixteen-byte accesses is our assumption.
+package bgl
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/torus"
+)
+
+// Spec is a machine of Blue Gene/L nodes on a torus. Every cost is in
+// cycles of the node clock (700 MHz).
+type Spec struct {
+	Torus torus.Spec
+	// ReadCycles is a full 256-byte packet read from a reception FIFO
+	// into 16-byte aligned memory by sixteen 16-byte loads and stores
+	// (default 204, L67).
+	ReadCycles int
+	// WriteCacheCycles and WriteMemoryCycles are a full packet written
+	// into an injection FIFO by sixteen 16-byte loads and stores, its data
+	// in the L1 cache or in main memory (default 50 and 100, L67).
+	WriteCacheCycles, WriteMemoryCycles int
+	// StatusCycles is one look at the FIFOs' status (is a packet there,
+	// is there room): the paper does not give it; by default the cost of
+	// one 16-byte load of a FIFO, ReadCycles/16 rounded up (13).
+	StatusCycles int
+	// CopyBytesPer10Cycles is the memory copy rate that realigning a
+	// packet for a buffer that is not 16-byte aligned costs (default 43:
+	// 4.3 B/cycle, the L2 prefetch's rate for large buffers, L70).
+	CopyBytesPer10Cycles int
+	// InterruptCycles is a hardware interrupt's context switch (default
+	// 103, L94).
+	InterruptCycles int
+}
+
+// DefaultSpec is a machine of x×y×z Blue Gene/L nodes.
+func DefaultSpec(x, y, z int) Spec {
+	return Spec{
+		Torus:            torus.DefaultSpec(x, y, z),
+		ReadCycles:       204,
+		WriteCacheCycles: 50, WriteMemoryCycles: 100,
+		StatusCycles:         13,
+		CopyBytesPer10Cycles: 43,
+		InterruptCycles:      103,
+	}
+}
+
+// Validate checks every field and names the first that is out of range.
+func (s Spec) Validate() error {
+	if err := s.Torus.Validate(); err != nil {
+		return err
+	}
+	checks := []struct {
+		key     string
+		v       int
+		min, mx int
+	}{
+		{"read_cycles", s.ReadCycles, 1, 1 << 20},
+		{"write_cache_cycles", s.WriteCacheCycles, 1, 1 << 20},
+		{"write_memory_cycles", s.WriteMemoryCycles, 1, 1 << 20},
+		{"status_cycles", s.StatusCycles, 1, 1 << 20},
+		{"copy_bytes_per_10_cycles", s.CopyBytesPer10Cycles, 1, 1 << 20},
+		{"interrupt_cycles", s.InterruptCycles, 1, 1 << 20},
+	}
+	for _, c := range checks {
+		if c.v < c.min || c.v > c.mx {
+			return fmt.Errorf("bgl.%s: %d out of range (%d to %d)", c.key, c.v, c.min, c.mx)
+		}
+	}
+	return nil
+}
+
+// quads is the number of 16-byte accesses that move a packet of n chunks.
+func quads(chunks int) int { return chunks * torus.ChunkBytes / 16 }
+
+// share is a full packet's cost scaled to the 16-byte accesses of a
+// packet of n chunks, rounded up.
+func share(full, chunks int) int {
+	all := quads(torus.MaxChunks)
+	return (full*quads(chunks) + all - 1) / all
+}
+
+// ReadCost is the cycles reading a packet of n chunks takes.
+func (s Spec) ReadCost(chunks int) int { return share(s.ReadCycles, chunks) }
+
+// WriteCost is the cycles writing a packet of n chunks takes, its data in
+// the cache or in main memory.
+func (s Spec) WriteCost(chunks int, from Source) int {
+	if from == FromMemory {
+		return share(s.WriteMemoryCycles, chunks)
+	}
+	return share(s.WriteCacheCycles, chunks)
+}
+
+// CopyCost is the cycles copying n bytes in memory takes.
+func (s Spec) CopyCost(n int) int {
+	return (n*10 + s.CopyBytesPer10Cycles - 1) / s.CopyBytesPer10Cycles
+}
+
+// Source is where the data a packet is written from lies.
+type Source uint8
+
+const (
+	// FromCache: the data is in the core's L1 cache (a small message just
+	// written, a header).
+	FromCache Source = iota
+	// FromMemory: the data comes from main memory (a large buffer).
+	FromMemory
+)

@@ -1,0 +1,380 @@
+package paper
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/aaemu/aaemu/internal/runctl"
+	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/msg/lcp"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/workload"
+)
+
+// Multirail is seed 003's paper (Moreau, Taboada, Pérache: multirail MPC
+// over BXI): Figure 5a, IMB PingPong and PingPing bandwidth against the
+// message size over 1 to 4 NICs, and Figure 5b, LCP's RPUT against the
+// RGET rendezvous of the previous MPC.
+//
+// The paper's messages go to 4 GB in 64 MB fragments; its claims depend on
+// the number of fragments a message makes and the NICs they go over, so
+// the figures run fragments of MultirailFragment (1 MB: the paper's 64 MB
+// scaled by 1/64) and messages up to 64 of them (the paper's 4 GB),
+// which simulates in minutes. Sizes below a fragment are the paper's own.
+var Multirail = &Paper{Name: "multirail", Title: "Multirail MPC over BXI: LCP striping one rendezvous over up to four NICs (seed 003)",
+	Figures: func() []*Figure { return multirailFigures(MultirailFragment, 64) }}
+
+// MultirailFragment is the fragment size of the multirail figures.
+const MultirailFragment = 1 << 20
+
+func init() { Register(Multirail) }
+
+// paperFragment is the paper's fragment, 64 MB: sizes in the claims are
+// said in the paper's terms, scaled by frag/paperFragment.
+const paperFragment = 64 << 20
+
+// mrSeries is one curve of the multirail figures: the benchmark, the
+// NICs, the rendezvous and the registration.
+type mrSeries struct {
+	bench string // PingPong or PingPing
+	nics  int
+	proto lcp.Protocol
+	reg   lcp.Registration
+}
+
+func (s mrSeries) name() workload.Scheme {
+	n := fmt.Sprintf("%s %d NIC", s.bench, s.nics)
+	if s.nics > 1 {
+		n += "s"
+	}
+	if s.proto == lcp.RGET {
+		n += ", RGET"
+	}
+	if s.reg == lcp.PerNIC {
+		n += ", one registration per NIC"
+	}
+	return workload.Scheme(n)
+}
+
+func parseSeries(s workload.Scheme, all []mrSeries) mrSeries {
+	for _, x := range all {
+		if x.name() == s {
+			return x
+		}
+	}
+	panic("multirail: unknown series " + string(s))
+}
+
+// mrSizes is IMB's sizes: 4 B, then powers of four to 8 KB (the first
+// rendezvous), 16 KB and powers of four up to a fragment, then powers of
+// two up to maxFrags fragments.
+func mrSizes(frag, maxFrags int) []int {
+	out := []int{4, 64, 1024, 4096, 8192, 16384}
+	for s := 65536; s < frag; s *= 4 {
+		out = append(out, s)
+	}
+	for k := 1; k <= maxFrags; k *= 2 {
+		out = append(out, k*frag)
+	}
+	return out
+}
+
+// multirailFigures builds Figures 5a and 5b with fragments of frag bytes
+// and messages up to maxFrags fragments.
+func multirailFigures(frag, maxFrags int) []*Figure {
+	var a []mrSeries
+	for _, b := range []string{"PingPong", "PingPing"} {
+		for n := 1; n <= 4; n++ {
+			a = append(a, mrSeries{bench: b, nics: n, proto: lcp.RPUT, reg: lcp.PerFragment})
+		}
+	}
+	for n := 1; n <= 2; n++ {
+		a = append(a, mrSeries{bench: "PingPong", nics: n, proto: lcp.RPUT, reg: lcp.PerNIC})
+	}
+	b := []mrSeries{{bench: "PingPong", nics: 1, proto: lcp.RPUT, reg: lcp.PerFragment}, {bench: "PingPong", nics: 1, proto: lcp.RGET, reg: lcp.PerFragment}}
+	scale := fmt.Sprintf("fragments of %s (the paper's 64 MB scaled by 1/%d), up to %d of them", mrSize(frag), paperFragment/frag, maxFrags)
+	names := func(ss []mrSeries) []workload.Scheme {
+		var out []workload.Scheme
+		for _, s := range ss {
+			out = append(out, s.name())
+		}
+		return out
+	}
+	sizes := mrSizes(frag, maxFrags)
+	run := func(all []mrSeries) func(ctx context.Context, x int, _ string, s workload.Scheme) (float64, error) {
+		return func(ctx context.Context, x int, _ string, s workload.Scheme) (float64, error) {
+			return imbBandwidth(ctx, parseSeries(s, all), frag, x)
+		}
+	}
+	fa := &Figure{
+		Name:  "5a",
+		Title: "IMB PingPong and PingPing bandwidth over 1 to 4 NICs (100 Gb/s, PCIe Gen4 x16), LCP RPUT, " + scale,
+		Custom: &Custom{X: sizes, Schemes: names(a), XLabel: "message size", XUnit: "bytes", LogX: true,
+			YLabel: "bandwidth", YUnit: "MB/s", run: run(a)},
+		PointClaims: mrClaimsA(frag, maxFrags),
+	}
+	fb := &Figure{
+		Name:  "5b",
+		Title: "LCP's RPUT against the previous MPC's RGET, IMB PingPong over one NIC, " + scale,
+		Custom: &Custom{X: mrSizes(frag, min(maxFrags, 4)), Schemes: names(b), XLabel: "message size", XUnit: "bytes", LogX: true,
+			YLabel: "bandwidth", YUnit: "MB/s", run: run(b)},
+		PointClaims: mrClaimsB(),
+	}
+	return []*Figure{fa, fb}
+}
+
+func mrSize(n int) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// imbBandwidth runs one IMB point between two nodes: PingPong (rank 0
+// sends, rank 1 sends it back; bandwidth = size / half the round trip) or
+// PingPing (both send and receive at once; size / the iteration's time),
+// in MB/s (10^6 bytes). Small messages are the mean of 8 iterations after
+// a warm-up one; from 64 KB on, one iteration (the transfer dominates).
+func imbBandwidth(ctx context.Context, s mrSeries, frag, size int) (float64, error) {
+	c, err := machine.New(sim.NewEngine(1), lcp.MultirailSpec(s.nics, true))
+	if err != nil {
+		return 0, err
+	}
+	c.SetPartitions(Partitions)
+	cfg := lcp.DefaultConfig()
+	cfg.FragmentBytes, cfg.Protocol, cfg.Registration = frag, s.proto, s.reg
+	warm, iters := 1, 8
+	if size >= 64<<10 {
+		warm, iters = 0, 1
+	}
+	var elapsed sim.Tick
+	var runErr error
+	ses, err := lcp.Start(c, cfg, func(p *lcp.Proc) {
+		me, peer := p.Rank(), 1-p.Rank()
+		sb, rb := p.Alloc(size), p.Alloc(size)
+		var t0 sim.Tick
+		for i := 0; i < warm+iters; i++ {
+			if i == warm {
+				t0 = p.Now()
+			}
+			var err error
+			switch {
+			case s.bench == "PingPing":
+				qs, e1 := p.Isend(sb, peer, 1)
+				qr, e2 := p.Irecv(rb, peer, 1)
+				if err = firstErr(e1, e2); err == nil {
+					err = p.Waitall(qs, qr)
+				}
+			case me == 0:
+				if err = p.Send(sb, peer, 1); err == nil {
+					_, err = p.Recv(rb, peer, 1)
+				}
+			default:
+				if _, err = p.Recv(rb, peer, 1); err == nil {
+					err = p.Send(sb, peer, 1)
+				}
+			}
+			if err != nil && runErr == nil {
+				runErr = err
+			}
+		}
+		if me == 0 {
+			elapsed = p.Now() - t0
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	name, _ := ctx.Value(nameKey{}).(string)
+	if _, stopped := runctl.Run(ctx, c, name, cfg.Limit, nil); stopped {
+		return 0, runctl.ErrInterrupted
+	}
+	if _, err := ses.Result(); err != nil {
+		return 0, err
+	}
+	if runErr != nil {
+		return 0, runErr
+	}
+	per := float64(elapsed) / float64(iters) // ps per iteration
+	if s.bench == "PingPong" {
+		per /= 2
+	}
+	return float64(size) / per * 1e6, nil // bytes/ps × 1e12 / 1e6
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// mrAt is the series' value at size x.
+func mrAt(pts []Point, x int, bench string, nics int, reg lcp.Registration) float64 {
+	return at(pts, x, mrSeries{bench: bench, nics: nics, proto: lcp.RPUT, reg: reg}.name())
+}
+
+func pp(pts []Point, x, nics int) float64 { return mrAt(pts, x, "PingPong", nics, lcp.PerFragment) }
+
+func mbs(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + " MB/s" }
+
+// near reports whether a and b are within tol of each other (relative
+// to the larger).
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(a, b) }
+
+// mrClaimsA are the paper's claims on Figure 5a (M1–M4, M7–M9).
+func mrClaimsA(frag, maxFrags int) []PointClaim {
+	big := maxFrags * frag
+	eq := func(frags int) string {
+		return fmt.Sprintf("%s (%d fragments, the paper's %s)", mrSize(frags*frag), frags, mrSize(frags*paperFragment))
+	}
+	return []PointClaim{
+		{Text: "M1 peak PingPong bandwidth with 4 NICs", Paper: "> 30,000 MB/s",
+			Tolerance: "≥ 30,000 MB/s if one NIC reaches 8,800 MB/s, else ≥ 3.4 × one NIC",
+			Measure: func(pts []Point) (string, bool) {
+				p4, p1 := peak(pts, 4), peak(pts, 1)
+				ok := p4 >= 30000
+				if p1 < 8800 {
+					ok = p4 >= 3.4*p1
+				}
+				return fmt.Sprintf("4 NICs %s, 1 NIC %s (%.2f×)", mbs(p4), mbs(p1), p4/p1), ok
+			}},
+		{Text: "M2 efficiency BW(n)/(n·BW(1)) at the largest size", Paper: "> 85 %", Tolerance: "≥ 85 % for n = 2, 3, 4 at " + eq(maxFrags),
+			Measure: func(pts []Point) (string, bool) {
+				ok := true
+				var parts []string
+				for n := 2; n <= 4; n++ {
+					e := pp(pts, big, n) / (float64(n) * pp(pts, big, 1))
+					parts = append(parts, fmt.Sprintf("%d NICs %.0f %%", n, 100*e))
+					ok = ok && e >= 0.85
+				}
+				return strings.Join(parts, ", "), ok
+			}},
+		{Text: "M3 3 NICs as fast as 2 at 4 fragments (2 rounds each)", Paper: "equal at 256 MB", Tolerance: "within 5 % at " + eq(4),
+			Measure: func(pts []Point) (string, bool) {
+				if maxFrags < 4 {
+					return "not in the sweep", false
+				}
+				a, b := pp(pts, 4*frag, 3), pp(pts, 4*frag, 2)
+				return fmt.Sprintf("3 NICs %s, 2 NICs %s (%s)", mbs(a), mbs(b), pct(a/b)), near(a, b, 0.05)
+			}},
+		{Text: "M4 up to one fragment every NIC count alike", Paper: "limited overhead up to 64 MB", Tolerance: "2–4 NICs within 5 % of 1 NIC at every size ≤ " + mrSize(frag),
+			Measure: func(pts []Point) (string, bool) {
+				ok, worst, where := true, 0.0, 0
+				for _, x := range xs(pts) {
+					if x > frag {
+						continue
+					}
+					for n := 2; n <= 4; n++ {
+						d := math.Abs(pp(pts, x, n)/pp(pts, x, 1) - 1)
+						if d > worst {
+							worst, where = d, x
+						}
+						ok = ok && near(pp(pts, x, n), pp(pts, x, 1), 0.05)
+					}
+				}
+				return fmt.Sprintf("largest difference %.1f %% (at %s)", 100*worst, mrSize(where)), ok
+			}},
+		{Text: "M7 steps of ⌈fragments/NICs⌉", Paper: "128 MB: 2, 3, 4 NICs equal; plateaus", Tolerance: "2, 3, 4 NICs within 5 % at " + eq(2) + "; BW(n)/BW(1) within 10 % of k/⌈k/n⌉ at every k ≥ 1",
+			Measure: func(pts []Point) (string, bool) {
+				ok := near(pp(pts, 2*frag, 2), pp(pts, 2*frag, 3), 0.05) && near(pp(pts, 2*frag, 2), pp(pts, 2*frag, 4), 0.05)
+				worst, wk, wn := 0.0, 0, 0
+				for k := 1; k <= maxFrags; k *= 2 {
+					for n := 2; n <= 4; n++ {
+						ideal := float64(k) / math.Ceil(float64(k)/float64(n))
+						d := math.Abs(pp(pts, k*frag, n)/pp(pts, k*frag, 1)/ideal - 1)
+						if d > worst {
+							worst, wk, wn = d, k, n
+						}
+					}
+				}
+				ok = ok && worst <= 0.10
+				return fmt.Sprintf("at 2 fragments 2/3/4 NICs %s/%s/%s; speed-up vs k/⌈k/n⌉ off by at most %.1f %% (%d fragments, %d NICs)",
+					mbs(pp(pts, 2*frag, 2)), mbs(pp(pts, 2*frag, 3)), mbs(pp(pts, 2*frag, 4)), 100*worst, wk, wn), ok
+			}},
+		{Text: "M8 a dip near 2 GB for 1–2 NICs with a registration per fragment, none with one per NIC", Paper: "dip / no dip",
+			Tolerance: "per fragment: BW at " + eq(32) + " ≥ 2 % below BW at 16 fragments for 1 and 2 NICs; per NIC: no such drop",
+			Measure: func(pts []Point) (string, bool) {
+				if maxFrags < 32 {
+					return "not in the sweep (fewer than 32 fragments)", false
+				}
+				ok := true
+				var parts []string
+				for n := 1; n <= 2; n++ {
+					for _, reg := range []lcp.Registration{lcp.PerFragment, lcp.PerNIC} {
+						d := mrAt(pts, 32*frag, "PingPong", n, reg)/mrAt(pts, 16*frag, "PingPong", n, reg) - 1
+						dip := d <= -0.02
+						ok = ok && dip == (reg == lcp.PerFragment)
+						parts = append(parts, fmt.Sprintf("%d NIC %s %+.2f %%", n, reg, 100*d))
+					}
+				}
+				return "16 → 32 fragments: " + strings.Join(parts, ", "), ok
+			}},
+		{Text: "M9 PingPing ≤ PingPong per direction", Paper: "≤ (Figure 5)", Tolerance: "at every size and NIC count, PingPing ≤ PingPong + 0.5 %",
+			Measure: func(pts []Point) (string, bool) {
+				ok, worst, wx, wn := true, math.Inf(-1), 0, 0
+				for _, x := range xs(pts) {
+					for n := 1; n <= 4; n++ {
+						r := mrAt(pts, x, "PingPing", n, lcp.PerFragment) / pp(pts, x, n)
+						if r > worst {
+							worst, wx, wn = r, x, n
+						}
+						ok = ok && r <= 1.005
+					}
+				}
+				return fmt.Sprintf("PingPing/PingPong at most %.3f (%s, %d NICs)", worst, mrSize(wx), wn), ok
+			}},
+	}
+}
+
+// peak is the PingPong series' highest bandwidth.
+func peak(pts []Point, nics int) float64 {
+	best := 0.0
+	for _, x := range xs(pts) {
+		best = max(best, pp(pts, x, nics))
+	}
+	return best
+}
+
+// mrClaimsB are the paper's claims on Figure 5b (M5, M6).
+func mrClaimsB() []PointClaim {
+	rput := mrSeries{bench: "PingPong", nics: 1, proto: lcp.RPUT, reg: lcp.PerFragment}.name()
+	rget := mrSeries{bench: "PingPong", nics: 1, proto: lcp.RGET, reg: lcp.PerFragment}.name()
+	return []PointClaim{
+		{Text: "M5 below 8 KB (eager) LCP as the previous MPC", Paper: "no overhead", Tolerance: "within 5 % at every size < 8 KB",
+			Measure: func(pts []Point) (string, bool) {
+				ok, worst := true, 0.0
+				for _, x := range xs(pts) {
+					if x < 8192 {
+						a, b := at(pts, x, rput), at(pts, x, rget)
+						worst = max(worst, math.Abs(a/b-1))
+						ok = ok && near(a, b, 0.05)
+					}
+				}
+				return fmt.Sprintf("largest difference %.2f %%", 100*worst), ok
+			}},
+		{Text: "M6 from 8 KB RPUT slower than RGET", Paper: "degradation above 8 KB", Tolerance: "RGET ≥ RPUT at every size ≥ 8 KB",
+			Measure: func(pts []Point) (string, bool) {
+				ok := true
+				var parts []string
+				for _, x := range xs(pts) {
+					if x >= 8192 {
+						a, b := at(pts, x, rput), at(pts, x, rget)
+						ok = ok && b >= a
+						parts = append(parts, fmt.Sprintf("%s %s", mrSize(x), pct(a/b)))
+					}
+				}
+				return "RPUT vs RGET: " + strings.Join(parts, ", "), ok
+			}},
+	}
+}

@@ -1,0 +1,89 @@
+package paper
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/aaemu/aaemu/msg/lcp"
+)
+
+// The multirail figures at a reduced scale (64 kB fragments, messages up
+// to 32 of them): every point runs; the mechanisms the claims rest on show
+// (one fragment: the NIC count does not matter; more NICs carry a many-
+// fragment message faster; one registration per NIC is never slower than
+// one per fragment; eager sizes are the same under RPUT and RGET;
+// PingPing no faster than PingPong); every claim is measured.
+func TestMultirailReduced(t *testing.T) {
+	const frag, maxFrags = 64 << 10, 32
+	figs := multirailFigures(frag, maxFrags)
+	if len(figs) != 2 || figs[0].Name != "5a" || figs[1].Name != "5b" {
+		t.Fatalf("figures %v", figs)
+	}
+	big := frag * maxFrags
+	for _, f := range figs {
+		pts, err := f.Custom.Run(2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pts) != f.Custom.Experiments() {
+			t.Fatalf("figure %s: %d points of %d", f.Name, len(pts), f.Custom.Experiments())
+		}
+		for _, p := range pts {
+			if !(p.Y > 0) {
+				t.Errorf("figure %s: %s at %d bytes: %v MB/s", f.Name, p.Scheme, p.X, p.Y)
+			}
+		}
+		res := f.CheckPoints(pts)
+		for _, r := range res {
+			if r.Measured == "" {
+				t.Errorf("claim %q measured nothing", r.Claim.Text)
+			}
+		}
+		byName := func(prefix string) Result {
+			for _, r := range res {
+				if strings.HasPrefix(r.Claim.Text, prefix) {
+					return r
+				}
+			}
+			t.Fatalf("figure %s has no claim %s", f.Name, prefix)
+			return Result{}
+		}
+		switch f.Name {
+		case "5a":
+			if r := byName("M4"); !r.Holds {
+				t.Errorf("one fragment goes over one NIC whatever the NIC count, yet %s", r.Measured)
+			}
+			if r := byName("M9"); !r.Holds {
+				t.Errorf("PingPing faster than PingPong: %s", r.Measured)
+			}
+			for n := 2; n <= 4; n++ {
+				if a, b := pp(pts, big, n), pp(pts, big, n-1); a <= 1.1*b {
+					t.Errorf("%d fragments: %d NICs %.0f MB/s, not 10 %% above %d NICs' %.0f", maxFrags, n, a, n-1, b)
+				}
+			}
+			for n := 1; n <= 2; n++ {
+				for _, x := range xs(pts) {
+					if x >= 8192 && mrAt(pts, x, "PingPong", n, lcp.PerNIC) < 0.995*pp(pts, x, n) {
+						t.Errorf("%d NICs, %d bytes: one registration per NIC slower than one per fragment", n, x)
+					}
+				}
+			}
+		case "5b":
+			if r := byName("M5"); !r.Holds {
+				t.Errorf("eager sizes differ between RPUT and RGET: %s", r.Measured)
+			}
+			byName("M6")
+		}
+	}
+}
+
+// Paper is registered under its name, with both figures.
+func TestMultirailRegistered(t *testing.T) {
+	p, figs, err := Select([]string{"multirail", "fig5b"})
+	if err != nil || p != Multirail || len(figs) != 1 || figs[0].Name != "5b" {
+		t.Fatalf("Select: %v %v %v", p, figs, err)
+	}
+	if _, _, err := Select([]string{"multirail", "6c"}); err == nil || !strings.Contains(err.Error(), "multirail") {
+		t.Errorf("a figure of another paper: %v", err)
+	}
+}
