@@ -50,22 +50,9 @@ type Iface struct {
 	consumed []uint64 // per source node: messages taken
 	free     []uint64 // bounce buffers
 	ctx      []*verbs.Ctx
-	fifo     map[qpKey]*[]*wrRec
-	keys     []qpKey
-	pending  int
+	tr       verbs.Tracker // work requests until their completions are taken
 	unit     matchUnit
 	buf      []byte
-}
-
-type qpKey struct{ node, core int }
-
-// wrRec is a posted work request until its completion is taken.
-type wrRec struct {
-	wr     verbs.WR
-	key    qpKey
-	bounce uint64
-	done   bool
-	err    error
 }
 
 var rw = iommu.Perm{Bits: pte.R | pte.W}
@@ -82,7 +69,7 @@ func newIface(p *Proc, rail int) (*Iface, error) {
 	w := p.w
 	nn := len(w.c.Nodes)
 	t := &Iface{Rail: rail, p: p, slots: make([]uint64, nn), posted: make([]uint64, nn), consumed: make([]uint64, nn),
-		ctx: make([]*verbs.Ctx, w.c.Spec.Cores), fifo: map[qpKey]*[]*wrRec{}, buf: make([]byte, w.slot)}
+		ctx: make([]*verbs.Ctx, w.c.Spec.Cores), buf: make([]byte, w.slot)}
 	n := p.node
 	var err error
 	if t.credSrc, err = alloc(n, uint64(8*nn)); err != nil {
@@ -144,52 +131,16 @@ func (t *Iface) credit(a int) {
 	src := t.credSrc + uint64(8*a)
 	t.p.cp.Store64(src, t.posted[a])
 	wr := t.on(t.p.place.Core).Put(a, src, t.p.w.credit[a][t.p.rank][t.Rail], 8)
-	t.track(qpKey{a, t.p.place.Core}, wr, 0)
+	t.tr.Track(verbs.Conn{Node: a, Core: t.p.place.Core}, wr, 0)
 }
 
-func (t *Iface) track(k qpKey, wr verbs.WR, bounce uint64) *wrRec {
-	rec := &wrRec{wr: wr, key: k, bounce: bounce}
-	f := t.fifo[k]
-	if f == nil {
-		f = new([]*wrRec)
-		t.fifo[k] = f
-		t.keys = append(t.keys, k)
-	}
-	*f = append(*f, rec)
-	t.pending++
-	return rec
-}
+func (t *Iface) reapAll() bool { return t.tr.ReapAll(t.on, t.taken) }
 
-// reap takes the completions of QP k's oldest work requests (they come
-// in posting order).
-func (t *Iface) reap(k qpKey) bool {
-	f := t.fifo[k]
-	worked := false
-	for len(*f) > 0 {
-		rec := (*f)[0]
-		_, done, err := t.on(k.core).Test(rec.wr)
-		if !done {
-			break
-		}
-		rec.done, rec.err = true, err
-		if rec.bounce != 0 {
-			t.free = append(t.free, rec.bounce)
-		}
-		*f = (*f)[1:]
-		t.pending--
-		worked = true
+// taken is a work request done: its bounce buffer is free again.
+func (t *Iface) taken(p *verbs.Posted) {
+	if p.Bounce != 0 {
+		t.free = append(t.free, p.Bounce)
 	}
-	return worked
-}
-
-func (t *Iface) reapAll() bool {
-	worked := false
-	for _, k := range t.keys {
-		if len(*t.fifo[k]) > 0 && t.reap(k) {
-			worked = true
-		}
-	}
-	return worked
 }
 
 // room makes sure the QP towards d has two free send slots (one for a
@@ -239,7 +190,7 @@ func (t *Iface) SendAM(dst int, am uint8, hdr []byte, src uint64, n int) bool {
 		p.Read(src, buf[HeaderBytes:])
 	}
 	p.Write(b, buf)
-	t.track(qpKey{d.Node, d.Core}, t.on(d.Core).Send(d.Node, b, len(buf)), b)
+	t.tr.Track(verbs.Conn{Node: d.Node, Core: d.Core}, t.on(d.Core).Send(d.Node, b, len(buf)), b)
 	return true
 }
 
@@ -274,28 +225,28 @@ func (t *Iface) RecvTag(tag, ign uint64, ctx *Request) *unexpected {
 // Put starts an RDMA WRITE of n bytes from local to remote in rank dst's
 // node; Get an RDMA READ from remote in rank dst's node to local. nil when
 // the rail has no send slot now.
-func (t *Iface) Put(dst int, local, remote uint64, n int) *wrRec {
+func (t *Iface) Put(dst int, local, remote uint64, n int) *verbs.Posted {
 	d := t.p.w.places[dst]
 	if !t.room(d) {
 		return nil
 	}
-	return t.track(qpKey{d.Node, d.Core}, t.on(d.Core).Put(d.Node, local, remote, n), 0)
+	return t.tr.Track(verbs.Conn{Node: d.Node, Core: d.Core}, t.on(d.Core).Put(d.Node, local, remote, n), 0)
 }
 
 // Get: see Put.
-func (t *Iface) Get(dst int, local, remote uint64, n int) *wrRec {
+func (t *Iface) Get(dst int, local, remote uint64, n int) *verbs.Posted {
 	d := t.p.w.places[dst]
 	if !t.room(d) {
 		return nil
 	}
-	return t.track(qpKey{d.Node, d.Core}, t.on(d.Core).Get(d.Node, local, remote, n), 0)
+	return t.tr.Track(verbs.Conn{Node: d.Node, Core: d.Core}, t.on(d.Core).Get(d.Node, local, remote, n), 0)
 }
 
 // poll reaps completions and hands arrived messages (at most batch) to
 // their handlers. It reports whether anything happened.
 func (t *Iface) poll(batch int) bool {
 	worked := false
-	if t.pending > 0 {
+	if t.tr.Pending() > 0 {
 		worked = t.reapAll()
 	}
 	w, p := t.p.w, t.p.cp

@@ -9,6 +9,7 @@ import (
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/verbs"
 )
 
 // The protocol's active-message handlers; user handlers take ids from
@@ -99,7 +100,7 @@ type Request struct {
 	frags    int
 	next     int // the next fragment to post
 	nextOff  int // and the offset in it of its next work request
-	ops      []*wrRec
+	ops      []*verbs.Posted
 	finSent  []bool // RPUT sender: per rail
 	fins     int    // FINs still to come
 	reg      []bool // PerNIC: rails whose descriptor exists
@@ -472,8 +473,8 @@ func (p *Proc) step(q *Request) bool {
 	case stFrags:
 		return p.postFragments(q)
 	case stWaitOps:
-		for len(q.ops) > 0 && q.ops[0].done {
-			if err := q.ops[0].err; err != nil {
+		for len(q.ops) > 0 && q.ops[0].Done {
+			if err := q.ops[0].Err; err != nil {
 				panic(fmt.Sprintf("lcp: rank %d: a fragment failed: %v", p.rank, err))
 			}
 			q.ops = q.ops[1:]
@@ -522,7 +523,7 @@ func (p *Proc) postFragments(q *Request) bool {
 		off, n := p.fragment(q, i)
 		c := min(p.w.cfg.ChunkBytes, n-q.nextOff)
 		at := uint64(off + q.nextOff)
-		var op *wrRec
+		var op *verbs.Posted
 		if q.send {
 			op = t.Put(peer, q.buf.Addr+at, q.remote+at, c)
 		} else {

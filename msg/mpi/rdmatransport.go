@@ -225,8 +225,8 @@ func (t *rdmaTransport) Open(e Env) (Endpoint, error) {
 	x := t.ranks[e.Rank]
 	nn := len(t.c.Nodes)
 	ep := &rdmaEP{t: t, x: x, env: e, ctx: make([]*verbs.Ctx, t.c.Spec.Cores), posted: make([]uint64, nn), consumed: make([]uint64, nn),
-		credited: make([]uint64, nn), free: append([]uint64(nil), x.bounce...), fifo: map[qpKey]*[]*wrRec{},
-		ops: map[int]*wrRec{}, buf: make([]byte, t.slot)}
+		credited: make([]uint64, nn), free: append([]uint64(nil), x.bounce...),
+		ops: map[int]*verbs.Posted{}, buf: make([]byte, t.slot)}
 	// Post every receive buffer, then tell each node how many.
 	for a, u := range t.used {
 		if !u || a == e.Place.Node {
@@ -238,30 +238,18 @@ func (t *rdmaTransport) Open(e Env) (Endpoint, error) {
 	return ep, nil
 }
 
-type qpKey struct{ node, core int }
-
-type wrRec struct {
-	wr     verbs.WR
-	key    qpKey
-	bounce uint64
-	done   bool
-	err    error
-}
-
 type rdmaEP struct {
 	t        *rdmaTransport
 	x        *rdmaRank
 	env      Env
-	ctx      []*verbs.Ctx // by core: the QPs of that core
-	cqDone   uint64       // receive completions consumed
-	posted   []uint64     // per source node: receive buffers posted
-	consumed []uint64     // per source node: messages taken
-	credited []uint64     // per source node: the count last written to it
-	free     []uint64     // bounce buffers
-	fifo     map[qpKey]*[]*wrRec
-	keys     []qpKey // the QPs with work requests of this rank, in order of first use
-	pending  int
-	ops      map[int]*wrRec
+	ctx      []*verbs.Ctx  // by core: the QPs of that core
+	cqDone   uint64        // receive completions consumed
+	posted   []uint64      // per source node: receive buffers posted
+	consumed []uint64      // per source node: messages taken
+	credited []uint64      // per source node: the count last written to it
+	free     []uint64      // bounce buffers
+	tr       verbs.Tracker // this rank's work requests until their completions are taken
+	ops      map[int]*verbs.Posted
 	nextOp   int
 	buf      []byte
 }
@@ -294,53 +282,21 @@ func (e *rdmaEP) credit(a int) {
 	e.env.Proc.Store64(src, e.posted[a])
 	e.credited[a] = e.posted[a]
 	wr := e.on(e.env.Place.Core).Put(a, src, e.t.credit[a][e.env.Rank], 8)
-	e.track(qpKey{a, e.env.Place.Core}, wr, 0)
+	e.tr.Track(verbs.Conn{Node: a, Core: e.env.Place.Core}, wr, 0)
 }
 
-func (e *rdmaEP) track(k qpKey, wr verbs.WR, bounce uint64) *wrRec {
-	rec := &wrRec{wr: wr, key: k, bounce: bounce}
-	f := e.fifo[k]
-	if f == nil {
-		f = new([]*wrRec)
-		e.fifo[k] = f
-		e.keys = append(e.keys, k)
-	}
-	*f = append(*f, rec)
-	e.pending++
-	return rec
-}
+// reap takes the completions of connection k's oldest work requests of
+// this rank (completions come in posting order).
+func (e *rdmaEP) reap(k verbs.Conn) bool { return e.tr.Reap(k, e.on, e.taken) }
 
-// reap takes the completions of QP k's oldest work requests of this rank
-// (completions come in posting order).
-func (e *rdmaEP) reap(k qpKey) bool {
-	f := e.fifo[k]
-	worked := false
-	for len(*f) > 0 {
-		rec := (*f)[0]
-		_, done, err := e.on(k.core).Test(rec.wr)
-		if !done {
-			break
-		}
-		e.env.Moved()
-		rec.done, rec.err = true, err
-		if rec.bounce != 0 {
-			e.free = append(e.free, rec.bounce)
-		}
-		*f = (*f)[1:]
-		e.pending--
-		worked = true
-	}
-	return worked
-}
+func (e *rdmaEP) reapAll() bool { return e.tr.ReapAll(e.on, e.taken) }
 
-func (e *rdmaEP) reapAll() bool {
-	worked := false
-	for _, k := range e.keys {
-		if len(*e.fifo[k]) > 0 && e.reap(k) {
-			worked = true
-		}
+// taken is a work request done: data moved, its bounce buffer free again.
+func (e *rdmaEP) taken(p *verbs.Posted) {
+	e.env.Moved()
+	if p.Bounce != 0 {
+		e.free = append(e.free, p.Bounce)
 	}
-	return worked
 }
 
 func (e *rdmaEP) Send(dst int, h *Header, src uint64, n int) bool {
@@ -386,13 +342,13 @@ func (e *rdmaEP) Send(dst int, h *Header, src uint64, n int) bool {
 	}
 	p.Write(b, buf)
 	wr := x.Send(d.Node, b, len(buf))
-	e.track(qpKey{d.Node, d.Core}, wr, b)
+	e.tr.Track(verbs.Conn{Node: d.Node, Core: d.Core}, wr, b)
 	return true
 }
 
 func (e *rdmaEP) Poll(deliver func(h *Header, p Payload)) (int, bool) {
 	worked := false
-	if e.pending > 0 {
+	if e.tr.Pending() > 0 {
 		worked = e.reapAll()
 	}
 	p := e.env.Proc
@@ -460,7 +416,7 @@ func (e *rdmaEP) rma(d Place, post func(*verbs.Ctx) verbs.WR) (int, bool) {
 			return 0, false
 		}
 	}
-	rec := e.track(qpKey{d.Node, d.Core}, post(x), 0)
+	rec := e.tr.Track(verbs.Conn{Node: d.Node, Core: d.Core}, post(x), 0)
 	e.nextOp++
 	e.ops[e.nextOp] = rec
 	return e.nextOp, true
@@ -471,14 +427,14 @@ func (e *rdmaEP) Done(op int) (bool, error) {
 	if rec == nil {
 		return true, nil
 	}
-	if !rec.done {
-		e.reap(rec.key)
+	if !rec.Done {
+		e.reap(rec.Conn)
 	}
-	if !rec.done {
+	if !rec.Done {
 		return false, nil
 	}
 	delete(e.ops, op)
-	return true, rec.err
+	return true, rec.Err
 }
 
-func (e *rdmaEP) Busy() bool { return e.pending > 0 }
+func (e *rdmaEP) Busy() bool { return e.tr.Pending() > 0 }
