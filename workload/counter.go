@@ -233,8 +233,10 @@ func (k *counter) serveAKV(x *aa.Ctx, r *amRecv) {
 	for remaining > 0 {
 		_, got := r.poll(x, func(_ int, slot uint64) {
 			e := x.P.Load64(slot)
-			a := k.counts + e*8
-			x.P.Store64(a, x.P.Load64(a)+1)
+			// An atomic add: the servers of the other cores count into the
+			// same array, and a load and a store would lose an update when
+			// two of them meet on one element.
+			x.P.FetchAdd(k.counts+e*8, 1)
 			remaining--
 		}, nil)
 		if !got {
