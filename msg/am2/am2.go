@@ -3,15 +3,17 @@
 // request/reply with a reply token, short messages of up to 8 32-bit
 // arguments and bulk transfers of up to 8 kB, on a cluster of SMPs.
 //
-// This package implements the shared-memory protocol between endpoints of
-// one SMP node: every endpoint has a shared-memory queue block in its
+// Two protocols carry the messages. Between endpoints of one SMP node,
+// shared memory: every endpoint has a shared-memory queue block in its
 // node's memory laid out as the paper's Figure 3 (a tag line, then for each
 // of the request and reply queues a tail line, a head line, a packet ring
 // of one cache line per packet, the bulk blocks' valid flags and the 8 kB
 // bulk blocks). Senders write into the receiver's block directly; every
 // step is a costed load, store, CAS or copy of the process (cpu.Proc), so
-// the node's coherence model prices it. Endpoints on other nodes are named
-// and mapped but not reached yet: a send to one is an error.
+// the node's coherence model prices it. Between nodes, the network
+// (net.go): the node's NIU, whose FIFOs in NIC memory are the network
+// queues. A poll looks at the shared-memory queues and, as the polling
+// policy says (poll.go), the network.
 package am2
 
 import (
@@ -34,7 +36,8 @@ const (
 
 // Errors a send returns; nothing is delivered when a send fails.
 var (
-	ErrRemote    = errors.New("am2: destination endpoint on another node: the network protocol is not implemented yet")
+	ErrRemote    = errors.New("am2: destination endpoint on another node: the system has no network (shared memory only, or nodes without an NIU)")
+	ErrLocal     = errors.New("am2: destination endpoint on the sender's node: the system is network-only")
 	ErrInHandler = errors.New("am2: a request from inside a handler (handlers may only reply)")
 )
 
@@ -55,10 +58,12 @@ const (
 
 // Spec is the shape of an endpoint's queues and its back-off.
 type Spec struct {
-	Slots      int // packets per queue structure (default 256)
-	Blocks     int // bulk blocks per queue structure (default 16)
-	BackoffMin int // first back-off when a queue is full, cycles (default 16)
-	BackoffMax int // longest back-off, cycles (default 4096)
+	Slots      int     // packets per queue structure (default 256)
+	Blocks     int     // bulk blocks per queue structure (default 16)
+	BackoffMin int     // first back-off when a queue is full, cycles (default 16)
+	BackoffMax int     // longest back-off, cycles (default 4096)
+	Net        NetSpec // the network protocol's shape (zero: its defaults)
+	Poll       Policy  // the protocols, and when a poll polls the network (zero: both, adaptive)
 }
 
 // DefaultSpec is the inferred depth of seed 000's block (message-layers
@@ -75,7 +80,10 @@ func (s Spec) Validate() error {
 	case s.BackoffMin < 1 || s.BackoffMax < s.BackoffMin:
 		return fmt.Errorf("am2: back-off %d..%d cycles, want 1 ≤ min ≤ max", s.BackoffMin, s.BackoffMax)
 	}
-	return nil
+	if err := s.Net.withDefaults().Validate(); err != nil {
+		return err
+	}
+	return s.Poll.Validate()
 }
 
 // Queue structure layout, from its base: tail line, head line, ring,
@@ -98,9 +106,12 @@ func (n Name) String() string { return fmt.Sprintf("(%d,%d)", n.Node, n.Index) }
 
 // System is the endpoints of a cluster.
 type System struct {
-	c    *machine.Cluster
-	spec Spec
-	eps  [][]*Endpoint // per node, by index
+	c      *machine.Cluster
+	spec   Spec
+	policy Policy
+	eps    [][]*Endpoint // per node, by index
+	net    []*netNode    // per node (nil: no network)
+	chans  map[[2]Name]*channel
 }
 
 // New makes an AM-II system on cluster c.
@@ -110,8 +121,16 @@ func New(c *machine.Cluster, s Spec) (*System, error) {
 	}
 	// Endpoints' global names resolve through one table of all nodes.
 	c.Serial("am2: the endpoints of all nodes share one name table")
-	return &System{c: c, spec: s, eps: make([][]*Endpoint, len(c.Nodes))}, nil
+	s.Net = s.Net.withDefaults()
+	sys := &System{c: c, spec: s, policy: s.Poll, eps: make([][]*Endpoint, len(c.Nodes)), chans: map[[2]Name]*channel{}}
+	if err := sys.initNet(); err != nil {
+		return nil, err
+	}
+	return sys, nil
 }
+
+// Network reports whether the system reaches other nodes.
+func (sys *System) Network() bool { return sys.net != nil && sys.policy.Protocols != ShmOnly }
 
 // Spec is the system's queue shape.
 func (sys *System) Spec() Spec { return sys.spec }
@@ -134,6 +153,10 @@ func (sys *System) NewEndpoint(node int, tag uint64) (*Endpoint, error) {
 	s := sys.spec
 	e := &Endpoint{sys: sys, node: n, name: Name{node, len(sys.eps[node])}, tag: tag}
 	e.base = n.Alloc(s.BlockBytes())
+	e.inbox = n.Alloc(64 * LineBytes)
+	if err := sys.initNetEndpoint(e); err != nil {
+		return nil, err
+	}
 	n.Mem.Store64(e.base, tag)
 	for q := 0; q < 2; q++ {
 		for i := 0; i < s.Slots; i++ {
@@ -166,6 +189,9 @@ type Stats struct {
 	Full                     uint64 // failed slot or block claims: the queue was full
 	Backoffs                 uint64 // back-off waits
 	BackoffCycles            uint64
+	NetSent                  uint64 // messages sent over the network (also in Sent)
+	NetPolls                 uint64 // polls that polled the network
+	Dropped                  uint64 // network messages for no endpoint
 }
 
 type dest struct {
@@ -189,6 +215,15 @@ type Endpoint struct {
 	inHandle int
 	returned []Message
 	stats    Stats
+
+	// The network side: staging blocks and the NIU's running count at which
+	// each is free again, messages taken from the NIU (by priority), the
+	// inbox line they are handed over through, and the polling state.
+	staging    uint64
+	stagingEnd []uint64
+	pending    [2][]*netMsg
+	inbox      uint64
+	poller     poller
 }
 
 // Name is the endpoint's global name; Tag its tag.
@@ -233,8 +268,14 @@ func (e *Endpoint) Map(i int, name Name, tag uint64) error {
 	if i < 0 || i >= MaxDests {
 		return fmt.Errorf("am2: destination index %d, want 0..%d", i, MaxDests-1)
 	}
-	if e.sys.Endpoint(name) == nil {
+	to := e.sys.Endpoint(name)
+	if to == nil {
 		return fmt.Errorf("am2: no endpoint %v", name)
+	}
+	if to.name.Node != e.name.Node && e.sys.net != nil {
+		if _, err := e.sys.channelTo(e, to); err != nil {
+			return err
+		}
 	}
 	e.dests[i] = dest{name: name, tag: tag, ok: true}
 	return nil
@@ -296,13 +337,19 @@ func (e *Endpoint) request(dst, h int, src uint64, n int, args []uint32) error {
 		return err
 	}
 	e.Poll() // poll on every send
+	if to.name.Node != e.name.Node {
+		return e.netSend(to, kindMsg, qRequest, d.tag, h, src, n, args, -1)
+	}
 	return e.send(to, qRequest, d.tag, h, src, n, args)
 }
 
 // check validates a message to endpoint to before anything is sent.
 func (e *Endpoint) check(to *Endpoint, h, n int, args []uint32) error {
-	if to.name.Node != e.name.Node {
+	if to.name.Node != e.name.Node && !e.sys.Network() {
 		return fmt.Errorf("%w (%v from %v)", ErrRemote, to.name, e.name)
+	}
+	if to.name.Node == e.name.Node && e.sys.policy.Protocols == NetOnly {
+		return fmt.Errorf("%w (%v from %v)", ErrLocal, to.name, e.name)
 	}
 	if len(args) > MaxArgs {
 		return fmt.Errorf("am2: %d arguments, want at most %d", len(args), MaxArgs)
@@ -310,7 +357,10 @@ func (e *Endpoint) check(to *Endpoint, h, n int, args []uint32) error {
 	if n < 0 || n > MaxBulk {
 		return fmt.Errorf("am2: a bulk transfer of %d bytes, want 1..%d", n, MaxBulk)
 	}
-	// Full trust inside an SMP: the sender sees the receiver's table.
+	// Full trust inside an SMP: the sender sees the receiver's table. To
+	// another node, the name service that resolved the destination has
+	// its table too; the receiver checks again (a message for a handler
+	// it no longer has goes back to handler 0).
 	if h < 1 || h >= MaxHandlers || to.handlers[h] == nil {
 		return fmt.Errorf("am2: handler index %d not in endpoint %v's table", h, to.name)
 	}
@@ -337,7 +387,7 @@ func (e *Endpoint) send(to *Endpoint, q int, tag uint64, h int, src uint64, n in
 		p.Compute(bo)
 		bo = min(2*bo, e.sys.spec.BackoffMax)
 		if q == qReply {
-			e.poll(qReply)
+			e.pollReplies()
 		} else {
 			e.Poll()
 		}
@@ -409,7 +459,26 @@ func (e *Endpoint) Poll() int {
 		}
 		k++
 	}
-	return k + e.poll(qRequest) + e.poll(qReply)
+	if e.sys.policy.Protocols != NetOnly {
+		k += e.poll(qRequest) + e.poll(qReply)
+	}
+	if e.sys.Network() {
+		k += e.netPoll(true)
+	}
+	return k
+}
+
+// pollReplies polls only for replies (and the network's other high-
+// priority messages): what a sender of a reply does while it waits.
+func (e *Endpoint) pollReplies() int {
+	k := 0
+	if e.sys.policy.Protocols != NetOnly {
+		k += e.poll(qReply)
+	}
+	if e.sys.Network() {
+		k += e.netPoll(false)
+	}
+	return k
 }
 
 // poll drains queue q of the endpoint.
@@ -491,5 +560,8 @@ func (t *Token) reply(h int, src uint64, n int, args []uint32) error {
 		return err
 	}
 	t.replied = true
+	if t.from.name.Node != t.ep.name.Node {
+		return t.ep.netSend(t.from, kindMsg, qReply, t.fromTag, h, src, n, args, -1)
+	}
 	return t.ep.send(t.from, qReply, t.fromTag, h, src, n, args)
 }

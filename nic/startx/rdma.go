@@ -40,6 +40,8 @@ type rdmaEngine struct {
 	size    uint64
 	rstatus uint64
 	got     uint64
+
+	busFree sim.Tick // when the I/O bus is free for the next DMA (Spec.DMAMBps)
 }
 
 type rdmaCmd struct {
@@ -59,6 +61,31 @@ type rdmaRead struct {
 }
 
 func (r *rdmaEngine) init(s Spec) { r.spec = s }
+
+// busReady reports whether the I/O bus is free for a DMA at now; when it
+// is, the DMA of k bytes takes it for k/DMAMBps.
+func (r *rdmaEngine) busReady(n *NIU, now sim.Tick, k int) bool {
+	if r.spec.DMAMBps == 0 {
+		return true
+	}
+	if now < r.busFree {
+		n.u.WakeAt(r.busFree)
+		return false
+	}
+	r.busFree = now + sim.Tick(uint64(k)*1_000_000/r.spec.DMAMBps)
+	return true
+}
+
+// BootArm arms the receiver as Port.Arm does, without a process: what a
+// driver sets up when it loads (a message layer's permanent window).
+func (n *NIU) BootArm(src int, base, size, status uint64) {
+	r := &n.rdma
+	r.armed, r.src, r.base, r.size, r.rstatus, r.got = true, src, base, size, status, 0
+}
+
+// BootSendStatus sets the send status address as Port.SetSendStatus does,
+// without a process.
+func (n *NIU) BootSendStatus(addr uint64) { n.rdma.statusAddr = addr }
 
 // store takes a store into the RDMA registers at BAR offset a.
 func (r *rdmaEngine) store(n *NIU, a uint64, data []byte, now sim.Tick) {
@@ -156,10 +183,15 @@ func (r *rdmaEngine) tick(n *NIU, now sim.Tick) bool {
 		if a := c.src + uint64(c.issued); a>>12 != (a+uint64(k)-1)>>12 {
 			k = int(4096 - a&0xfff) // a read stays within its 4 KB page
 		}
+		if r.spec.DMAMBps != 0 && now < r.busFree {
+			n.u.WakeAt(r.busFree)
+			break
+		}
 		t, ok := n.req.Issue(c.src+uint64(c.issued), k)
 		if !ok {
 			break
 		}
+		r.busReady(n, now, k)
 		rd := rdmaRead{tag: t.Tag, dst: c.dst, addr: c.raddr + uint64(c.issued), n: k}
 		c.issued += k
 		if c.issued == c.n {
@@ -180,7 +212,7 @@ func (r *rdmaEngine) tick(n *NIU, now sim.Tick) bool {
 	// Arrived packets into host memory while the link up keeps up.
 	for n.tlpQ.Len() < r.spec.QueueTLPs {
 		p := n.NetIn[High].Peek()
-		if p == nil || !p.RDMA {
+		if p == nil || !p.RDMA || !r.busReady(n, now, len(p.Data)) {
 			break
 		}
 		pk := n.NetIn[High].Recv()

@@ -37,6 +37,12 @@ type Spec struct {
 	// QueueTLPs bounds the TLPs waiting for the link up; the NIU stops
 	// taking RDMA packets from the network while it is full. Default 16.
 	QueueTLPs int
+	// DMAMBps caps the NIU's DMA, reads and writes together, at this many
+	// 10^6 bytes per second: the I/O bus it sits on when that is slower
+	// than its PCIe link (a Myrinet M2F on a 38 MB/s SBus, seed 000 L40,
+	// L53). A DMA of k bytes holds the bus k/DMAMBps; the next waits for
+	// it. 0: no cap beyond the link's.
+	DMAMBps uint64
 }
 
 // LineSpec is one direction of an Arctic link.
@@ -73,6 +79,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("startx: rdma_commands %d: want 1..64", s.RDMACommands)
 	case s.QueueTLPs < 1:
 		return fmt.Errorf("startx: queue_tlps %d: want at least 1", s.QueueTLPs)
+	case s.DMAMBps > 1_000_000:
+		return fmt.Errorf("startx: dma_mbps %d: want 0 (no cap) to 1000000", s.DMAMBps)
 	}
 	return s.Sizes.Validate()
 }
