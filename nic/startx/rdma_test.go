@@ -33,8 +33,11 @@ func pattern(n int, seed byte) []byte {
 
 // rawRDMA moves size bytes between pinned buffers with one command and
 // returns the time from the command to the receiver seeing its last byte.
-func rawRDMA(t *testing.T, size int) sim.Tick {
-	c := e5000(t, nil)
+func rawRDMA(t *testing.T, size int) sim.Tick { return rawRDMASpec(t, size, nil) }
+
+// rawRDMASpec is rawRDMA with NIUs of a modified spec.
+func rawRDMASpec(t *testing.T, size int, mod func(s *startx.Spec)) sim.Tick {
+	c := e5000(t, mod)
 	a, b := c.Nodes[0], c.Nodes[1]
 	src, dst := pinned(t, a, uint64(size)), pinned(t, b, uint64(size))
 	sst, rst := pinned(t, a, 64), pinned(t, b, 64)
@@ -83,6 +86,27 @@ func TestRDMABandwidth(t *testing.T) {
 		t.Logf("%7d bytes: %v, %.1f MB/s", size, d, mbps)
 		if size >= 16<<10 && (mbps < 50 || mbps > 80) {
 			t.Errorf("%d bytes at %.1f MB/s: want the paper's ≈60 MB/s give or take the model's 64-byte read round trip", size, mbps)
+		}
+	}
+}
+
+// A DMA cap (the I/O bus the NIU sits on) bounds the bandwidth at the cap,
+// reads and writes alike; above the engine's own rate it changes nothing.
+func TestRDMABusCap(t *testing.T) {
+	const size = 64 << 10
+	for _, tc := range []struct {
+		mbps, reads int
+		lo, hi      float64 // MB/s
+	}{
+		{38, 2, 34, 38},   // the SBus of a Myrinet M2F: the bus is the bottleneck
+		{20, 1, 18, 20},   // below the one-read engine's ≈70 MB/s
+		{1000, 1, 50, 80}, // above it: the read round trip rules, as without a cap
+	} {
+		d := rawRDMASpec(t, size, func(s *startx.Spec) { s.DMAMBps, s.RDMAReads = uint64(tc.mbps), tc.reads })
+		mbps := float64(size) / (float64(d) / float64(sim.US))
+		t.Logf("cap %d MB/s, %d reads: %.1f MB/s", tc.mbps, tc.reads, mbps)
+		if mbps < tc.lo || mbps > tc.hi {
+			t.Errorf("cap %d MB/s: %.1f MB/s, want %.0f..%.0f", tc.mbps, mbps, tc.lo, tc.hi)
 		}
 	}
 }
