@@ -398,25 +398,27 @@ func (e *Endpoint) netPoll(all bool) int {
 	return k
 }
 
-// netRead is one network poll: under the NIU lock, one uncached load of
-// the receive FIFOs' counts, then the messages, each to the pending list
-// of the endpoint it names. A request stays in the FIFO when its endpoint
-// has Pending requests waiting. It returns the messages taken.
+// netRead is one network poll: under the NIU lock, an uncached load of
+// the head of each receive FIFO — the reply (high priority) queue, then,
+// unless only replies are polled, the request queue — as Myrinet AM-II
+// reads the head of each receive queue in NIC memory; a valid head is read
+// on to its end, and the next one looked at, up to the poll's budget. Each
+// message goes to the pending list of the endpoint it names; a request
+// stays in the FIFO when its endpoint has Pending requests waiting. It
+// returns the messages taken.
 func (e *Endpoint) netRead(all bool) int {
 	p := e.p
 	sys := e.sys
 	nd := sys.net[e.name.Node]
 	t := nd.acquire(p)
 	defer nd.release(p, t)
-	st := p.MMIORead(nd.port.NIU.Spec().BAR+startx.StatusOffset+8, 8)
-	count := [2]int{int(binary.LittleEndian.Uint32(st[0:])), int(binary.LittleEndian.Uint32(st[4:]))}
 	budget := e.poller.budget(sys.policy, sys.spec.Slots)
 	took := 0
 	for pri := startx.High; pri <= startx.Low; pri++ {
 		if pri == startx.Low && !all {
 			break
 		}
-		for i := 0; i < count[pri] && took < budget; i++ {
+		for took < budget {
 			m, ok := e.readMsg(pri)
 			if !ok {
 				break
