@@ -23,6 +23,7 @@ import (
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/sim"
 )
 
 // Limits of the interface (seed 000, L62–L68).
@@ -192,6 +193,32 @@ type Stats struct {
 	NetSent                  uint64 // messages sent over the network (also in Sent)
 	NetPolls                 uint64 // polls that polled the network
 	Dropped                  uint64 // network messages for no endpoint
+	// Send is where the time of the shared-memory requests went
+	// (seed 000's Figure 4).
+	Send SendCost
+}
+
+// SendCost splits the time of shared-memory requests by the steps of a
+// send: the poll on every send (PollNet: the part of it that polled the
+// network), the tag check (the load of the destination's tag), the tail
+// (its load and CAS: a ticket), the claim of the slot (its CAS, which
+// brings the packet's line), and the packet's fill and mark-ready; a bulk
+// block's claim and copy are in Bulk, back-offs in Wait. Sends counts the
+// requests.
+type SendCost struct {
+	Sends                                               uint64
+	Poll, PollNet, Check, Tail, Claim, Fill, Bulk, Wait sim.Tick
+}
+
+// Total is the time of the sends.
+func (c SendCost) Total() sim.Tick {
+	return c.Poll + c.Check + c.Tail + c.Claim + c.Fill + c.Bulk + c.Wait
+}
+
+// Minus is c less an earlier reading d of the same counters.
+func (c SendCost) Minus(d SendCost) SendCost {
+	return SendCost{Sends: c.Sends - d.Sends, Poll: c.Poll - d.Poll, PollNet: c.PollNet - d.PollNet, Check: c.Check - d.Check,
+		Tail: c.Tail - d.Tail, Claim: c.Claim - d.Claim, Fill: c.Fill - d.Fill, Bulk: c.Bulk - d.Bulk, Wait: c.Wait - d.Wait}
 }
 
 type dest struct {
@@ -215,6 +242,9 @@ type Endpoint struct {
 	inHandle int
 	returned []Message
 	stats    Stats
+	cost     *SendCost // the request being sent's steps are timed into it (nil: none)
+	// netPollTime is the time spent reading the NIU in polls.
+	netPollTime sim.Tick
 
 	// The network side: staging blocks and the NIU's running count at which
 	// each is free again, messages taken from the NIU (by priority), the
@@ -336,7 +366,15 @@ func (e *Endpoint) request(dst, h int, src uint64, n int, args []uint32) error {
 	if err := e.check(to, h, n, args); err != nil {
 		return err
 	}
+	t0 := e.p.Now()
+	net0 := e.netPollTime
 	e.Poll() // poll on every send
+	if to.name.Node == e.name.Node {
+		e.stats.Send.Poll += e.p.Now() - t0
+		e.stats.Send.PollNet += e.netPollTime - net0
+		e.cost = &e.stats.Send
+		defer func() { e.cost = nil }()
+	}
 	if to.name.Node != e.name.Node {
 		return e.netSend(to, kindMsg, qRequest, d.tag, h, src, n, args, -1)
 	}
@@ -373,11 +411,28 @@ func (e *Endpoint) check(to *Endpoint, h, n int, args []uint32) error {
 // sending a reply: reply handlers do not send, so replies always drain).
 func (e *Endpoint) send(to *Endpoint, q int, tag uint64, h int, src uint64, n int, args []uint32) error {
 	p := e.p
+	c := e.cost
+	if c != nil {
+		c.Sends++
+	}
+	mark := p.Now()
+	step := func(into *sim.Tick) {
+		if c != nil {
+			now := p.Now()
+			*into += now - mark
+			mark = now
+		}
+	}
+	var skip sim.Tick
 	if p.Load64(to.base) != tag {
 		m := Message{Handler: h, Args: append([]uint32(nil), args...), Data: src, Len: n, Reply: q == qReply, Returned: true, From: to.name}
 		e.returned = append(e.returned, m)
 		e.stats.Returned++
+		step(&skip)
 		return nil
+	}
+	if c != nil {
+		step(&c.Check)
 	}
 	bo := e.sys.spec.BackoffMin
 	wait := func() {
@@ -386,10 +441,16 @@ func (e *Endpoint) send(to *Endpoint, q int, tag uint64, h int, src uint64, n in
 		e.stats.BackoffCycles += uint64(bo)
 		p.Compute(bo)
 		bo = min(2*bo, e.sys.spec.BackoffMax)
+		saved := e.cost
+		e.cost = nil // the handlers the poll runs may reply: not this send
 		if q == qReply {
 			e.pollReplies()
 		} else {
 			e.Poll()
+		}
+		e.cost = saved
+		if c != nil {
+			step(&c.Wait)
 		}
 	}
 	block := -1
@@ -401,6 +462,9 @@ func (e *Endpoint) send(to *Endpoint, q int, tag uint64, h int, src uint64, n in
 	if block >= 0 {
 		p.Memcpy(to.block(q, block), src, uint64(n))
 	}
+	if c != nil {
+		step(&c.Bulk)
+	}
 	t := p.Load64(to.tail(q))
 	for {
 		old := p.CAS(to.tail(q), t, t+1)
@@ -409,9 +473,18 @@ func (e *Endpoint) send(to *Endpoint, q int, tag uint64, h int, src uint64, n in
 		}
 		t = old
 	}
+	if c != nil {
+		step(&c.Tail)
+	}
 	slot := to.slot(q, t)
 	for p.CAS(slot, t<<8|typeFree, t<<8|typeClaimed) != t<<8|typeFree {
+		if c != nil {
+			step(&c.Claim)
+		}
 		wait() // the slot holds the last lap's packet: full
+	}
+	if c != nil {
+		step(&c.Claim)
 	}
 	var line [LineBytes - 8]byte
 	meta := uint64(h) | uint64(len(args))<<8 | uint64(block+1)<<16 | uint64(n)<<32
@@ -427,6 +500,9 @@ func (e *Endpoint) send(to *Endpoint, q int, tag uint64, h int, src uint64, n in
 		ty = typeReadyBulk
 	}
 	p.Store64(slot, t<<8|ty)
+	if c != nil {
+		step(&c.Fill)
+	}
 	e.stats.Sent++
 	return nil
 }

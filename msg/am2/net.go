@@ -388,7 +388,9 @@ func (e *Endpoint) netPoll(all bool) int {
 	if !e.poller.due(e.sys.policy) {
 		return k
 	}
+	t0 := e.p.Now()
 	took := e.netRead(all)
+	e.netPollTime += e.p.Now() - t0
 	e.poller.took(e.sys.policy, took)
 	e.stats.NetPolls++
 	k += e.runPending(startx.High)
