@@ -83,6 +83,10 @@ func Myrinet() startx.Spec {
 	s.RDMACommands = 64      // the most the NIU queues: every endpoint's staging blocks
 	s.RDMAPacketBytes = 64
 	s.RDMAReads = 2 // one DMA on the bus while the next is asked for
+	// The LANai stages a packet in its SRAM: DMA in, then the network,
+	// then DMA out (store and forward); an AM-II bulk packet is up to 8 kB
+	// of data, here with its stamp, one line more.
+	s.RDMAFrameBytes = MaxBulk + LineBytes
 	return s
 }
 

@@ -42,6 +42,10 @@ type rdmaEngine struct {
 	got     uint64
 
 	busFree sim.Tick // when the I/O bus is free for the next DMA (Spec.DMAMBps)
+
+	frame   *Packet  // the packet being gathered (Spec.RDMAFrameBytes)
+	landing *Packet  // an arrived packet crossing the I/O bus into host memory
+	landAt  sim.Tick // when it has crossed
 }
 
 type rdmaCmd struct {
@@ -163,10 +167,22 @@ func (r *rdmaEngine) completion(n *NIU, p *pcie.Packet, now sim.Tick) {
 func (r *rdmaEngine) tick(n *NIU, now sim.Tick) bool {
 	progress := false
 	e := n.u.Engine()
-	// Reads in order onto the line's queue.
+	// Reads in order onto the line's queue: each a packet, or gathered
+	// into one until it is full or its command ends.
 	for r.reads.Len() > 0 && r.reads.Front().done {
 		rd := r.reads.Pop()
-		r.out.Push(Packet{Txn: e.NewTxn(0, "startx.rdma", n.name), Src: n.spec.Node, Dst: rd.dst, Pri: High, RDMA: true, Addr: rd.addr, Data: rd.data})
+		if r.spec.RDMAFrameBytes == 0 {
+			r.out.Push(Packet{Txn: e.NewTxn(0, "startx.rdma", n.name), Src: n.spec.Node, Dst: rd.dst, Pri: High, RDMA: true, Addr: rd.addr, Data: rd.data})
+		} else {
+			if r.frame == nil {
+				r.frame = &Packet{Txn: e.NewTxn(0, "startx.rdma", n.name), Src: n.spec.Node, Dst: rd.dst, Pri: High, RDMA: true, Addr: rd.addr}
+			}
+			r.frame.Data = append(r.frame.Data, rd.data...)
+			if len(r.frame.Data) >= r.spec.RDMAFrameBytes || rd.last != 0 {
+				r.out.Push(*r.frame)
+				r.frame = nil
+			}
+		}
 		if rd.last != 0 {
 			r.doneBytes += rd.last
 			if r.statusAddr != 0 {
@@ -209,13 +225,29 @@ func (r *rdmaEngine) tick(n *NIU, now sim.Tick) bool {
 		n.NetOut[High].Send(p)
 		progress = true
 	}
-	// Arrived packets into host memory while the link up keeps up.
+	// Arrived packets into host memory while the link up keeps up. With a
+	// bus cap a packet crosses the bus first: its data is in memory when
+	// the bus time of its bytes has passed.
 	for n.tlpQ.Len() < r.spec.QueueTLPs {
-		p := n.NetIn[High].Peek()
-		if p == nil || !p.RDMA || !r.busReady(n, now, len(p.Data)) {
-			break
+		var pk Packet
+		if r.landing != nil {
+			if now < r.landAt {
+				n.u.WakeAt(r.landAt)
+				break
+			}
+			pk, r.landing = *r.landing, nil
+		} else {
+			p := n.NetIn[High].Peek()
+			if p == nil || !p.RDMA || !r.busReady(n, now, len(p.Data)) {
+				break
+			}
+			pk = n.NetIn[High].Recv()
+			progress = true
+			if r.spec.DMAMBps != 0 {
+				r.landing, r.landAt = &pk, r.busFree
+				continue
+			}
 		}
-		pk := n.NetIn[High].Recv()
 		progress = true
 		end := pk.Addr + uint64(len(pk.Data))
 		if !r.armed || pk.Src != r.src || pk.Addr < r.base || end > r.base+r.size || end < pk.Addr {

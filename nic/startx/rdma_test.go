@@ -111,6 +111,40 @@ func TestRDMABusCap(t *testing.T) {
 	}
 }
 
+// Store and forward (RDMAFrameBytes): an 8 kB block as one packet waits
+// for all its reads, its line time and all its writes, one after the
+// other — about twice the bus time of its bytes and the line's; longer
+// transfers pipeline their packets and keep the bus's bandwidth.
+func TestRDMAStoreForward(t *testing.T) {
+	myri := func(frame int) func(s *startx.Spec) {
+		return func(s *startx.Spec) { s.DMAMBps, s.RDMAReads, s.RDMAFrameBytes = 38, 2, frame }
+	}
+	const block = 8 << 10
+	bus := float64(block) / 38 // µs
+	for _, tc := range []struct {
+		name   string
+		frame  int
+		size   int
+		lo, hi float64 // µs for one block, MB/s for more
+	}{
+		{"cut-through 8 kB", 0, block, bus, 1.15 * bus},
+		{"store-and-forward 8 kB", block, block, 2 * bus, 2.4 * bus},
+		{"store-and-forward 128 kB", block, 128 << 10, 34, 38},
+	} {
+		d := us(rawRDMASpec(t, tc.size, myri(tc.frame)))
+		v := d
+		if tc.size > block {
+			v = float64(tc.size) / d
+		}
+		t.Logf("%s: %.1f µs (%.1f MB/s)", tc.name, d, float64(tc.size)/d)
+		if v < tc.lo || v > tc.hi {
+			t.Errorf("%s: %.1f, want %.1f..%.1f", tc.name, v, tc.lo, tc.hi)
+		}
+	}
+}
+
+func us(t sim.Tick) float64 { return float64(t) / float64(sim.US) }
+
 // The receiver takes RDMA packets only from the sender and into the window
 // it armed for; others are refused and dropped, with an error.
 func TestRDMANotArmed(t *testing.T) {

@@ -43,6 +43,14 @@ type Spec struct {
 	// L53). A DMA of k bytes holds the bus k/DMAMBps; the next waits for
 	// it. 0: no cap beyond the link's.
 	DMAMBps uint64
+	// RDMAFrameBytes, when not 0, makes the RDMA engine store and forward
+	// packets of up to this many bytes: it gathers a command's reads into
+	// a packet before the packet goes on the line, and the receiver writes
+	// a packet to host memory once it has all arrived — as a Myrinet
+	// LANai stages a packet in its SRAM, DMA, network, DMA. A multiple of
+	// RDMAPacketBytes (which stays the size of a DMA read) up to 64 kB.
+	// 0: every read is a packet (the StarT-X NIU, cut through).
+	RDMAFrameBytes int
 }
 
 // LineSpec is one direction of an Arctic link.
@@ -79,6 +87,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("startx: rdma_commands %d: want 1..64", s.RDMACommands)
 	case s.QueueTLPs < 1:
 		return fmt.Errorf("startx: queue_tlps %d: want at least 1", s.QueueTLPs)
+	case s.RDMAFrameBytes < 0 || s.RDMAFrameBytes > 64<<10 || (s.RDMAFrameBytes > 0 && s.RDMAFrameBytes%s.RDMAPacketBytes != 0):
+		return fmt.Errorf("startx: rdma_frame_bytes %d: want 0 or a multiple of rdma_packet_bytes (%d) up to 65536", s.RDMAFrameBytes, s.RDMAPacketBytes)
 	case s.DMAMBps > 1_000_000:
 		return fmt.Errorf("startx: dma_mbps %d: want 0 (no cap) to 1000000", s.DMAMBps)
 	}
