@@ -136,7 +136,8 @@ func (o *microOpts) runs() ([]microRun, string, error) {
 	}
 	head := machineName(o.scenario, sc.ClusterSpec()) + "; layer " + layerName(layer)
 	if layer == micro.AM2 {
-		head += ", polling " + poll.String()
+		ns, ls := am2.Myrinet(), am2.MyrinetLine()
+		head += fmt.Sprintf(", polling %s; path rdma: a Myrinet-class NIU per node (%d MB/s line, %d MB/s I/O bus)", poll, ls.RateMbps/8, ns.DMAMBps)
 	}
 	return out, head, nil
 }
