@@ -69,8 +69,8 @@ type Spec struct {
 	// bandwidth (cpu.SMP). Nil: every access costs CPU.MemAccessPS.
 	SMP *cpu.SMPSpec
 	// StartX puts a StarT-X NIU (seed 001) beside the NIC in every node,
-	// joined by Arctic lines of StartXLine (zero: startx.DefaultLineSpec).
-	// Nil: none.
+	// joined by lines of StartXLine (zero: startx.DefaultLineSpec): two
+	// nodes directly, more through a crossbar switch. Nil: none.
 	StartX     *startx.Spec
 	StartXLine startx.LineSpec
 }
@@ -173,8 +173,11 @@ type Cluster struct {
 	Wires    []*nic.Wire
 	Switch   *nic.Switch   // the star's switch
 	Switches []*nic.Switch // every switch of the network (leaves, then spines)
-	// StartXLines are the Arctic lines between the StarT-X NIUs (Spec.StartX).
-	StartXLines []*startx.Line
+	// StartXLines are the lines between the StarT-X NIUs (Spec.StartX):
+	// two nodes' direct lines, or every line into and out of StartXSwitch,
+	// the crossbar that joins more than two.
+	StartXLines  []*startx.Line
+	StartXSwitch *startx.Switch
 	onStop      []func() // what Run calls when it ends (the systems' consumers)
 	// partitions asked for (SetPartitions) and why it must be one (Serial).
 	partitions int

@@ -52,20 +52,32 @@ func (n *Node) startXNode() error {
 	return n.Driver.Attach(StartXID, nicDomain)
 }
 
-// startXNetwork joins the NIUs by Arctic lines. The Arctic fabric's
-// routers are not modelled: two nodes are joined directly, a line each
-// way, which is the cluster of every figure of seed 001.
+// startXNetwork joins the NIUs: two nodes by a line each way, more
+// through one crossbar switch (startx.Switch) with a line each way to
+// every node. The Arctic fabric's routers are not modelled: two nodes is
+// the cluster of every figure of seed 001; the switch is the Myrinet
+// switch of seed 000's clusters.
 func (c *Cluster) startXNetwork() error {
 	s := c.Spec
 	if s.StartX == nil {
 		return nil
 	}
-	if s.Nodes != 2 {
-		return fmt.Errorf("startx: %d nodes: the Arctic network is modelled as a direct link between two nodes", s.Nodes)
-	}
 	line := s.StartXLine
 	if line == (startx.LineSpec{}) {
 		line = startx.DefaultLineSpec()
+	}
+	if s.Nodes > 2 {
+		nius := make([]*startx.NIU, len(c.Nodes))
+		for i, n := range c.Nodes {
+			nius[i] = n.NIU
+		}
+		sw, err := startx.NewSwitch(c.Fabric, "startx.switch", line, nius)
+		if err != nil {
+			return err
+		}
+		c.StartXSwitch = sw
+		c.StartXLines = sw.Lines
+		return nil
 	}
 	for i := 0; i < 2; i++ {
 		a, b := c.Nodes[i], c.Nodes[1-i]

@@ -181,17 +181,15 @@ func (m *netMsg) pri() startx.Priority {
 	return startx.High
 }
 
-// initNet sets up the network protocol when the nodes have NIUs: per
-// node the lock and status words, registered for the NIU's DMA, and the
-// receiver armed, at boot, for its peer's bulk data anywhere in its
-// memory (the IOMMU admits only what endpoints registered).
+// initNet sets up the network protocol when the nodes have NIUs (two
+// nodes joined directly, more through the NIUs' switch): per node the
+// lock and status words, registered for the NIU's DMA, and the receiver
+// armed, at boot, for every sender's bulk data anywhere in its memory
+// (the IOMMU admits only what endpoints registered).
 func (sys *System) initNet() error {
 	c := sys.c
 	if c.Nodes[0].NIU == nil {
 		return nil
-	}
-	if len(c.Nodes) != 2 {
-		return fmt.Errorf("am2: the network protocol runs on the NIUs' direct line between two nodes, not %d", len(c.Nodes))
 	}
 	sys.net = make([]*netNode, len(c.Nodes))
 	for i, n := range c.Nodes {
@@ -202,7 +200,7 @@ func (sys *System) initNet() error {
 			return err
 		}
 		n.NIU.BootSendStatus(nd.sstatus)
-		n.NIU.BootArm(1-i, 0, 1<<47, nd.rstatus)
+		n.NIU.BootArm(-1, 0, 1<<47, nd.rstatus)
 		sys.net[i] = nd
 	}
 	return nil

@@ -17,6 +17,13 @@ import (
 // NIUs (WithMyrinet); tx and rx, when not 0, are the NIUs' FIFO depths.
 func e5000Net(t *testing.T, cores, tx, rx int) *machine.Cluster {
 	t.Helper()
+	return e5000Nodes(t, 2, cores, tx, rx)
+}
+
+// e5000Nodes is e5000Net with nodes nodes (more than two: through the
+// NIUs' switch).
+func e5000Nodes(t *testing.T, nodes, cores, tx, rx int) *machine.Cluster {
+	t.Helper()
 	data, err := os.ReadFile("../../examples/machines/e5000.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +33,7 @@ func e5000Net(t *testing.T, cores, tx, rx int) *machine.Cluster {
 		t.Fatal(err)
 	}
 	spec := s.ClusterSpec()
-	spec.Nodes = 2
+	spec.Nodes = nodes
 	spec.Cores = cores
 	spec = WithMyrinet(spec)
 	if tx > 0 {
@@ -511,4 +518,114 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// A cluster of four SMPs of two processors (the Clump's shape, smaller):
+// every endpoint sends every other a short and a bulk request, inside its
+// node by shared memory and to the others through the NIUs' switch; every
+// request is answered (the bulk one with its data back), nothing is
+// dropped, every bulk credit returns.
+func TestNetAllToAllThroughSwitch(t *testing.T) {
+	const nodes, cores = 4, 2
+	c := e5000Nodes(t, nodes, cores, 2, 4)
+	if c.StartXSwitch == nil {
+		t.Fatal("no switch joins four nodes")
+	}
+	sys := newSys(t, c, Spec{Slots: 8, Blocks: 2, BackoffMin: 8, BackoffMax: 512, Net: NetSpec{Blocks: 1}})
+	var eps []*Endpoint
+	for n := 0; n < nodes; n++ {
+		for k := 0; k < cores; k++ {
+			eps = append(eps, newEP(t, sys, n, uint64(100*n+k)))
+		}
+	}
+	const size = 3000
+	answers := make([]int, len(eps))
+	for i, e := range eps {
+		i, e := i, e
+		for j, d := range eps {
+			must(t, e.Map(j, d.Name(), d.Tag()))
+		}
+		src := e.node.Alloc(size)
+		must(t, e.SetHandler(1, func(tok *Token, m *Message) {
+			must(t, tok.Reply(3, m.Args[0], uint32(i)))
+		}))
+		must(t, e.SetHandler(2, func(tok *Token, m *Message) {
+			p := tok.Endpoint().Proc()
+			b := make([]byte, m.Len)
+			p.Read(m.Data, b)
+			for k := range b {
+				if b[k] != byte(int(m.Args[0])+k) {
+					t.Fatalf("endpoint %d: bulk from %v byte %d: %d", i, m.From, k, b[k])
+				}
+			}
+			p.Write(src, b)
+			must(t, tok.ReplyBulk(4, src, m.Len, m.Args[0]))
+		}))
+		must(t, e.SetHandler(3, func(_ *Token, m *Message) {
+			if int(m.Args[1]) >= len(eps) || eps[m.Args[1]].Name() != m.From {
+				t.Errorf("endpoint %d: reply from %v says %d", i, m.From, m.Args[1])
+			}
+			answers[i]++
+		}))
+		must(t, e.SetHandler(4, func(tok *Token, m *Message) {
+			b := make([]byte, m.Len)
+			tok.Endpoint().Proc().Read(m.Data, b)
+			for k := range b {
+				if b[k] != byte(int(m.Args[0])+k) {
+					t.Fatalf("endpoint %d: bulk reply byte %d: %d", i, k, b[k])
+				}
+			}
+			answers[i]++
+		}))
+		c.Nodes[e.Name().Node].Cores[e.Name().Index].Spawn("all", func(p *cpu.Proc) {
+			must(t, e.Attach(p))
+			out := e.node.Alloc(size)
+			for j := range eps {
+				if j == i {
+					continue
+				}
+				b := make([]byte, size)
+				for k := range b {
+					b[k] = byte(i + j + k)
+				}
+				p.Write(out, b)
+				must(t, e.Request(j, 1, uint32(j)))
+				must(t, e.RequestBulk(j, 2, out, size, uint32(i+j)))
+			}
+			for {
+				all := true
+				for _, a := range answers {
+					all = all && a == 2*(len(eps)-1)
+				}
+				if all {
+					break
+				}
+				e.Poll()
+			}
+			// Until this endpoint's credits are back.
+			for j, d := range eps {
+				if d.Name().Node == e.Name().Node || j == i {
+					continue
+				}
+				for len(sys.chans[[2]Name{e.Name(), d.Name()}].free[qRequest]) < 1 {
+					e.Poll()
+				}
+			}
+		})
+	}
+	run(t, c)
+	for i, a := range answers {
+		if a != 2*(len(eps)-1) {
+			t.Errorf("endpoint %d: %d answers, want %d", i, a, 2*(len(eps)-1))
+		}
+	}
+	if d := c.StartXSwitch.Dropped(); d != 0 {
+		t.Errorf("the switch dropped %d packets", d)
+	}
+	for i, n := range c.Nodes {
+		if r := n.NIU.Refused(); r != 0 {
+			t.Errorf("node %d's NIU refused %d: %v", i, r, n.NIU.Errors())
+		}
+	}
+	t.Logf("done at %v", c.Now().Human())
 }

@@ -81,7 +81,8 @@ func (r *rdmaEngine) busReady(n *NIU, now sim.Tick, k int) bool {
 }
 
 // BootArm arms the receiver as Port.Arm does, without a process: what a
-// driver sets up when it loads (a message layer's permanent window).
+// driver sets up when it loads (a message layer's permanent window). Src
+// -1 takes every sender's packets.
 func (n *NIU) BootArm(src int, base, size, status uint64) {
 	r := &n.rdma
 	r.armed, r.src, r.base, r.size, r.rstatus, r.got = true, src, base, size, status, 0
@@ -250,7 +251,7 @@ func (r *rdmaEngine) tick(n *NIU, now sim.Tick) bool {
 		}
 		progress = true
 		end := pk.Addr + uint64(len(pk.Data))
-		if !r.armed || pk.Src != r.src || pk.Addr < r.base || end > r.base+r.size || end < pk.Addr {
+		if !r.armed || (r.src >= 0 && pk.Src != r.src) || pk.Addr < r.base || end > r.base+r.size || end < pk.Addr {
 			n.refuse(fmt.Errorf("rdma packet of %d bytes at %#x from node %d: the NIU is not armed for it", len(pk.Data), pk.Addr, pk.Src))
 			continue
 		}
