@@ -73,6 +73,10 @@ type Spec struct {
 	// nodes directly, more through a crossbar switch. Nil: none.
 	StartX     *startx.Spec
 	StartXLine startx.LineSpec
+	// StartXNICs is the NIUs of every node (0 is 1; at most
+	// MaxStartXPerNode): each on a PCIe link of its own, NIU r of node n
+	// at network address StartXAddr(n, r).
+	StartXNICs int
 }
 
 // DefaultSpec is the paper's two-node set-up: 1 GbE NICs on PCIe Gen3 x8.
@@ -150,9 +154,10 @@ type Node struct {
 	NICs       []*nic.NIC
 	Ups, Downs []*pcie.Dir
 	Cores      []*cpu.Core
-	Poller     *cpu.Core   // the polling hyperthread (SP mode)
-	SMP        *cpu.SMP    // the cores' coherence model (Spec.SMP; nil: none)
-	NIU        *startx.NIU // the StarT-X NIU (Spec.StartX; nil: none), on its own link
+	Poller     *cpu.Core     // the polling hyperthread (SP mode)
+	SMP        *cpu.SMP      // the cores' coherence model (Spec.SMP; nil: none)
+	NIU        *startx.NIU   // the StarT-X NIU (Spec.StartX; nil: none), on its own link
+	NIUs       []*startx.NIU // all its NIUs (Spec.StartXNICs): NIUs[0] is NIU
 	NIUUp      *pcie.Dir
 	NIUDown    *pcie.Dir
 	SP         *scratchpad.Scratchpad
@@ -178,7 +183,7 @@ type Cluster struct {
 	// the crossbar that joins more than two.
 	StartXLines  []*startx.Line
 	StartXSwitch *startx.Switch
-	onStop      []func() // what Run calls when it ends (the systems' consumers)
+	onStop       []func() // what Run calls when it ends (the systems' consumers)
 	// partitions asked for (SetPartitions) and why it must be one (Serial).
 	partitions int
 	serial     string

@@ -107,12 +107,13 @@ func (n Name) String() string { return fmt.Sprintf("(%d,%d)", n.Node, n.Index) }
 
 // System is the endpoints of a cluster.
 type System struct {
-	c      *machine.Cluster
-	spec   Spec
-	policy Policy
-	eps    [][]*Endpoint // per node, by index
-	net    []*netNode    // per node (nil: no network)
-	chans  map[[2]Name]*channel
+	c       *machine.Cluster
+	spec    Spec
+	policy  Policy
+	eps     [][]*Endpoint // per node, by index
+	net     []*netNode    // per NIU, by network address (nil: no network)
+	perNode int           // NIUs a node
+	chans   map[[2]Name]*channel
 }
 
 // New makes an AM-II system on cluster c.
@@ -249,6 +250,7 @@ type Endpoint struct {
 	// The network side: staging blocks and the NIU's running count at which
 	// each is free again, messages taken from the NIU (by priority), the
 	// inbox line they are handed over through, and the polling state.
+	nd         *netNode // its NIU
 	staging    uint64
 	stagingEnd []uint64
 	pending    [2][]*netMsg

@@ -137,6 +137,7 @@ type netNode struct {
 	lock    uint64 // ticket lock: next ticket, served ticket (one line)
 	sstatus uint64 // bytes of RDMA sends the NIU has read (written by its DMA)
 	rstatus uint64
+	addr    int      // the NIU's network address
 	sent    uint64   // bytes of RDMA sends queued
 	ends    []uint64 // the queued commands' running ends, oldest first
 	cmdMax  int
@@ -191,31 +192,36 @@ func (sys *System) initNet() error {
 	if c.Nodes[0].NIU == nil {
 		return nil
 	}
-	sys.net = make([]*netNode, len(c.Nodes))
-	for i, n := range c.Nodes {
-		nd := &netNode{n: n, port: &startx.Port{NIU: n.NIU, Block: sys.spec.Net.Block}, cmdMax: n.NIU.Spec().RDMACommands}
-		words := n.Alloc(4096)
-		nd.lock, nd.sstatus, nd.rstatus = words, words+LineBytes, words+2*LineBytes
-		if err := n.Register(words, 4096, iommu.Perm{Bits: pte.R | pte.W}); err != nil {
-			return err
+	sys.perNode = c.Spec.StartXPerNode()
+	for _, n := range c.Nodes {
+		for _, niu := range n.NIUs {
+			nd := &netNode{n: n, port: &startx.Port{NIU: niu, Block: sys.spec.Net.Block}, cmdMax: niu.Spec().RDMACommands, addr: niu.Spec().Node}
+			words := n.Alloc(4096)
+			nd.lock, nd.sstatus, nd.rstatus = words, words+LineBytes, words+2*LineBytes
+			if err := n.Register(words, 4096, iommu.Perm{Bits: pte.R | pte.W}); err != nil {
+				return err
+			}
+			niu.BootSendStatus(nd.sstatus)
+			niu.BootArm(-1, 0, 1<<47, nd.rstatus)
+			sys.net = append(sys.net, nd)
 		}
-		n.NIU.BootSendStatus(nd.sstatus)
-		n.NIU.BootArm(-1, 0, 1<<47, nd.rstatus)
-		sys.net[i] = nd
 	}
 	return nil
 }
 
-// initNetEndpoint gives a new endpoint its staging blocks.
+// initNetEndpoint gives a new endpoint its NIU — the node's NIUs in turn,
+// so eight endpoints share three as 3 + 3 + 2 (000:L168) — and its
+// staging blocks.
 func (sys *System) initNetEndpoint(e *Endpoint) error {
 	if sys.net == nil {
 		return nil
 	}
 	s := sys.spec.Net
-	nd := sys.net[e.name.Node]
-	if k := (len(sys.eps[e.name.Node]) + 1) * s.Staging; k > nd.cmdMax {
-		return fmt.Errorf("am2: endpoint %v: %d endpoints × %d staging blocks exceed the %d RDMA commands node %d's NIU queues",
-			e.name, len(sys.eps[e.name.Node])+1, s.Staging, nd.cmdMax, e.name.Node)
+	r := e.name.Index % sys.perNode
+	e.nd = sys.net[e.name.Node*sys.perNode+r]
+	if k := (e.name.Index/sys.perNode + 1) * s.Staging; k > e.nd.cmdMax {
+		return fmt.Errorf("am2: endpoint %v: %d endpoints × %d staging blocks exceed the %d RDMA commands its NIU queues",
+			e.name, e.name.Index/sys.perNode+1, s.Staging, e.nd.cmdMax)
 	}
 	size := uint64(s.Staging) * slotBytes
 	e.staging = e.node.Alloc(size)
@@ -297,7 +303,7 @@ func (nd *netNode) release(p *cpu.Proc, t uint64) { p.Store64(nd.lock+8, t+1) }
 // its bulk data had (the sender frees it), or -1.
 func (e *Endpoint) netSend(to *Endpoint, kind, q int, tag uint64, h int, src uint64, n int, args []uint32, cblock int) error {
 	p := e.p
-	nd := e.sys.net[e.name.Node]
+	nd := e.nd
 	bo := e.sys.spec.BackoffMin
 	pri := startx.High
 	if kind == kindMsg && q == qRequest {
@@ -347,7 +353,7 @@ func (e *Endpoint) netSend(to *Endpoint, kind, q int, tag uint64, h int, src uin
 				nd.sent += uint64(n + 8)
 				nd.ends = append(nd.ends, nd.sent)
 				e.stagingEnd[st] = nd.sent
-				nd.port.RDMASend(p, to.name.Node, stage, ch.slot(q, block), n+8)
+				nd.port.RDMASend(p, to.nd.addr, stage, ch.slot(q, block), n+8)
 				nd.release(p, t)
 				break
 			}
@@ -365,7 +371,7 @@ func (e *Endpoint) netSend(to *Endpoint, kind, q int, tag uint64, h int, src uin
 	h1 := uint32(h) | uint32(len(args))<<8 | uint32(q)<<12 | uint32(kind)<<13 | uint32(to.name.Index)<<16
 	for {
 		t := nd.acquire(p)
-		ok := nd.port.TrySend(p, pri, to.name.Node, h1, payload)
+		ok := nd.port.TrySend(p, pri, to.nd.addr, h1, payload)
 		nd.release(p, t)
 		if ok {
 			break
@@ -413,7 +419,7 @@ func (e *Endpoint) netPoll(all bool) int {
 func (e *Endpoint) netRead(all bool) int {
 	p := e.p
 	sys := e.sys
-	nd := sys.net[e.name.Node]
+	nd := e.nd
 	t := nd.acquire(p)
 	defer nd.release(p, t)
 	budget := e.poller.budget(sys.policy, sys.spec.Slots)
@@ -449,7 +455,7 @@ func (e *Endpoint) netRead(all bool) int {
 // waiting, left in the FIFO).
 func (e *Endpoint) readMsg(pri startx.Priority) (*netMsg, bool) {
 	p := e.p
-	nd := e.sys.net[e.name.Node]
+	nd := e.nd
 	chunk := 8
 	if nd.port.Block {
 		chunk = 64
@@ -470,7 +476,7 @@ func (e *Endpoint) readMsg(pri startx.Priority) (*netMsg, bool) {
 	for len(b) < 4*words {
 		b = append(b, p.MMIORead(base+uint64(len(b)), min(chunk, 4*words-len(b)))...)
 	}
-	m := &netMsg{src: startx.Node(h0), words: make([]uint32, words)}
+	m := &netMsg{src: startx.Node(h0) / e.sys.perNode, words: make([]uint32, words)}
 	for i := range m.words {
 		m.words[i] = binary.LittleEndian.Uint32(b[4*i:])
 	}

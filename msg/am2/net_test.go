@@ -2,6 +2,7 @@ package am2
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -17,12 +18,12 @@ import (
 // NIUs (WithMyrinet); tx and rx, when not 0, are the NIUs' FIFO depths.
 func e5000Net(t *testing.T, cores, tx, rx int) *machine.Cluster {
 	t.Helper()
-	return e5000Nodes(t, 2, cores, tx, rx)
+	return e5000Nodes(t, 2, 1, cores, tx, rx)
 }
 
-// e5000Nodes is e5000Net with nodes nodes (more than two: through the
-// NIUs' switch).
-func e5000Nodes(t *testing.T, nodes, cores, tx, rx int) *machine.Cluster {
+// e5000Nodes is e5000Net with nodes nodes of nius NIUs each (more than two
+// NIUs: through the NIUs' switch).
+func e5000Nodes(t *testing.T, nodes, nius, cores, tx, rx int) *machine.Cluster {
 	t.Helper()
 	data, err := os.ReadFile("../../examples/machines/e5000.yaml")
 	if err != nil {
@@ -36,6 +37,7 @@ func e5000Nodes(t *testing.T, nodes, cores, tx, rx int) *machine.Cluster {
 	spec.Nodes = nodes
 	spec.Cores = cores
 	spec = WithMyrinet(spec)
+	spec.StartXNICs = nius
 	if tx > 0 {
 		spec.StartX.TXDepth, spec.StartX.RXDepth = tx, rx
 	}
@@ -520,16 +522,23 @@ func b2i(b bool) int {
 	return 0
 }
 
-// A cluster of four SMPs of two processors (the Clump's shape, smaller):
-// every endpoint sends every other a short and a bulk request, inside its
-// node by shared memory and to the others through the NIUs' switch; every
-// request is answered (the bulk one with its data back), nothing is
-// dropped, every bulk credit returns.
+// Clusters of SMPs joined through the NIUs' switch — four nodes of two
+// processors with an NIU each, and two of eight with three NIUs each, the
+// Clump's SMP (its endpoints on the NIUs as 3 + 3 + 2): every endpoint
+// sends every other a short and a bulk request, inside its node by shared
+// memory, to the others through the switch; every request is answered
+// (the bulk one with its data back), nothing is dropped, every bulk credit
+// returns, and every NIU carries its endpoints' share.
 func TestNetAllToAllThroughSwitch(t *testing.T) {
-	const nodes, cores = 4, 2
-	c := e5000Nodes(t, nodes, cores, 2, 4)
-	if c.StartXSwitch == nil {
-		t.Fatal("no switch joins four nodes")
+	for _, tc := range []struct{ nodes, nius, cores int }{{4, 1, 2}, {2, 3, 8}} {
+		t.Run(fmt.Sprintf("%dx%d-%dnius", tc.nodes, tc.cores, tc.nius), func(t *testing.T) { allToAll(t, tc.nodes, tc.nius, tc.cores) })
+	}
+}
+
+func allToAll(t *testing.T, nodes, nius, cores int) {
+	c := e5000Nodes(t, nodes, nius, cores, 2, 4)
+	if c.StartXSwitch == nil || len(c.Nodes[0].NIUs) != nius {
+		t.Fatalf("switch %v, %d NIUs a node", c.StartXSwitch, len(c.Nodes[0].NIUs))
 	}
 	sys := newSys(t, c, Spec{Slots: 8, Blocks: 2, BackoffMin: 8, BackoffMax: 512, Net: NetSpec{Blocks: 1}})
 	var eps []*Endpoint
@@ -623,8 +632,22 @@ func TestNetAllToAllThroughSwitch(t *testing.T) {
 		t.Errorf("the switch dropped %d packets", d)
 	}
 	for i, n := range c.Nodes {
-		if r := n.NIU.Refused(); r != 0 {
-			t.Errorf("node %d's NIU refused %d: %v", i, r, n.NIU.Errors())
+		for r, niu := range n.NIUs {
+			if x := niu.Refused(); x != 0 {
+				t.Errorf("node %d's NIU %d refused %d: %v", i, r, x, niu.Errors())
+			}
+		}
+	}
+	// Each NIU's line out carried its endpoints' requests: with k of them
+	// on it, k × the remote endpoints' bulk data at least.
+	remote := (nodes - 1) * cores
+	for a, l := range c.StartXLines {
+		if a%2 != 0 {
+			continue // the lines out of the switch
+		}
+		k := (cores + nius - 1 - a/2%nius) / nius
+		if want := uint64(k * remote * size); l.Bytes() < want {
+			t.Errorf("line from NIU address %d: %d bytes, want at least %d", a/2, l.Bytes(), want)
 		}
 	}
 	t.Logf("done at %v", c.Now().Human())
