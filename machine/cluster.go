@@ -204,6 +204,9 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	if s.NICs < 0 || s.NICs > MaxNICs {
 		return nil, fmt.Errorf("nics: %d, want 1..%d", s.NICs, MaxNICs)
 	}
+	if s.StartXNICs < 0 || s.StartXNICs > MaxStartXPerNode || (s.StartXNICs > 1 && s.StartX == nil) {
+		return nil, fmt.Errorf("startx nius: %d a node, want 1..%d, with machine.startx", s.StartXNICs, MaxStartXPerNode)
+	}
 	if s.Rails() > 1 && s.Nodes > 2 && s.Topology == TopologyLeafSpine {
 		return nil, fmt.Errorf("nics: %d NICs a node need topology %s (a switch per rail), not %s", s.NICs, TopologyStar, s.Topology)
 	}

@@ -37,9 +37,6 @@ func (n *Node) startXNode() error {
 	if s.StartX == nil {
 		return nil
 	}
-	if s.StartXNICs < 0 || s.StartXNICs > MaxStartXPerNode {
-		return fmt.Errorf("startx: %d NIUs a node, want 1..%d", s.StartXNICs, MaxStartXPerNode)
-	}
 	for r := 0; r < s.StartXPerNode(); r++ {
 		p := fmt.Sprintf("node%d.", n.ID)
 		name, link := p+"startx", p+"pcie1"

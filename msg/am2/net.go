@@ -99,7 +99,12 @@ func MyrinetLine() startx.LineSpec {
 	return l
 }
 
-// WithMyrinet gives spec a Myrinet NIU in every node when it has none.
+// ClumpNICs is the Myrinet NICs of each of the Clump's SMPs (000:L40):
+// machine.Spec.StartXNICs for it.
+const ClumpNICs = 3
+
+// WithMyrinet gives spec a Myrinet NIU in every node when it has none
+// (spec.StartXNICs of them: ClumpNICs for the Clump's SMPs).
 func WithMyrinet(spec machine.Spec) machine.Spec {
 	if spec.StartX == nil {
 		s := Myrinet()

@@ -652,3 +652,55 @@ func allToAll(t *testing.T, nodes, nius, cores int) {
 	}
 	t.Logf("done at %v", c.Now().Human())
 }
+
+// Eight processes of one E5000 stream 8 kB bulk requests to their
+// partners on another: through one NIU they share its 38 MB/s bus; through
+// the Clump's three (3 + 3 + 2 endpoints) the busiest carries 3 of the 8
+// streams, so the transfer is up to 8/3 times as fast — the NIC:CPU
+// balance behind the paper's Clump/NOW ratios (000:L168).
+func TestNetNICSharing(t *testing.T) {
+	const cores, chunks = 8, 4
+	mbps := map[int]float64{}
+	for _, nius := range []int{1, ClumpNICs} {
+		c := e5000Nodes(t, 2, nius, cores, 0, 0)
+		sys := newSys(t, c, DefaultSpec())
+		var eps [2][]*Endpoint
+		for n := 0; n < 2; n++ {
+			for k := 0; k < cores; k++ {
+				eps[n] = append(eps[n], newEP(t, sys, n, uint64(n*cores+k)))
+			}
+		}
+		got := 0
+		var last sim.Tick
+		for k := 0; k < cores; k++ {
+			s, r := eps[0][k], eps[1][k]
+			must(t, s.Map(0, r.Name(), r.Tag()))
+			must(t, r.SetHandler(1, func(tok *Token, m *Message) {
+				got++
+				last = tok.Endpoint().Proc().Now()
+			}))
+			c.Nodes[0].Cores[k].Spawn("sender", func(p *cpu.Proc) {
+				must(t, s.Attach(p))
+				src := c.Nodes[0].Alloc(MaxBulk)
+				for i := 0; i < chunks; i++ {
+					must(t, s.RequestBulk(0, 1, src, MaxBulk))
+				}
+				for len(sys.chans[[2]Name{s.Name(), r.Name()}].free[qRequest]) < sys.spec.Net.Blocks {
+					s.Poll()
+				}
+			})
+			c.Nodes[1].Cores[k].Spawn("receiver", func(p *cpu.Proc) {
+				must(t, r.Attach(p))
+				for got < cores*chunks {
+					r.Poll()
+				}
+			})
+		}
+		run(t, c)
+		mbps[nius] = float64(cores*chunks*MaxBulk) / (float64(last) / float64(sim.US))
+		t.Logf("%d NIUs: %.1f MB/s", nius, mbps[nius])
+	}
+	if r := mbps[ClumpNICs] / mbps[1]; mbps[1] > 38 || r < 0.85*8/3 || r > 8.0/3 {
+		t.Errorf("one NIU %.1f MB/s, three %.1f MB/s (%.2f×): want at most the bus, and up to 8/3 times that", mbps[1], mbps[ClumpNICs], r)
+	}
+}
