@@ -154,6 +154,9 @@ func (sys *System) NewEndpoint(node int, tag uint64) (*Endpoint, error) {
 	n := sys.c.Nodes[node]
 	s := sys.spec
 	e := &Endpoint{sys: sys, node: n, name: Name{node, len(sys.eps[node])}, tag: tag}
+	if err := sys.checkNetEndpoint(e); err != nil {
+		return nil, err
+	}
 	e.base = n.Alloc(s.BlockBytes())
 	e.inbox = n.Alloc(64 * LineBytes)
 	if err := sys.initNetEndpoint(e); err != nil {

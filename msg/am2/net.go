@@ -214,20 +214,33 @@ func (sys *System) initNet() error {
 	return nil
 }
 
-// initNetEndpoint gives a new endpoint its NIU — the node's NIUs in turn,
-// so eight endpoints share three as 3 + 3 + 2 (000:L168) — and its
-// staging blocks.
+// niuOf is the NIU a new endpoint gets: the node's NIUs in turn, so
+// eight endpoints share three as 3 + 3 + 2 (000:L168).
+func (sys *System) niuOf(e *Endpoint) *netNode {
+	return sys.net[e.name.Node*sys.perNode+e.name.Index%sys.perNode]
+}
+
+// checkNetEndpoint refuses an endpoint whose staging blocks its NIU
+// cannot queue RDMA commands for (before anything is allocated).
+func (sys *System) checkNetEndpoint(e *Endpoint) error {
+	if sys.net == nil {
+		return nil
+	}
+	nd, s := sys.niuOf(e), sys.spec.Net
+	if k := (e.name.Index/sys.perNode + 1) * s.Staging; k > nd.cmdMax {
+		return fmt.Errorf("am2: endpoint %v: %d endpoints × %d staging blocks exceed the %d RDMA commands its NIU queues",
+			e.name, e.name.Index/sys.perNode+1, s.Staging, nd.cmdMax)
+	}
+	return nil
+}
+
+// initNetEndpoint gives a new endpoint its NIU and its staging blocks.
 func (sys *System) initNetEndpoint(e *Endpoint) error {
 	if sys.net == nil {
 		return nil
 	}
 	s := sys.spec.Net
-	r := e.name.Index % sys.perNode
-	e.nd = sys.net[e.name.Node*sys.perNode+r]
-	if k := (e.name.Index/sys.perNode + 1) * s.Staging; k > e.nd.cmdMax {
-		return fmt.Errorf("am2: endpoint %v: %d endpoints × %d staging blocks exceed the %d RDMA commands its NIU queues",
-			e.name, e.name.Index/sys.perNode+1, s.Staging, e.nd.cmdMax)
-	}
+	e.nd = sys.niuOf(e)
 	size := uint64(s.Staging) * slotBytes
 	e.staging = e.node.Alloc(size)
 	e.stagingEnd = make([]uint64, s.Staging)

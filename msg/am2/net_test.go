@@ -704,3 +704,34 @@ func TestNetNICSharing(t *testing.T) {
 		t.Errorf("one NIU %.1f MB/s, three %.1f MB/s (%.2f×): want at most the bus, and up to 8/3 times that", mbps[1], mbps[ClumpNICs], r)
 	}
 }
+
+// Set-up errors of the network side: more endpoints on an NIU than its
+// RDMA command queue holds staging blocks for, refused before the
+// endpoint takes memory; a spec out of range.
+func TestNetSetupErrors(t *testing.T) {
+	c := e5000Net(t, 1, 0, 0)
+	sys := newSys(t, c, Spec{Slots: 4, Blocks: 1, BackoffMin: 4, BackoffMax: 64, Net: NetSpec{Staging: 16}})
+	for i := 0; i < 4; i++ {
+		newEP(t, sys, 0, uint64(i))
+	}
+	before := c.Nodes[0].Alloc(0)
+	if _, err := sys.NewEndpoint(0, 9); err == nil || !strings.Contains(err.Error(), "5 endpoints × 16 staging blocks exceed the 64 RDMA commands") {
+		t.Errorf("a fifth endpoint: %v", err)
+	}
+	if after := c.Nodes[0].Alloc(0); after != before {
+		t.Errorf("the refused endpoint took %d bytes", after-before)
+	}
+	for _, tc := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Slots: 4, Blocks: 1, BackoffMin: 4, BackoffMax: 64, Net: NetSpec{Blocks: 2000}}, "2000 bulk blocks per channel"},
+		{Spec{Slots: 4, Blocks: 1, BackoffMin: 4, BackoffMax: 64, Net: NetSpec{Staging: 17}}, "17 staging blocks"},
+		{Spec{Slots: 4, Blocks: 1, BackoffMin: 4, BackoffMax: 64, Poll: Policy{Every: 300}}, "every 300 polls"},
+		{Spec{Slots: 4, Blocks: 1, BackoffMin: 4, BackoffMax: 64, Poll: Policy{Protocols: 7}}, "protocols 7"},
+	} {
+		if _, err := New(c, tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+}
