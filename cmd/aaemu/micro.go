@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -136,8 +137,11 @@ func (o *microOpts) runs() ([]microRun, string, error) {
 	}
 	head := machineName(o.scenario, sc.ClusterSpec()) + "; layer " + layerName(layer)
 	if layer == micro.AM2 {
-		ns, ls := am2.Myrinet(), am2.MyrinetLine()
-		head += fmt.Sprintf(", polling %s; path rdma: a Myrinet-class NIU per node (%d MB/s line, %d MB/s I/O bus)", poll, ls.RateMbps/8, ns.DMAMBps)
+		head += ", polling " + poll.String()
+		if slices.Contains(paths, micro.InterNode) {
+			ns, ls := am2.Myrinet(), am2.MyrinetLine()
+			head += fmt.Sprintf("; between nodes a Myrinet-class NIU each (%d MB/s line, %d MB/s I/O bus)", ls.RateMbps/8, ns.DMAMBps)
+		}
 	}
 	return out, head, nil
 }
