@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/aaemu/aaemu/internal/paper"
+	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/msg/am2"
+	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/workload"
 )
 
@@ -134,5 +137,24 @@ func TestBandwidth(t *testing.T) {
 		if c.path == netMulti.path && last > 38 {
 			t.Errorf("%s: %.1f MB/s over the 38 MB/s bus", c.name, last)
 		}
+	}
+}
+
+// Machine builds the Clump: four E5000s of eight processors with three
+// NIUs each, joined through the switch.
+func TestMachine(t *testing.T) {
+	spec, seed, err := Machine(4, 8, am2.ClumpNICs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := machine.New(sim.NewEngine(seed), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Nodes) != 4 || len(c.Nodes[0].Cores) != 8 || len(c.Nodes[3].NIUs) != 3 || c.Nodes[0].SMP == nil || c.StartXSwitch == nil {
+		t.Errorf("%d nodes, %d cores, %d NIUs, SMP %v, switch %v", len(c.Nodes), len(c.Nodes[0].Cores), len(c.Nodes[3].NIUs), c.Nodes[0].SMP != nil, c.StartXSwitch != nil)
+	}
+	if two, _, _ := e5000(); two.Nodes != 2 || two.StartXNICs != 1 || two.StartX == nil {
+		t.Errorf("the figures' machine: %d nodes, %d NIUs", two.Nodes, two.StartXNICs)
 	}
 }

@@ -24,19 +24,32 @@ var preset struct {
 	err  error
 }
 
-// e5000 is the machine spec of the experiments.
-func e5000() (machine.Spec, uint64, error) {
+// Machine is the spec of a cluster of the preset's E5000s: nodes SMPs of
+// cores processors, each with nius Myrinet-class NIUs (am2.ClumpNICs for
+// the Clump's), and the preset's seed. The figures of this paper run on
+// two nodes of one NIU; the Clump is Machine(4, 8, am2.ClumpNICs).
+func Machine(nodes, cores, nius int) (machine.Spec, uint64, error) {
 	preset.once.Do(func() {
 		sc, err := scenario.ParseScenario("e5000.yaml", machines.E5000)
 		if err != nil {
 			preset.err = err
 			return
 		}
-		s := am2.WithMyrinet(sc.ClusterSpec())
-		s.Nodes = 2
-		preset.spec, preset.seed = s, sc.Seed
+		preset.spec, preset.seed = am2.WithMyrinet(sc.ClusterSpec()), sc.Seed
 	})
-	return preset.spec, preset.seed, preset.err
+	s := preset.spec
+	s.Nodes, s.Cores, s.StartXNICs = nodes, cores, nius
+	return s, preset.seed, preset.err
+}
+
+// e5000 is the machine spec of the experiments: two E5000s (the preset's
+// processors) of one NIU each.
+func e5000() (machine.Spec, uint64, error) {
+	spec, seed, err := Machine(2, 0, 1)
+	if err == nil {
+		spec.Cores = preset.spec.Cores
+	}
+	return spec, seed, err
 }
 
 // column is one of Table 2's four columns: a path and a system.
