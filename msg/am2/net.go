@@ -291,14 +291,6 @@ func (sys *System) recvChannel(e *Endpoint, q int, peer Name) *channel {
 
 func (ch *channel) slot(q, b int) uint64 { return ch.base[q] + uint64(b)*slotBytes }
 
-// sender is the endpoint that sends queue q's messages on the channel.
-func (ch *channel) sender(q int) *Endpoint {
-	if q == qRequest {
-		return ch.req
-	}
-	return ch.resp
-}
-
 // acquire takes the node's NIU lock (a fair ticket lock, as the MPI
 // core's StarT-X transport's); release passes it on.
 func (nd *netNode) acquire(p *cpu.Proc) uint64 {
@@ -375,6 +367,9 @@ func (e *Endpoint) netSend(to *Endpoint, kind, q int, tag uint64, h int, src uin
 				nd.release(p, t)
 				break
 			}
+			// Not reached while every endpoint of the NIU has at most its
+			// Staging commands queued (checkNetEndpoint): no poll runs, so
+			// no reply of a handler can take the filled staging block.
 			nd.release(p, t)
 			wait()
 		}
