@@ -87,7 +87,9 @@ func (f *FFT) Program() Program {
 		block := uint64(f.BlockBytes())
 		a := r.Alloc(uint64(slab) * 16) // planes [zl][y][x], later pencils [xl][y][z]
 		send := r.Alloc(uint64(slab) * 16)
-		recv := r.Alloc(uint64(slab) * 16)
+		// A receive buffer per transpose: a rank may store into the
+		// second while this one still reads the first.
+		recv := [2]uint64{r.Alloc(uint64(slab) * 16), r.Alloc(uint64(slab) * 16)}
 		buf := make([]complex128, slab)
 		for zl := 0; zl < q; zl++ {
 			for y := 0; y < n; y++ {
@@ -98,7 +100,7 @@ func (f *FFT) Program() Program {
 		}
 		poke(r, a, buf) // the input, in memory before the run
 		if err := r.Handle(hFFTData, func(m *Msg) {
-			r.Copy(recv+uint64(m.From)*block+uint64(m.Args[0]), m.Data, uint64(m.Len))
+			r.Copy(recv[m.Args[1]]+uint64(m.From)*block+uint64(m.Args[0]), m.Data, uint64(m.Len))
 		}); err != nil {
 			return err
 		}
@@ -129,11 +131,11 @@ func (f *FFT) Program() Program {
 		store(r, a, buf)
 		// Transpose: to each rank d, the values of its x range as
 		// [zl][y][xl]; then pencils [xl][y][z] with FFTs along z.
-		if err := f.transpose(r, a, send, recv, block); err != nil {
+		if err := f.transpose(r, 0, a, send, recv[0], block); err != nil {
 			return err
 		}
 		in := make([]complex128, slab)
-		load(r, recv, in)
+		load(r, recv[0], in)
 		for s := 0; s < p; s++ {
 			for zl := 0; zl < q; zl++ {
 				for y := 0; y < n; y++ {
@@ -149,10 +151,10 @@ func (f *FFT) Program() Program {
 		r.Compute(flops(q*n, n))
 		store(r, a, buf)
 		// And back: to each rank d its z range as [xl][y][zl], into planes.
-		if err := f.transpose(r, a, send, recv, block); err != nil {
+		if err := f.transpose(r, 1, a, send, recv[1], block); err != nil {
 			return err
 		}
-		load(r, recv, in)
+		load(r, recv[1], in)
 		for s := 0; s < p; s++ {
 			for xl := 0; xl < q; xl++ {
 				for y := 0; y < n; y++ {
@@ -176,7 +178,7 @@ func (f *FFT) Program() Program {
 // transpose packs the local array (rows of n values, q of them to each
 // rank) into per-rank blocks, stores each other rank's in chunks (its own
 // copied), staggered so that rank i sends to i+1 first, and waits for all.
-func (f *FFT) transpose(r Rank, a, send, recv, block uint64) error {
+func (f *FFT) transpose(r Rank, t uint32, a, send, recv, block uint64) error {
 	n, p, id := f.cfg.N, f.p, r.ID()
 	q := n / p
 	seg := uint64(q * 16)
@@ -192,7 +194,7 @@ func (f *FFT) transpose(r Rank, a, send, recv, block uint64) error {
 			continue
 		}
 		for off := uint64(0); off < block; off += uint64(f.cfg.Chunk) {
-			if err := r.StoreBulk(d, hFFTData, send+uint64(d)*block+off, int(min(uint64(f.cfg.Chunk), block-off)), uint32(off)); err != nil {
+			if err := r.StoreBulk(d, hFFTData, send+uint64(d)*block+off, int(min(uint64(f.cfg.Chunk), block-off)), uint32(off), t); err != nil {
 				return err
 			}
 		}
