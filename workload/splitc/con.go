@@ -98,7 +98,7 @@ func (c *CON) node(x [3]int) (int, int, bool) {
 	if c.cfg.Dims == 2 && x[2] != 0 {
 		return 0, 0, false
 	}
-	r, ok := c.layout.at[g]
+	r, ok := c.layout.rankAt(g)
 	return r, l[0] + s*(l[1]+s*l[2]), ok
 }
 
@@ -205,8 +205,12 @@ func (c *CON) Program() Program {
 		r.Compute(n * c.cfg.CyclesPerNode)
 		r.Write(lab, u32bytes(label))
 		changed := make([]bool, n)
+		var dirty []int // the roots whose label changed this round
 		for i := range changed {
-			changed[i] = find(i) == i
+			if find(i) == i {
+				changed[i] = true
+				dirty = append(dirty, i)
+			}
 		}
 		// apply lowers the labels of this round's stores.
 		apply := func() uint64 {
@@ -224,16 +228,17 @@ func (c *CON) Program() Program {
 				r.Read(lab+4*uint64(root), lb[:])
 				if p.label < label[root] {
 					label[root] = p.label
-					changed[root] = true
+					if !changed[root] {
+						changed[root] = true
+						dirty = append(dirty, root)
+					}
 					binary.LittleEndian.PutUint32(lb[:], p.label)
 					r.Write(lab+4*uint64(root), lb[:])
 				}
 			}
 			pending = keep
-			for i := range changed {
-				if changed[i] {
-					any = 1
-				}
+			if len(dirty) > 0 {
+				any = 1
 			}
 			return any
 		}
@@ -249,9 +254,10 @@ func (c *CON) Program() Program {
 					msgs = append(msgs, out{x.rank, uint32(x.remote), label[root]})
 				}
 			}
-			for i := range changed {
+			for _, i := range dirty {
 				changed[i] = false
 			}
+			dirty = dirty[:0]
 			for _, m := range msgs {
 				if err := r.Store(m.rank, hCONLabel, round, m.node, m.lab); err != nil {
 					return err

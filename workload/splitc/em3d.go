@@ -36,7 +36,7 @@ type EM3D struct {
 	cfg   EM3DConfig
 	p     int
 	pos   [][3]int // grid position of each rank
-	at    map[[3]int]int
+	at    []int // rank at each grid position, x fastest
 	ranks []*em3dRank
 	out   [][]float64 // each rank's values (E then H) after the run
 }
@@ -87,7 +87,7 @@ func NewEM3D(cfg EM3DConfig) (*EM3D, error) {
 	if p > 256 {
 		return nil, fmt.Errorf("em3d: a grid of %d ranks, want at most 256", p)
 	}
-	e := &EM3D{cfg: cfg, p: p, at: map[[3]int]int{}, out: make([][]float64, p)}
+	e := &EM3D{cfg: cfg, p: p, at: make([]int, p), out: make([][]float64, p)}
 	b, g := cfg.Block, cfg.Grid
 	per := b[0] * b[1] * b[2]
 	for x := 0; x < g[0]; x++ {
@@ -95,13 +95,17 @@ func NewEM3D(cfg EM3DConfig) (*EM3D, error) {
 			for z := 0; z < g[2]; z++ {
 				smp := x/b[0] + g[0]/b[0]*(y/b[1]+g[1]/b[1]*(z/b[2]))
 				in := x%b[0] + b[0]*(y%b[1]+b[1]*(z%b[2]))
-				e.at[[3]int{x, y, z}] = smp*per + in
+				e.at[x+g[0]*(y+g[1]*z)] = smp*per + in
 			}
 		}
 	}
 	e.pos = make([][3]int, p)
-	for c, r := range e.at {
-		e.pos[r] = c
+	for x := 0; x < g[0]; x++ {
+		for y := 0; y < g[1]; y++ {
+			for z := 0; z < g[2]; z++ {
+				e.pos[e.at[x+g[0]*(y+g[1]*z)]] = [3]int{x, y, z}
+			}
+		}
 	}
 	for r := 0; r < p; r++ {
 		e.ranks = append(e.ranks, e.generate(r))
@@ -120,6 +124,17 @@ func NewEM3D(cfg EM3DConfig) (*EM3D, error) {
 	return e, nil
 }
 
+// rankAt is the rank at grid position c, if it is in the grid.
+func (e *EM3D) rankAt(c [3]int) (int, bool) {
+	g := e.cfg.Grid
+	for d := 0; d < 3; d++ {
+		if c[d] < 0 || c[d] >= g[d] {
+			return 0, false
+		}
+	}
+	return e.at[c[0]+g[0]*(c[1]+g[1]*c[2])], true
+}
+
 // PerSMP is the ranks an SMP holds.
 func (e *EM3D) PerSMP() int { return e.cfg.Block[0] * e.cfg.Block[1] * e.cfg.Block[2] }
 
@@ -134,7 +149,7 @@ func (e *EM3D) neighbours(r int) []int {
 	for dx := -1; dx <= 1; dx++ {
 		for dy := -1; dy <= 1; dy++ {
 			for dz := -1; dz <= 1; dz++ {
-				if q, ok := e.at[[3]int{c[0] + dx, c[1] + dy, c[2] + dz}]; ok && q != r {
+				if q, ok := e.rankAt([3]int{c[0] + dx, c[1] + dy, c[2] + dz}); ok && q != r {
 					out = append(out, q)
 				}
 			}
