@@ -17,6 +17,7 @@ import (
 
 	_ "github.com/aaemu/aaemu/internal/bglpaper" // registers aaemu paper bgl
 	"github.com/aaemu/aaemu/internal/paper"
+	_ "github.com/aaemu/aaemu/internal/paper/am2"    // registers aaemu paper am2
 	"github.com/aaemu/aaemu/internal/paper/mpistart" // registers the mpi-start paper
 	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/sweep"

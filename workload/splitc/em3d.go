@@ -10,7 +10,10 @@ import (
 // EM3DConfig is the EM3D stand-in (seed 000, Table 3): a bipartite graph
 // of E and H nodes, Nodes per rank (half of each kind), every node with
 // Degree edges to nodes of the other kind, a fraction Remote of them to a
-// rank next to its own in the processor grid; each step updates every E
+// rank next to its own in the processor grid (one of the 26 offsets,
+// drawn uniformly; an offset off the grid leaves the edge local, so a rank
+// at the grid's edge has fewer remote edges — as in Table 4, where the
+// good layout's corner processors send fewer stores than the mean); each step updates every E
 // node from its H neighbours, then every H node from its E neighbours,
 // each half step ending with the new values stored into the ghost copies
 // other ranks hold (one short store per value and consuming rank) and a
@@ -36,7 +39,7 @@ type EM3D struct {
 	cfg   EM3DConfig
 	p     int
 	pos   [][3]int // grid position of each rank
-	at    []int // rank at each grid position, x fastest
+	at    []int    // rank at each grid position, x fastest
 	ranks []*em3dRank
 	out   [][]float64 // each rank's values (E then H) after the run
 }
@@ -141,24 +144,6 @@ func (e *EM3D) PerSMP() int { return e.cfg.Block[0] * e.cfg.Block[1] * e.cfg.Blo
 // Procs is the ranks.
 func (e *EM3D) Procs() int { return e.p }
 
-// neighbours are the ranks next to r in the grid (26-neighbourhood, not
-// periodic), in a fixed order.
-func (e *EM3D) neighbours(r int) []int {
-	var out []int
-	c := e.pos[r]
-	for dx := -1; dx <= 1; dx++ {
-		for dy := -1; dy <= 1; dy++ {
-			for dz := -1; dz <= 1; dz++ {
-				if q, ok := e.rankAt([3]int{c[0] + dx, c[1] + dy, c[2] + dz}); ok && q != r {
-					out = append(out, q)
-				}
-			}
-		}
-	}
-	sort.Ints(out)
-	return out
-}
-
 // kindStart is the index of the first node of kind k (0 E, 1 H).
 func (e *EM3D) kindStart(k int) int { return k * (e.cfg.Nodes / 2) }
 func (e *EM3D) kindLen(k int) int   { return e.kindStart(k+1) - e.kindStart(k) + k*(e.cfg.Nodes%2) }
@@ -167,7 +152,6 @@ func (e *EM3D) kindLen(k int) int   { return e.kindStart(k+1) - e.kindStart(k) +
 // ranks' draws.
 func (e *EM3D) generate(r int) *em3dRank {
 	cfg := e.cfg
-	nb := e.neighbours(r)
 	rk := &em3dRank{nodes: make([][]em3dEdge, cfg.Nodes)}
 	for k := 0; k < 2; k++ {
 		rk.ghost[k] = map[[2]int]int{}
@@ -183,8 +167,16 @@ func (e *EM3D) generate(r int) *em3dRank {
 		for j := 0; j < cfg.Degree; j++ {
 			h := mix(cfg.Seed ^ uint64(r)<<48 ^ uint64(i)<<16 ^ uint64(j))
 			q := r
-			if len(nb) > 0 && float64(h>>11)/float64(1<<53) < cfg.Remote {
-				q = nb[mix(h)%uint64(len(nb))]
+			if float64(h>>11)/float64(1<<53) < cfg.Remote {
+				// one of the 26 offsets; off the grid, the edge stays local
+				o := int(mix(h) % 26)
+				if o >= 13 {
+					o++ // skip (0, 0, 0)
+				}
+				c := e.pos[r]
+				if n, ok := e.rankAt([3]int{c[0] + o%3 - 1, c[1] + o/3%3 - 1, c[2] + o/9 - 1}); ok {
+					q = n
+				}
 			}
 			h2 := mix(h ^ 0x5bd1e995)
 			node := e.kindStart(other) + int(h2%uint64(e.kindLen(other)))
