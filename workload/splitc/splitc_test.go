@@ -10,8 +10,9 @@ import (
 
 var small = Sizes{FFTN: 16, CommSide: 4, CompSide: 10, EM3DNodes: 60, EM3DSteps: 2}
 
-// Every run on one E5000 of 8 checks its result, and the counting runtime
-// sends exactly the stores the machine did, rank by rank.
+// Every run on one E5000 of 8 checks its result, runs the same again,
+// and the counting runtime sends exactly the stores the machine did, rank
+// by rank.
 func TestTallyCountsTheMachinesStores(t *testing.T) {
 	for _, app := range Apps {
 		t.Run(string(app), func(t *testing.T) {
@@ -25,6 +26,11 @@ func TestTallyCountsTheMachinesStores(t *testing.T) {
 			}
 			if err := run.Check(); err != nil {
 				t.Fatal(err)
+			}
+			again, _ := NewRun(app, SMP.Layout, small)
+			res2, err := RunAM(e5000(t, 1, 8), SMP.Layout, AMConfig{}, again.Program)
+			if err != nil || res2.Elapsed != res.Elapsed || res2.Rounds != res.Rounds {
+				t.Fatalf("the same run again: %v, %v in %d rounds (first %v in %d)", err, res2.Elapsed, res2.Rounds, res.Elapsed, res.Rounds)
 			}
 			run2, _ := NewRun(app, SMP.Layout, small)
 			tal, err := Tally(run2.Procs, run2.Program)
