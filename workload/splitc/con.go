@@ -13,7 +13,10 @@ import (
 // rounds: a rank stores the label of each component that changed over
 // each present edge leaving its block (one short store of 2 words), the
 // owner of the other end lowers its component's label to it, and a Sync
-// with an OR tells whether any label changed. A component's label is the
+// with an OR tells whether any label changed. The local phase reads and
+// writes every node's record (64 bytes, Table 3's memory per node): CON
+// steps through its data, which on an SMP shares the node's memory
+// bandwidth. A component's label is the
 // smallest global node id in it.
 type CONConfig struct {
 	Dims  int // 2 or 3
@@ -24,7 +27,11 @@ type CONConfig struct {
 	// CyclesPerNode is the local union-find's compute per node (its finds
 	// and unions); default 20, an assumption, not a figure of the seed.
 	CyclesPerNode int
-	Seed          uint64
+	// RecordBytes is a node's state in memory, which the local phase
+	// reads and writes whole; default 64: Table 3's memory per processor
+	// over its nodes (32 MB / 512,000 and 40 MB / 640,000, 000:L178–L197).
+	RecordBytes int
+	Seed        uint64
 }
 
 // CON is a run of the stand-in.
@@ -44,6 +51,9 @@ func NewCON(cfg CONConfig) (*CON, error) {
 	if cfg.CyclesPerNode == 0 {
 		cfg.CyclesPerNode = 20
 	}
+	if cfg.RecordBytes == 0 {
+		cfg.RecordBytes = 64
+	}
 	switch {
 	case cfg.Dims != 2 && cfg.Dims != 3:
 		return nil, fmt.Errorf("con: %d dimensions, want 2 or 3", cfg.Dims)
@@ -55,6 +65,8 @@ func NewCON(cfg CONConfig) (*CON, error) {
 		return nil, fmt.Errorf("con: a 2D lattice on a grid %v in blocks %v, want z = 1", cfg.Grid, cfg.Block)
 	case cfg.CyclesPerNode < 0:
 		return nil, fmt.Errorf("con: %d cycles per node", cfg.CyclesPerNode)
+	case cfg.RecordBytes < 8 || cfg.RecordBytes > 4096:
+		return nil, fmt.Errorf("con: %d bytes a node record, want 8..4096", cfg.RecordBytes)
 	}
 	n := cfg.Side * cfg.Side
 	if cfg.Dims == 3 {
@@ -140,9 +152,15 @@ func (c *CON) Program() Program {
 				}
 			}
 		}
-		in := r.Alloc(uint64(n))
-		r.Poke(in, bits)
-		lab := r.Alloc(uint64(n) * 4)
+		// A record per node: its edge bits (byte 0), its label (bytes 4–7)
+		// and the rest of the node's state, RecordBytes in all.
+		rec := uint64(c.cfg.RecordBytes)
+		nodes := r.Alloc(uint64(n) * rec)
+		img := make([]byte, uint64(n)*rec)
+		for i, x := range bits {
+			img[uint64(i)*rec] = x
+		}
+		r.Poke(nodes, img)
 		inbox := r.Alloc(uint64(max(1, len(cross))) * 8) // a store's (node, label)
 		parent := make([]int32, n)
 		type pend struct {
@@ -187,13 +205,12 @@ func (c *CON) Program() Program {
 		for i := range parent {
 			parent[i] = int32(i)
 		}
-		b := make([]byte, n)
-		r.Read(in, b)
+		r.Read(nodes, img)
 		s := c.cfg.Side
 		stride := [3]int{1, s, s * s}
 		for i := 0; i < n; i++ {
 			for d := 0; d < dims; d++ {
-				if b[i]&(1<<d) != 0 && (i/stride[d])%s+1 < s {
+				if img[uint64(i)*rec]&(1<<d) != 0 && (i/stride[d])%s+1 < s {
 					union(i, i+stride[d])
 				}
 			}
@@ -203,7 +220,10 @@ func (c *CON) Program() Program {
 			label[i] = c.id(me, find(i))
 		}
 		r.Compute(n * c.cfg.CyclesPerNode)
-		r.Write(lab, u32bytes(label))
+		for i, l := range label {
+			binary.LittleEndian.PutUint32(img[uint64(i)*rec+4:], l)
+		}
+		r.Write(nodes, img)
 		changed := make([]bool, n)
 		var dirty []int // the roots whose label changed this round
 		for i := range changed {
@@ -225,7 +245,7 @@ func (c *CON) Program() Program {
 				r.Read(inbox+p.offset, w[:])
 				root := find(p.node)
 				var lb [4]byte
-				r.Read(lab+4*uint64(root), lb[:])
+				r.Read(nodes+uint64(root)*rec+4, lb[:])
 				if p.label < label[root] {
 					label[root] = p.label
 					if !changed[root] {
@@ -233,7 +253,7 @@ func (c *CON) Program() Program {
 						dirty = append(dirty, root)
 					}
 					binary.LittleEndian.PutUint32(lb[:], p.label)
-					r.Write(lab+4*uint64(root), lb[:])
+					r.Write(nodes+uint64(root)*rec+4, lb[:])
 				}
 			}
 			pending = keep
@@ -327,12 +347,4 @@ func (c *CON) Check() error {
 		}
 	}
 	return nil
-}
-
-func u32bytes(v []uint32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], x)
-	}
-	return b
 }
