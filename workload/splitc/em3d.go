@@ -27,6 +27,10 @@ type EM3DConfig struct {
 	// naive layout 4×2×1 per SMP, the good one 2×2×2). Ranks are numbered
 	// SMP by SMP, inside one in x, then y, then z order.
 	Grid, Block [3]int
+	// Faces draws a remote edge's rank from the 6 face neighbours only
+	// (edges that reach only the nearest blocks of the coordinate space),
+	// not from the 26 offsets.
+	Faces bool
 	// CyclesPerEdge is the compute of one edge of an update (a multiply
 	// and an add, the coefficient's and the neighbour's loads); default
 	// 4, an assumption, not a figure of the seed.
@@ -168,13 +172,20 @@ func (e *EM3D) generate(r int) *em3dRank {
 			h := mix(cfg.Seed ^ uint64(r)<<48 ^ uint64(i)<<16 ^ uint64(j))
 			q := r
 			if float64(h>>11)/float64(1<<53) < cfg.Remote {
-				// one of the 26 offsets; off the grid, the edge stays local
-				o := int(mix(h) % 26)
-				if o >= 13 {
-					o++ // skip (0, 0, 0)
-				}
+				// one of the 26 offsets (or of the 6 faces); off the
+				// grid, the edge stays local
 				c := e.pos[r]
-				if n, ok := e.rankAt([3]int{c[0] + o%3 - 1, c[1] + o/3%3 - 1, c[2] + o/9 - 1}); ok {
+				if cfg.Faces {
+					f := int(mix(h) % 6)
+					c[f/2] += 2*(f%2) - 1
+				} else {
+					o := int(mix(h) % 26)
+					if o >= 13 {
+						o++ // skip (0, 0, 0)
+					}
+					c = [3]int{c[0] + o%3 - 1, c[1] + o/3%3 - 1, c[2] + o/9 - 1}
+				}
+				if n, ok := e.rankAt(c); ok {
 					q = n
 				}
 			}
