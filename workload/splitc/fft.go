@@ -91,6 +91,7 @@ func (f *FFT) Program() Program {
 		// second while this one still reads the first.
 		recv := [2]uint64{r.Alloc(uint64(slab) * 16), r.Alloc(uint64(slab) * 16)}
 		buf := make([]complex128, slab)
+		raw := make([]byte, 16*slab) // the bytes of every load and store
 		for zl := 0; zl < q; zl++ {
 			for y := 0; y < n; y++ {
 				for x := 0; x < n; x++ {
@@ -98,7 +99,7 @@ func (f *FFT) Program() Program {
 				}
 			}
 		}
-		poke(r, a, buf) // the input, in memory before the run
+		r.Poke(a, encode(buf, raw)) // the input, in memory before the run
 		if err := r.Handle(hFFTData, func(m *Msg) {
 			r.Copy(recv[m.Args[1]]+uint64(m.From)*block+uint64(m.Args[0]), m.Data, uint64(m.Len))
 		}); err != nil {
@@ -111,7 +112,7 @@ func (f *FFT) Program() Program {
 			return rows * 5 * length * bits.Len(uint(length-1)) * f.cfg.CyclesPerFlop
 		}
 		// FFTs along x, then y, in each plane.
-		load(r, a, buf)
+		load(r, a, buf, raw)
 		col := make([]complex128, n)
 		for zl := 0; zl < q; zl++ {
 			for y := 0; y < n; y++ {
@@ -128,14 +129,14 @@ func (f *FFT) Program() Program {
 			}
 		}
 		r.Compute(flops(2*q*n, n))
-		store(r, a, buf)
+		store(r, a, buf, raw)
 		// Transpose: to each rank d, the values of its x range as
 		// [zl][y][xl]; then pencils [xl][y][z] with FFTs along z.
 		if err := f.transpose(r, 0, a, send, recv[0], block); err != nil {
 			return err
 		}
 		in := make([]complex128, slab)
-		load(r, recv[0], in)
+		load(r, recv[0], in, raw)
 		for s := 0; s < p; s++ {
 			for zl := 0; zl < q; zl++ {
 				for y := 0; y < n; y++ {
@@ -149,12 +150,12 @@ func (f *FFT) Program() Program {
 			fft1(buf[row*n : (row+1)*n])
 		}
 		r.Compute(flops(q*n, n))
-		store(r, a, buf)
+		store(r, a, buf, raw)
 		// And back: to each rank d its z range as [xl][y][zl], into planes.
 		if err := f.transpose(r, 1, a, send, recv[1], block); err != nil {
 			return err
 		}
-		load(r, recv[1], in)
+		load(r, recv[1], in, raw)
 		for s := 0; s < p; s++ {
 			for xl := 0; xl < q; xl++ {
 				for y := 0; y < n; y++ {
@@ -164,13 +165,12 @@ func (f *FFT) Program() Program {
 				}
 			}
 		}
-		store(r, a, buf)
+		store(r, a, buf, raw)
 		if _, err := r.Sync(Sum, zero); err != nil {
 			return err
 		}
-		out := make([]complex128, slab)
-		peek(r, a, out)
-		f.slabs[id] = out
+		r.Peek(a, raw)
+		f.slabs[id] = decode(raw, in)
 		return nil
 	}
 }
@@ -279,28 +279,18 @@ func fft1(a []complex128) {
 	}
 }
 
-// load reads len(dst) values at addr (costed: every line).
-func load(r Rank, addr uint64, dst []complex128) {
-	b := make([]byte, 16*len(dst))
-	r.Read(addr, b)
-	decode(b, dst)
+// load reads len(dst) values at addr (costed: every line) through raw.
+func load(r Rank, addr uint64, dst []complex128, raw []byte) {
+	r.Read(addr, raw[:16*len(dst)])
+	decode(raw, dst)
 }
 
-// store writes the values at addr (costed).
-func store(r Rank, addr uint64, src []complex128) { r.Write(addr, encode(src)) }
+// store writes the values at addr (costed) through raw.
+func store(r Rank, addr uint64, src []complex128, raw []byte) { r.Write(addr, encode(src, raw)) }
 
-// poke and peek put the input in memory and read the result: set-up and
-// checking, not costed.
-func poke(r Rank, addr uint64, src []complex128) { r.Poke(addr, encode(src)) }
-
-func peek(r Rank, addr uint64, dst []complex128) {
-	b := make([]byte, 16*len(dst))
-	r.Peek(addr, b)
-	decode(b, dst)
-}
-
-func encode(src []complex128) []byte {
-	b := make([]byte, 16*len(src))
+// encode puts src into b's first 16 len(src) bytes and returns them.
+func encode(src []complex128, b []byte) []byte {
+	b = b[:16*len(src)]
 	for i, v := range src {
 		binary.LittleEndian.PutUint64(b[16*i:], math.Float64bits(real(v)))
 		binary.LittleEndian.PutUint64(b[16*i+8:], math.Float64bits(imag(v)))
@@ -308,8 +298,10 @@ func encode(src []complex128) []byte {
 	return b
 }
 
-func decode(b []byte, dst []complex128) {
+// decode fills dst from b and returns it.
+func decode(b []byte, dst []complex128) []complex128 {
 	for i := range dst {
 		dst[i] = complex(math.Float64frombits(binary.LittleEndian.Uint64(b[16*i:])), math.Float64frombits(binary.LittleEndian.Uint64(b[16*i+8:])))
 	}
+	return dst
 }
