@@ -156,3 +156,91 @@ func TestTimedTablesReduced(t *testing.T) {
 		}
 	}
 }
+
+// paperTable6 is Table 6 (000:L230–L241), seconds: Clump, NOW.
+var paperTable6 = map[splitc.App][2]float64{
+	splitc.FFT3D:     {6.8, 2.2},
+	splitc.CONComm:   {15, 7.7},
+	splitc.CONComp:   {2.7, 1.3},
+	splitc.EM3DNaive: {54, 48},
+	splitc.EM3DGood:  {38, 52},
+}
+
+// The timed tables' claims on the paper's own seconds: every claim holds
+// (A13, the SMP/NOW ratios, A14, A15, best against best); the paper's
+// numbers bent the wrong way fail theirs; a series that does not run
+// makes its claims say "not measured" and fail.
+func TestTimedClaimChecks(t *testing.T) {
+	t5 := func(bend func(app splitc.App, col int, v float64) float64) []paper.Point {
+		var pts []paper.Point
+		for _, app := range table5Apps {
+			for col, c := range []config{smpShm, smpMulti, now8, now8Net} {
+				pts = append(pts, paper.Point{X: 8, Category: string(app), Scheme: c.name, Y: bend(app, col, paperTable5[app][col])})
+			}
+		}
+		return pts
+	}
+	t6 := func(bend func(app splitc.App, col int, v float64) float64) []paper.Point {
+		var pts []paper.Point
+		for _, app := range splitc.Apps {
+			for col, c := range []config{clump, now32} {
+				pts = append(pts, paper.Point{X: 32, Category: string(app), Scheme: c.name, Y: bend(app, col, paperTable6[app][col])})
+			}
+		}
+		return pts
+	}
+	same := func(_ splitc.App, _ int, v float64) float64 { return v }
+	none := map[workload.Scheme]error{}
+	for _, tc := range []struct {
+		name    string
+		claims  []paper.PointClaim
+		pts     []paper.Point
+		want    []bool
+		measure string
+	}{
+		{"Table 5 as printed", table5Claims(none, false), t5(same), []bool{true, true, true, true}, "+3 %"},
+		{"Table 5, multi-protocol 20 % slower on the SMP", table5Claims(none, true), t5(func(app splitc.App, col int, v float64) float64 {
+			if col == 1 {
+				return paperTable5[app][0] * 1.2
+			}
+			return v
+		}), []bool{false, true, true}, "+20 %"},
+		{"Table 5, the SMP as fast as the NOW", table5Claims(none, true), t5(func(app splitc.App, col int, v float64) float64 {
+			if col >= 2 {
+				return paperTable5[app][col-2]
+			}
+			return v
+		}), []bool{true, false, false}, "+3 %"},
+		{"Table 5, no multi-protocol series", table5Claims(map[workload.Scheme]error{smpMulti.name: errNoPolling}, true), t5(same), []bool{false, false, true}, "not measured"},
+		{"Table 6 as printed", table6Claims(none), t6(same), []bool{true, true, true, true}, "+209 %"},
+		{"Table 6, one NIC a processor on the Clump", table6Claims(none), t6(func(app splitc.App, col int, v float64) float64 {
+			if col == 0 {
+				return paperTable6[app][1]
+			}
+			return v
+		}), []bool{false, false, false, false}, "+0 %"},
+		{"Table 6, the good layout no better", table6Claims(none), t6(func(app splitc.App, col int, v float64) float64 {
+			if app == splitc.EM3DGood && col == 0 {
+				return 54
+			}
+			return v
+		}), []bool{true, true, false, false}, "+209 %"},
+		{"Table 6, nothing runs", table6Claims(map[workload.Scheme]error{clump.name: am2.ErrRemote, now32.name: am2.ErrRemote}), t6(same), []bool{false, false, false, false}, "not measured"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &paper.Figure{PointClaims: tc.claims}
+			rs := f.CheckPoints(tc.pts)
+			if len(rs) != len(tc.want) {
+				t.Fatalf("%d claims, want %d", len(rs), len(tc.want))
+			}
+			for i, r := range rs {
+				if r.Holds != tc.want[i] {
+					t.Errorf("%s: holds %v (%s), want %v", r.Claim.Text, r.Holds, r.Measured, tc.want[i])
+				}
+			}
+			if !strings.Contains(rs[0].Measured, tc.measure) {
+				t.Errorf("measured %q, want %q in it", rs[0].Measured, tc.measure)
+			}
+		})
+	}
+}
