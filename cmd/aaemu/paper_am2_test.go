@@ -18,7 +18,7 @@ func TestPaperAM2Apps(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"Figure table4", "Table 4: stores per processor on the Clump", "48 and 14", "A16 EM3D", "Figure table5", "A13 multi-protocol against shared memory only on one SMP"} {
+	for _, want := range []string{"Figure table4", "Table 4: messages per processor on the Clump", "48 and 14", "A16 EM3D", "Figure table5", "A13 multi-protocol against shared memory only on one SMP"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
@@ -29,7 +29,7 @@ func TestPaperAM2Apps(t *testing.T) {
 		}
 	}
 	csv, err := os.ReadFile(filepath.Join(dir, "am2", "figtable4", "points.csv"))
-	if err != nil || !strings.HasPrefix(string(csv), "processors,run,scheme,stores_per_processor\n32,3D FFT,\"network short, mean\",") || strings.Count(string(csv), "\n") != 1+5*8 {
+	if err != nil || !strings.HasPrefix(string(csv), "processors,run,scheme,messages_per_processor\n32,3D FFT,\"network short, mean\",") || strings.Count(string(csv), "\n") != 1+5*8 {
 		t.Fatalf("points.csv: %v\n%s", err, csv)
 	}
 	out, err = aaemu(t, "paper", "am2", "table6", "--reduced", "--out", dir)

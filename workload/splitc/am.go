@@ -26,6 +26,7 @@ type AMConfig struct {
 const (
 	hUp   = Handlers     // child → parent: its subtree's counts and value
 	hDown = Handlers + 1 // parent → child: the result
+	hAck  = Handlers + 2 // the reply to every request
 )
 
 // AMResult is what a run measured.
@@ -186,32 +187,50 @@ func (r *amRank) install() error {
 	rt := r.rt
 	for h := 1; h < Handlers; h++ {
 		h := h
-		if err := r.ep.SetHandler(h, func(_ *am2.Token, m *am2.Message) {
+		if err := r.ep.SetHandler(h, func(t *am2.Token, m *am2.Message) {
 			r.recv++
 			f := r.handlers[h]
 			if f == nil {
 				r.fail(fmt.Errorf("a store to handler %d, not installed", h))
 				return
 			}
-			f(&Msg{From: m.From.Node*rt.l.PerNode + m.From.Index, Args: m.Args, Data: m.Data, Len: m.Len})
+			from := m.From.Node*rt.l.PerNode + m.From.Index
+			f(&Msg{From: from, Args: m.Args, Data: m.Data, Len: m.Len})
+			r.counts.Reply[from]++
+			r.ack(t)
 		}); err != nil {
 			return err
 		}
+	}
+	if err := r.ep.SetHandler(hAck, func(*am2.Token, *am2.Message) {}); err != nil {
+		return err
 	}
 	if err := r.ep.SetHandler(0, func(_ *am2.Token, m *am2.Message) {
 		r.fail(fmt.Errorf("a message to %v returned: its tag did not match", m.From))
 	}); err != nil {
 		return err
 	}
-	if err := r.ep.SetHandler(hUp, func(_ *am2.Token, m *am2.Message) {
+	if err := r.ep.SetHandler(hUp, func(t *am2.Token, m *am2.Message) {
 		c := m.From.Node*rt.l.PerNode + m.From.Index - (2*r.id + 1)
 		r.up[c] = upMsg{seq: uint64(m.Args[0]), diff: join(m.Args[1], m.Args[2]), v: join(m.Args[3], m.Args[4])}
+		r.counts.Sync++
+		r.ack(t)
 	}); err != nil {
 		return err
 	}
-	return r.ep.SetHandler(hDown, func(_ *am2.Token, m *am2.Message) {
+	return r.ep.SetHandler(hDown, func(t *am2.Token, m *am2.Message) {
 		r.down = upMsg{seq: uint64(m.Args[0]), diff: join(m.Args[1], m.Args[2]), v: join(m.Args[3], m.Args[4])}
+		r.counts.Sync++
+		r.ack(t)
 	})
+}
+
+// ack replies to a request, as AM-II's request/reply discipline has every
+// request answered (and Split-C acknowledges its stores): an empty reply.
+func (r *amRank) ack(t *am2.Token) {
+	if err := t.Reply(hAck); err != nil {
+		r.fail(err)
+	}
 }
 
 func (r *amRank) fail(err error) {

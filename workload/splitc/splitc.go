@@ -123,19 +123,24 @@ func (l Layout) Validate() error {
 }
 
 // Counts are what a rank sent, by destination rank: application stores
-// (short and bulk) and the barrier's messages.
+// (short and bulk), the replies to the stores it received (every AM-II
+// request is answered by an empty short reply), and the barrier's
+// messages with their replies.
 type Counts struct {
 	Short, Bulk []uint64 // by destination
 	BulkBytes   []uint64
+	Reply       []uint64 // by destination: the stores' senders
 	Sync        uint64
 }
 
 func newCounts(p int) Counts {
-	return Counts{Short: make([]uint64, p), Bulk: make([]uint64, p), BulkBytes: make([]uint64, p)}
+	return Counts{Short: make([]uint64, p), Bulk: make([]uint64, p), BulkBytes: make([]uint64, p), Reply: make([]uint64, p)}
 }
 
-// Split is a rank's stores split into local (to a rank of its own node)
-// and network (another node's).
+// Split is a rank's messages split into local (to a rank of its own
+// node) and network (another node's): short ones (short stores and the
+// replies to all stores, as seed 000's Table 4 counts short messages) and
+// bulk stores.
 type Split struct {
 	NetShort, NetBulk, LocalShort, LocalBulk uint64
 }
@@ -145,10 +150,10 @@ func (c Counts) Split(l Layout, i int) Split {
 	var s Split
 	for d := range c.Short {
 		if l.Node(d) == l.Node(i) {
-			s.LocalShort += c.Short[d]
+			s.LocalShort += c.Short[d] + c.Reply[d]
 			s.LocalBulk += c.Bulk[d]
 		} else {
-			s.NetShort += c.Short[d]
+			s.NetShort += c.Short[d] + c.Reply[d]
 			s.NetBulk += c.Bulk[d]
 		}
 	}

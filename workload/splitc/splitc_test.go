@@ -44,13 +44,13 @@ func TestTallyCountsTheMachinesStores(t *testing.T) {
 			for i := range res.Counts {
 				a, b := res.Counts[i], tal.Counts[i]
 				for d := range a.Short {
-					if a.Short[d] != b.Short[d] || a.Bulk[d] != b.Bulk[d] || a.BulkBytes[d] != b.BulkBytes[d] {
+					if a.Short[d] != b.Short[d] || a.Bulk[d] != b.Bulk[d] || a.BulkBytes[d] != b.BulkBytes[d] || a.Reply[d] != b.Reply[d] {
 						t.Fatalf("rank %d → %d: machine %d short %d bulk, tally %d short %d bulk", i, d, a.Short[d], a.Bulk[d], b.Short[d], b.Bulk[d])
 					}
 					n += a.Short[d] + a.Bulk[d]
 				}
-				if st := res.Stats[i]; st.Sent != a.Sync+sum(a.Short)+sum(a.Bulk) || st.Returned != 0 {
-					t.Fatalf("rank %d: its endpoint sent %d (%d returned), the runtime counted %d", i, st.Sent, st.Returned, a.Sync+sum(a.Short)+sum(a.Bulk))
+				if st := res.Stats[i]; st.Sent != a.Sync+sum(a.Short)+sum(a.Bulk)+sum(a.Reply) || st.Returned != 0 {
+					t.Fatalf("rank %d: its endpoint sent %d (%d returned), the runtime counted %d", i, st.Sent, st.Returned, a.Sync+sum(a.Short)+sum(a.Bulk)+sum(a.Reply))
 				}
 			}
 			if n == 0 {

@@ -17,7 +17,7 @@ type TallyResult struct {
 // Tally runs prog on p ranks without a machine: each rank a goroutine
 // with its own memory, nothing costed, every store counted and queued at
 // its destination, whose handlers run at the next Sync (in the order of
-// sending rank, then of sending). A program whose stores do not depend on
+// sending rank, then of sending), each counting its reply. A program whose stores do not depend on
 // when others' stores arrive sends here what it sends on the machine;
 // Sync's barrier messages are not counted (their number on the machine
 // depends on timing: a round repeats while stores are in flight).
@@ -189,6 +189,7 @@ func (r *tallyRank) Sync(op Op, v func() uint64) (uint64, error) {
 			msg.Data, msg.Len = r.scratch, len(m.data)
 		}
 		r.handlers[m.h](&msg)
+		r.counts.Reply[m.from]++
 	}
 	val := v()
 	t := r.t
