@@ -214,7 +214,9 @@ func (r *tallyRank) Sync(op Op, v func() uint64) (uint64, error) {
 
 func (r *tallyRank) Alloc(n uint64) uint64 {
 	a := uint64(len(r.mem)+63) &^ 63
-	r.mem = append(r.mem, make([]byte, a+n-uint64(len(r.mem)))...)
+	mem := make([]byte, a+n) // exactly: a program allocates a few large arrays
+	copy(mem, r.mem)
+	r.mem = mem
 	return a
 }
 

@@ -471,7 +471,7 @@ func table5Figure(z splitc.Sizes, reduced bool) *paper.Figure {
 		return table5Claims(missing, reduced)
 	})
 	if err != nil {
-		failing(f, err)
+		failing(f, smpShm, err)
 	}
 	return f
 }
@@ -508,9 +508,9 @@ func table5Claims(missing map[workload.Scheme]error, reduced bool) []paper.Point
 
 // failing makes figure f, none of whose series runs, say why when run:
 // it stays listed.
-func failing(f *paper.Figure, err error) {
-	f.Custom = paper.NewCustom(paper.Custom{X: []int{1}, XLabel: "processors", Categories: []string{string(splitc.FFT3D)}, CategoryLabel: "run",
-		Schemes: []workload.Scheme{"none"}, YLabel: "run time", YUnit: "s"},
+func failing(f *paper.Figure, first config, err error) {
+	f.Custom = paper.NewCustom(paper.Custom{X: []int{first.platform.Layout.Procs()}, XLabel: "processors", Categories: []string{string(splitc.FFT3D)}, CategoryLabel: "run",
+		Schemes: []workload.Scheme{first.name}, YLabel: "run time", YUnit: "s"},
 		func(context.Context, int, string, workload.Scheme) (float64, error) { return 0, err })
 }
 
@@ -521,7 +521,7 @@ func table6Figure(z splitc.Sizes) *paper.Figure {
 	title := fmt.Sprintf("Table 6: run times on the Clump (4 × 8) and a NOW of 32 (3D FFT %d³, CON %d³ and %d² a processor, EM3D %d nodes a processor, %d steps)", z.FFTN, z.CommSide, z.CompSide, z.EM3DNodes, z.EM3DSteps)
 	f, err := timedFigure("table6", title, apps, []config{clump, now32}, z, table6Claims)
 	if err != nil {
-		failing(f, err)
+		failing(f, clump, err)
 	}
 	return f
 }
