@@ -62,6 +62,27 @@ func TestE5000UncachedRead(t *testing.T) {
 	}
 }
 
+// The U170 preset (seed 000's NOW node): its uncached read is Table 1's
+// 114 cycles, its write 34.
+func TestU170UncachedRead(t *testing.T) {
+	data, err := os.ReadFile("../examples/machines/u170.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseScenario("u170.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, write := uncachedRead(t, s)
+	t.Logf("U170: uncached 32-bit read %.1f cycles, write %.1f cycles", read, write)
+	if read < 114*0.9 || read > 114*1.1 {
+		t.Errorf("uncached read costs %.1f cycles, want 114 ± 10 %%", read)
+	}
+	if write != 34 {
+		t.Errorf("uncached write costs %.1f cycles, want 34", write)
+	}
+}
+
 func TestMMIOKeys(t *testing.T) {
 	cases := []struct{ yaml, want string }{
 		{"machine:\n  nic:\n    sram_access_ns: 2000000\n", "s.yaml:3: machine.nic.sram_access_ns: 2000000 is out of range (0..1000000 ns; an uncached access of the NIC's device memory; 0: 50 ns)"},

@@ -9,3 +9,8 @@ import _ "embed"
 //
 //go:embed e5000.yaml
 var E5000 []byte
+
+// U170 is u170.yaml: Sun UltraSPARC 170 workstations, seed 000's NOW.
+//
+//go:embed u170.yaml
+var U170 []byte

@@ -3,11 +3,10 @@
 // am2: its Table 2 (LogGP and round trip of AM-II on shared memory and on
 // Myrinet, single- and multi-protocol), Figure 4 (the send overhead by
 // component), the bandwidth and half-power points, and the polling
-// policies, measured on two E5000 nodes with Myrinet-class NIUs, with the
-// reference's claims (A1–A12 that these cover) checked against them.
-//
-// The figures are in one list (Figures) so that more of the paper's
-// tables can join it.
+// policies, measured on two E5000 nodes with Myrinet-class NIUs, and its
+// Tables 4–6 (the Split-C applications' message counts and run times on one
+// SMP, NOWs of U170 workstations and the Clump), with the reference's
+// claims (A1–A16) checked against them.
 package am2paper
 
 import (
@@ -17,9 +16,9 @@ import (
 func init() {
 	paper.Register(&paper.Paper{
 		Name:    "am2",
-		Title:   "Multi-protocol Active Messages on a cluster of SMPs (Lumetta, Mainwaring, Culler): AM-II on E5000s with Myrinet",
-		Figures: func() []*paper.Figure { return Figures(Full) },
-		Reduced: func() []*paper.Figure { return Figures(Reduced) },
+		Title:   "Multi-protocol Active Messages on a cluster of SMPs (Lumetta, Mainwaring, Culler): AM-II on E5000s with Myrinet, and Split-C applications",
+		Figures: func() []*paper.Figure { return append(Figures(Full), appFigures(false)...) },
+		Reduced: func() []*paper.Figure { return append(Figures(Reduced), appFigures(true)...) },
 	})
 }
 
@@ -48,7 +47,8 @@ var Reduced = Sizes{
 	Polls:     256,
 }
 
-// Figures lists the paper's figures aaemu models, at sizes z.
+// Figures lists the microbenchmark figures, at sizes z; the applications'
+// tables follow them (appFigures).
 func Figures(z Sizes) []*paper.Figure {
 	return []*paper.Figure{table2Figure(z), fig4Figure(z), bandwidthFigure(z), pollingFigure(z)}
 }
