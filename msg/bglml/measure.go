@@ -1,0 +1,86 @@
+package bglml
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/bgl"
+	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/torus"
+)
+
+// Until runs the advance loop in process p until cond holds: pass after
+// pass, as the paper's polling layer does (L94).
+func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
+	for !cond() {
+		l.Advance(p)
+	}
+}
+
+// PingPong is the message layer's half round trip (Turner's pong, L163)
+// of size-byte messages between the nodes at a and b by protocol proto:
+// a sends, b's upcall takes the message into an aligned buffer and b
+// sends it back once it is complete; iters round trips after one to warm
+// up, the mean half round trip. Each node's layer runs on its first core.
+func PingPong(spec bgl.Spec, params Params, costs Costs, a, b torus.Coord, proto Protocol, size, iters int) (sim.Tick, error) {
+	if iters < 1 || size < 0 {
+		return 0, fmt.Errorf("bglml: ping-pong of %d round trips of %d bytes", iters, size)
+	}
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	if err != nil {
+		return 0, err
+	}
+	ia, ib := m.Torus.IndexOf(a), m.Torus.IndexOf(b)
+	if ia == ib {
+		return 0, fmt.Errorf("bglml: both ends are node %v", a)
+	}
+	var start, end sim.Tick
+	var failed error
+	side := func(me, peer int, first bool) {
+		nd := m.Nodes[me]
+		buf := nd.Alloc(max(size, 1))
+		got := 0
+		l, err := New(m, me, params, costs, func(src int, info []byte, n int) (uint64, func()) {
+			return buf, func() { got++ }
+		})
+		if err != nil {
+			failed = err
+			return
+		}
+		nd.Cores[0].Spawn("pingpong", func(p *cpu.Proc) {
+			send := func() {
+				if err := l.Send(p, &Message{Dst: peer, Addr: buf, Len: size, Proto: proto}); err != nil && failed == nil {
+					failed = err
+				}
+			}
+			for k := 0; k <= iters; k++ {
+				if first {
+					if k == 1 {
+						start = p.Now()
+					}
+					send()
+				}
+				l.Until(p, func() bool { return got > k || failed != nil })
+				if !first {
+					send()
+				}
+			}
+			if first {
+				end = p.Now()
+			}
+			// The last confirmation and sends finish before the layer
+			// stops.
+			l.Until(p, func() bool { return l.Idle() || failed != nil })
+		})
+	}
+	side(ia, ib, true)
+	side(ib, ia, false)
+	m.World.Run(sim.S)
+	if failed != nil {
+		return 0, failed
+	}
+	if end == 0 {
+		return 0, fmt.Errorf("bglml: ping-pong did not finish within a simulated second")
+	}
+	return (end - start) / sim.Tick(2*iters), nil
+}
