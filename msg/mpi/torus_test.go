@@ -175,3 +175,34 @@ func TestTorusBadInput(t *testing.T) {
 		t.Errorf("no transports: %v", err)
 	}
 }
+
+// TestMPICH2Bcast broadcasts messages below and above the short-message
+// limit (a binomial tree, then scatter and ring allgather) from several
+// roots, on 5 and 8 ranks of the torus, and checks every byte.
+func TestMPICH2Bcast(t *testing.T) {
+	for _, dims := range [][3]int{{5, 1, 1}, {2, 2, 2}} {
+		m := bglMachine(t, dims[0], dims[1], dims[2])
+		var failed []string
+		_, err := RunTorus(m, Config{Collectives: MPICH2{ShortBytes: 1000}}, TorusConfig{}, nil, func(c *Comm) {
+			for k, size := range []int{600, 1003, 4096, 9999} {
+				root := k % c.Size()
+				b := c.Alloc(size)
+				if c.Rank() == root {
+					c.Write(b, torusPattern(root, k, size))
+				}
+				if err := c.Bcast(b, root); err != nil {
+					failed = append(failed, err.Error())
+				}
+				if !bytes.Equal(c.Read(b), torusPattern(root, k, size)) {
+					failed = append(failed, fmt.Sprintf("%v: rank %d: %d bytes from root %d differ", dims, c.Rank(), size, root))
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range failed {
+			t.Error(f)
+		}
+	}
+}
