@@ -84,3 +84,57 @@ func PingPong(spec bgl.Spec, params Params, costs Costs, a, b torus.Coord, proto
 	}
 	return (end - start) / sim.Tick(2*iters), nil
 }
+
+// HotSpot is many-to-one traffic (L53, L129): every node but the one at
+// hot sends msgs messages of size bytes to it by proto, all at once. It
+// returns the payload the hot node received per second, from the start to
+// its last message, and the packets the adaptive ones sent on the escape
+// channel.
+func HotSpot(spec bgl.Spec, params Params, costs Costs, hot torus.Coord, proto Protocol, size, msgs int) (float64, error) {
+	if size < 1 || msgs < 1 {
+		return 0, fmt.Errorf("bglml: hot spot of %d messages of %d bytes", msgs, size)
+	}
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	if err != nil {
+		return 0, err
+	}
+	h := m.Torus.IndexOf(hot)
+	n := len(m.Nodes)
+	want := (n - 1) * msgs
+	got := 0
+	var end sim.Tick
+	var failed error
+	for i := range m.Nodes {
+		i := i
+		nd := m.Nodes[i]
+		l, err := New(m, i, params, costs, func(int, []byte, int) (uint64, func()) {
+			return nd.Alloc(size), func() { got++ }
+		})
+		if err != nil {
+			return 0, err
+		}
+		nd.Cores[0].Spawn("hotspot", func(p *cpu.Proc) {
+			if i == h {
+				l.Until(p, func() bool { return got == want })
+				end = p.Now()
+				return
+			}
+			buf := nd.Alloc(size)
+			for k := 0; k < msgs; k++ {
+				if err := l.Send(p, &Message{Dst: h, Addr: buf, Len: size, Proto: proto}); err != nil {
+					failed = err
+					return
+				}
+			}
+			l.Until(p, func() bool { return l.Idle() })
+		})
+	}
+	m.World.Run(sim.S)
+	if failed != nil {
+		return 0, failed
+	}
+	if got != want {
+		return 0, fmt.Errorf("bglml: hot spot: %d of %d messages arrived within a simulated second", got, want)
+	}
+	return float64(want*size) / (float64(end) / float64(sim.S)), nil
+}
