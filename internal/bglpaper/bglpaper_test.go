@@ -158,3 +158,26 @@ func TestBroadcastAndHotSpot(t *testing.T) {
 		t.Logf("%s: %s", r.Claim.Text, r.Measured)
 	}
 }
+
+// TestLinks runs 4c–4e reduced (1 to 3 links): one link reaches the
+// link's payload rate both ways for every protocol, and the B8 verdicts
+// hold (the core, not the links, limits eager and rendezvous at two;
+// adaptive eager falls short of two).
+func TestLinks(t *testing.T) {
+	fig := Fig4cde(ReducedLinks())
+	pts, err := fig.Custom.Run(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts {
+		if p.X == 1 && (p.Y < 0.9*311.1 || p.Y > 311.2) {
+			t.Errorf("%s over one link: %.1f MB/s, want just under 311.1", p.Scheme, p.Y)
+		}
+	}
+	for _, r := range fig.CheckPoints(pts) {
+		if !r.Holds {
+			t.Errorf("%s: %s", r.Claim.Text, r.Measured)
+		}
+		t.Logf("%s: %s", r.Claim.Text, r.Measured)
+	}
+}

@@ -138,3 +138,75 @@ func HotSpot(spec bgl.Spec, params Params, costs Costs, hot torus.Coord, proto P
 	}
 	return float64(want*size) / (float64(end) / float64(sim.S)), nil
 }
+
+// Links is the traffic of Figures 4c–4f (L187–L189): the node at centre
+// exchanges msgs messages of size bytes both ways with k of its
+// neighbours at once (+x, −x, +y, −y, +z, −z in that order), all by
+// proto. It returns the payload the centre sent and received per second,
+// from the start until it has received everything and its sends are done.
+func Links(spec bgl.Spec, params Params, costs Costs, centre torus.Coord, k int, proto Protocol, size, msgs int) (float64, error) {
+	if k < 1 || k > 6 || size < 1 || msgs < 1 {
+		return 0, fmt.Errorf("bglml: %d links, %d messages of %d bytes (1 to 6 links)", k, msgs, size)
+	}
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	if err != nil {
+		return 0, err
+	}
+	c := m.Torus.IndexOf(centre)
+	var peers []int
+	for d := 0; d < 3 && len(peers) < k; d++ {
+		for _, s := range []int{1, -1} {
+			if len(peers) == k {
+				break
+			}
+			at := centre
+			n := spec.Torus.Dims[d]
+			at[d] = (at[d] + s + n) % n
+			if spec.Torus.Mesh && (centre[d]+s < 0 || centre[d]+s >= n) || n < 3 {
+				return 0, fmt.Errorf("bglml: %v has no distinct neighbours both ways in %c", centre, "xyz"[d])
+			}
+			peers = append(peers, m.Torus.IndexOf(at))
+		}
+	}
+	got := make([]int, len(m.Nodes))
+	var end sim.Tick
+	var failed error
+	run := func(i int, to []int, expect int) {
+		nd := m.Nodes[i]
+		l, err := New(m, i, params, costs, func(int, []byte, int) (uint64, func()) {
+			return nd.Alloc(size), func() { got[i]++ }
+		})
+		if err != nil {
+			failed = err
+			return
+		}
+		nd.Cores[0].Spawn("links", func(p *cpu.Proc) {
+			buf := nd.Alloc(size)
+			// Round-robin over the peers, so that every link starts at once.
+			for j := 0; j < msgs; j++ {
+				for _, dst := range to {
+					if err := l.Send(p, &Message{Dst: dst, Addr: buf, Len: size, Proto: proto}); err != nil {
+						failed = err
+						return
+					}
+				}
+			}
+			l.Until(p, func() bool { return got[i] == expect && l.Idle() })
+			if i == c {
+				end = p.Now()
+			}
+		})
+	}
+	run(c, peers, k*msgs)
+	for _, q := range peers {
+		run(q, []int{c}, msgs)
+	}
+	m.World.Run(sim.S)
+	if failed != nil {
+		return 0, failed
+	}
+	if end == 0 {
+		return 0, fmt.Errorf("bglml: %d links did not finish within a simulated second", k)
+	}
+	return float64(2*k*msgs*size) / (float64(end) / float64(sim.S)), nil
+}
