@@ -21,13 +21,14 @@ import (
 // Paper is seed 002's paper.
 var Paper = &paper.Paper{Name: "bgl", Title: "Message-passing services for Blue Gene/L (seed 002): protocol latencies, torus latency and link bandwidth",
 	Figures: func() []*paper.Figure {
-		return []*paper.Figure{Fig1(DefaultTable1()), Fig4a(DefaultLatency()), Fig4b(DefaultBandwidth()), Fig4cde(DefaultLinks()), Fig5b(DefaultBroadcast()), FigHotSpot(DefaultHotSpot())}
+		return []*paper.Figure{Fig1(DefaultTable1()), Fig4a(DefaultLatency()), Fig4b(DefaultBandwidth()), Fig4cde(DefaultLinks()), Fig5b(DefaultBroadcast()), FigHotSpot(DefaultHotSpot()), FigMapping(DefaultMapping())}
 	},
 	// The test suite's sizes (aaemu paper bgl --reduced): a 4×2×2 torus
 	// for Table 1, 4×4×4 and four distances for 4a, five sizes for 4b, a
-	// 1 to 3 links for 4c–4e, a 2×2×2 mesh for 5b, 4×4×2 for the hot spot.
+	// 1 to 3 links for 4c–4e, a 2×2×2 mesh for 5b, 4×4×2 for the hot spot,
+	// one size for the mapping.
 	Reduced: func() []*paper.Figure {
-		return []*paper.Figure{Fig1(ReducedTable1()), Fig4a(ReducedLatency()), Fig4b(ReducedBandwidth()), Fig4cde(ReducedLinks()), Fig5b(ReducedBroadcast()), FigHotSpot(ReducedHotSpot())}
+		return []*paper.Figure{Fig1(ReducedTable1()), Fig4a(ReducedLatency()), Fig4b(ReducedBandwidth()), Fig4cde(ReducedLinks()), Fig5b(ReducedBroadcast()), FigHotSpot(ReducedHotSpot()), FigMapping(ReducedMapping())}
 	}}
 
 // ReducedTable1, ReducedLatency and ReducedBandwidth are the test suite's

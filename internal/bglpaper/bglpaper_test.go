@@ -8,6 +8,8 @@ import (
 	"github.com/aaemu/aaemu/bgl"
 	"github.com/aaemu/aaemu/internal/paper"
 	"github.com/aaemu/aaemu/msg/mpi"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/torus"
 )
 
 // TestFigures runs Figures 4a and 4b reduced (a 4×4×4 torus, a few
@@ -173,6 +175,47 @@ func TestLinks(t *testing.T) {
 		if p.X == 1 && (p.Y < 0.9*311.1 || p.Y > 311.2) {
 			t.Errorf("%s over one link: %.1f MB/s, want just under 311.1", p.Scheme, p.Y)
 		}
+	}
+	for _, r := range fig.CheckPoints(pts) {
+		if !r.Holds {
+			t.Errorf("%s: %s", r.Claim.Text, r.Measured)
+		}
+		t.Logf("%s: %s", r.Claim.Text, r.Measured)
+	}
+}
+
+// TestMapping checks the folded mapping file (every grid neighbour one
+// hop away; under XYZT some are two) and runs the mapping figure reduced:
+// the folded mapping is faster.
+func TestMapping(t *testing.T) {
+	dims := torus.Coord{4, 4, 4}
+	folded, err := bgl.ReadMapping("folded.map", strings.NewReader(foldedFile()), dims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(4, 4, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := func(nodeOf []int) (most int) {
+		for r := 0; r < 64; r++ {
+			i, j := r%8, r/8
+			for _, q := range []int{(i+1)%8 + 8*j, i + 8*((j+1)%8)} {
+				most = max(most, m.Torus.Hops(m.Torus.CoordOf(nodeOf[r]), m.Torus.CoordOf(nodeOf[q])))
+			}
+		}
+		return most
+	}
+	if h := far(folded); h != 1 {
+		t.Errorf("folded: grid neighbours up to %d hops apart, want 1", h)
+	}
+	if h := far(bgl.XYZT(dims)); h < 2 {
+		t.Errorf("XYZT: grid neighbours at most %d hops apart, want more than 1", h)
+	}
+	fig := FigMapping(ReducedMapping())
+	pts, err := fig.Custom.Run(2, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, r := range fig.CheckPoints(pts) {
 		if !r.Holds {
