@@ -150,6 +150,9 @@ func (c Costs) Validate() error {
 // a message carries in its first packet.
 const InfoMax = 64
 
+// MaxMessage is the longest message (1 GB): a packet's index has 24 bits.
+const MaxMessage = 1 << 30
+
 // Handler is the upcall for a new message (L122): the sending node, the
 // upper layer's info and the message's size; it answers where the data
 // goes in the node's memory and what to call once all of it is there.
@@ -179,9 +182,12 @@ const (
 	tToken                 // adaptive eager: the confirmation
 )
 
-// firstHdr is the message header at the start of a first packet's
-// payload: size (4 bytes), message number (2), info length (1), spare (1).
-const firstHdr = 8
+// FirstHeaderBytes is the message header at the start of a first
+// packet's payload: size (4 bytes), message number (2), info length (1),
+// spare (1).
+const FirstHeaderBytes = 8
+
+const firstHdr = FirstHeaderBytes
 
 // Layer is one node's message layer, run by one process (the node's main
 // core): Send and Get post, Advance makes progress.
@@ -355,8 +361,8 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 	if m.Dst < 0 || m.Dst >= len(l.nodes) || m.Dst == l.nd.Index {
 		return fmt.Errorf("bglml: node %d: send to node %d (0 to %d, not itself)", l.nd.Index, m.Dst, len(l.nodes)-1)
 	}
-	if len(m.Info) > InfoMax || m.Len < 0 {
-		return fmt.Errorf("bglml: node %d: message of %d bytes with %d bytes of info (at most %d)", l.nd.Index, m.Len, len(m.Info), InfoMax)
+	if len(m.Info) > InfoMax || m.Len < 0 || m.Len > MaxMessage {
+		return fmt.Errorf("bglml: node %d: message of %d bytes with %d bytes of info (at most %d bytes and %d of info)", l.nd.Index, m.Len, len(m.Info), MaxMessage, InfoMax)
 	}
 	proto := m.Proto
 	if proto == Auto {
@@ -440,7 +446,13 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 	return nil
 }
 
-func (l *Layer) id() uint16 { l.nextID++; return l.nextID }
+// id numbers a message (never 0: a grant for number 0 is a get's).
+func (l *Layer) id() uint16 {
+	if l.nextID++; l.nextID == 0 {
+		l.nextID = 1
+	}
+	return l.nextID
+}
 
 // startable reports whether o may write its next packet now: its data
 // was granted, and a message waits for the confirmations awaited from its
@@ -514,7 +526,7 @@ func (l *Layer) control(p *cpu.Proc, dst int, pk *torus.Packet, ordered bool) {
 // local here; done is called when they all are. The request is a grant
 // packet; src's layer streams the data adaptively (as a rendezvous's).
 func (l *Layer) Get(p *cpu.Proc, src int, remote, local uint64, n int, done func()) error {
-	if src < 0 || src >= len(l.nodes) || src == l.nd.Index || n < 0 {
+	if src < 0 || src >= len(l.nodes) || src == l.nd.Index || n < 0 || n > MaxMessage {
 		return fmt.Errorf("bglml: node %d: get of %d bytes from node %d", l.nd.Index, n, src)
 	}
 	p.Compute(l.costs.Post)

@@ -276,6 +276,7 @@ func TestBadInput(t *testing.T) {
 			{Message{Dst: 9, Len: 1}, "send to node 9"},
 			{Message{Dst: 1, Len: 300, Proto: OnePacket}, "a one-packet message of 300 bytes"},
 			{Message{Dst: 1, Len: 1, Info: make([]byte, 65)}, "65 bytes of info"},
+			{Message{Dst: 1, Len: MaxMessage + 1}, "message of 1073741825 bytes"},
 		}
 		for _, c := range cases {
 			if err := l.Send(p, &c.m); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -168,6 +168,9 @@ func TestTorusBadInput(t *testing.T) {
 	if _, err := RunTorus(m, Config{}, TorusConfig{Params: Params{Rendezvous: RendezvousPut}}, nil, func(*Comm) {}); err == nil || !strings.Contains(err.Error(), "the message layer's rendezvous is the receiver's get") {
 		t.Errorf("put mode: %v", err)
 	}
+	if _, err := RunTorus(m, Config{}, TorusConfig{Force: bglml.OnePacket, Params: Params{EagerLimit: 300}}, nil, func(*Comm) {}); err == nil || !strings.Contains(err.Error(), "eager limit 300 with every message in one packet (at most 216)") {
+		t.Errorf("one-packet limit: %v", err)
+	}
 	if _, err := RunTorus(m, Config{}, TorusConfig{}, []int{0, 0}, func(*Comm) {}); err == nil || !strings.Contains(err.Error(), "both on node 0") {
 		t.Errorf("two ranks on a node: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/aaemu/aaemu/bgl"
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/msg/bglml"
+	"github.com/aaemu/aaemu/torus"
 )
 
 // TorusConfig configures the transport over Blue Gene/L's message layer
@@ -64,6 +65,11 @@ func Torus(cfg TorusConfig) TransportMaker {
 		}
 		if err := cfg.ML.Validate(); err != nil {
 			return nil, err
+		}
+		// An eager message's envelope is EagerWords words; a one-packet
+		// message must fit a packet with it and the layer's header.
+		if most := torus.MaxPayload - bglml.FirstHeaderBytes - 8*EagerWords; cfg.Force == bglml.OnePacket && cfg.Params.EagerLimit > most {
+			return nil, fmt.Errorf("torus: eager limit %d with every message in one packet (at most %d)", cfg.Params.EagerLimit, most)
 		}
 		if err := cfg.Costs.Validate(); err != nil {
 			return nil, err
