@@ -14,8 +14,12 @@ import (
 // (Auto: by size), and, for the rendezvous, every message by MPI's
 // rendezvous (a scout, the get, the data).
 func mpiConfig(proto bglml.Protocol) mpi.TorusConfig {
-	if proto == bglml.Rendezvous {
+	switch proto {
+	case bglml.Rendezvous:
 		return mpi.TorusConfig{Params: mpi.Params{EagerLimit: -1}}
+	case bglml.OnePacket:
+		// MPI's eager limit at what one packet holds beside the headers.
+		return mpi.TorusConfig{Force: proto, Params: mpi.Params{EagerLimit: torus.MaxPayload - bglml.FirstHeaderBytes - 8*mpi.EagerWords}}
 	}
 	return mpi.TorusConfig{Force: proto}
 }
