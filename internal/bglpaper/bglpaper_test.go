@@ -224,3 +224,27 @@ func TestMapping(t *testing.T) {
 		t.Logf("%s: %s", r.Claim.Text, r.Measured)
 	}
 }
+
+// TestFig5b runs 5b reduced (a 2×2×2 mesh): MPICH2's plateau and three
+// routes against one agree; the deposit-bit broadcast's share of its peak
+// is above the paper's and says why; the deposit-bit broadcast beats
+// MPICH2's at every size.
+func TestFig5b(t *testing.T) {
+	fig := Fig5b(ReducedBroadcast())
+	pts, err := fig.Custom.Run(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, d3 := series(pts, mpich2), series(pts, deposit3)
+	for i := range mp {
+		if d3[i].Y <= mp[i].Y {
+			t.Errorf("%d B: deposit %.1f MB/s, MPICH2 %.1f MB/s", mp[i].X, d3[i].Y, mp[i].Y)
+		}
+	}
+	for i, r := range fig.CheckPoints(pts) {
+		if want := i != 1; r.Holds != want || !r.Holds && !strings.Contains(r.Measured, "aaemu's") {
+			t.Errorf("%s: %s (holds %v)", r.Claim.Text, r.Measured, r.Holds)
+		}
+		t.Logf("%s: %s", r.Claim.Text, r.Measured)
+	}
+}

@@ -210,3 +210,58 @@ func Links(spec bgl.Spec, params Params, costs Costs, centre torus.Coord, k int,
 	}
 	return float64(2*k*msgs*size) / (float64(end) / float64(sim.S)), nil
 }
+
+// BcastTime runs a torus broadcast of size bytes from node (0,0,0) over
+// routes routes (Layer.Bcast), every node's layer on its first core, and
+// returns when the last node had the whole message. check, if not nil, is
+// given each node's received bytes and the root's.
+func BcastTime(spec bgl.Spec, params Params, costs Costs, routes, size int, check func(node int, got, want []byte)) (sim.Tick, error) {
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	if err != nil {
+		return 0, err
+	}
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*7 + i>>8)
+	}
+	var end sim.Tick
+	var failed error
+	bufs := make([]uint64, len(m.Nodes))
+	for i := range m.Nodes {
+		i := i
+		nd := m.Nodes[i]
+		bufs[i] = nd.Alloc(size)
+		if i == 0 {
+			nd.Mem.Write(bufs[i], want)
+		}
+		l, err := New(m, i, params, costs, nil)
+		if err != nil {
+			return 0, err
+		}
+		nd.Cores[0].Spawn("bcast", func(p *cpu.Proc) {
+			have := false
+			if err := l.Bcast(p, bufs[i], size, routes, func() { have = true }); err != nil {
+				failed = err
+				return
+			}
+			l.Until(p, func() bool { return have })
+			end = max(end, p.Now())
+			l.Until(p, l.Idle)
+		})
+	}
+	m.World.Run(sim.S)
+	if failed != nil {
+		return 0, failed
+	}
+	if end == 0 {
+		return 0, fmt.Errorf("bglml: the broadcast did not finish within a simulated second")
+	}
+	if check != nil {
+		for i, nd := range m.Nodes {
+			got := make([]byte, size)
+			nd.Mem.Read(bufs[i], got)
+			check(i, got, want)
+		}
+	}
+	return end, nil
+}

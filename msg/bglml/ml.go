@@ -180,6 +180,7 @@ const (
 	tGrant                 // rendezvous or get: the receiver asks for the data
 	tData                  // rendezvous or get data, placed by its index
 	tToken                 // adaptive eager: the confirmation
+	tBcast                 // torus broadcast: a packet of a route, placed by its index
 )
 
 // FirstHeaderBytes is the message header at the start of a first
@@ -211,6 +212,7 @@ type Layer struct {
 	rdv     map[uint16]*rx       // rendezvous and get data by our number
 	early   map[uint32][]*staged // adaptive packets that came before their first
 	nextRx  uint16
+	bc      *bcast // the torus broadcast under way
 
 	Stats Stats
 }
@@ -293,7 +295,7 @@ func (l *Layer) Choose(n, info int) Protocol {
 // Idle reports whether the layer has nothing to send and nothing under
 // way (no grant, token or data awaited).
 func (l *Layer) Idle() bool {
-	if len(l.sendq) > 0 || len(l.grants) > 0 || len(l.adapt) > 0 || len(l.rdv) > 0 {
+	if len(l.sendq) > 0 || len(l.grants) > 0 || len(l.adapt) > 0 || len(l.rdv) > 0 || l.bc != nil {
 		return false
 	}
 	for _, t := range l.tokens {
@@ -704,6 +706,8 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 			addr, n, sent = m.Addr, m.Len, m.Done
 		}
 		l.stream(src, rid, addr, n, sent)
+	case tBcast:
+		l.onBcast(p, f, int(id), idx)
 	case tToken:
 		l.nd.PL.Read(p, f, true)
 		p.Compute(l.costs.Lookup)
