@@ -56,16 +56,25 @@ func (pl *PacketLayer) TryWrite(p *cpu.Proc, fifo int, pkt *torus.Packet, from S
 	if err := pl.nd.Check(fifo, pkt); err != nil {
 		return false, err
 	}
-	n := pkt.Chunks()
 	p.Compute(pl.spec.StatusCycles)
-	if pl.nd.Room(fifo) < n {
+	if pl.nd.Room(fifo) < pkt.Chunks() {
 		return false, nil
 	}
-	p.Compute(pl.spec.WriteCost(n, from))
-	if err := pl.nd.Inject(fifo, pkt); err != nil {
-		return false, fmt.Errorf("bgl: node %d: injection FIFO %d: %w (two writers?)", pl.nd.Index, fifo, err)
+	return true, pl.Store(p, fifo, pkt, from)
+}
+
+// Store is the stores of a packet into injection FIFO fifo, for a caller
+// that has looked at the FIFO's room already (Room); no room now is an
+// error.
+func (pl *PacketLayer) Store(p *cpu.Proc, fifo int, pkt *torus.Packet, from Source) error {
+	if err := pl.nd.Check(fifo, pkt); err != nil {
+		return err
 	}
-	return true, nil
+	p.Compute(pl.spec.WriteCost(pkt.Chunks(), from))
+	if err := pl.nd.Inject(fifo, pkt); err != nil {
+		return fmt.Errorf("bgl: node %d: injection FIFO %d: %w (two writers?)", pl.nd.Index, fifo, err)
+	}
+	return nil
 }
 
 // Room is a look at injection FIFO fifo's status: the chunks it has room

@@ -213,6 +213,7 @@ type Layer struct {
 	early   map[uint32][]*staged // adaptive packets that came before their first
 	nextRx  uint16
 	bc      *bcast // the torus broadcast under way
+	full    []bool // injection FIFOs found full in this pass of the advance loop
 
 	Stats Stats
 }
@@ -270,7 +271,7 @@ func New(m *bgl.Machine, i int, params Params, costs Costs, up Handler) (*Layer,
 		return nil, fmt.Errorf("bglml: %d nodes (the software header names at most 65,536)", len(m.Nodes))
 	}
 	nd, nodes := m.Nodes[i], m.Nodes
-	return &Layer{fifos: m.Spec.Torus.InjFIFOs, nd: nd, nodes: nodes, params: params, costs: costs, up: up, plb: nd.Alloc(torus.MaxPacketBytes),
+	return &Layer{fifos: m.Spec.Torus.InjFIFOs, full: make([]bool, m.Spec.Torus.InjFIFOs), nd: nd, nodes: nodes, params: params, costs: costs, up: up, plb: nd.Alloc(torus.MaxPacketBytes),
 		tokens: make([]int, len(nodes)), grants: map[uint16]*Message{}, eagerIn: make([]*rx, len(nodes)),
 		adapt: map[uint32]*rx{}, rdv: map[uint16]*rx{}, early: map[uint32][]*staged{}}, nil
 }
@@ -389,6 +390,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 			}}
 		// No message object: the packet goes now if it can (L132).
 		l.sendq = append(l.sendq, o)
+		clear(l.full) // a new call looks again
 		if l.startable(o) && l.pushN(p, o, 1) == 1 {
 			l.sendq = l.sendq[:len(l.sendq)-1]
 			l.finish(p, o)
@@ -483,22 +485,34 @@ func (l *Layer) startable(o *out) bool {
 
 // pushN writes o's packets while its FIFO has room, up to budget
 // packets; it returns the packets written.
+//
+// A look at a FIFO's room comes first; a FIFO found without room is not
+// looked at again in the same pass of the advance loop (full), so that a
+// long send queue blocked on a few FIFOs costs a look a FIFO, not a look
+// an entry.
 func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 	n := 0
 	for o.next < o.n && n < budget {
-		pk := o.build(o.next)
 		fifo := l.pinned(o.dst)
 		if !o.ordered {
 			fifo = l.unordered()
 		}
-		p.Compute(l.costs.Header)
-		ok, err := l.nd.PL.TryWrite(p, fifo, pk, o.from)
-		if err != nil {
-			panic(fmt.Sprintf("bglml: node %d: %v", l.nd.Index, err))
+		if l.full[fifo] {
+			break
 		}
-		if !ok {
+		pk := o.build(o.next)
+		room, err := l.nd.PL.Room(p, fifo)
+		if err == nil && room < pk.Chunks() {
+			l.full[fifo] = true
 			l.Stats.FullPolls++
 			break
+		}
+		p.Compute(l.costs.Header)
+		if err == nil {
+			err = l.nd.PL.Store(p, fifo, pk, o.from)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("bglml: node %d: %v", l.nd.Index, err))
 		}
 		l.Stats.Packets++
 		o.next++
@@ -569,6 +583,7 @@ func (l *Layer) grant(p *cpu.Proc, to int, id, rid uint16, addr uint64, n int) {
 // reports whether it did anything.
 func (l *Layer) Advance(p *cpu.Proc) bool {
 	p.Compute(l.costs.Pass)
+	clear(l.full)
 	did := false
 	for k := 0; k < l.params.Batch; k++ {
 		f := l.nd.PL.Pending(p)
