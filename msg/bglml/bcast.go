@@ -105,7 +105,7 @@ func (l *Layer) Bcast(p *cpu.Proc, addr uint64, size, routes int, done func()) e
 		r := r
 		hops := bcastNext(dims, r, torus.Coord{})
 		k0 := r
-		o := &out{dst: l.nodeAt(hops[0].to), ordered: true, n: (n - k0 + routes - 1) / routes, from: bgl.FromMemory, ready: true,
+		o := &out{dst: l.nodeAt(hops[0].to), n: (n - k0 + routes - 1) / routes, from: bgl.FromMemory, ready: true,
 			build: func(j int) *torus.Packet {
 				k := k0 + j*routes
 				off := k * torus.MaxPayload
@@ -163,7 +163,7 @@ func (l *Layer) onBcast(p *cpu.Proc, f int, r, k int) {
 		h := h
 		// The forward is written from the data just read (in the cache),
 		// on the route's FIFO, so that its packets stay in order.
-		l.sendq = append(l.sendq, &out{dst: l.nodeAt(h.to), ordered: true, n: 1, from: bgl.FromCache, ready: true,
+		l.sendq = append(l.sendq, &out{dst: l.nodeAt(h.to), n: 1, from: bgl.FromCache, ready: true,
 			build: func(int) *torus.Packet { return l.bcastPacket(h, r, k, pk.Payload) }})
 	}
 	if bc.got == bc.size {

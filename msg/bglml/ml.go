@@ -205,7 +205,6 @@ type Layer struct {
 	nextID uint16
 	tokens []int               // per destination: confirmations awaited
 	grants map[uint16]*Message // rendezvous sends waiting for their grant, by number
-	rr     int                 // the next injection FIFO for unordered packets
 
 	eagerIn []*rx                // per source: its eager message under way
 	adapt   map[uint32]*rx       // adaptive-eager messages by source and number
@@ -230,7 +229,6 @@ type Stats struct {
 // out is a send-queue entry: packets to one destination.
 type out struct {
 	dst     int
-	ordered bool // deterministic, pinned FIFO: in order with the other ordered ones
 	message bool // a message (gated by the tokens and the order to dst)
 	n, next int
 	build   func(k int) *torus.Packet
@@ -312,15 +310,28 @@ func (l *Layer) Idle() bool {
 	return true
 }
 
-// pinned is the injection FIFO of the ordered packets to dst (FIFO
-// pinning, L101: one FIFO per destination keeps them in order).
-func (l *Layer) pinned(dst int) int { return dst % l.fifos }
-
-// unordered is the next injection FIFO, in turn, for adaptive packets.
-func (l *Layer) unordered() int {
-	f := l.rr
-	l.rr = (l.rr + 1) % l.fifos
-	return f
+// pinned is the injection FIFO of the packets to dst: the one of the
+// first link of the deterministic route there (x, then y, then z, the
+// shorter way round, ties +). One FIFO per destination keeps ordered
+// packets in order (FIFO pinning, L101); one per direction keeps packets
+// for different links from blocking each other at the heads of shared
+// FIFOs. Adaptive packets take the same FIFO (any will do, L100).
+func (l *Layer) pinned(dst int) int {
+	a, b := l.nd.Torus.At, l.nodes[dst].Torus.At
+	dims := l.dims()
+	for d := 0; d < 3; d++ {
+		if a[d] == b[d] {
+			continue
+		}
+		delta := b[d] - a[d]
+		fwd := (delta + dims[d]) % dims[d]
+		neg := 0
+		if fwd > dims[d]-fwd {
+			neg = 1
+		}
+		return (2*d + neg) % l.fifos
+	}
+	return 0
 }
 
 // soft is a software header: type, source node, number, packet index.
@@ -384,7 +395,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 	room := torus.MaxPayload - firstHdr - len(m.Info)
 	switch proto {
 	case OnePacket:
-		o := &out{dst: m.Dst, ordered: true, message: true, n: 1, from: from, ready: true, sent: m.Done,
+		o := &out{dst: m.Dst, message: true, n: 1, from: from, ready: true, sent: m.Done,
 			build: func(int) *torus.Packet {
 				return &torus.Packet{Dst: dst, Soft: soft(tOne, l.nd.Index, 0, 0), Payload: l.first(0, m, m.Len)}
 			}}
@@ -401,7 +412,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		p.Compute(l.costs.Post)
 		n := 1 + max(0, (m.Len-min(room, m.Len)+torus.MaxPayload-1)/torus.MaxPayload)
 		id := l.id()
-		l.sendq = append(l.sendq, &out{dst: m.Dst, ordered: true, message: true, n: n, from: from, ready: true, sent: m.Done,
+		l.sendq = append(l.sendq, &out{dst: m.Dst, message: true, n: n, from: from, ready: true, sent: m.Done,
 			build: func(k int) *torus.Packet {
 				if k == 0 {
 					return &torus.Packet{Dst: dst, Soft: soft(tEagerFirst, l.nd.Index, id, 0), Payload: l.first(id, m, min(room, m.Len))}
@@ -438,7 +449,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		l.grants[id] = m
 		scout := *m
 		scout.Len = 0
-		l.sendq = append(l.sendq, &out{dst: m.Dst, ordered: true, message: true, n: 1, from: bgl.FromCache, ready: true,
+		l.sendq = append(l.sendq, &out{dst: m.Dst, message: true, n: 1, from: bgl.FromCache, ready: true,
 			build: func(int) *torus.Packet {
 				pl := l.first(id, &scout, 0)
 				binary.LittleEndian.PutUint32(pl, uint32(m.Len))
@@ -494,9 +505,6 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 	n := 0
 	for o.next < o.n && n < budget {
 		fifo := l.pinned(o.dst)
-		if !o.ordered {
-			fifo = l.unordered()
-		}
 		if l.full[fifo] {
 			break
 		}
@@ -531,8 +539,8 @@ func (l *Layer) finish(p *cpu.Proc, o *out) {
 
 // control sends a one-packet control message (a grant, a token) now if
 // its FIFO has room, else queues it.
-func (l *Layer) control(p *cpu.Proc, dst int, pk *torus.Packet, ordered bool) {
-	o := &out{dst: dst, ordered: ordered, n: 1, from: bgl.FromCache, ready: true, build: func(int) *torus.Packet { return pk }}
+func (l *Layer) control(p *cpu.Proc, dst int, pk *torus.Packet) {
+	o := &out{dst: dst, n: 1, from: bgl.FromCache, ready: true, build: func(int) *torus.Packet { return pk }}
 	if l.pushN(p, o, 1) == 0 {
 		l.sendq = append(l.sendq, o)
 	}
@@ -574,7 +582,7 @@ func (l *Layer) grant(p *cpu.Proc, to int, id, rid uint16, addr uint64, n int) {
 	binary.LittleEndian.PutUint16(pl, rid)
 	binary.LittleEndian.PutUint32(pl[4:], uint32(n))
 	binary.LittleEndian.PutUint64(pl[8:], addr)
-	l.control(p, to, &torus.Packet{Dst: l.coord(to), Soft: soft(tGrant, l.nd.Index, id, 0), Payload: pl}, true)
+	l.control(p, to, &torus.Packet{Dst: l.coord(to), Soft: soft(tGrant, l.nd.Index, id, 0), Payload: pl})
 }
 
 // Advance is one pass of the advance loop (L94): read what has arrived
@@ -804,6 +812,6 @@ func (l *Layer) complete(p *cpu.Proc, r *rx) {
 		r.done()
 	}
 	if r.token {
-		l.control(p, r.src, &torus.Packet{Dst: l.coord(r.src), Dynamic: true, Soft: soft(tToken, l.nd.Index, r.id, 0)}, false)
+		l.control(p, r.src, &torus.Packet{Dst: l.coord(r.src), Dynamic: true, Soft: soft(tToken, l.nd.Index, r.id, 0)})
 	}
 }
