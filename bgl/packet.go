@@ -49,6 +49,34 @@ func (pl *PacketLayer) Write(p *cpu.Proc, fifo int, pkt *torus.Packet, from Sour
 	return nil
 }
 
+// TryWrite is Write without the wait: one look at the FIFO's status and,
+// if it has room for the packet, the stores; false if it had none (the
+// advance loop goes on with other work).
+func (pl *PacketLayer) TryWrite(p *cpu.Proc, fifo int, pkt *torus.Packet, from Source) (bool, error) {
+	if err := pl.nd.Check(fifo, pkt); err != nil {
+		return false, err
+	}
+	p.Compute(pl.spec.StatusCycles)
+	if pl.nd.Room(fifo) < pkt.Chunks() {
+		return false, nil
+	}
+	return true, pl.Store(p, fifo, pkt, from)
+}
+
+// Store is the stores of a packet into injection FIFO fifo, for a caller
+// that has looked at the FIFO's room already (Room); no room now is an
+// error.
+func (pl *PacketLayer) Store(p *cpu.Proc, fifo int, pkt *torus.Packet, from Source) error {
+	if err := pl.nd.Check(fifo, pkt); err != nil {
+		return err
+	}
+	p.Compute(pl.spec.WriteCost(pkt.Chunks(), from))
+	if err := pl.nd.Inject(fifo, pkt); err != nil {
+		return fmt.Errorf("bgl: node %d: injection FIFO %d: %w (two writers?)", pl.nd.Index, fifo, err)
+	}
+	return nil
+}
+
 // Room is a look at injection FIFO fifo's status: the chunks it has room
 // for (one status access).
 func (pl *PacketLayer) Room(p *cpu.Proc, fifo int) (int, error) {
@@ -127,3 +155,7 @@ func checkRec(fifo int) error {
 	}
 	return nil
 }
+
+// CopyCost is what copying n bytes in memory costs the core (the
+// realigning copy's rate, 4.3 B/cycle, L70).
+func (pl *PacketLayer) CopyCost(n int) int { return pl.spec.CopyCost(n) }

@@ -41,6 +41,10 @@ type Spec struct {
 	// InterruptCycles is a hardware interrupt's context switch (default
 	// 103, L94).
 	InterruptCycles int
+	// LineAccessCycles is what a core's load or store of 64 bytes costs
+	// in a copy (default 7: a copy, a load and a store per 64 bytes,
+	// then runs at 4.3 B/cycle, L70).
+	LineAccessCycles int
 }
 
 // DefaultSpec is a machine of x×y×z Blue Gene/L nodes.
@@ -52,6 +56,7 @@ func DefaultSpec(x, y, z int) Spec {
 		StatusCycles:         13,
 		CopyBytesPer10Cycles: 43,
 		InterruptCycles:      103,
+		LineAccessCycles:     7,
 	}
 }
 
@@ -71,6 +76,7 @@ func (s Spec) Validate() error {
 		{"status_cycles", s.StatusCycles, 1, 1 << 20},
 		{"copy_bytes_per_10_cycles", s.CopyBytesPer10Cycles, 1, 1 << 20},
 		{"interrupt_cycles", s.InterruptCycles, 1, 1 << 20},
+		{"line_access_cycles", s.LineAccessCycles, 1, 1 << 20},
 	}
 	for _, c := range checks {
 		if c.v < c.min || c.v > c.mx {

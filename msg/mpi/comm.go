@@ -127,7 +127,7 @@ func (c *Comm) Now() sim.Tick { return c.r.p.Now() }
 // Proc is the rank's process.
 func (c *Comm) Proc() *cpu.Proc { return c.r.p }
 
-// Node is the rank's node.
+// Node is the rank's node (nil on a machine that is not a machine.Cluster).
 func (c *Comm) Node() *machine.Node { return c.r.node }
 
 // Compute spends cycles of the rank's core on the program's own work.

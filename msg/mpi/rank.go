@@ -66,8 +66,11 @@ type item struct {
 }
 
 func newRank(w *world, id int) *rank {
-	r := &rank{w: w, id: id, place: w.places[id], node: w.c.Nodes[w.places[id].Node], eps: make([]Endpoint, len(w.trans)),
+	r := &rank{w: w, id: id, place: w.places[id], eps: make([]Endpoint, len(w.trans)),
 		outq: make([][]*item, len(w.places)), queued: make([]bool, len(w.places)), reqs: map[uint32]*Request{}, pool: map[int][]Buf{}}
+	if w.c != nil {
+		r.node = w.c.Nodes[r.place.Node]
+	}
 	for x := range w.places {
 		r.routes = append(r.routes, w.route(id, x))
 	}
@@ -633,8 +636,8 @@ func (r *rank) alloc(n int) Buf {
 	if n <= 0 {
 		return Buf{}
 	}
-	a := r.node.Alloc(uint64(n))
-	if err := r.node.Register(a, uint64(n), rw); err != nil {
+	a, err := r.w.h.Alloc(r.place.Node, n)
+	if err != nil {
 		panic(fmt.Sprintf("mpi: rank %d: registering %d bytes: %v", r.id, n, err))
 	}
 	return Buf{Addr: a, Len: n}

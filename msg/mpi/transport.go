@@ -132,7 +132,7 @@ type Env struct {
 	Rank  int
 	Place Place
 	Proc  *cpu.Proc
-	Node  *machine.Node
+	Node  *machine.Node // nil on a machine that is not a cluster (RunOn)
 	Moved func()
 }
 
@@ -154,7 +154,8 @@ type Transport interface {
 // Setup is what a transport is built from: the cluster and where every
 // rank runs (by world rank).
 type Setup struct {
-	Cluster *machine.Cluster
+	Cluster *machine.Cluster // nil on a machine that is not a cluster (RunOn)
+	Host    Host
 	Places  []Place
 }
 

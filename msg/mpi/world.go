@@ -58,12 +58,12 @@ type Config struct {
 // ErrStopped is the error of a run that Config.Stop ended.
 var ErrStopped = errors.New("mpi: the run was stopped")
 
-func (c Config) withDefaults(cl *machine.Cluster) Config {
+func (c Config) withDefaults(h Host) Config {
 	if c.Nodes == 0 {
-		c.Nodes = len(cl.Nodes)
+		c.Nodes = h.Nodes()
 	}
 	if c.PerNode == 0 {
-		c.PerNode = cl.Spec.Cores
+		c.PerNode = h.CoresPerNode()
 	}
 	switch {
 	case c.CallCycles == 0:
@@ -86,14 +86,15 @@ func (c Config) withDefaults(cl *machine.Cluster) Config {
 	if c.Limit == 0 {
 		c.Limit = 10 * sim.S
 	}
-	if c.Transports == nil {
+	if _, ok := h.(clusterHost); ok && c.Transports == nil {
 		c.Transports = []TransportMaker{Shm(c.Shm), RDMA(c.RDMA)}
 	}
 	return c
 }
 
 // places lays the ranks out.
-func (c Config) places(cl *machine.Cluster) ([]Place, error) {
+func (c Config) places(h Host) ([]Place, error) {
+	nodes, cores := h.Nodes(), h.CoresPerNode()
 	var ps []Place
 	if c.Place != nil {
 		if c.Ranks < 1 {
@@ -103,11 +104,11 @@ func (c Config) places(cl *machine.Cluster) ([]Place, error) {
 			ps = append(ps, c.Place(r))
 		}
 	} else {
-		if c.Nodes < 1 || c.Nodes > len(cl.Nodes) {
-			return nil, fmt.Errorf("mpi: %d nodes, the cluster has %d", c.Nodes, len(cl.Nodes))
+		if c.Nodes < 1 || c.Nodes > nodes {
+			return nil, fmt.Errorf("mpi: %d nodes, the cluster has %d", c.Nodes, nodes)
 		}
-		if c.PerNode < 1 || c.PerNode > cl.Spec.Cores {
-			return nil, fmt.Errorf("mpi: %d ranks per node, the nodes have %d cores", c.PerNode, cl.Spec.Cores)
+		if c.PerNode < 1 || c.PerNode > cores {
+			return nil, fmt.Errorf("mpi: %d ranks per node, the nodes have %d cores", c.PerNode, cores)
 		}
 		for r := 0; r < c.Nodes*c.PerNode; r++ {
 			ps = append(ps, Place{Node: r / c.PerNode, Core: r % c.PerNode})
@@ -115,8 +116,8 @@ func (c Config) places(cl *machine.Cluster) ([]Place, error) {
 	}
 	seen := map[Place]int{}
 	for r, p := range ps {
-		if p.Node < 0 || p.Node >= len(cl.Nodes) || p.Core < 0 || p.Core >= cl.Spec.Cores {
-			return nil, fmt.Errorf("mpi: rank %d on %v, outside the cluster (%d nodes × %d cores)", r, p, len(cl.Nodes), cl.Spec.Cores)
+		if p.Node < 0 || p.Node >= nodes || p.Core < 0 || p.Core >= cores {
+			return nil, fmt.Errorf("mpi: rank %d on %v, outside the cluster (%d nodes × %d cores)", r, p, nodes, cores)
 		}
 		if o, dup := seen[p]; dup {
 			return nil, fmt.Errorf("mpi: ranks %d and %d both on %v", o, r, p)
@@ -128,7 +129,8 @@ func (c Config) places(cl *machine.Cluster) ([]Place, error) {
 
 // world is one run: the ranks and what they share.
 type world struct {
-	c        *machine.Cluster
+	h        Host
+	c        *machine.Cluster // nil on a machine that is not a cluster
 	cfg      Config
 	places   []Place
 	trans    []Transport
@@ -243,6 +245,13 @@ func (e *DeadlockError) Is(target error) bool { return target == ErrDeadlock && 
 // *DeadlockError with what each rank waits on; the cluster's processes
 // are then left where they stopped. One run per cluster.
 func Run(c *machine.Cluster, cfg Config, body func(c *Comm)) (*Result, error) {
+	return RunOn(clusterHost{c}, cfg, body)
+}
+
+// RunOn is Run on any Host. On a machine that is not a machine.Cluster,
+// Config.Transports must be given (the default ones are the cluster's),
+// and Comm.Node is nil.
+func RunOn(c Host, cfg Config, body func(c *Comm)) (*Result, error) {
 	w, err := newWorld(c, cfg)
 	if err != nil {
 		return nil, err
@@ -252,7 +261,7 @@ func Run(c *machine.Cluster, cfg Config, body func(c *Comm)) (*Result, error) {
 	c.Serial("mpi: the ranks of all nodes share the world's bookkeeping")
 	for _, r := range w.ranks {
 		r := r
-		c.Nodes[r.place.Node].Cores[r.place.Core].Spawn(fmt.Sprintf("mpi.rank%d", r.id), func(p *cpu.Proc) {
+		c.Core(r.place.Node, r.place.Core).Spawn(fmt.Sprintf("mpi.rank%d", r.id), func(p *cpu.Proc) {
 			r.run(p, body)
 		})
 	}
@@ -297,14 +306,20 @@ func Run(c *machine.Cluster, cfg Config, body func(c *Comm)) (*Result, error) {
 	return res, nil
 }
 
-func newWorld(c *machine.Cluster, cfg Config) (*world, error) {
-	cfg = cfg.withDefaults(c)
-	ps, err := cfg.places(c)
+func newWorld(h Host, cfg Config) (*world, error) {
+	cfg = cfg.withDefaults(h)
+	if len(cfg.Transports) == 0 {
+		return nil, fmt.Errorf("mpi: no transports (a machine that is not a cluster has no default ones)")
+	}
+	ps, err := cfg.places(h)
 	if err != nil {
 		return nil, err
 	}
-	w := &world{c: c, cfg: cfg, places: ps, inflight: make([]int, len(ps)), ctxIDs: map[ctxKey]uint32{}, nextCtx: 2}
-	s := &Setup{Cluster: c, Places: ps}
+	w := &world{h: h, cfg: cfg, places: ps, inflight: make([]int, len(ps)), ctxIDs: map[ctxKey]uint32{}, nextCtx: 2}
+	if ch, ok := h.(clusterHost); ok {
+		w.c = ch.c
+	}
+	s := &Setup{Cluster: w.c, Host: h, Places: ps}
 	for _, mk := range cfg.Transports {
 		t, err := mk(s)
 		if err != nil {

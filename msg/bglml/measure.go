@@ -1,0 +1,267 @@
+package bglml
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/bgl"
+	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/torus"
+)
+
+// Until runs the advance loop in process p until cond holds: pass after
+// pass, as the paper's polling layer does (L94).
+func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
+	for !cond() {
+		l.Advance(p)
+	}
+}
+
+// PingPong is the message layer's half round trip (Turner's pong, L163)
+// of size-byte messages between the nodes at a and b by protocol proto:
+// a sends, b's upcall takes the message into an aligned buffer and b
+// sends it back once it is complete; iters round trips after one to warm
+// up, the mean half round trip. Each node's layer runs on its first core.
+func PingPong(spec bgl.Spec, params Params, costs Costs, a, b torus.Coord, proto Protocol, size, iters int) (sim.Tick, error) {
+	if iters < 1 || size < 0 {
+		return 0, fmt.Errorf("bglml: ping-pong of %d round trips of %d bytes", iters, size)
+	}
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	if err != nil {
+		return 0, err
+	}
+	ia, ib := m.Torus.IndexOf(a), m.Torus.IndexOf(b)
+	if ia == ib {
+		return 0, fmt.Errorf("bglml: both ends are node %v", a)
+	}
+	var start, end sim.Tick
+	var failed error
+	side := func(me, peer int, first bool) {
+		nd := m.Nodes[me]
+		buf := nd.Alloc(max(size, 1))
+		got := 0
+		l, err := New(m, me, params, costs, func(src int, info []byte, n int) (uint64, func()) {
+			return buf, func() { got++ }
+		})
+		if err != nil {
+			failed = err
+			return
+		}
+		nd.Cores[0].Spawn("pingpong", func(p *cpu.Proc) {
+			send := func() {
+				if err := l.Send(p, &Message{Dst: peer, Addr: buf, Len: size, Proto: proto}); err != nil && failed == nil {
+					failed = err
+				}
+			}
+			for k := 0; k <= iters; k++ {
+				if first {
+					if k == 1 {
+						start = p.Now()
+					}
+					send()
+				}
+				l.Until(p, func() bool { return got > k || failed != nil })
+				if !first {
+					send()
+				}
+			}
+			if first {
+				end = p.Now()
+			}
+			// The last confirmation and sends finish before the layer
+			// stops.
+			l.Until(p, func() bool { return l.Idle() || failed != nil })
+		})
+	}
+	side(ia, ib, true)
+	side(ib, ia, false)
+	m.World.Run(sim.S)
+	if failed != nil {
+		return 0, failed
+	}
+	if end == 0 {
+		return 0, fmt.Errorf("bglml: ping-pong did not finish within a simulated second")
+	}
+	return (end - start) / sim.Tick(2*iters), nil
+}
+
+// HotSpot is many-to-one traffic (L53, L129): every node but the one at
+// hot sends msgs messages of size bytes to it by proto, all at once. It
+// returns the payload the hot node received per second, from the start to
+// its last message, and the packets the adaptive ones sent on the escape
+// channel.
+func HotSpot(spec bgl.Spec, params Params, costs Costs, hot torus.Coord, proto Protocol, size, msgs int) (float64, error) {
+	if size < 1 || msgs < 1 {
+		return 0, fmt.Errorf("bglml: hot spot of %d messages of %d bytes", msgs, size)
+	}
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	if err != nil {
+		return 0, err
+	}
+	h := m.Torus.IndexOf(hot)
+	n := len(m.Nodes)
+	want := (n - 1) * msgs
+	got := 0
+	var end sim.Tick
+	var failed error
+	for i := range m.Nodes {
+		i := i
+		nd := m.Nodes[i]
+		l, err := New(m, i, params, costs, func(int, []byte, int) (uint64, func()) {
+			return nd.Alloc(size), func() { got++ }
+		})
+		if err != nil {
+			return 0, err
+		}
+		nd.Cores[0].Spawn("hotspot", func(p *cpu.Proc) {
+			if i == h {
+				l.Until(p, func() bool { return got == want })
+				end = p.Now()
+				return
+			}
+			buf := nd.Alloc(size)
+			for k := 0; k < msgs; k++ {
+				if err := l.Send(p, &Message{Dst: h, Addr: buf, Len: size, Proto: proto}); err != nil {
+					failed = err
+					return
+				}
+			}
+			l.Until(p, func() bool { return l.Idle() })
+		})
+	}
+	m.World.Run(sim.S)
+	if failed != nil {
+		return 0, failed
+	}
+	if got != want {
+		return 0, fmt.Errorf("bglml: hot spot: %d of %d messages arrived within a simulated second", got, want)
+	}
+	return float64(want*size) / (float64(end) / float64(sim.S)), nil
+}
+
+// Links is the traffic of Figures 4c–4f (L187–L189): the node at centre
+// exchanges msgs messages of size bytes both ways with k of its
+// neighbours at once (+x, −x, +y, −y, +z, −z in that order), all by
+// proto. It returns the payload the centre sent and received per second,
+// from the start until it has received everything and its sends are done.
+func Links(spec bgl.Spec, params Params, costs Costs, centre torus.Coord, k int, proto Protocol, size, msgs int) (float64, error) {
+	if k < 1 || k > 6 || size < 1 || msgs < 1 {
+		return 0, fmt.Errorf("bglml: %d links, %d messages of %d bytes (1 to 6 links)", k, msgs, size)
+	}
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	if err != nil {
+		return 0, err
+	}
+	c := m.Torus.IndexOf(centre)
+	var peers []int
+	for d := 0; d < 3 && len(peers) < k; d++ {
+		for _, s := range []int{1, -1} {
+			if len(peers) == k {
+				break
+			}
+			at := centre
+			n := spec.Torus.Dims[d]
+			at[d] = (at[d] + s + n) % n
+			if spec.Torus.Mesh && (centre[d]+s < 0 || centre[d]+s >= n) || n < 3 {
+				return 0, fmt.Errorf("bglml: %v has no distinct neighbours both ways in %c", centre, "xyz"[d])
+			}
+			peers = append(peers, m.Torus.IndexOf(at))
+		}
+	}
+	got := make([]int, len(m.Nodes))
+	var end sim.Tick
+	var failed error
+	run := func(i int, to []int, expect int) {
+		nd := m.Nodes[i]
+		l, err := New(m, i, params, costs, func(int, []byte, int) (uint64, func()) {
+			return nd.Alloc(size), func() { got[i]++ }
+		})
+		if err != nil {
+			failed = err
+			return
+		}
+		nd.Cores[0].Spawn("links", func(p *cpu.Proc) {
+			buf := nd.Alloc(size)
+			// Round-robin over the peers, so that every link starts at once.
+			for j := 0; j < msgs; j++ {
+				for _, dst := range to {
+					if err := l.Send(p, &Message{Dst: dst, Addr: buf, Len: size, Proto: proto}); err != nil {
+						failed = err
+						return
+					}
+				}
+			}
+			l.Until(p, func() bool { return got[i] == expect && l.Idle() })
+			if i == c {
+				end = p.Now()
+			}
+		})
+	}
+	run(c, peers, k*msgs)
+	for _, q := range peers {
+		run(q, []int{c}, msgs)
+	}
+	m.World.Run(sim.S)
+	if failed != nil {
+		return 0, failed
+	}
+	if end == 0 {
+		return 0, fmt.Errorf("bglml: %d links did not finish within a simulated second", k)
+	}
+	return float64(2*k*msgs*size) / (float64(end) / float64(sim.S)), nil
+}
+
+// BcastTime runs a torus broadcast of size bytes from node (0,0,0) over
+// routes routes (Layer.Bcast), every node's layer on its first core, and
+// returns when the last node had the whole message. check, if not nil, is
+// given each node's received bytes and the root's.
+func BcastTime(spec bgl.Spec, params Params, costs Costs, routes, size int, check func(node int, got, want []byte)) (sim.Tick, error) {
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	if err != nil {
+		return 0, err
+	}
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*7 + i>>8)
+	}
+	var end sim.Tick
+	var failed error
+	bufs := make([]uint64, len(m.Nodes))
+	for i := range m.Nodes {
+		i := i
+		nd := m.Nodes[i]
+		bufs[i] = nd.Alloc(size)
+		if i == 0 {
+			nd.Mem.Write(bufs[i], want)
+		}
+		l, err := New(m, i, params, costs, nil)
+		if err != nil {
+			return 0, err
+		}
+		nd.Cores[0].Spawn("bcast", func(p *cpu.Proc) {
+			have := false
+			if err := l.Bcast(p, bufs[i], size, routes, func() { have = true }); err != nil {
+				failed = err
+				return
+			}
+			l.Until(p, func() bool { return have })
+			end = max(end, p.Now())
+			l.Until(p, l.Idle)
+		})
+	}
+	m.World.Run(sim.S)
+	if failed != nil {
+		return 0, failed
+	}
+	if end == 0 {
+		return 0, fmt.Errorf("bglml: the broadcast did not finish within a simulated second")
+	}
+	if check != nil {
+		for i, nd := range m.Nodes {
+			got := make([]byte, size)
+			nd.Mem.Read(bufs[i], got)
+			check(i, got, want)
+		}
+	}
+	return end, nil
+}

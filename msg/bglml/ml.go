@@ -1,0 +1,817 @@
+// Package bglml is Blue Gene/L's message layer (seed 002, L88–L141) on the
+// packet layer of package bgl: active messages with non-blocking
+// primitives and callbacks, an advance loop over a send queue, and the
+// paper's four point-to-point protocols.
+//
+//   - one-packet: the message and its header in one deterministically
+//     routed packet (L132);
+//   - eager: deterministic routing and FIFO pinning keep a message's
+//     packets in order, so only the first carries a header and the
+//     receiver places the rest with an offset counter (L125–L129);
+//   - rendezvous: an ordered scout, the receiver's grant, then the data
+//     adaptively routed, every packet carrying its place (L133–L137);
+//   - adaptive eager: every packet adaptive and placed by its index, and a
+//     confirmation token per matched message that the sender waits for
+//     before its next message to that receiver (L138–L141).
+//
+// Every step costs the core what the packet layer's operations cost (a
+// status look, a peek, a read, a write, a copy) plus the software's own
+// steps (Costs), which the paper does not give: each is an estimate of the
+// routine's instructions, stated with Costs, not a value fitted to the
+// paper's Table 1.
+package bglml
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/aaemu/aaemu/bgl"
+	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/torus"
+)
+
+// Protocol is how a message travels.
+type Protocol uint8
+
+// The protocols; Auto chooses by size (Params).
+const (
+	Auto Protocol = iota
+	OnePacket
+	Eager
+	AdaptiveEager
+	Rendezvous
+)
+
+// Protocols is the four protocols in Table 1's order.
+var Protocols = []Protocol{OnePacket, Eager, AdaptiveEager, Rendezvous}
+
+func (p Protocol) String() string {
+	switch p {
+	case Auto:
+		return "auto"
+	case OnePacket:
+		return "one-packet"
+	case Eager:
+		return "eager"
+	case AdaptiveEager:
+		return "adaptive-eager"
+	case Rendezvous:
+		return "rendezvous"
+	}
+	return fmt.Sprintf("protocol%d", uint8(p))
+}
+
+// ParseProtocol reads a protocol's name.
+func ParseProtocol(s string) (Protocol, error) {
+	for _, p := range append([]Protocol{Auto}, Protocols...) {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("protocol %q (one-packet, eager, adaptive-eager, rendezvous, auto)", s)
+}
+
+// Params choose a message's protocol by its size; the paper gives no
+// thresholds (they are parameters to sweep).
+type Params struct {
+	// EagerMax: messages that do not fit one packet and have at most this
+	// many bytes go eagerly; longer ones by rendezvous (default 1,200:
+	// five full packets).
+	EagerMax int
+	// Adaptive sends the eager ones by adaptive eager.
+	Adaptive bool
+	// Batch is the most packets one pass of the advance loop reads, and
+	// the most it writes (default 8).
+	Batch int
+}
+
+// Costs are the message layer's own software steps, in core cycles. The
+// paper gives none of them; each is our estimate of the routine's
+// instructions at about one a cycle (the PPC440 issues up to two, but
+// this code is loads, compares and branches that depend on each other),
+// with its L1-resident data.
+type Costs struct {
+	// Post: a non-blocking send: fill a message object (about ten
+	// fields), choose the protocol, append it to the send queue (40).
+	Post int
+	// Pass: one pass of the advance loop: its loop, the send queue's
+	// head checked (20).
+	Pass int
+	// Header: compose a packet's hardware and software headers before
+	// its stores (destination, routing bits, type, source, place) (20).
+	Header int
+	// Dispatch: decode a received packet's software header and call its
+	// type's handler through a table (30).
+	Dispatch int
+	// Lookup: find the message a packet belongs to (a per-source slot or
+	// a small hash by message number) and advance its count (20).
+	Lookup int
+	// Upcall: call the upper layer with a new message's info to learn
+	// where its data goes (30; the upper layer's work is its own).
+	Upcall int
+	// Callback: call a done() callback (15).
+	Callback int
+}
+
+// DefaultCosts are the estimates above.
+func DefaultCosts() Costs {
+	return Costs{Post: 40, Pass: 20, Header: 20, Dispatch: 30, Lookup: 20, Upcall: 30, Callback: 15}
+}
+
+// DefaultParams: eager up to 1,200 bytes, deterministic; 8 packets a pass.
+func DefaultParams() Params { return Params{EagerMax: 1200, Batch: 8} }
+
+// Validate names the first field out of range.
+func (p Params) Validate() error {
+	switch {
+	case p.EagerMax < 0 || p.EagerMax > 1<<30:
+		return fmt.Errorf("bglml.eager_max: %d out of range (0 to 2^30)", p.EagerMax)
+	case p.Batch < 1 || p.Batch > 1024:
+		return fmt.Errorf("bglml.batch: %d out of range (1 to 1024)", p.Batch)
+	}
+	return nil
+}
+
+// Validate names the first cost out of range.
+func (c Costs) Validate() error {
+	for _, f := range []struct {
+		k string
+		v int
+	}{{"post", c.Post}, {"pass", c.Pass}, {"header", c.Header}, {"dispatch", c.Dispatch},
+		{"lookup", c.Lookup}, {"upcall", c.Upcall}, {"callback", c.Callback}} {
+		if f.v < 0 || f.v > 1<<20 {
+			return fmt.Errorf("bglml.costs.%s: %d out of range (0 to 2^20 cycles)", f.k, f.v)
+		}
+	}
+	return nil
+}
+
+// InfoMax is the most bytes of upper-layer information (MPI's envelope)
+// a message carries in its first packet.
+const InfoMax = 64
+
+// MaxMessage is the longest message (1 GB): a packet's index has 24 bits.
+const MaxMessage = 1 << 30
+
+// Handler is the upcall for a new message (L122): the sending node, the
+// upper layer's info and the message's size; it answers where the data
+// goes in the node's memory and what to call once all of it is there.
+type Handler func(src int, info []byte, size int) (addr uint64, done func())
+
+// Message is a send: Len bytes at Addr of the node's memory to node Dst,
+// with Info for the receiver's upcall. Done is called when the buffer may
+// be used again.
+type Message struct {
+	Dst   int
+	Info  []byte
+	Addr  uint64
+	Len   int
+	Proto Protocol // Auto: by size
+	Done  func()
+}
+
+// Packet types, in the software header's first byte.
+const (
+	tOne        = 1 + iota // one-packet message
+	tEagerFirst            // eager: the first packet, with the header
+	tEagerData             // eager: the next ones, placed by the offset counter
+	tAdaptive              // adaptive eager: any packet, placed by its index
+	tScout                 // rendezvous: the request
+	tGrant                 // rendezvous or get: the receiver asks for the data
+	tData                  // rendezvous or get data, placed by its index
+	tToken                 // adaptive eager: the confirmation
+	tBcast                 // torus broadcast: a packet of a route, placed by its index
+)
+
+// FirstHeaderBytes is the message header at the start of a first
+// packet's payload: size (4 bytes), message number (2), info length (1),
+// spare (1).
+const FirstHeaderBytes = 8
+
+const firstHdr = FirstHeaderBytes
+
+// Layer is one node's message layer, run by one process (the node's main
+// core): Send and Get post, Advance makes progress.
+type Layer struct {
+	fifos  int // normal injection FIFOs
+	nd     *bgl.Node
+	nodes  []*bgl.Node
+	params Params
+	costs  Costs
+	up     Handler
+	plb    uint64 // an aligned buffer first packets are read into
+
+	sendq  []*out
+	nextID uint16
+	tokens []int               // per destination: confirmations awaited
+	grants map[uint16]*Message // rendezvous sends waiting for their grant, by number
+
+	eagerIn []*rx                // per source: its eager message under way
+	adapt   map[uint32]*rx       // adaptive-eager messages by source and number
+	rdv     map[uint16]*rx       // rendezvous and get data by our number
+	early   map[uint32][]*staged // adaptive packets that came before their first
+	nextRx  uint16
+	bc      *bcast // the torus broadcast under way
+	full    []bool // injection FIFOs found full in this pass of the advance loop
+
+	Stats Stats
+}
+
+// Stats counts what the layer did.
+type Stats struct {
+	Messages  [5]uint64 // sent, by protocol
+	Packets   uint64    // written
+	Received  uint64    // messages completed
+	Staged    uint64    // adaptive packets that arrived before their message's first
+	FullPolls uint64    // writes that found the FIFO full
+}
+
+// out is a send-queue entry: packets to one destination.
+type out struct {
+	dst     int
+	message bool // a message (gated by the tokens and the order to dst)
+	n, next int
+	build   func(k int) *torus.Packet
+	from    bgl.Source
+	ready   bool   // may start (a rendezvous's data: its grant came)
+	sent    func() // after the last packet is written
+}
+
+// rx is a message being received.
+type rx struct {
+	src       int
+	id        uint16
+	addr      uint64
+	size, got int
+	first     int // data bytes in the first packet (adaptive eager)
+	done      func()
+	token     bool
+}
+
+type staged struct {
+	idx  int
+	data []byte
+}
+
+// New makes the message layer of node i of machine m; up is its upcall
+// for arriving messages.
+func New(m *bgl.Machine, i int, params Params, costs Costs, up Handler) (*Layer, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	if err := costs.Validate(); err != nil {
+		return nil, err
+	}
+	if i < 0 || i >= len(m.Nodes) {
+		return nil, fmt.Errorf("bglml: node %d of %d", i, len(m.Nodes))
+	}
+	if len(m.Nodes) > 1<<16 {
+		return nil, fmt.Errorf("bglml: %d nodes (the software header names at most 65,536)", len(m.Nodes))
+	}
+	nd, nodes := m.Nodes[i], m.Nodes
+	return &Layer{fifos: m.Spec.Torus.InjFIFOs, full: make([]bool, m.Spec.Torus.InjFIFOs), nd: nd, nodes: nodes, params: params, costs: costs, up: up, plb: nd.Alloc(torus.MaxPacketBytes),
+		tokens: make([]int, len(nodes)), grants: map[uint16]*Message{}, eagerIn: make([]*rx, len(nodes)),
+		adapt: map[uint32]*rx{}, rdv: map[uint16]*rx{}, early: map[uint32][]*staged{}}, nil
+}
+
+// Params are the layer's thresholds.
+func (l *Layer) Params() Params { return l.params }
+
+// Choose is the protocol Auto gives a message of n bytes and info bytes
+// of info.
+func (l *Layer) Choose(n, info int) Protocol {
+	switch {
+	case firstHdr+info+n <= torus.MaxPayload:
+		return OnePacket
+	case n > l.params.EagerMax:
+		return Rendezvous
+	case l.params.Adaptive:
+		return AdaptiveEager
+	}
+	return Eager
+}
+
+// Idle reports whether the layer has nothing to send and nothing under
+// way (no grant, token or data awaited).
+func (l *Layer) Idle() bool {
+	if len(l.sendq) > 0 || len(l.grants) > 0 || len(l.adapt) > 0 || len(l.rdv) > 0 || l.bc != nil {
+		return false
+	}
+	for _, t := range l.tokens {
+		if t > 0 {
+			return false
+		}
+	}
+	for _, r := range l.eagerIn {
+		if r != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// pinned is the injection FIFO of the packets to dst: the one of the
+// first link of the deterministic route there (x, then y, then z, the
+// shorter way round, ties +). One FIFO per destination keeps ordered
+// packets in order (FIFO pinning, L101); one per direction keeps packets
+// for different links from blocking each other at the heads of shared
+// FIFOs. Adaptive packets take the same FIFO (any will do, L100).
+func (l *Layer) pinned(dst int) int {
+	a, b := l.nd.Torus.At, l.nodes[dst].Torus.At
+	dims := l.dims()
+	for d := 0; d < 3; d++ {
+		if a[d] == b[d] {
+			continue
+		}
+		delta := b[d] - a[d]
+		fwd := (delta + dims[d]) % dims[d]
+		neg := 0
+		if fwd > dims[d]-fwd {
+			neg = 1
+		}
+		return (2*d + neg) % l.fifos
+	}
+	return 0
+}
+
+// soft is a software header: type, source node, number, packet index.
+func soft(t byte, src int, id uint16, idx int) (s [torus.SoftHeaderSize]byte) {
+	s[0] = t
+	binary.LittleEndian.PutUint16(s[1:], uint16(src))
+	binary.LittleEndian.PutUint16(s[3:], id)
+	s[5], s[6], s[7] = byte(idx), byte(idx>>8), byte(idx>>16)
+	return s
+}
+
+func unsoft(s *[torus.SoftHeaderSize]byte) (t byte, src int, id uint16, idx int) {
+	return s[0], int(binary.LittleEndian.Uint16(s[1:])), binary.LittleEndian.Uint16(s[3:]),
+		int(s[5]) | int(s[6])<<8 | int(s[7])<<16
+}
+
+// first is a first packet's payload: the message header, the info and up
+// to room bytes of data from addr.
+func (l *Layer) first(id uint16, m *Message, n int) []byte {
+	b := make([]byte, firstHdr+len(m.Info)+n)
+	binary.LittleEndian.PutUint32(b, uint32(m.Len))
+	binary.LittleEndian.PutUint16(b[4:], id)
+	b[6] = byte(len(m.Info))
+	copy(b[firstHdr:], m.Info)
+	l.nd.Mem.Read(m.Addr, b[firstHdr+len(m.Info):])
+	return b
+}
+
+func (l *Layer) data(addr uint64, n int) []byte {
+	b := make([]byte, n)
+	l.nd.Mem.Read(addr, b)
+	return b
+}
+
+func (l *Layer) coord(i int) torus.Coord { return l.nodes[i].Torus.At }
+
+// Send posts message m (non-blocking; m.Done is called when its buffer is
+// free). A one-packet message is written at once if its FIFO has room and
+// nothing is queued before it.
+func (l *Layer) Send(p *cpu.Proc, m *Message) error {
+	if m.Dst < 0 || m.Dst >= len(l.nodes) || m.Dst == l.nd.Index {
+		return fmt.Errorf("bglml: node %d: send to node %d (0 to %d, not itself)", l.nd.Index, m.Dst, len(l.nodes)-1)
+	}
+	if len(m.Info) > InfoMax || m.Len < 0 || m.Len > MaxMessage {
+		return fmt.Errorf("bglml: node %d: message of %d bytes with %d bytes of info (at most %d bytes and %d of info)", l.nd.Index, m.Len, len(m.Info), MaxMessage, InfoMax)
+	}
+	proto := m.Proto
+	if proto == Auto {
+		proto = l.Choose(m.Len, len(m.Info))
+	}
+	if proto == OnePacket && firstHdr+len(m.Info)+m.Len > torus.MaxPayload {
+		return fmt.Errorf("bglml: node %d: a one-packet message of %d bytes and %d of info (at most %d together)",
+			l.nd.Index, m.Len, len(m.Info), torus.MaxPayload-firstHdr)
+	}
+	l.Stats.Messages[proto]++
+	from := bgl.FromCache
+	if m.Len > torus.MaxPayload {
+		from = bgl.FromMemory // assumed: a one-packet-sized message was just written, a longer one is in memory
+	}
+	dst := l.coord(m.Dst)
+	room := torus.MaxPayload - firstHdr - len(m.Info)
+	switch proto {
+	case OnePacket:
+		o := &out{dst: m.Dst, message: true, n: 1, from: from, ready: true, sent: m.Done,
+			build: func(int) *torus.Packet {
+				return &torus.Packet{Dst: dst, Soft: soft(tOne, l.nd.Index, 0, 0), Payload: l.first(0, m, m.Len)}
+			}}
+		// No message object: the packet goes now if it can (L132).
+		l.sendq = append(l.sendq, o)
+		clear(l.full) // a new call looks again
+		if l.startable(o) && l.pushN(p, o, 1) == 1 {
+			l.sendq = l.sendq[:len(l.sendq)-1]
+			l.finish(p, o)
+			return nil
+		}
+		p.Compute(l.costs.Post)
+	case Eager:
+		p.Compute(l.costs.Post)
+		n := 1 + max(0, (m.Len-min(room, m.Len)+torus.MaxPayload-1)/torus.MaxPayload)
+		id := l.id()
+		l.sendq = append(l.sendq, &out{dst: m.Dst, message: true, n: n, from: from, ready: true, sent: m.Done,
+			build: func(k int) *torus.Packet {
+				if k == 0 {
+					return &torus.Packet{Dst: dst, Soft: soft(tEagerFirst, l.nd.Index, id, 0), Payload: l.first(id, m, min(room, m.Len))}
+				}
+				off := room + (k-1)*torus.MaxPayload
+				return &torus.Packet{Dst: dst, Soft: soft(tEagerData, l.nd.Index, id, k),
+					Payload: l.data(m.Addr+uint64(off), min(torus.MaxPayload, m.Len-off))}
+			}})
+	case AdaptiveEager:
+		p.Compute(l.costs.Post)
+		n := 1 + max(0, (m.Len-min(room, m.Len)+torus.MaxPayload-1)/torus.MaxPayload)
+		id := l.id()
+		done := m.Done
+		l.sendq = append(l.sendq, &out{dst: m.Dst, message: true, n: n, from: from, ready: true,
+			sent: func() {
+				l.tokens[m.Dst]++ // the next message to dst waits for the confirmation
+				if done != nil {
+					done()
+				}
+			},
+			build: func(k int) *torus.Packet {
+				pk := &torus.Packet{Dst: dst, Dynamic: true, Soft: soft(tAdaptive, l.nd.Index, id, k)}
+				if k == 0 {
+					pk.Payload = l.first(id, m, min(room, m.Len))
+				} else {
+					off := room + (k-1)*torus.MaxPayload
+					pk.Payload = l.data(m.Addr+uint64(off), min(torus.MaxPayload, m.Len-off))
+				}
+				return pk
+			}})
+	case Rendezvous:
+		p.Compute(l.costs.Post)
+		id := l.id()
+		l.grants[id] = m
+		scout := *m
+		scout.Len = 0
+		l.sendq = append(l.sendq, &out{dst: m.Dst, message: true, n: 1, from: bgl.FromCache, ready: true,
+			build: func(int) *torus.Packet {
+				pl := l.first(id, &scout, 0)
+				binary.LittleEndian.PutUint32(pl, uint32(m.Len))
+				return &torus.Packet{Dst: dst, Soft: soft(tScout, l.nd.Index, id, 0), Payload: pl}
+			}})
+	default:
+		return fmt.Errorf("bglml: protocol %v", proto)
+	}
+	return nil
+}
+
+// id numbers a message (never 0: a grant for number 0 is a get's).
+func (l *Layer) id() uint16 {
+	if l.nextID++; l.nextID == 0 {
+		l.nextID = 1
+	}
+	return l.nextID
+}
+
+// startable reports whether o may write its next packet now: its data
+// was granted, and a message waits for the confirmations awaited from its
+// destination and for the messages queued before it to the same
+// destination (so that messages match in order).
+func (l *Layer) startable(o *out) bool {
+	if !o.ready {
+		return false
+	}
+	if !o.message || o.next > 0 {
+		return true
+	}
+	if l.tokens[o.dst] > 0 {
+		return false
+	}
+	for _, q := range l.sendq {
+		if q == o {
+			break
+		}
+		if q.message && q.dst == o.dst {
+			return false
+		}
+	}
+	return true
+}
+
+// pushN writes o's packets while its FIFO has room, up to budget
+// packets; it returns the packets written.
+//
+// A look at a FIFO's room comes first; a FIFO found without room is not
+// looked at again in the same pass of the advance loop (full), so that a
+// long send queue blocked on a few FIFOs costs a look a FIFO, not a look
+// an entry.
+func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
+	n := 0
+	for o.next < o.n && n < budget {
+		fifo := l.pinned(o.dst)
+		if l.full[fifo] {
+			break
+		}
+		pk := o.build(o.next)
+		room, err := l.nd.PL.Room(p, fifo)
+		if err == nil && room < pk.Chunks() {
+			l.full[fifo] = true
+			l.Stats.FullPolls++
+			break
+		}
+		p.Compute(l.costs.Header)
+		if err == nil {
+			err = l.nd.PL.Store(p, fifo, pk, o.from)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("bglml: node %d: %v", l.nd.Index, err))
+		}
+		l.Stats.Packets++
+		o.next++
+		n++
+	}
+	return n
+}
+
+// finish ends an entry whose packets are all written.
+func (l *Layer) finish(p *cpu.Proc, o *out) {
+	if o.sent != nil {
+		p.Compute(l.costs.Callback)
+		o.sent()
+	}
+}
+
+// control sends a one-packet control message (a grant, a token) now if
+// its FIFO has room, else queues it.
+func (l *Layer) control(p *cpu.Proc, dst int, pk *torus.Packet) {
+	o := &out{dst: dst, n: 1, from: bgl.FromCache, ready: true, build: func(int) *torus.Packet { return pk }}
+	if l.pushN(p, o, 1) == 0 {
+		l.sendq = append(l.sendq, o)
+	}
+}
+
+// Get asks node src for n bytes at remote in its memory, to be placed at
+// local here; done is called when they all are. The request is a grant
+// packet; src's layer streams the data adaptively (as a rendezvous's).
+func (l *Layer) Get(p *cpu.Proc, src int, remote, local uint64, n int, done func()) error {
+	if src < 0 || src >= len(l.nodes) || src == l.nd.Index || n < 0 || n > MaxMessage {
+		return fmt.Errorf("bglml: node %d: get of %d bytes from node %d", l.nd.Index, n, src)
+	}
+	p.Compute(l.costs.Post)
+	r := &rx{src: src, addr: local, size: n, done: done}
+	rid := l.rxID(r)
+	l.grant(p, src, 0, rid, remote, n)
+	if n == 0 {
+		l.complete(p, r)
+		delete(l.rdv, rid)
+	}
+	return nil
+}
+
+func (l *Layer) rxID(r *rx) uint16 {
+	for {
+		l.nextRx++
+		if _, used := l.rdv[l.nextRx]; !used && l.nextRx != 0 {
+			r.id = l.nextRx
+			l.rdv[l.nextRx] = r
+			return l.nextRx
+		}
+	}
+}
+
+// grant sends a grant: for the sender's rendezvous message id, or (id 0)
+// for n bytes at addr; the data comes back numbered rid.
+func (l *Layer) grant(p *cpu.Proc, to int, id, rid uint16, addr uint64, n int) {
+	pl := make([]byte, 16)
+	binary.LittleEndian.PutUint16(pl, rid)
+	binary.LittleEndian.PutUint32(pl[4:], uint32(n))
+	binary.LittleEndian.PutUint64(pl[8:], addr)
+	l.control(p, to, &torus.Packet{Dst: l.coord(to), Soft: soft(tGrant, l.nd.Index, id, 0), Payload: pl})
+}
+
+// Advance is one pass of the advance loop (L94): read what has arrived
+// (up to Batch packets, each dispatched by its type), then write what the
+// send queue holds while the FIFOs take it (up to Batch packets). It
+// reports whether it did anything.
+func (l *Layer) Advance(p *cpu.Proc) bool {
+	p.Compute(l.costs.Pass)
+	clear(l.full)
+	did := false
+	for k := 0; k < l.params.Batch; k++ {
+		f := l.nd.PL.Pending(p)
+		if f < 0 {
+			break
+		}
+		l.receive(p, f)
+		did = true
+	}
+	budget := l.params.Batch
+	for i := 0; i < len(l.sendq) && budget > 0; i++ {
+		o := l.sendq[i]
+		if !l.startable(o) {
+			continue
+		}
+		w := l.pushN(p, o, budget)
+		budget -= w
+		if w > 0 {
+			did = true
+		}
+		if o.next == o.n {
+			l.sendq = append(l.sendq[:i], l.sendq[i+1:]...)
+			i--
+			l.finish(p, o)
+		}
+	}
+	return did
+}
+
+// receive takes the packet at the head of reception FIFO f: a peek at its
+// header says what it is and where its data goes, then it is read there.
+func (l *Layer) receive(p *cpu.Proc, f int) {
+	hd, err := l.nd.PL.Peek(p, f)
+	if err != nil || hd == nil {
+		panic(fmt.Sprintf("bglml: node %d: FIFO %d: %v", l.nd.Index, f, err))
+	}
+	p.Compute(l.costs.Dispatch)
+	t, src, id, idx := unsoft(&hd.Soft)
+	switch t {
+	case tEagerData:
+		p.Compute(l.costs.Lookup)
+		r := l.eagerIn[src]
+		if r == nil {
+			panic(fmt.Sprintf("bglml: node %d: eager data from node %d with no message under way", l.nd.Index, src))
+		}
+		l.place(p, f, r, r.got)
+		if r.got == r.size {
+			l.eagerIn[src] = nil
+			l.complete(p, r)
+		}
+	case tData:
+		p.Compute(l.costs.Lookup)
+		r := l.rdv[id]
+		if r == nil {
+			panic(fmt.Sprintf("bglml: node %d: data for unknown transfer %d from node %d", l.nd.Index, id, src))
+		}
+		l.place(p, f, r, idx*torus.MaxPayload)
+		if r.got == r.size {
+			delete(l.rdv, id)
+			l.complete(p, r)
+		}
+	case tAdaptive:
+		p.Compute(l.costs.Lookup)
+		key := uint32(src)<<16 | uint32(id)
+		r := l.adapt[key]
+		if idx > 0 {
+			if r == nil {
+				// Before its first packet: nowhere to put it yet, so it
+				// is read into memory of the layer's, to be copied later
+				// (the copies reordering costs, L53).
+				pk := l.read(p, f)
+				l.Stats.Staged++
+				l.early[key] = append(l.early[key], &staged{idx: idx, data: pk.Payload})
+				return
+			}
+			l.place(p, f, r, r.first+(idx-1)*torus.MaxPayload)
+		} else {
+			pk := l.read(p, f)
+			r = l.open(p, src, pk.Payload)
+			r.token = true
+			r.id = id
+			l.adapt[key] = r
+			for _, s := range l.early[key] {
+				off := r.first + (s.idx-1)*torus.MaxPayload
+				p.Compute(l.nd.PL.CopyCost(len(s.data)))
+				l.nd.Mem.Write(r.addr+uint64(off), s.data)
+				r.got += len(s.data)
+			}
+			delete(l.early, key)
+		}
+		if r.got == r.size {
+			delete(l.adapt, key)
+			l.complete(p, r)
+		}
+	case tOne, tEagerFirst:
+		pk := l.read(p, f)
+		r := l.open(p, src, pk.Payload)
+		if r.got < r.size {
+			if t == tOne {
+				panic(fmt.Sprintf("bglml: node %d: a one-packet message from node %d short of its size", l.nd.Index, src))
+			}
+			if l.eagerIn[src] != nil {
+				panic(fmt.Sprintf("bglml: node %d: a second eager message from node %d before the first ended", l.nd.Index, src))
+			}
+			l.eagerIn[src] = r
+			return
+		}
+		l.complete(p, r)
+	case tScout:
+		pk := l.read(p, f)
+		size := int(binary.LittleEndian.Uint32(pk.Payload))
+		info := pk.Payload[firstHdr : firstHdr+int(pk.Payload[6])]
+		p.Compute(l.costs.Upcall)
+		addr, done := l.up(src, info, size)
+		r := &rx{src: src, addr: addr, size: size, done: done}
+		rid := l.rxID(r)
+		l.grant(p, src, id, rid, 0, size)
+		if size == 0 {
+			delete(l.rdv, rid)
+			l.complete(p, r)
+		}
+	case tGrant:
+		pk := l.read(p, f)
+		rid := binary.LittleEndian.Uint16(pk.Payload)
+		n := int(binary.LittleEndian.Uint32(pk.Payload[4:]))
+		addr := binary.LittleEndian.Uint64(pk.Payload[8:])
+		var sent func()
+		if id != 0 {
+			p.Compute(l.costs.Lookup)
+			m := l.grants[id]
+			if m == nil {
+				panic(fmt.Sprintf("bglml: node %d: grant for unknown message %d from node %d", l.nd.Index, id, src))
+			}
+			delete(l.grants, id)
+			addr, n, sent = m.Addr, m.Len, m.Done
+		}
+		l.stream(src, rid, addr, n, sent)
+	case tBcast:
+		l.onBcast(p, f, int(id), idx)
+	case tToken:
+		l.nd.PL.Read(p, f, true)
+		p.Compute(l.costs.Lookup)
+		l.tokens[src]--
+	default:
+		panic(fmt.Sprintf("bglml: node %d: packet of type %d from node %d", l.nd.Index, t, src))
+	}
+}
+
+// stream queues the data of a rendezvous or a get: n bytes at addr to
+// node dst, adaptively routed, each packet numbered for rid and placed by
+// its index.
+func (l *Layer) stream(dst int, rid uint16, addr uint64, n int, sent func()) {
+	if n == 0 {
+		if sent != nil {
+			sent()
+		}
+		return
+	}
+	to := l.coord(dst)
+	l.sendq = append(l.sendq, &out{dst: dst, n: (n + torus.MaxPayload - 1) / torus.MaxPayload, from: bgl.FromMemory, ready: true, sent: sent,
+		build: func(k int) *torus.Packet {
+			off := k * torus.MaxPayload
+			return &torus.Packet{Dst: to, Dynamic: true, Soft: soft(tData, l.nd.Index, rid, k),
+				Payload: l.data(addr+uint64(off), min(torus.MaxPayload, n-off))}
+		}})
+}
+
+// read reads the packet at the head of FIFO f into the layer's aligned
+// packet buffer.
+func (l *Layer) read(p *cpu.Proc, f int) *torus.Packet {
+	pk, err := l.nd.PL.Read(p, f, true)
+	if err != nil || pk == nil {
+		panic(fmt.Sprintf("bglml: node %d: FIFO %d: %v", l.nd.Index, f, err))
+	}
+	l.nd.Mem.Write(l.plb, pk.Payload)
+	return pk
+}
+
+// open starts receiving the message whose first packet's payload is pl:
+// the upcall says where it goes, and the first packet's data is copied
+// there from the packet buffer.
+func (l *Layer) open(p *cpu.Proc, src int, pl []byte) *rx {
+	size := int(binary.LittleEndian.Uint32(pl))
+	ni := int(pl[6])
+	info := pl[firstHdr : firstHdr+ni]
+	p.Compute(l.costs.Upcall)
+	addr, done := l.up(src, info, size)
+	data := pl[firstHdr+ni:]
+	r := &rx{src: src, addr: addr, size: size, done: done, first: len(data)}
+	if len(data) > 0 {
+		p.Compute(l.nd.PL.CopyCost(len(data)))
+		l.nd.Mem.Write(addr, data)
+		r.got = len(data)
+	}
+	return r
+}
+
+// place reads the packet at the head of FIFO f straight into r's buffer
+// at off (a realigning copy if that is not 16-byte aligned).
+func (l *Layer) place(p *cpu.Proc, f int, r *rx, off int) {
+	pk, err := l.nd.PL.Read(p, f, (r.addr+uint64(off))%16 == 0)
+	if err != nil || pk == nil {
+		panic(fmt.Sprintf("bglml: node %d: FIFO %d: %v", l.nd.Index, f, err))
+	}
+	if off+len(pk.Payload) > r.size {
+		panic(fmt.Sprintf("bglml: node %d: %d bytes at %d of a %d-byte message from node %d", l.nd.Index, len(pk.Payload), off, r.size, r.src))
+	}
+	l.nd.Mem.Write(r.addr+uint64(off), pk.Payload)
+	r.got += len(pk.Payload)
+}
+
+// complete ends a received message: its done() callback, and for an
+// adaptive-eager one the confirmation to its sender.
+func (l *Layer) complete(p *cpu.Proc, r *rx) {
+	l.Stats.Received++
+	if r.done != nil {
+		p.Compute(l.costs.Callback)
+		r.done()
+	}
+	if r.token {
+		l.control(p, r.src, &torus.Packet{Dst: l.coord(r.src), Dynamic: true, Soft: soft(tToken, l.nd.Index, r.id, 0)})
+	}
+}

@@ -1,0 +1,273 @@
+package mpi
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/aaemu/aaemu/bgl"
+	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/msg/bglml"
+	"github.com/aaemu/aaemu/torus"
+)
+
+// TorusConfig configures the transport over Blue Gene/L's message layer
+// (seed 002, L81–L83: MPICH's device on the message layer).
+type TorusConfig struct {
+	// Machine is the Blue Gene/L machine the ranks run on (RunOn with
+	// bgl.Host{M: Machine}); one rank a node, on its first core
+	// (coprocessor mode).
+	Machine *bgl.Machine
+	// ML is the message layer's thresholds (zero: bglml.DefaultParams);
+	// Costs its software's (zero: bglml.DefaultCosts).
+	ML    bglml.Params
+	Costs bglml.Costs
+	// Force sends every packet of the MPI core by this protocol (Table 1
+	// measures each); Auto: the message layer chooses by size.
+	Force bglml.Protocol
+	// Params: EagerLimit is MPI's eager limit (default: the message
+	// layer's EagerMax); longer messages go by MPI's rendezvous, get mode
+	// (the RTS is the scout, the get the grant and the adaptively routed
+	// data); ChunkBytes the most one get moves (default 1 MB).
+	Params Params
+}
+
+// MaxTorusPayload is the longest packet of the MPI core the transport
+// takes (one message-layer message).
+const MaxTorusPayload = 1 << 20
+
+func (c TorusConfig) withDefaults() TorusConfig {
+	if c.ML == (bglml.Params{}) {
+		c.ML = bglml.DefaultParams()
+	}
+	if c.Costs == (bglml.Costs{}) {
+		c.Costs = bglml.DefaultCosts()
+	}
+	c.Params = fillParams(c.Params, Params{EagerLimit: c.ML.EagerMax, Rendezvous: RendezvousGet, ChunkBytes: MaxTorusPayload, Pipeline: 1})
+	return c
+}
+
+// Torus is the transport between the ranks of Blue Gene/L nodes (and of a
+// rank to itself, a copy):
+// each packet of the MPI core is one message of the node's message layer
+// (its header the message's info, which the first packet carries), and a
+// rendezvous's get is the message layer's get.
+func Torus(cfg TorusConfig) TransportMaker {
+	return func(s *Setup) (Transport, error) {
+		cfg := cfg.withDefaults()
+		if cfg.Machine == nil {
+			return nil, fmt.Errorf("torus: no Blue Gene/L machine")
+		}
+		if err := cfg.Params.validate("torus", MaxTorusPayload); err != nil {
+			return nil, err
+		}
+		if cfg.Params.Rendezvous != RendezvousGet {
+			return nil, fmt.Errorf("torus: rendezvous mode %v: the message layer's rendezvous is the receiver's get", cfg.Params.Rendezvous)
+		}
+		if err := cfg.ML.Validate(); err != nil {
+			return nil, err
+		}
+		// An eager message's envelope is EagerWords words; a one-packet
+		// message must fit a packet with it and the layer's header.
+		if most := torus.MaxPayload - bglml.FirstHeaderBytes - 8*EagerWords; cfg.Force == bglml.OnePacket && cfg.Params.EagerLimit > most {
+			return nil, fmt.Errorf("torus: eager limit %d with every message in one packet (at most %d)", cfg.Params.EagerLimit, most)
+		}
+		if err := cfg.Costs.Validate(); err != nil {
+			return nil, err
+		}
+		seen := make([]int, len(cfg.Machine.Nodes))
+		for r, p := range s.Places {
+			if p.Node < 0 || p.Node >= len(seen) {
+				return nil, fmt.Errorf("torus: rank %d on node %d of %d", r, p.Node, len(seen))
+			}
+			if seen[p.Node]++; seen[p.Node] > 1 {
+				return nil, fmt.Errorf("torus: two ranks on node %d (one a node: coprocessor mode)", p.Node)
+			}
+		}
+		return &torusTransport{cfg: cfg, places: s.Places}, nil
+	}
+}
+
+type torusTransport struct {
+	cfg    TorusConfig
+	places []Place
+}
+
+func (t *torusTransport) Name() string                { return "torus" }
+func (t *torusTransport) Params() Params              { return t.cfg.Params }
+func (t *torusTransport) Reaches(from, to Place) bool { return true }
+
+func (t *torusTransport) Open(e Env) (Endpoint, error) {
+	ep := &torusEP{t: t, env: e, nd: t.cfg.Machine.Nodes[e.Place.Node], pool: map[int][]uint64{}}
+	ml, err := bglml.New(t.cfg.Machine, e.Place.Node, t.cfg.ML, t.cfg.Costs, ep.upcall)
+	if err != nil {
+		return nil, err
+	}
+	ep.ml = ml
+	return ep, nil
+}
+
+type torusEP struct {
+	t     *torusTransport
+	env   Env
+	nd    *bgl.Node
+	ml    *bglml.Layer
+	ready []torusMsg // completed messages, in completion order
+	pool  map[int][]uint64
+	gets  []bool // by handle: done
+}
+
+// torusMsg is a received message: the MPI header and its data in a buffer
+// of the endpoint's.
+type torusMsg struct {
+	h    Header
+	addr uint64
+	n    int
+}
+
+// upcall is the message layer's upcall for a new message: its data goes
+// into a buffer of the endpoint's, which the MPI core copies from (or, for
+// a matched receive, into the user's buffer) when the message is whole.
+func (e *torusEP) upcall(src int, info []byte, size int) (uint64, func()) {
+	var w [HeaderWords]uint64
+	for i := 0; i < len(info)/8; i++ {
+		w[i] = binary.LittleEndian.Uint64(info[8*i:])
+	}
+	h := Unpack(&w)
+	a := e.buf(size)
+	return a, func() { e.ready = append(e.ready, torusMsg{h: h, addr: a, n: size}) }
+}
+
+func (e *torusEP) buf(n int) uint64 {
+	c := sizeClass(n)
+	if l := e.pool[c]; len(l) > 0 {
+		a := l[len(l)-1]
+		e.pool[c] = l[:len(l)-1]
+		return a
+	}
+	return e.nd.Alloc(c)
+}
+
+func (e *torusEP) MaxPayload() int { return MaxTorusPayload }
+
+func (e *torusEP) proc() *cpu.Proc { return e.env.Proc }
+
+// Send posts the packet as a message of the message layer. The core's
+// contract is that the data has been taken when Send returns: a message
+// the layer could not write at once is copied into a buffer of the
+// endpoint's (at the core's copy rate) and sent from there.
+func (e *torusEP) Send(dst int, h *Header, src uint64, n int) bool {
+	if dst == e.env.Rank {
+		a := e.buf(n)
+		e.copy(a, src, n)
+		e.ready = append(e.ready, torusMsg{h: *h, addr: a, n: n})
+		return true
+	}
+	w := h.Pack()
+	words := HeaderWords
+	if h.Kind == Eager {
+		words = EagerWords
+	}
+	info := make([]byte, 8*words)
+	for i := 0; i < words; i++ {
+		binary.LittleEndian.PutUint64(info[8*i:], w[i])
+	}
+	sent := false
+	m := &bglml.Message{Dst: e.t.places[dst].Node, Info: info, Addr: src, Len: n, Proto: e.t.cfg.Force}
+	var copyBuf uint64
+	m.Done = func() {
+		sent = true
+		if copyBuf != 0 {
+			c := sizeClass(n)
+			e.pool[c] = append(e.pool[c], copyBuf)
+		}
+	}
+	if err := e.ml.Send(e.proc(), m); err != nil {
+		panic(fmt.Sprintf("mpi: torus: %v", err))
+	}
+	if !sent && n > 0 {
+		copyBuf = e.buf(n)
+		e.copy(copyBuf, src, n)
+		m.Addr = copyBuf
+	}
+	return true
+}
+
+// copy copies n bytes of the node's memory at the paper's rate.
+func (e *torusEP) copy(dst, src uint64, n int) {
+	if n == 0 {
+		return
+	}
+	b := make([]byte, n)
+	e.nd.Mem.Read(src, b)
+	e.nd.Mem.Write(dst, b)
+	e.proc().Compute(e.nd.PL.CopyCost(n))
+}
+
+// Poll runs one pass of the message layer's advance loop and hands the
+// messages it completed to deliver.
+func (e *torusEP) Poll(deliver func(h *Header, p Payload)) (int, bool) {
+	worked := e.ml.Advance(e.proc())
+	n := 0
+	for len(e.ready) > 0 {
+		m := e.ready[0]
+		e.ready = e.ready[1:]
+		deliver(&m.h, Payload{Addr: m.addr, Len: m.h.Len})
+		c := sizeClass(m.n)
+		e.pool[c] = append(e.pool[c], m.addr)
+		n++
+	}
+	if worked {
+		e.env.Moved()
+	}
+	return n, worked
+}
+
+func (e *torusEP) Put(int, uint64, uint64, int) (int, bool) {
+	panic("mpi: torus: the message layer's rendezvous is a get")
+}
+
+// Get is the message layer's get: a grant to the sender's node, whose
+// layer streams the data adaptively, each packet placed by its index.
+func (e *torusEP) Get(src int, local, remote uint64, n int) (int, bool) {
+	id := len(e.gets)
+	e.gets = append(e.gets, false)
+	if src == e.env.Rank {
+		e.copy(local, remote, n)
+		e.gets[id] = true
+		return id, true
+	}
+	if err := e.ml.Get(e.proc(), e.t.places[src].Node, remote, local, n, func() { e.gets[id] = true }); err != nil {
+		panic(fmt.Sprintf("mpi: torus: %v", err))
+	}
+	return id, true
+}
+
+// Done runs a pass of the advance loop if the get has not ended (what it
+// completes waits for the next Poll).
+func (e *torusEP) Done(op int) (bool, error) {
+	if !e.gets[op] && e.ml.Advance(e.proc()) {
+		e.env.Moved()
+	}
+	return e.gets[op], nil
+}
+
+func (e *torusEP) Busy() bool { return !e.ml.Idle() || len(e.ready) > 0 }
+
+// RunTorus runs body as the program of one rank on each node of machine
+// m, rank r on node nodeOf[r] (nil: rank r on node r, the XYZT order),
+// over the torus transport (cfg.Transports and cfg.Place are set here).
+func RunTorus(m *bgl.Machine, cfg Config, tc TorusConfig, nodeOf []int, body func(c *Comm)) (*Result, error) {
+	tc.Machine = m
+	cfg.Transports = []TransportMaker{Torus(tc)}
+	cfg.Ranks = len(m.Nodes)
+	if nodeOf != nil {
+		cfg.Ranks = len(nodeOf)
+	}
+	cfg.Place = func(r int) Place {
+		if nodeOf != nil {
+			return Place{Node: nodeOf[r]}
+		}
+		return Place{Node: r}
+	}
+	return RunOn(bgl.Host{M: m}, cfg, body)
+}
