@@ -323,6 +323,9 @@ func (r *rank) send(t, dst int, h *Header, src uint64, n int) bool {
 		r.w.inflight[dst]--
 		return false
 	}
+	if f := r.w.cfg.Channel; f != nil {
+		f(ChannelCall{Rank: r.id, Peer: dst, Transport: r.w.trans[t].Name(), Kind: h.Kind, Bytes: n})
+	}
 	r.moved()
 	return true
 }
@@ -534,6 +537,9 @@ func (r *rank) pushXfer(q *Request) bool {
 		}
 		if !ok {
 			break
+		}
+		if f := r.w.cfg.Channel; f != nil {
+			f(ChannelCall{Rank: r.id, Peer: q.peer, Transport: r.w.trans[q.tr].Name(), Kind: Data, Bytes: n})
 		}
 		did = true
 		r.moved()
