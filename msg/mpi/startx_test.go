@@ -214,3 +214,38 @@ func TestChannelCalls(t *testing.T) {
 		t.Fatalf("channel calls %q, want %q", calls, want)
 	}
 }
+
+// Two ranks on two SMPs exchanging long messages with Sendrecv (as an
+// allreduce does), three rounds: in the second the higher rank consents to
+// the lower's transfer, and the lower, looking again at the higher's
+// request it had deferred, must not serve it before it has sent its own,
+// or both wait in serve for data neither sends.
+func TestStartXSendrecvExchange(t *testing.T) {
+	for _, n := range []int{1025, 16000, 100_000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			c := startXCluster(t, 1)
+			got := make([][]byte, 2)
+			cfg := startXConfig(mpi.StartXConfig{Block: true})
+			cfg.Limit = 50 * sim.MS
+			_, err := mpi.Run(c, cfg, func(cm *mpi.Comm) {
+				r := cm.Rank()
+				sb, rb := cm.Alloc(n), cm.Alloc(n)
+				cm.Write(sb, fill(n, r))
+				for i := 0; i < 3; i++ {
+					if _, err := cm.Sendrecv(sb, 1-r, i, rb, 1-r, i); err != nil {
+						t.Error(err)
+					}
+				}
+				got[r] = cm.Read(rb)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range got {
+				if !bytes.Equal(got[r], fill(n, 1-r)) {
+					t.Fatalf("rank %d received other bytes", r)
+				}
+			}
+		})
+	}
+}
