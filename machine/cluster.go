@@ -73,6 +73,10 @@ type Spec struct {
 	// Nil: none.
 	StartX     *startx.Spec
 	StartXLine startx.LineSpec
+	// StartXRouter makes the Arctic network a switched one of routers of
+	// this spec (startXNetwork): always with more than two nodes (nil:
+	// startx.DefaultRouterSpec), and with two when set.
+	StartXRouter *startx.RouterSpec
 }
 
 // DefaultSpec is the paper's two-node set-up: 1 GbE NICs on PCIe Gen3 x8.
@@ -175,6 +179,9 @@ type Cluster struct {
 	Switches []*nic.Switch // every switch of the network (leaves, then spines)
 	// StartXLines are the Arctic lines between the StarT-X NIUs (Spec.StartX).
 	StartXLines []*startx.Line
+	// StartXRouters are the Arctic routers of a switched network (leaves,
+	// then spines).
+	StartXRouters []*startx.Router
 	onStop      []func() // what Run calls when it ends (the systems' consumers)
 	// partitions asked for (SetPartitions) and why it must be one (Serial).
 	partitions int
