@@ -186,30 +186,38 @@ func TestStartXLockFair(t *testing.T) {
 	t.Logf("%d asks, worst wait %v", asks, worst)
 }
 
-// Config.Channel sees what the channel device is asked to do, by kind and
-// bytes: an eager message by PIO, and for a message past the crossover the
-// RTS, its CTS, the rendezvous data (one RDMA put) and FIN.
+// Config.Channel sees what the channel devices are asked to do, by kind
+// and bytes: an eager message by PIO, and for a message past the crossover
+// the RTS, its CTS, the rendezvous data (one RDMA put) and FIN; inside the
+// SMP a long message's data is one call however many blocks it takes.
 func TestChannelCalls(t *testing.T) {
-	c := startXCluster(t, 1)
+	c := startXCluster(t, 2)
 	cfg := startXConfig(mpi.StartXConfig{Block: true})
 	var calls []string
 	cfg.Channel = func(cc mpi.ChannelCall) {
 		calls = append(calls, fmt.Sprintf("%d→%d %s %v %d", cc.Rank, cc.Peer, cc.Transport, cc.Kind, cc.Bytes))
 	}
 	_, err := mpi.Run(c, cfg, func(cm *mpi.Comm) {
-		small, big := cm.Alloc(40), cm.Alloc(5000)
-		if cm.Rank() == 0 {
-			cm.Send(small, 1, 0)
-			cm.Send(big, 1, 0)
-		} else {
+		small, big, local := cm.Alloc(40), cm.Alloc(5000), cm.Alloc(20000)
+		switch cm.Rank() {
+		case 0:
+			cm.Send(small, 2, 0)
+			cm.Send(big, 2, 0)
+			cm.Send(local, 1, 0)
+		case 2:
 			cm.Recv(small, 0, 0)
 			cm.Recv(big, 0, 0)
+		case 1:
+			cm.Recv(local, 0, 0)
 		}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"0→1 startx EAGER 40", "0→1 startx RTS 0", "1→0 startx CTS 0", "0→1 startx DATA 5000", "0→1 startx FIN 0"}
+	// The 20000 bytes inside the SMP move as three copies through the
+	// receiver's 8 kB blocks: one call.
+	want := []string{"0→2 startx EAGER 40", "0→2 startx RTS 0", "2→0 startx CTS 0", "0→2 startx DATA 5000", "0→2 startx FIN 0",
+		"0→1 shm RTS 0", "1→0 shm CTS 0", "0→1 shm DATA 20000"}
 	if fmt.Sprint(calls) != fmt.Sprint(want) {
 		t.Fatalf("channel calls %q, want %q", calls, want)
 	}

@@ -50,8 +50,10 @@ type Config struct {
 	// Channel, if set, sees every call a rank makes into a transport, as
 	// MPICH's channel interface sees them (seed 001's Figure 3): each
 	// packet sent (Kind Eager with its data bytes, or a control packet RTS,
-	// CTS, FIN with none) and each rendezvous data transfer (Kind Data, a
-	// put or get of its bytes), in the order the ranks make them.
+	// CTS, FIN with none) and each rendezvous's data transfer (Kind Data,
+	// the message's bytes, once however many puts or gets of
+	// Params.ChunkBytes the transport moves them in), in the order the
+	// ranks make them.
 	Channel func(ChannelCall)
 
 	// Limit is the simulated time after which a run that has not finished
