@@ -20,6 +20,7 @@ import (
 	"github.com/aaemu/aaemu/msg/mpi"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/workload"
+	"github.com/aaemu/aaemu/workload/mpiapp"
 )
 
 func init() {
@@ -41,6 +42,9 @@ type sizes struct {
 	chunk           int   // the pinned buffer a long message moves through, in turns
 	chunkX          []int // message sizes around it
 	exchange        int
+	mmN, mmPer      int            // Figure 3's matrix order and ranks per SMP
+	svdP            []int          // Table 5's ranks
+	lanczos         mpiapp.Lanczos // Table 5's stand-in
 }
 
 var full = sizes{
@@ -51,6 +55,10 @@ var full = sizes{
 	chunk:     16 << 20,
 	chunkX:    []int{4 << 20, 16 << 20, 32 << 20},
 	exchange:  1 << 20,
+	mmN:       1024,
+	mmPer:     4,
+	svdP:      []int{2, 4, 8},
+	lanczos:   mpiapp.Lanczos{N: 10000, NNZ: 100, Steps: 4, Seed: 1},
 }
 
 var reduced = sizes{
@@ -61,6 +69,10 @@ var reduced = sizes{
 	chunk:     64 << 10,
 	chunkX:    []int{32 << 10, 64 << 10, 128 << 10},
 	exchange:  100_000,
+	mmN:       128,
+	mmPer:     2,
+	svdP:      []int{2, 4},
+	lanczos:   mpiapp.Lanczos{N: 2000, NNZ: 20, Steps: 2, Seed: 1},
 }
 
 // The series (Custom figures name them as schemes).
@@ -88,7 +100,7 @@ const (
 var table1Rows = []string{"a: 16 B, 8-byte accesses", "b: 64 B, 8-byte accesses", "c: 64 B, stda/ldda"}
 
 func figures(z sizes) []*paper.Figure {
-	return []*paper.Figure{figure1(z), crossoverFigure(z), table1Figure(), table3Figure(z), chunksFigure(z), exchangeFigure(z)}
+	return []*paper.Figure{figure1(z), crossoverFigure(z), table1Figure(), table3Figure(z), chunksFigure(z), exchangeFigure(z), figure3(z), table5Figure(z)}
 }
 
 // reps is the round trips a ping-pong of n bytes averages over.
