@@ -182,7 +182,7 @@ type Cluster struct {
 	// StartXRouters are the Arctic routers of a switched network (leaves,
 	// then spines).
 	StartXRouters []*startx.Router
-	onStop      []func() // what Run calls when it ends (the systems' consumers)
+	onStop        []func() // what Run calls when it ends (the systems' consumers)
 	// partitions asked for (SetPartitions) and why it must be one (Serial).
 	partitions int
 	serial     string
