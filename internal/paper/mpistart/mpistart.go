@@ -1,7 +1,8 @@
 // Package mpistart is the MPI-StarT paper (seed 001, Husbands and Hoe) as
 // aaemu paper mpi-start: its figures and tables as experiments on two Sun
-// E5000 SMPs joined by StarT-X, with the paper's claims (S1–S12 of the
-// reference) checked against what they measure.
+// E5000 SMPs joined by StarT-X, with the paper's claims (S1–S14 of the
+// reference) checked against what they measure; Figure 3 and Table 5 run
+// the application stand-ins of workload/mpiapp (apps.go).
 //
 // Where the paper's absolute times include MPICH's software layers, which
 // aaemu's MPI core does not have, the claims compare ratios (Table 3's
