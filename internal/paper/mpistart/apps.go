@@ -47,10 +47,9 @@ const (
 )
 
 // mmProfile is what a matrix multiply called: each series' percentages
-// by size class, and the multiply's time.
+// by size class.
 type mmProfile struct {
 	share map[workload.Scheme]map[string]float64
-	time  sim.Tick
 }
 
 var mmRuns struct {
@@ -108,21 +107,12 @@ func runMatmul(ctx context.Context, n, per int) (*mmProfile, error) {
 		count[bytes][sizeClass(b)] += float64(b)
 	}
 	cfg.Channel = func(cc mpi.ChannelCall) { add(chanCalls, chanBytes, cc.Bytes) }
-	var t0, t1 sim.Tick
 	wrong := 0
-	var runErr2 error
+	var appErr error
 	_, err = mpi.Run(c, cfg, func(cm *mpi.Comm) {
-		cm.Barrier()
-		if cm.Rank() == 0 {
-			t0 = cm.Now()
-		}
 		res, err := mm.Run(cm)
-		if err != nil && runErr2 == nil {
-			runErr2 = err
-		}
-		cm.Barrier()
-		if cm.Rank() == 0 {
-			t1 = cm.Now()
+		if err != nil && appErr == nil {
+			appErr = err
 		}
 		wrong += res.Wrong
 		for _, b := range res.BcastBytes {
@@ -132,12 +122,12 @@ func runMatmul(ctx context.Context, n, per int) (*mmProfile, error) {
 	switch {
 	case err != nil:
 		return nil, runErr(err)
-	case runErr2 != nil:
-		return nil, runErr2
+	case appErr != nil:
+		return nil, appErr
 	case wrong > 0:
 		return nil, fmt.Errorf("matrix multiply %d×%d on %d+%d: %d elements of C differ from the serial product", n, n, per, per, wrong)
 	}
-	p := &mmProfile{share: map[workload.Scheme]map[string]float64{}, time: t1 - t0}
+	p := &mmProfile{share: map[workload.Scheme]map[string]float64{}}
 	for s, m := range count {
 		total := 0.0
 		for _, v := range m {
