@@ -90,6 +90,11 @@ type Proc struct {
 	poll      func() bool
 	pollEvery sim.Tick
 
+	// A PollLoad64 the core runs for the process while its loads hit
+	// (Core.spinLoad): the word, its predicate, the value of the load in
+	// flight, and what the process does when it resumes.
+	lspin *loadSpin
+
 	// An uncached read the process waits for: issued at since; the
 	// completion's data or error.
 	cplWait  bool
@@ -232,10 +237,22 @@ func (c *Core) Tick(now sim.Tick) bool {
 	if run != nil {
 		var d sim.Tick
 		ok := true
-		if run.poll != nil && !c.checkPoll(run) {
+		switch {
+		case run.poll != nil && !c.checkPoll(run):
 			d = run.pollEvery // still false: another check, as the loop would
-		} else {
+		case run.lspin != nil && c.spinLoad(run, now):
+			d = run.lspin.d // a load that hit, as the loop would make it
+		default:
 			d, ok = run.next()
+			// The process stopped in PollLoad64 where its loop makes the next
+			// load: the core makes it if it hits, else the process does.
+			for ok && run.lspin != nil && run.lspin.fresh {
+				if c.spinLoad(run, now) {
+					d = run.lspin.d
+					break
+				}
+				d, ok = run.next()
+			}
 		}
 		switch {
 		case !ok:

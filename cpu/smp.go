@@ -82,7 +82,7 @@ func (s SMPSpec) Validate() error {
 type SMP struct {
 	spec   SMPSpec
 	shift  uint
-	lines  map[uint64]*line
+	lines  directory
 	caches []*sim.Cache[uint64, struct{}]
 	mem    bandwidth
 
@@ -118,7 +118,7 @@ func NewSMP(e *sim.Engine, name string, spec SMPSpec) (*SMP, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	s := &SMP{spec: spec, shift: uint(bits.TrailingZeros(uint(spec.LineBytes))), lines: map[uint64]*line{},
+	s := &SMP{spec: spec, shift: uint(bits.TrailingZeros(uint(spec.LineBytes))), lines: directory{chunks: map[uint64]*dirChunk{}},
 		mem: bandwidth{mbps: spec.MemoryMBps}}
 	st := e.Stats()
 	s.stHits = st.Counter(name+".hits", "accesses", "accesses that hit the core's own cache")
@@ -172,7 +172,7 @@ func (s *SMP) Counts() SMPCounts {
 // Holders lists the cores (by attach order) whose caches hold the line of
 // addr, and the one that holds it dirty (-1: none).
 func (s *SMP) Holders(addr uint64) (cores []int, owner int) {
-	l := s.lines[addr>>s.shift]
+	l := s.lines.find(addr >> s.shift)
 	if l == nil {
 		return nil, -1
 	}
@@ -187,7 +187,7 @@ func (s *SMP) Invalidate(addr, n uint64) {
 		return
 	}
 	for ln := addr >> s.shift; ln <= (addr+n-1)>>s.shift; ln++ {
-		l := s.lines[ln]
+		l := s.lines.find(ln)
 		if l == nil {
 			continue
 		}
@@ -207,13 +207,52 @@ const (
 	accAtomic
 )
 
-func (s *SMP) entry(ln uint64) *line {
-	l := s.lines[ln]
-	if l == nil {
-		l = &line{owner: -1}
-		s.lines[ln] = l
+func (s *SMP) entry(ln uint64) *line { return s.lines.entry(ln) }
+
+// directory holds the lines' entries in chunks of dirChunkLines
+// consecutive lines, found through a map of chunks and the last chunk
+// used: a copy or a poll touches the same chunk over and over, and a map
+// of every line held costs a hash and a cache miss an access. A line no
+// cache holds and no transfer keeps busy is a fresh entry (no holders,
+// owner -1, busy 0), which behaves as no entry: an access starts at
+// max(now, busy) = now.
+type directory struct {
+	chunks map[uint64]*dirChunk
+	lastN  uint64
+	last   *dirChunk
+}
+
+const dirChunkShift = 8
+const dirChunkLines = 1 << dirChunkShift
+
+type dirChunk [dirChunkLines]line
+
+// find is line ln's entry, nil if its chunk was never used.
+func (d *directory) find(ln uint64) *line {
+	n := ln >> dirChunkShift
+	if d.last == nil || d.lastN != n {
+		c := d.chunks[n]
+		if c == nil {
+			return nil
+		}
+		d.last, d.lastN = c, n
 	}
-	return l
+	return &d.last[ln&(dirChunkLines-1)]
+}
+
+// entry is line ln's entry, its chunk made if need be.
+func (d *directory) entry(ln uint64) *line {
+	if l := d.find(ln); l != nil {
+		return l
+	}
+	c := new(dirChunk)
+	for i := range c {
+		c[i].owner = -1
+	}
+	n := ln >> dirChunkShift
+	d.chunks[n] = c
+	d.last, d.lastN = c, n
+	return &c[ln&(dirChunkLines-1)]
 }
 
 // access performs core id's access of kind k to line ln, issued at now, and
@@ -330,14 +369,14 @@ func (s *SMP) fill(id int, ln uint64, l *line, now sim.Tick) {
 	if !evicted {
 		return
 	}
-	v := s.lines[victim]
+	v := s.lines.find(victim)
 	v.holders.remove(id)
 	if v.owner == id {
 		v.owner = -1
 		s.stWritebacks.Inc()
 	}
 	if v.holders.empty() && v.busy <= now {
-		delete(s.lines, victim)
+		*v = line{owner: -1} // as fresh: no cache holds it, nothing keeps it busy
 	}
 }
 
@@ -439,10 +478,80 @@ func (p *Proc) Memcpy(dst, src, n uint64) {
 // and returns the value: a spin on a flag, every check a costed Load64 (in
 // an SMP, hits in the core's cache until another core's store takes the
 // line).
+//
+// until may only look (as a Poll condition): while the word's line stays
+// in the core's cache, the core itself repeats the loads that hit and
+// checks until between them (Core.spinLoad), at the times and with the
+// effects the loop's own loads would have, without switching into the
+// process for each; a load that misses the process makes itself.
 func (p *Proc) PollLoad64(addr uint64, until func(v uint64) bool) uint64 {
 	for {
-		if v := p.Load64(addr); until(v) {
+		v := p.Load64(addr)
+		if until(v) {
 			return v
 		}
+		s := p.core.smp
+		if s == nil || addr>>s.shift != (addr+7)>>s.shift {
+			continue
+		}
+		// The next load is the core's to make, at once.
+		p.lspin = &loadSpin{addr: addr, ln: addr >> s.shift, until: until, fresh: true}
+		p.wait(0)
+		sp := p.lspin
+		p.lspin = nil
+		if sp.ended {
+			return sp.v
+		}
+		// A load missed: the process makes it (the loop goes on).
 	}
+}
+
+// loadSpin is a PollLoad64 that the core runs for its process.
+type loadSpin struct {
+	addr, ln uint64
+	until    func(uint64) bool
+	fresh    bool     // no load made yet: the first is due where the process stopped
+	v        uint64   // the value of the load in flight
+	d        sim.Tick // the time the load takes
+	ended    bool     // until held for v: the process returns it
+}
+
+// spinLoad is the core's step of its process's PollLoad64 at now: the
+// load in flight ends (until checked on its value) and the next one is
+// issued. It reports whether the core made that load — a hit, costed and
+// counted as the process's own Load64 is — so that the process need not
+// run; false when until held or the load would miss: the process goes on
+// (returning the value, or making the load itself).
+func (c *Core) spinLoad(p *Proc, now sim.Tick) bool {
+	sp := p.lspin
+	if !sp.fresh {
+		c.inPoll = true
+		held := sp.until(sp.v)
+		c.inPoll = false
+		if held {
+			sp.ended = true
+			return false
+		}
+	}
+	end, ok := c.smp.hitLoad(c.smpID, sp.ln, now, c.spec.PeriodPS)
+	if !ok {
+		return false
+	}
+	sp.fresh = false
+	sp.v = c.mem.Load64(sp.addr)
+	sp.d = end - now
+	return true
+}
+
+// hitLoad is core id's load of line ln at now when its cache holds the
+// line: the hit costed and counted as access does it. ok is false, with
+// nothing changed, when the cache does not hold it.
+func (s *SMP) hitLoad(id int, ln uint64, now, period sim.Tick) (end sim.Tick, ok bool) {
+	l := s.lines.find(ln)
+	if l == nil || !l.holders.has(id) {
+		return 0, false
+	}
+	s.caches[id].Lookup(ln)
+	s.stHits.Inc()
+	return now + sim.Tick(s.spec.HitCycles)*period, true
 }

@@ -424,3 +424,100 @@ func TestBandwidthLateInARun(t *testing.T) {
 		t.Fatalf("3 × 1 B at 3 MB/s end at %v, want %v", last, at+sim.US)
 	}
 }
+
+// PollLoad64, whose loads the core makes itself while they hit, behaves
+// exactly as its loop of Load64s: the same return times and values, the
+// same SMP counts, and the same operations and busy time of every core,
+// whoever ends the spin (a core's store, a device's write) and whatever
+// else runs on the polling core.
+func TestPollLoad64AsItsLoop(t *testing.T) {
+	const P = e5000Period
+	type writer func(nd *smpNode, p *Proc, v uint64)
+	coreStore := func(nd *smpNode, p *Proc, v uint64) { p.Store64(0x5000, v) }
+	deviceWrite := func(nd *smpNode, p *Proc, v uint64) {
+		nd.mem.Store64(0x5000, v)
+		nd.smp.Invalidate(0x5000, 8)
+	}
+	for _, tc := range []struct {
+		name    string
+		write   writer
+		pollers int        // processes polling 0x5000 until it reads 3, one per core
+		other   bool       // a second process on core 0 that computes and loads meanwhile
+		gaps    []sim.Tick // the writer's sleeps before it writes 1, 2, 3
+	}{
+		{"core store", coreStore, 1, false, []sim.Tick{1 * sim.US, 2*sim.US + 7*P, 3 * sim.US}},
+		{"device write", deviceWrite, 1, false, []sim.Tick{1 * sim.US, 3 * P, 5*sim.US + 1}},
+		{"two pollers", deviceWrite, 2, false, []sim.Tick{2 * sim.US, 2 * sim.US, 2 * sim.US}},
+		{"a second process", coreStore, 1, true, []sim.Tick{1 * sim.US, 1 * sim.US, 4 * sim.US}},
+		{"written at once", coreStore, 1, false, []sim.Tick{P, P, P}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(spin bool) string {
+				nd := newSMPNode(t, tc.pollers+1, e5000(), P)
+				var out []string
+				for i := 0; i < tc.pollers; i++ {
+					nd.cores[i].Spawn("poller", func(p *Proc) {
+						until := func(v uint64) bool { return v == 3 }
+						var v uint64
+						if spin {
+							v = p.PollLoad64(0x5000, until)
+						} else {
+							for v = p.Load64(0x5000); !until(v); v = p.Load64(0x5000) {
+							}
+						}
+						out = append(out, fmt.Sprintf("poller %d: %d at %v", i, v, p.Now()))
+					})
+				}
+				if tc.other {
+					nd.cores[0].Spawn("other", func(p *Proc) {
+						for k := 0; k < 50; k++ {
+							p.Compute(17)
+							p.Load64(0x9000 + uint64(k)*64)
+						}
+					})
+				}
+				nd.cores[tc.pollers].Spawn("writer", func(p *Proc) {
+					for i, g := range tc.gaps {
+						p.Sleep(g)
+						tc.write(nd, p, uint64(i+1))
+					}
+				})
+				nd.run(t)
+				out = append(out, fmt.Sprintf("%+v", nd.smp.Counts()))
+				for _, c := range nd.cores {
+					out = append(out, fmt.Sprintf("%s: ops %d busy %d", c.Unit().Name(), c.stOps.Value(), c.stBusy.Value()))
+				}
+				return fmt.Sprint(out)
+			}
+			loop, spin := run(false), run(true)
+			if loop != spin {
+				t.Fatalf("PollLoad64 differs from its loop:\nloop %s\nspin %s", loop, spin)
+			}
+		})
+	}
+}
+
+// The directory keeps each line's entry apart across its chunks, finds
+// nothing in a chunk never used, and makes fresh entries owned by no one.
+func TestDirectoryChunks(t *testing.T) {
+	d := directory{chunks: map[uint64]*dirChunk{}}
+	if d.find(5) != nil {
+		t.Fatal("an entry in a chunk never used")
+	}
+	lns := []uint64{0, 1, dirChunkLines - 1, dirChunkLines, 7 * dirChunkLines, 1 << 40}
+	for i, ln := range lns {
+		l := d.entry(ln)
+		if l.owner != -1 || !l.holders.empty() || l.busy != 0 {
+			t.Fatalf("line %d: fresh entry %+v", ln, *l)
+		}
+		l.busy = sim.Tick(i + 1)
+	}
+	for i, ln := range lns {
+		if l := d.find(ln); l == nil || l.busy != sim.Tick(i+1) {
+			t.Fatalf("line %d: entry %v, want busy %d", ln, l, i+1)
+		}
+	}
+	if d.find(2*dirChunkLines) != nil || len(d.chunks) != 4 {
+		t.Fatalf("%d chunks", len(d.chunks))
+	}
+}

@@ -70,13 +70,22 @@ type Spec struct {
 	SMP *cpu.SMPSpec
 	// StartX puts a StarT-X NIU (seed 001) beside the NIC in every node,
 	// joined by lines of StartXLine (zero: startx.DefaultLineSpec): two
-	// nodes directly, more through a crossbar switch. Nil: none.
+	// nodes directly, more through Arctic routers (StartXRouter) or a
+	// crossbar switch (StartXCrossbar). Nil: none.
 	StartX     *startx.Spec
 	StartXLine startx.LineSpec
 	// StartXNICs is the NIUs of every node (0 is 1; at most
 	// MaxStartXPerNode): each on a PCIe link of its own, NIU r of node n
 	// at network address StartXAddr(n, r).
 	StartXNICs int
+	// StartXRouter makes the Arctic network a switched one of routers of
+	// this spec (startXNetwork): always with more than two nodes (nil:
+	// startx.DefaultRouterSpec), and with two when set.
+	StartXRouter *startx.RouterSpec
+	// StartXCrossbar joins the NIUs through one crossbar switch (the
+	// Myrinet switch of seed 000's clusters; am2.WithMyrinet sets it)
+	// rather than the Arctic network of seed 001.
+	StartXCrossbar bool
 }
 
 // DefaultSpec is the paper's two-node set-up: 1 GbE NICs on PCIe Gen3 x8.
@@ -183,7 +192,10 @@ type Cluster struct {
 	// the crossbar that joins more than two.
 	StartXLines  []*startx.Line
 	StartXSwitch *startx.Switch
-	onStop       []func() // what Run calls when it ends (the systems' consumers)
+	// StartXRouters are the Arctic routers of a switched network (leaves,
+	// then spines).
+	StartXRouters []*startx.Router
+	onStop        []func() // what Run calls when it ends (the systems' consumers)
 	// partitions asked for (SetPartitions) and why it must be one (Serial).
 	partitions int
 	serial     string
@@ -206,6 +218,9 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	}
 	if s.StartXNICs < 0 || s.StartXNICs > MaxStartXPerNode || (s.StartXNICs > 1 && s.StartX == nil) {
 		return nil, fmt.Errorf("startx nius: %d a node, want 1..%d, with machine.startx", s.StartXNICs, MaxStartXPerNode)
+	}
+	if s.StartXNICs > 1 && !s.StartXCrossbar {
+		return nil, fmt.Errorf("startx nius: %d a node need the crossbar network (StartXCrossbar): the Arctic network joins one NIU a node", s.StartXNICs)
 	}
 	if s.Rails() > 1 && s.Nodes > 2 && s.Topology == TopologyLeafSpine {
 		return nil, fmt.Errorf("nics: %d NICs a node need topology %s (a switch per rail), not %s", s.NICs, TopologyStar, s.Topology)

@@ -81,10 +81,13 @@ func (n *Node) startXNode() error {
 	return nil
 }
 
-// startXNetwork joins the NIUs: two by a line each way, more through one
-// crossbar switch (startx.Switch) with a line each way to every NIU. The Arctic fabric's routers are not modelled: two nodes is
-// the cluster of every figure of seed 001; the switch is the Myrinet
-// switch of seed 000's clusters.
+// startXNetwork joins the NIUs. With StartXCrossbar (a Myrinet switch,
+// seed 000's clusters): two NIUs by a line each way, more through one
+// crossbar switch (startx.Switch) with a line each way to every NIU.
+// Otherwise the Arctic network of seed 001: two nodes by an Arctic line
+// each way (the cluster of every figure of seed 001), unless StartXRouter
+// asks for routers; more through Arctic routers (startXSwitched), one NIU
+// a node.
 func (c *Cluster) startXNetwork() error {
 	s := c.Spec
 	if s.StartX == nil {
@@ -94,7 +97,7 @@ func (c *Cluster) startXNetwork() error {
 	if line == (startx.LineSpec{}) {
 		line = startx.DefaultLineSpec()
 	}
-	if s.Nodes*s.StartXPerNode() > 2 {
+	if s.StartXCrossbar && s.Nodes*s.StartXPerNode() > 2 {
 		var nius []*startx.NIU // by network address
 		for _, n := range c.Nodes {
 			nius = append(nius, n.NIUs...)
@@ -107,6 +110,9 @@ func (c *Cluster) startXNetwork() error {
 		c.StartXLines = sw.Lines
 		return nil
 	}
+	if !s.StartXCrossbar && (s.Nodes > 2 || s.StartXRouter != nil) {
+		return c.startXSwitched(line)
+	}
 	for i := 0; i < 2; i++ {
 		a, b := c.Nodes[i], c.Nodes[1-i]
 		l, err := startx.NewLine(a.Fabric, fmt.Sprintf("arctic.line%d%d", i, 1-i), line, a.NIU, b.NIU)
@@ -115,5 +121,112 @@ func (c *Cluster) startXNetwork() error {
 		}
 		c.StartXLines = append(c.StartXLines, l)
 	}
+	return nil
+}
+
+// startXSwitched builds the Arctic network of routers of k ports: one
+// router when the nodes fit its ports (node i on port i); else a two-level
+// fat tree, k/2 nodes on each leaf router's lower ports, its upper k/2
+// ports one to each of k/2 spine routers, spine port l down to leaf l. A
+// packet to another leaf goes up to spine (destination mod k/2) and down:
+// up/down routing, which cannot deadlock, and one path per destination,
+// which keeps a pair's packets in order. Every line is a hop of half the
+// line's latency (a node's line to its router and back is the direct
+// line's), in the sender's domain: the routers are the network's.
+func (c *Cluster) startXSwitched(line startx.LineSpec) error {
+	s := c.Spec
+	rs := startx.DefaultRouterSpec()
+	if s.StartXRouter != nil {
+		rs = *s.StartXRouter
+	}
+	if err := rs.Validate(); err != nil {
+		return err
+	}
+	k, n := rs.Ports, s.Nodes
+	hop := line
+	hop.LatencyPS = line.LatencyPS / 2
+	if n <= k {
+		route := make([]int, n)
+		for d := range route {
+			route[d] = d
+		}
+		r, err := startx.NewRouter(c.Fabric, "arctic.router", rs, route)
+		if err != nil {
+			return err
+		}
+		c.StartXRouters = []*startx.Router{r}
+		for _, nd := range c.Nodes {
+			if err := c.startXAttach(nd, r, nd.ID, hop); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	down, spines := k/2, k/2
+	leaves := (n + down - 1) / down
+	if leaves > k {
+		return fmt.Errorf("startx: %d nodes: a fat tree of %d-port Arctic routers holds at most %d (machine.startx.router.ports)", n, k, k*k/2)
+	}
+	leaf := make([]*startx.Router, leaves)
+	for l := range leaf {
+		route := make([]int, n)
+		for d := range route {
+			if d/down == l {
+				route[d] = d % down
+			} else {
+				route[d] = down + d%spines
+			}
+		}
+		r, err := startx.NewRouter(c.Fabric, fmt.Sprintf("arctic.leaf%d", l), rs, route)
+		if err != nil {
+			return err
+		}
+		leaf[l] = r
+	}
+	spine := make([]*startx.Router, spines)
+	for m := range spine {
+		route := make([]int, n)
+		for d := range route {
+			route[d] = d / down
+		}
+		r, err := startx.NewRouter(c.Fabric, fmt.Sprintf("arctic.spine%d", m), rs, route)
+		if err != nil {
+			return err
+		}
+		spine[m] = r
+	}
+	c.StartXRouters = append(leaf, spine...)
+	for _, nd := range c.Nodes {
+		if err := c.startXAttach(nd, leaf[nd.ID/down], nd.ID%down, hop); err != nil {
+			return err
+		}
+	}
+	for l, lr := range leaf {
+		for m, sr := range spine {
+			up, err := startx.LineBetween(c.Fabric, fmt.Sprintf("arctic.leaf%d_spine%d", l, m), hop, lr, down+m, sr, l)
+			if err != nil {
+				return err
+			}
+			dn, err := startx.LineBetween(c.Fabric, fmt.Sprintf("arctic.spine%d_leaf%d", m, l), hop, sr, l, lr, down+m)
+			if err != nil {
+				return err
+			}
+			c.StartXLines = append(c.StartXLines, up, dn)
+		}
+	}
+	return nil
+}
+
+// startXAttach joins node nd's NIU to port of router r, a line each way.
+func (c *Cluster) startXAttach(nd *Node, r *startx.Router, port int, hop startx.LineSpec) error {
+	up, err := startx.LineToRouter(nd.Fabric, fmt.Sprintf("arctic.up%d", nd.ID), hop, nd.NIU, r, port)
+	if err != nil {
+		return err
+	}
+	dn, err := startx.LineFromRouter(c.Fabric, fmt.Sprintf("arctic.down%d", nd.ID), hop, r, port, nd.NIU)
+	if err != nil {
+		return err
+	}
+	c.StartXLines = append(c.StartXLines, up, dn)
 	return nil
 }

@@ -26,9 +26,10 @@ func TestStartXNICs(t *testing.T) {
 		{2, 5, true, false, "startx nius: 5 a node, want 1..4"},
 		{2, -1, true, false, "startx nius: -1"},
 		{2, 3, false, false, "with machine.startx"},
+		{2, 2, true, false, "need the crossbar network"},
 	} {
 		s := DefaultSpec()
-		s.Nodes, s.StartXNICs = tc.nodes, tc.nius
+		s.Nodes, s.StartXNICs, s.StartXCrossbar = tc.nodes, tc.nius, tc.err != "need the crossbar network"
 		if tc.startx {
 			ns := startx.DefaultSpec()
 			s.StartX = &ns

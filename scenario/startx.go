@@ -1,14 +1,17 @@
 package scenario
 
 import (
+	"fmt"
+
 	"github.com/aaemu/aaemu/internal/input"
 	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/nic/startx"
 	"github.com/aaemu/aaemu/sim"
 )
 
-// StartXSpec is machine.startx: a StarT-X NIU in each of two nodes, joined
-// by an Arctic line each way (seed 001, docs/mpi-start.md). Present, even
+// StartXSpec is machine.startx: a StarT-X NIU in every node, two joined by
+// an Arctic line each way, more by Arctic routers (seed 001,
+// docs/mpi-start.md). Present, even
 // empty ({}), it adds them; every key's 0 is the NIU's default.
 type StartXSpec struct {
 	TXDepth int `yaml:"tx_depth" json:"tx_depth,omitempty"` // messages of each transmit FIFO, 1..1024; 0: 8
@@ -28,15 +31,21 @@ type StartXSpec struct {
 	} `yaml:"line" json:"line"`
 }
 
-// checkStartX validates machine.startx beyond its ranges: two nodes, an
+// maxStartXNodes is the nodes the Arctic network of default routers joins
+// (machine.startXSwitched: two levels of 4-port routers).
+const maxStartXNodes = 8
+
+// checkStartX validates machine.startx beyond its ranges: the nodes the
+// Arctic network joins, an
 // RDMA packet of whole words, an access width the CPU has.
 func (s *Scenario) checkStartX() (string, error) {
 	x := s.Machine.StartX
 	switch {
 	case x == nil:
 		return "", nil
-	case s.Machine.Nodes != 2:
-		return "machine.startx", input.Errorf("machine.nodes: 2 with machine.startx", "%d nodes: the Arctic network is modelled as a direct line between two nodes", s.Machine.Nodes)
+	case s.Machine.Nodes > maxStartXNodes:
+		return "machine.startx", input.Errorf(fmt.Sprintf("machine.nodes: 2..%d with machine.startx", maxStartXNodes),
+			"%d nodes: a fat tree of 4-port Arctic routers holds at most %d", s.Machine.Nodes, maxStartXNodes)
 	case x.RDMAPacketBytes%8 != 0:
 		return "machine.startx.rdma_packet_bytes", input.Errorf(rangeOf["machine.startx.rdma_packet_bytes"].text(), "%d is not a multiple of 8", x.RDMAPacketBytes)
 	case x.AccessBytes != 0 && x.AccessBytes != 8 && x.AccessBytes != 64:

@@ -50,7 +50,8 @@ func TestStartXKeys(t *testing.T) {
 }
 
 // Bad values of machine.startx are refused as file:line: key: what
-// (allowed), and so is a StarT-X machine of other than two nodes.
+// (allowed), and so is a StarT-X machine of more nodes than the Arctic
+// network of 4-port routers joins.
 func TestStartXErrors(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"machine:\n  startx:\n    tx_depth: 2000\n", "s.yaml:3: machine.startx.tx_depth: 2000 is out of range (0..1024 messages; 0: 8)"},
@@ -60,7 +61,7 @@ func TestStartXErrors(t *testing.T) {
 		{"machine:\n  startx:\n    access_bytes: 16\n", "s.yaml:3: machine.startx.access_bytes: 16 bytes is not an access the CPU makes (8 or 64 bytes (block stores and loads); 0: 64)"},
 		{"machine:\n  startx:\n    line: {rate_mbps: 2000000}\n", "s.yaml:3: machine.startx.line.rate_mbps: 2000000 is out of range (0..1000000 Mb/s; 0: 1200)"},
 		{"machine:\n  startx:\n    fifo_depth: 4\n", "s.yaml:3: machine.startx.fifo_depth: unknown key"},
-		{"machine:\n  nodes: 4\n  startx: {}\n", "s.yaml:3: machine.startx: 4 nodes: the Arctic network is modelled as a direct line between two nodes (machine.nodes: 2 with machine.startx)"},
+		{"machine:\n  nodes: 9\n  startx: {}\n", "s.yaml:3: machine.startx: 9 nodes: a fat tree of 4-port Arctic routers holds at most 8 (machine.nodes: 2..8 with machine.startx)"},
 	} {
 		_, err := ParseScenario("s.yaml", []byte(tc.yaml))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {

@@ -110,6 +110,7 @@ func WithMyrinet(spec machine.Spec) machine.Spec {
 		s := Myrinet()
 		spec.StartX = &s
 		spec.StartXLine = MyrinetLine()
+		spec.StartXCrossbar = true
 	}
 	return spec
 }

@@ -40,11 +40,12 @@ func pingPong(t *testing.T, n, peer, reps, crossover int) sim.Tick {
 
 // Figure 1 (reduced): MPI ping-pong inside an SMP (shared memory) and
 // between SMPs (StarT-X). The network's large-message bandwidth is near
-// the RDMA engine's raw rate (one copy each side hidden) and below shared
-// memory's. The paper's other two points are not
-// asserted because the model disagrees (docs/mpi-start.md): here a small
-// message is faster over StarT-X than through shared memory, and shared
-// memory is 1.9×, not over 2×, the network.
+// the RDMA engine's raw rate (one copy each side hidden); shared memory's,
+// two streaming copies through the receiver's blocks overlapped, passes
+// the paper's 150 MB/s and is over twice the network's. The small-message
+// latencies are not asserted because the model disagrees
+// (docs/mpi-start.md): here a small message is faster over StarT-X than
+// through shared memory.
 func TestFigure1Shape(t *testing.T) {
 	mbps := func(n int, d sim.Tick) float64 { return float64(n) / (float64(d) / float64(sim.US)) }
 	shm0, net0 := pingPong(t, 0, 1, 4, 1024), pingPong(t, 0, 2, 4, 1024)
@@ -54,7 +55,7 @@ func TestFigure1Shape(t *testing.T) {
 	if netBW < 50 || netBW > 70 {
 		t.Errorf("network %.1f MB/s: want near the RDMA engine's raw 66.7 MB/s (nic/startx TestRDMABandwidth)", netBW)
 	}
-	if shmBW <= netBW {
-		t.Errorf("bandwidth: shared memory %.1f MB/s not above the network's %.1f MB/s", shmBW, netBW)
+	if shmBW < 150 || shmBW < 2*netBW {
+		t.Errorf("bandwidth: shared memory %.1f MB/s, want over 150 MB/s and twice the network's %.1f MB/s", shmBW, netBW)
 	}
 }

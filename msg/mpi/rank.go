@@ -300,6 +300,9 @@ func (r *rank) push(dst int) bool {
 				if !r.send(it.tr, dst, &h, q.buf.Addr+uint64(q.posted), n) {
 					return did
 				}
+				if f := r.w.cfg.Channel; f != nil && q.posted == 0 {
+					f(ChannelCall{Rank: r.id, Peer: dst, Transport: r.w.trans[it.tr].Name(), Kind: Data, Bytes: q.count})
+				}
 				did = true
 				q.posted += n
 				continue
@@ -325,6 +328,9 @@ func (r *rank) send(t, dst int, h *Header, src uint64, n int) bool {
 	if !r.eps[t].Send(dst, h, src, n) {
 		r.w.inflight[dst]--
 		return false
+	}
+	if f := r.w.cfg.Channel; f != nil && h.Kind != Data { // a message's data is one call (push, pushXfer)
+		f(ChannelCall{Rank: r.id, Peer: dst, Transport: r.w.trans[t].Name(), Kind: h.Kind, Bytes: n})
 	}
 	r.moved()
 	return true
@@ -537,6 +543,9 @@ func (r *rank) pushXfer(q *Request) bool {
 		}
 		if !ok {
 			break
+		}
+		if f := r.w.cfg.Channel; f != nil && q.posted == 0 {
+			f(ChannelCall{Rank: r.id, Peer: q.peer, Transport: r.w.trans[q.tr].Name(), Kind: Data, Bytes: q.count})
 		}
 		did = true
 		r.moved()

@@ -185,3 +185,75 @@ func TestStartXLockFair(t *testing.T) {
 	}
 	t.Logf("%d asks, worst wait %v", asks, worst)
 }
+
+// Config.Channel sees what the channel devices are asked to do, by kind
+// and bytes: an eager message by PIO, and for a message past the crossover
+// the RTS, its CTS, the rendezvous data (one RDMA put) and FIN; inside the
+// SMP a long message's data is one call however many blocks it takes.
+func TestChannelCalls(t *testing.T) {
+	c := startXCluster(t, 2)
+	cfg := startXConfig(mpi.StartXConfig{Block: true})
+	var calls []string
+	cfg.Channel = func(cc mpi.ChannelCall) {
+		calls = append(calls, fmt.Sprintf("%d→%d %s %v %d", cc.Rank, cc.Peer, cc.Transport, cc.Kind, cc.Bytes))
+	}
+	_, err := mpi.Run(c, cfg, func(cm *mpi.Comm) {
+		small, big, local := cm.Alloc(40), cm.Alloc(5000), cm.Alloc(20000)
+		switch cm.Rank() {
+		case 0:
+			cm.Send(small, 2, 0)
+			cm.Send(big, 2, 0)
+			cm.Send(local, 1, 0)
+		case 2:
+			cm.Recv(small, 0, 0)
+			cm.Recv(big, 0, 0)
+		case 1:
+			cm.Recv(local, 0, 0)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The 20000 bytes inside the SMP move as three copies through the
+	// receiver's 8 kB blocks: one call.
+	want := []string{"0→2 startx EAGER 40", "0→2 startx RTS 0", "2→0 startx CTS 0", "0→2 startx DATA 5000", "0→2 startx FIN 0",
+		"0→1 shm RTS 0", "1→0 shm CTS 0", "0→1 shm DATA 20000"}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Fatalf("channel calls %q, want %q", calls, want)
+	}
+}
+
+// Two ranks on two SMPs exchanging long messages with Sendrecv (as an
+// allreduce does), three rounds: in the second the higher rank consents to
+// the lower's transfer, and the lower, looking again at the higher's
+// request it had deferred, must not serve it before it has sent its own,
+// or both wait in serve for data neither sends.
+func TestStartXSendrecvExchange(t *testing.T) {
+	for _, n := range []int{1025, 16000, 100_000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			c := startXCluster(t, 1)
+			got := make([][]byte, 2)
+			cfg := startXConfig(mpi.StartXConfig{Block: true})
+			cfg.Limit = 50 * sim.MS
+			_, err := mpi.Run(c, cfg, func(cm *mpi.Comm) {
+				r := cm.Rank()
+				sb, rb := cm.Alloc(n), cm.Alloc(n)
+				cm.Write(sb, fill(n, r))
+				for i := 0; i < 3; i++ {
+					if _, err := cm.Sendrecv(sb, 1-r, i, rb, 1-r, i); err != nil {
+						t.Error(err)
+					}
+				}
+				got[r] = cm.Read(rb)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range got {
+				if !bytes.Equal(got[r], fill(n, 1-r)) {
+					t.Fatalf("rank %d received other bytes", r)
+				}
+			}
+		})
+	}
+}

@@ -347,12 +347,23 @@ func (e *sxEP) Poll(deliver func(h *Header, p Payload)) (int, bool) {
 // serve answers an RDMA request h unless the tie-break defers it or the
 // SMP's NIU is receiving for another rank: it arms the NIU, sends GO and
 // copies the data into the user's buffer as it arrives.
+//
+// The tie-break: a rank defers a request from a higher rank while a
+// transfer of its own to that rank waits for consent, so that of two
+// ranks sending each other long messages the lower's goes first. And any
+// rank defers the request of a rank that has consented to a transfer of
+// its own not yet sent: that rank waits in serve for the data, and serving
+// it now would keep both in serve, each waiting for data the other never
+// sends (two ranks exchanging with Sendrecv, as an allreduce does, came to
+// that when the consent arrived between two looks at the request).
 func (e *sxEP) serve(h *Header) bool {
 	for _, op := range e.ops {
-		if op == nil || op.consent {
-			continue
-		}
-		if e.t.cfg.NoTieBreak || (op.dst == h.Src && e.env.Rank < h.Src) {
+		switch {
+		case op == nil || op.done:
+		case op.dst == h.Src && op.consent:
+			return false
+		case op.consent:
+		case e.t.cfg.NoTieBreak || op.dst == h.Src && e.env.Rank < h.Src:
 			return false
 		}
 	}

@@ -47,6 +47,15 @@ type Config struct {
 	// 1 ps is a spin.
 	IdlePS sim.Tick
 
+	// Channel, if set, sees every call a rank makes into a transport, as
+	// MPICH's channel interface sees them (seed 001's Figure 3): each
+	// packet sent (Kind Eager with its data bytes, or a control packet RTS,
+	// CTS, FIN with none) and each rendezvous's data transfer (Kind Data,
+	// the message's bytes, once however many puts or gets of
+	// Params.ChunkBytes the transport moves them in), in the order the
+	// ranks make them.
+	Channel func(ChannelCall)
+
 	// Limit is the simulated time after which a run that has not finished
 	// stops with an error (default 10 s).
 	Limit sim.Tick
@@ -179,6 +188,14 @@ type Result struct {
 	Stats []Stat
 	// Transports names the run's transports in order.
 	Transports []string
+}
+
+// ChannelCall is one call of a rank into a transport (Config.Channel).
+type ChannelCall struct {
+	Rank, Peer int
+	Transport  string
+	Kind       Kind
+	Bytes      int // the data it moves (0 for a control packet)
 }
 
 // Stat is the messages and bytes of one protocol over one transport.

@@ -178,7 +178,7 @@ func (pt *Port) Send(dst int, w *[Words]uint64, src uint64, n int) bool {
 		if block < 0 {
 			return false
 		}
-		copyMem(p, g.Block(dst, block), src, n)
+		Copy(p, g.Block(dst, block), src, n)
 	}
 	t := p.Load64(g.tail(dst))
 	for {
@@ -278,6 +278,16 @@ func copyMem(p *cpu.Proc, dst, src uint64, n int) {
 	}
 }
 
-// Copy copies n bytes from src to dst in the node's memory with process
-// p's loads and stores: a memcpy of the shared segment's users.
-func Copy(p *cpu.Proc, dst, src uint64, n int) { copyMem(p, dst, src, n) }
+// Copy copies n bytes from src to dst in the node's memory: a memcpy of
+// the shared segment's users. On an SMP with a copy bandwidth
+// (cpu.SMPSpec.MemcpyMBps) it is the core's streaming copy (cpu.Proc.Memcpy):
+// the lines of src come in at that bandwidth, their fills overlapped, and
+// dst is written whole lines at a time, as a memcpy of block loads and
+// stores does. Otherwise it costs a load and a store per line.
+func Copy(p *cpu.Proc, dst, src uint64, n int) {
+	if s := p.Core().SMP(); s != nil && s.Spec().MemcpyMBps > 0 && n > 0 {
+		p.Memcpy(dst, src, uint64(n))
+		return
+	}
+	copyMem(p, dst, src, n)
+}

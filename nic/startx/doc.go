@@ -1,6 +1,6 @@
 // Package startx models the StarT-X network interface unit (NIU) of seed
 // 001 (MPI-StarT, Husbands and Hoe) as a PCIe endpoint beside the RDMA NIC,
-// and the Arctic network between two of them.
+// and the Arctic network between them: a line, and routers.
 //
 // PIO mode is a CM-5-like FIFO interface: the CPU writes a message — two
 // 32-bit header words and 2 to 22 payload words — with uncached stores into
@@ -19,5 +19,6 @@
 //
 // The files: packet.go (the message format), spec.go (parameters and the
 // BAR layout), niu.go (the NIU's PIO datapath and host interface), rdma.go
-// (its RDMA engine), line.go (the Arctic link).
+// (its RDMA engine), line.go (the Arctic link), router.go (the Arctic
+// router and the lines into and out of it).
 package startx

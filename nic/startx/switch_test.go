@@ -28,7 +28,7 @@ func TestSwitch(t *testing.T) {
 	ms.Nodes, ms.Cores = 4, 1
 	ns := startx.DefaultSpec()
 	ns.RXDepth = 2
-	ms.StartX = &ns
+	ms.StartX, ms.StartXCrossbar = &ns, true
 	c, err := machine.New(sim.NewEngine(1), ms)
 	if err != nil {
 		t.Fatal(err)
