@@ -3,7 +3,6 @@ package lcp
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -131,12 +130,11 @@ func TestStriping(t *testing.T) {
 
 // The paper's sizes themselves, with its 64 MB fragments: 64 MB − 1 (one
 // fragment) and + 1 (two) over two NICs, 300 MB (five) over four. They
-// move 430 MB through the cycle-level blocks (about 2.5 minutes on two
-// busy cores), so they run when AAEMU_PAPER_SIZES is set; TestStriping
-// runs the same cases scaled to 64 KB fragments every time.
+// move 430 MB through the cycle-level blocks, about 15 s on two busy
+// cores; -short leaves them out.
 func TestStripingPaperSizes(t *testing.T) {
-	if os.Getenv("AAEMU_PAPER_SIZES") == "" {
-		t.Skip("set AAEMU_PAPER_SIZES=1 to move 430 MB")
+	if testing.Short() {
+		t.Skip("-short: 430 MB through the cycle-level blocks")
 	}
 	for _, tc := range []struct{ nics, size, k int }{{2, 64<<20 - 1, 1}, {2, 64<<20 + 1, 2}, {4, 300 << 20, 5}} {
 		t.Run(fmt.Sprintf("nics=%d,size=%d", tc.nics, tc.size), func(t *testing.T) {
