@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,36 @@ var Multirail = &Paper{Name: "multirail", Title: "Multirail MPC over BXI: LCP st
 
 // MultirailFragment is the fragment size of the multirail figures.
 const MultirailFragment = 1 << 20
+
+// MultirailMaxFragments bounds the fragments of the figures' largest
+// message: 64, the paper's 4 GB of 64 MB fragments.
+const MultirailMaxFragments = 64
+
+// MultirailMaxMessage bounds the largest message (frag × fragments): the
+// paper's 4 GB; a run holds each node's receive buffer in host memory.
+const MultirailMaxMessage = 4 << 30
+
+// MultirailAt is the multirail paper with fragments of frag bytes and
+// messages up to maxFrags of them (aaemu paper multirail --fragment,
+// --fragments). frag must be a positive multiple of the path MTU, as every
+// fragment but the last fills whole packets; maxFrags a power of two in
+// 1..MultirailMaxFragments, so that the sizes double up to it.
+func MultirailAt(frag, maxFrags int) (*Paper, error) {
+	mtu := lcp.MultirailSpec(1, true).NIC.PMTU
+	switch {
+	case frag <= 0:
+		return nil, fmt.Errorf("--fragment %d: want a positive multiple of the path MTU (%d bytes)", frag, mtu)
+	case frag%mtu != 0:
+		return nil, fmt.Errorf("--fragment %d: not a multiple of the path MTU (%d bytes): every fragment but the last must fill whole packets", frag, mtu)
+	case maxFrags < 1 || maxFrags > MultirailMaxFragments || maxFrags&(maxFrags-1) != 0:
+		return nil, fmt.Errorf("--fragments %d: want a power of two in 1..%d", maxFrags, MultirailMaxFragments)
+	case int64(frag)*int64(maxFrags) > MultirailMaxMessage:
+		return nil, fmt.Errorf("--fragment %d × --fragments %d: messages of %d bytes, want at most %d (4 GB, the paper's largest)", frag, maxFrags, int64(frag)*int64(maxFrags), MultirailMaxMessage)
+	}
+	q := *Multirail
+	q.Figures = func() []*Figure { return multirailFigures(frag, maxFrags) }
+	return &q, nil
+}
 
 func init() { Register(Multirail) }
 
@@ -79,7 +110,9 @@ func mrSizes(frag, maxFrags int) []int {
 	for k := 1; k <= maxFrags; k *= 2 {
 		out = append(out, k*frag)
 	}
-	return out
+	// A fragment below 16 KB makes some of IMB's sizes a fragment count.
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // multirailFigures builds Figures 5a and 5b with fragments of frag bytes

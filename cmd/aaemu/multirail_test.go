@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// `aaemu paper multirail --fragment F --fragments K` runs the figures on
+// fragments of F bytes and messages up to K of them: the title and the
+// table say so. A fragment of 0 or not a multiple of the path MTU, a
+// fragment count that is not a power of two up to 64, a message over 4 GB
+// and the flags on another paper are refused before anything runs.
+func TestPaperMultirailFragment(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "multirail", "5b", "--fragment", "64KB", "--fragments", "4", "-j", "1", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "fragments of 64 KB (the paper's 64 MB scaled by 1/1024), up to 4 of them") {
+		t.Fatalf("5b with 64 KB fragments:\n%s", out)
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "multirail", "fig5b", "points.csv"))
+	if err != nil || !strings.Contains(string(csv), "\n262144,") || strings.Contains(string(csv), "\n524288,") {
+		t.Fatalf("fig5b/points.csv: %v\n%s", err, csv)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"multirail --fragment 0", "--fragment 0: want a positive multiple of the path MTU (4096 bytes)"},
+		{"multirail --fragment 1000", "--fragment 1000: not a multiple of the path MTU (4096 bytes)"},
+		{"multirail --fragment 6000", "--fragment 6000: not a multiple of the path MTU (4096 bytes)"},
+		{"multirail --fragment -4096", "--fragment \"-4096\": want a byte count"},
+		{"multirail --fragment 1x", "--fragment \"1x\": want a byte count"},
+		{"multirail --fragments 3", "--fragments 3: want a power of two in 1..64"},
+		{"multirail --fragments 0", "--fragments 0: want a power of two in 1..64"},
+		{"multirail --fragments 128", "--fragments 128: want a power of two in 1..64"},
+		{"multirail --fragment 128MB --fragments 64", "messages of 8589934592 bytes, want at most 4294967296"},
+		{"6c --fragment 64MB", "--fragment and --fragments apply to the multirail paper's own figures"},
+		{"multirail 5c --fragment 64MB", "5c"},
+	} {
+		if out, err := aaemu(t, append(strings.Fields("paper "+tc.args), "--out", dir)...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("paper %s: %v, want %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"4096", 4096, true}, {"64KB", 64 << 10, true}, {"64 MB", 64 << 20, true}, {"1gb", 1 << 30, true}, {"12B", 12, true},
+		{"", 0, false}, {"MB", 0, false}, {"1.5MB", 0, false}, {"-1", 0, false}, {"2TB", 0, false}, {"9999999GB", 0, false},
+	} {
+		got, err := parseBytes(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
