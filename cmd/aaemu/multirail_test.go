@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/csv"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -57,5 +59,54 @@ func TestParseBytes(t *testing.T) {
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("parseBytes(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// `aaemu paper multirail rails` writes each NIC's wire bandwidth over time
+// (points.csv) and its plot; the data show every NIC busy in one window.
+func TestPaperMultirailRails(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "multirail", "rails", "--fragment", "64KB", "-j", "1", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	fig := filepath.Join(dir, "multirail", "figrails")
+	for _, f := range []string{"figrails.png", "figrails.svg"} {
+		if st, err := os.Stat(filepath.Join(fig, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(fig, "points.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(string(data))).ReadAll()
+	if err != nil || len(rows) < 2 || strings.Join(rows[0], ",") != "time,scheme,wire_bandwidth" {
+		t.Fatalf("points.csv: %v\n%s", err, data)
+	}
+	busy := map[string]map[string]bool{} // window → NICs above 6 GB/s (half the line rate)
+	for _, r := range rows[1:] {
+		v, err := strconv.ParseFloat(r[2], 64)
+		if err != nil {
+			t.Fatalf("row %v: %v", r, err)
+		}
+		if busy[r[0]] == nil {
+			busy[r[0]] = map[string]bool{}
+		}
+		if v > 6 {
+			busy[r[0]][r[1]] = true
+		}
+	}
+	together := 0
+	for _, nics := range busy {
+		if len(nics) == 4 {
+			together++
+		}
+	}
+	if together == 0 {
+		t.Fatalf("no window with all 4 NICs above half their line rate:\n%s", data)
+	}
+	if !strings.Contains(out, "the rails carry one message together") {
+		t.Errorf("no rails claim in the output:\n%s", out)
 	}
 }

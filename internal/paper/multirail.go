@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/msg/lcp"
@@ -156,7 +158,158 @@ func multirailFigures(frag, maxFrags int) []*Figure {
 			YLabel: "bandwidth", YUnit: "MB/s", run: run(b)},
 		PointClaims: mrClaimsB(),
 	}
-	return []*Figure{fa, fb}
+	return []*Figure{fa, fb, railsFigure(frag)}
+}
+
+// The rails figure: one message of railsFragments fragments from node 0
+// to node 1 over 4 NICs, each NIC's wire bytes sampled every window (an
+// eighth of a fragment's time at the 100 Gb/s line rate), for
+// railsWindows windows (six fragment times: the four rounds and the
+// rendezvous fit with room to spare).
+const (
+	railsNICs       = 4
+	railsFragments  = 16
+	railsPerFrag    = 8
+	railsWindows    = 6 * railsPerFrag
+	railsLineGBps   = 12.5 // 100 Gb/s
+	railsBusyShare  = 0.5  // a rail is busy in a window carrying half its line rate
+	railsTogetherOK = 0.5  // of the windows with any rail busy, the share with all busy: most (rails used in turn would have none)
+)
+
+// railsWindow is the sampling window for fragments of frag bytes: an
+// eighth of a fragment's time on a 100 Gb/s wire (80 ps a byte).
+func railsWindow(frag int) sim.Tick { return sim.Tick(frag) * 80 * sim.PS / railsPerFrag }
+
+func railName(r int) workload.Scheme { return workload.Scheme(fmt.Sprintf("NIC %d", r)) }
+
+// railsFigure plots each NIC's bandwidth over time while one message is
+// striped over four: the rails busy together. It is not one of the
+// paper's figures but the mechanism behind Figure 5a's scaling. Every
+// point is a window of one run, simulated once (the first point asks).
+func railsFigure(frag int) *Figure {
+	win := railsWindow(frag)
+	var xsNS []int
+	for k := 1; k <= railsWindows; k++ {
+		xsNS = append(xsNS, int((sim.Tick(k)*win)/sim.NS))
+	}
+	var names []workload.Scheme
+	for r := 0; r < railsNICs; r++ {
+		names = append(names, railName(r))
+	}
+	var (
+		mu      sync.Mutex
+		samples [][]uint64 // per window boundary, per NIC: wire bytes so far
+		runErr  error
+	)
+	run := func(ctx context.Context, x int, _ string, s workload.Scheme) (float64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if samples == nil && runErr == nil {
+			samples, runErr = railsRun(ctx, frag, win)
+		}
+		if runErr != nil {
+			return 0, runErr
+		}
+		k := slices.Index(xsNS, x)
+		r := slices.Index(names, s)
+		d := samples[k+1][r] - samples[k][r]
+		return float64(d) / float64(win) * 1e3, nil // bytes/ps × 1e12 / 1e9: GB/s
+	}
+	return &Figure{
+		Name: "rails",
+		Title: fmt.Sprintf("Each NIC's wire bandwidth over time, one %s message (%d fragments of %s) over %d NICs, in windows of %s µs (not a figure of the paper: the striping of 5a)",
+			mrSize(railsFragments*frag), railsFragments, mrSize(frag), railsNICs, strconv.FormatFloat(float64(win)/float64(sim.US), 'g', 4, 64)),
+		Custom: &Custom{X: xsNS, Schemes: names, XLabel: "time", XUnit: "ns", YLabel: "wire bandwidth", YUnit: "GB/s", run: run},
+		PointClaims: []PointClaim{{Text: "the rails carry one message together", Paper: "fragments round-robin over the NICs after one rendezvous",
+			Tolerance: fmt.Sprintf("in more than %.0f %% of the windows where any NIC sends ≥ %.0f %% of its line rate, all %d do", 100*railsTogetherOK, 100*railsBusyShare, railsNICs),
+			Measure: func(pts []Point) (string, bool) {
+				anyBusy, allBusy := 0, 0
+				var total [railsNICs]float64
+				for _, x := range xs(pts) {
+					n := 0
+					for r := 0; r < railsNICs; r++ {
+						v := at(pts, x, railName(r))
+						total[r] += v
+						if v >= railsBusyShare*railsLineGBps {
+							n++
+						}
+					}
+					if n > 0 {
+						anyBusy++
+					}
+					if n == railsNICs {
+						allBusy++
+					}
+				}
+				ok := anyBusy > 0 && float64(allBusy) > railsTogetherOK*float64(anyBusy)
+				return fmt.Sprintf("all %d NICs busy in %d of the %d windows with any busy", railsNICs, allBusy, anyBusy), ok
+			}}},
+	}
+}
+
+// railsRun sends one message of railsFragments fragments from rank 0 to
+// rank 1 over railsNICs NICs and samples node 0's per-NIC wire byte
+// counters (machine.Node.RailBytes) at every window boundary, from the
+// run's start, by a sampler on node 0's polling thread.
+func railsRun(ctx context.Context, frag int, win sim.Tick) ([][]uint64, error) {
+	c, err := machine.New(sim.NewEngine(1), lcp.MultirailSpec(railsNICs, true))
+	if err != nil {
+		return nil, err
+	}
+	c.SetPartitions(Partitions)
+	cfg := lcp.DefaultConfig()
+	cfg.FragmentBytes = frag
+	size := railsFragments * frag
+	var samples [][]uint64
+	n0 := c.Nodes[0]
+	n0.Poller.Spawn("rail-sampler", func(cp *cpu.Proc) {
+		for k := 0; k <= railsWindows; k++ {
+			row := make([]uint64, railsNICs)
+			for r := range row {
+				row[r] = n0.RailBytes(r)
+			}
+			samples = append(samples, row)
+			if k < railsWindows {
+				cp.Sleep(win)
+			}
+		}
+	})
+	var sendErr error
+	ses, err := lcp.Start(c, cfg, func(p *lcp.Proc) {
+		b := p.Alloc(size)
+		var err error
+		if p.Rank() == 0 {
+			err = p.Send(b, 1, 1)
+		} else {
+			_, err = p.Recv(b, 0, 1)
+		}
+		if err != nil && sendErr == nil {
+			sendErr = err
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	name, _ := ctx.Value(nameKey{}).(string)
+	if _, stopped := runctl.Run(ctx, c, name, cfg.Limit, nil); stopped {
+		return nil, runctl.ErrInterrupted
+	}
+	if _, err := ses.Result(); err != nil {
+		return nil, err
+	}
+	if sendErr != nil {
+		return nil, sendErr
+	}
+	// The run ends with the ranks, maybe before the last window: nothing
+	// is sent after it, so the remaining boundaries hold the final counts.
+	for len(samples) < railsWindows+1 {
+		row := make([]uint64, railsNICs)
+		for r := range row {
+			row[r] = n0.RailBytes(r)
+		}
+		samples = append(samples, row)
+	}
+	return samples, nil
 }
 
 func mrSize(n int) string {
