@@ -178,6 +178,13 @@ type NIC struct {
 	hostQ                     sim.Queue[pcie.Packet]
 	accessEnd                 sim.Tick     // when the access at hostQ's head ends (0: not started)
 	stSRAMReads, stSRAMWrites *sim.Counter // declared on the first access
+
+	// OnReceive, if set, is told when a SEND completes a receive work
+	// request of QP qpn (its last packet is in; the completion entry goes
+	// out now): wrid is the receive's index. It lets a layer model work
+	// the NIC does on arrival (a tag-matching unit) at that time; it must
+	// not change the NIC.
+	OnReceive func(qpn uint32, wrid uint64, at sim.Tick)
 }
 
 type purposeKind uint8
