@@ -27,6 +27,24 @@ func TestPaperMultirailFragment(t *testing.T) {
 	if err != nil || !strings.Contains(string(csv), "\n262144,") || strings.Contains(string(csv), "\n524288,") {
 		t.Fatalf("fig5b/points.csv: %v\n%s", err, csv)
 	}
+	// Matching on arrival: the eager sizes are faster (no copy by the
+	// receiving core), the rendezvous sizes no slower.
+	dir2 := t.TempDir()
+	out, err = aaemu(t, "paper", "multirail", "5b", "--fragment", "64KB", "--fragments", "4", "--matching", "on-arrival", "-j", "1", "--out", dir2)
+	if err != nil || !strings.Contains(out, "matching on arrival in the NIC") {
+		t.Fatalf("5b on arrival: %v\n%s", err, out)
+	}
+	csv2, err := os.ReadFile(filepath.Join(dir2, "multirail", "fig5b", "points.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll, arr := mrPoints(t, string(csv)), mrPoints(t, string(csv2))
+	if a, b := arr["4096,PingPong 1 NIC"], poll["4096,PingPong 1 NIC"]; !(a > b) {
+		t.Errorf("4 KB: on arrival %v MB/s, on poll %v: want faster", a, b)
+	}
+	if a, b := arr["262144,PingPong 1 NIC"], poll["262144,PingPong 1 NIC"]; a < 0.999*b {
+		t.Errorf("256 KB: on arrival %v MB/s, on poll %v: want no slower", a, b)
+	}
 	for _, tc := range []struct{ args, want string }{
 		{"multirail --fragment 0", "--fragment 0: want a positive multiple of the path MTU (4096 bytes)"},
 		{"multirail --fragment 1000", "--fragment 1000: not a multiple of the path MTU (4096 bytes)"},
@@ -37,7 +55,9 @@ func TestPaperMultirailFragment(t *testing.T) {
 		{"multirail --fragments 0", "--fragments 0: want a power of two in 1..64"},
 		{"multirail --fragments 128", "--fragments 128: want a power of two in 1..64"},
 		{"multirail --fragment 128MB --fragments 64", "messages of 8589934592 bytes, want at most 4294967296"},
-		{"6c --fragment 64MB", "--fragment and --fragments apply to the multirail paper's own figures"},
+		{"6c --fragment 64MB", "--fragment, --fragments and --matching apply to the multirail paper's own figures"},
+		{"6c --matching on-arrival", "--fragment, --fragments and --matching apply to the multirail paper's own figures"},
+		{"multirail --matching sometimes", "--matching \"sometimes\": want on-poll or on-arrival"},
 		{"multirail 5c --fragment 64MB", "5c"},
 	} {
 		if out, err := aaemu(t, append(strings.Fields("paper "+tc.args), "--out", dir)...); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -109,4 +129,22 @@ func TestPaperMultirailRails(t *testing.T) {
 	if !strings.Contains(out, "the rails carry one message together") {
 		t.Errorf("no rails claim in the output:\n%s", out)
 	}
+}
+
+// mrPoints reads a figure's points.csv into "size,scheme" → value.
+func mrPoints(t *testing.T, data string) map[string]float64 {
+	t.Helper()
+	rows, err := csv.NewReader(strings.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, r := range rows[1:] {
+		v, err := strconv.ParseFloat(r[2], 64)
+		if err != nil {
+			t.Fatalf("row %v: %v", r, err)
+		}
+		out[r[0]+","+r[1]] = v
+	}
+	return out
 }

@@ -22,11 +22,12 @@ import (
 	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/sweep"
 	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/msg/lcp"
 	"github.com/aaemu/aaemu/scenario"
 )
 
 func newPaperCmd() *cobra.Command {
-	var out, scenarioFile, fragment string
+	var out, scenarioFile, fragment, matching string
 	var jobs, partitions, maxNodes, fragments int
 	var list, reduced bool
 	cmd := &cobra.Command{
@@ -62,7 +63,9 @@ grow with nodes × cores (rc's would: a queue pair per core per peer).
 --fragment and --fragments set the multirail paper's rendezvous fragment
 and its largest message in fragments (by default 1MB and 64: the paper's
 64 MB fragments and 4 GB messages scaled by 1/64; --fragment 64MB runs the
-paper's own sizes).`,
+paper's own sizes). --matching on-arrival has the NICs' matching units
+match messages as they arrive (BXI's way) instead of when the rank takes
+them.`,
 		Example: `  aaemu paper 6c
   aaemu paper 7a 7c --out /tmp/paper -j 2
   aaemu paper 9b 8a 8b --scenario power.yaml
@@ -92,11 +95,11 @@ paper's own sizes).`,
 					return err
 				}
 			}
-			if cmd.Flags().Changed("fragment") || cmd.Flags().Changed("fragments") {
+			if cmd.Flags().Changed("fragment") || cmd.Flags().Changed("fragments") || cmd.Flags().Changed("matching") {
 				if pp != paper.Multirail || reduced {
-					return fmt.Errorf("--fragment and --fragments apply to the multirail paper's own figures (aaemu paper multirail --fragment 64MB)")
+					return fmt.Errorf("--fragment, --fragments and --matching apply to the multirail paper's own figures (aaemu paper multirail --fragment 64MB)")
 				}
-				if pp, figs, err = multirailAt(args, fragment, fragments); err != nil {
+				if pp, figs, err = multirailAt(args, fragment, fragments, matching); err != nil {
 					return err
 				}
 			}
@@ -120,6 +123,7 @@ paper's own sizes).`,
 	cmd.Flags().BoolVar(&reduced, "reduced", false, "run the figures on the reduced sizes of the test suite (papers that have them: mpi-start)")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 0, "run 7a, 7b, 7d and 9a on 2, 4, … up to this many nodes × 32 processes over srd (0: the figures' own 2 to 8 nodes)")
 	cmd.Flags().StringVar(&fragment, "fragment", "1MB", "multirail: the rendezvous's fragment size, in bytes or with KB, MB, GB (powers of 1024); a multiple of the path MTU (the paper's: 64MB)")
+	cmd.Flags().StringVar(&matching, "matching", "on-poll", "multirail: when the NICs' matching units match a message: on-poll (when the rank takes it) or on-arrival (in the NIC as it arrives, eager data delivered in place, as BXI does)")
 	cmd.Flags().IntVar(&fragments, "fragments", 64, "multirail: the largest message in fragments, a power of two up to 64 (the paper's 4 GB is 64 of 64 MB)")
 	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's); for mpi-start, the machine with machine.startx the figures run on (default: two E5000s)")
 	return cmd
@@ -385,12 +389,21 @@ func printClaims(stdout io.Writer, name string, rs []paper.Result, md *strings.B
 
 // multirailAt is the multirail paper with fragments of the flag's size and
 // messages up to fragments of them, and the named figures of it.
-func multirailAt(args []string, fragment string, fragments int) (*paper.Paper, []*paper.Figure, error) {
+func multirailAt(args []string, fragment string, fragments int, matching string) (*paper.Paper, []*paper.Figure, error) {
 	frag, err := parseBytes(fragment)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--fragment %q: %w", fragment, err)
 	}
-	pp, err := paper.MultirailAt(frag, fragments)
+	var m lcp.Matching
+	switch matching {
+	case lcp.OnPoll.String():
+		m = lcp.OnPoll
+	case lcp.OnArrival.String():
+		m = lcp.OnArrival
+	default:
+		return nil, nil, fmt.Errorf("--matching %q: want %s or %s", matching, lcp.OnPoll, lcp.OnArrival)
+	}
+	pp, err := paper.MultirailAt(frag, fragments, m)
 	if err != nil {
 		return nil, nil, err
 	}

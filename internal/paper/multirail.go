@@ -28,7 +28,7 @@ import (
 // scaled by 1/64) and messages up to 64 of them (the paper's 4 GB),
 // which simulates in minutes. Sizes below a fragment are the paper's own.
 var Multirail = &Paper{Name: "multirail", Title: "Multirail MPC over BXI: LCP striping one rendezvous over up to four NICs (seed 003)",
-	Figures: func() []*Figure { return multirailFigures(MultirailFragment, 64) }}
+	Figures: func() []*Figure { return multirailFigures(MultirailFragment, 64, lcp.OnPoll) }}
 
 // MultirailFragment is the fragment size of the multirail figures.
 const MultirailFragment = 1 << 20
@@ -41,12 +41,13 @@ const MultirailMaxFragments = 64
 // paper's 4 GB; a run holds each node's receive buffer in host memory.
 const MultirailMaxMessage = 4 << 30
 
-// MultirailAt is the multirail paper with fragments of frag bytes and
-// messages up to maxFrags of them (aaemu paper multirail --fragment,
-// --fragments). frag must be a positive multiple of the path MTU, as every
-// fragment but the last fills whole packets; maxFrags a power of two in
+// MultirailAt is the multirail paper with fragments of frag bytes,
+// messages up to maxFrags of them, and the NICs' matching units matching
+// at m (aaemu paper multirail --fragment, --fragments, --matching). frag
+// must be a positive multiple of the path MTU, as every fragment but the
+// last fills whole packets; maxFrags a power of two in
 // 1..MultirailMaxFragments, so that the sizes double up to it.
-func MultirailAt(frag, maxFrags int) (*Paper, error) {
+func MultirailAt(frag, maxFrags int, m lcp.Matching) (*Paper, error) {
 	mtu := lcp.MultirailSpec(1, true).NIC.PMTU
 	switch {
 	case frag <= 0:
@@ -55,11 +56,13 @@ func MultirailAt(frag, maxFrags int) (*Paper, error) {
 		return nil, fmt.Errorf("--fragment %d: not a multiple of the path MTU (%d bytes): every fragment but the last must fill whole packets", frag, mtu)
 	case maxFrags < 1 || maxFrags > MultirailMaxFragments || maxFrags&(maxFrags-1) != 0:
 		return nil, fmt.Errorf("--fragments %d: want a power of two in 1..%d", maxFrags, MultirailMaxFragments)
+	case m != lcp.OnPoll && m != lcp.OnArrival:
+		return nil, fmt.Errorf("--matching %s: want %s or %s", m, lcp.OnPoll, lcp.OnArrival)
 	case int64(frag)*int64(maxFrags) > MultirailMaxMessage:
 		return nil, fmt.Errorf("--fragment %d × --fragments %d: messages of %d bytes, want at most %d (4 GB, the paper's largest)", frag, maxFrags, int64(frag)*int64(maxFrags), MultirailMaxMessage)
 	}
 	q := *Multirail
-	q.Figures = func() []*Figure { return multirailFigures(frag, maxFrags) }
+	q.Figures = func() []*Figure { return multirailFigures(frag, maxFrags, m) }
 	return &q, nil
 }
 
@@ -117,9 +120,10 @@ func mrSizes(frag, maxFrags int) []int {
 	return slices.Compact(out)
 }
 
-// multirailFigures builds Figures 5a and 5b with fragments of frag bytes
-// and messages up to maxFrags fragments.
-func multirailFigures(frag, maxFrags int) []*Figure {
+// multirailFigures builds Figures 5a and 5b and the rails figure with
+// fragments of frag bytes, messages up to maxFrags fragments, and the
+// matching units matching at m.
+func multirailFigures(frag, maxFrags int, m lcp.Matching) []*Figure {
 	var a []mrSeries
 	for _, b := range []string{"PingPong", "PingPing"} {
 		for n := 1; n <= 4; n++ {
@@ -139,6 +143,9 @@ func multirailFigures(frag, maxFrags int) []*Figure {
 	default:
 		scale = fmt.Sprintf("fragments of %s (the paper's are 64 MB), up to %d of them", mrSize(frag), maxFrags)
 	}
+	if m == lcp.OnArrival {
+		scale += ", matching on arrival in the NIC"
+	}
 	names := func(ss []mrSeries) []workload.Scheme {
 		var out []workload.Scheme
 		for _, s := range ss {
@@ -149,7 +156,7 @@ func multirailFigures(frag, maxFrags int) []*Figure {
 	sizes := mrSizes(frag, maxFrags)
 	run := func(all []mrSeries) func(ctx context.Context, x int, _ string, s workload.Scheme) (float64, error) {
 		return func(ctx context.Context, x int, _ string, s workload.Scheme) (float64, error) {
-			return imbBandwidth(ctx, parseSeries(s, all), frag, x)
+			return imbBandwidth(ctx, parseSeries(s, all), frag, m, x)
 		}
 	}
 	fa := &Figure{
@@ -166,7 +173,7 @@ func multirailFigures(frag, maxFrags int) []*Figure {
 			YLabel: "bandwidth", YUnit: "MB/s", run: run(b)},
 		PointClaims: mrClaimsB(),
 	}
-	return []*Figure{fa, fb, railsFigure(frag)}
+	return []*Figure{fa, fb, railsFigure(frag, m)}
 }
 
 // The rails figure: one message of railsFragments fragments from node 0
@@ -194,7 +201,7 @@ func railName(r int) workload.Scheme { return workload.Scheme(fmt.Sprintf("NIC %
 // striped over four: the rails busy together. It is not one of the
 // paper's figures but the mechanism behind Figure 5a's scaling. Every
 // point is a window of one run, simulated once (the first point asks).
-func railsFigure(frag int) *Figure {
+func railsFigure(frag int, m lcp.Matching) *Figure {
 	win := railsWindow(frag)
 	var xsNS []int
 	for k := 1; k <= railsWindows; k++ {
@@ -213,7 +220,7 @@ func railsFigure(frag int) *Figure {
 		mu.Lock()
 		defer mu.Unlock()
 		if samples == nil && runErr == nil {
-			samples, runErr = railsRun(ctx, frag, win)
+			samples, runErr = railsRun(ctx, frag, m, win)
 		}
 		if runErr != nil {
 			return 0, runErr
@@ -259,14 +266,14 @@ func railsFigure(frag int) *Figure {
 // rank 1 over railsNICs NICs and samples node 0's per-NIC wire byte
 // counters (machine.Node.RailBytes) at every window boundary, from the
 // run's start, by a sampler on node 0's polling thread.
-func railsRun(ctx context.Context, frag int, win sim.Tick) ([][]uint64, error) {
+func railsRun(ctx context.Context, frag int, m lcp.Matching, win sim.Tick) ([][]uint64, error) {
 	c, err := machine.New(sim.NewEngine(1), lcp.MultirailSpec(railsNICs, true))
 	if err != nil {
 		return nil, err
 	}
 	c.SetPartitions(Partitions)
 	cfg := lcp.DefaultConfig()
-	cfg.FragmentBytes = frag
+	cfg.FragmentBytes, cfg.Matching = frag, m
 	size := railsFragments * frag
 	var samples [][]uint64
 	n0 := c.Nodes[0]
@@ -337,14 +344,14 @@ func mrSize(n int) string {
 // PingPing (both send and receive at once; size / the iteration's time),
 // in MB/s (10^6 bytes). Small messages are the mean of 8 iterations after
 // a warm-up one; from 64 KB on, one iteration (the transfer dominates).
-func imbBandwidth(ctx context.Context, s mrSeries, frag, size int) (float64, error) {
+func imbBandwidth(ctx context.Context, s mrSeries, frag int, m lcp.Matching, size int) (float64, error) {
 	c, err := machine.New(sim.NewEngine(1), lcp.MultirailSpec(s.nics, true))
 	if err != nil {
 		return 0, err
 	}
 	c.SetPartitions(Partitions)
 	cfg := lcp.DefaultConfig()
-	cfg.FragmentBytes, cfg.Protocol, cfg.Registration = frag, s.proto, s.reg
+	cfg.FragmentBytes, cfg.Protocol, cfg.Registration, cfg.Matching = frag, s.proto, s.reg, m
 	warm, iters := 1, 8
 	if size >= 64<<10 {
 		warm, iters = 0, 1

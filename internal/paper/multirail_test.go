@@ -15,7 +15,7 @@ import (
 // PingPing no faster than PingPong); every claim is measured.
 func TestMultirailReduced(t *testing.T) {
 	const frag, maxFrags = 64 << 10, 32
-	figs := multirailFigures(frag, maxFrags)
+	figs := multirailFigures(frag, maxFrags, lcp.OnPoll)
 	if len(figs) != 3 || figs[0].Name != "5a" || figs[1].Name != "5b" || figs[2].Name != "rails" {
 		t.Fatalf("figures %v", figs)
 	}
@@ -110,13 +110,16 @@ func TestMultirailAt(t *testing.T) {
 		{1 << 20, 128, "--fragments 128"},
 		{128 << 20, 64, "want at most 4294967296"},
 	} {
-		p, err := MultirailAt(tc.frag, tc.frags)
+		p, err := MultirailAt(tc.frag, tc.frags, lcp.OnPoll)
 		switch {
 		case tc.want == "" && (err != nil || p.Name != "multirail"):
 			t.Errorf("MultirailAt(%d, %d): %v", tc.frag, tc.frags, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("MultirailAt(%d, %d): %v, want %q", tc.frag, tc.frags, err, tc.want)
 		}
+	}
+	if _, err := MultirailAt(1<<20, 64, 7); err == nil || !strings.Contains(err.Error(), "--matching matching7: want on-poll or on-arrival") {
+		t.Errorf("matching 7: %v", err)
 	}
 	// Fragments below IMB's 16 KB: the sizes stay distinct and increasing.
 	sz := mrSizes(4096, 8)
