@@ -178,6 +178,13 @@ type NIC struct {
 	hostQ                     sim.Queue[pcie.Packet]
 	accessEnd                 sim.Tick     // when the access at hostQ's head ends (0: not started)
 	stSRAMReads, stSRAMWrites *sim.Counter // declared on the first access
+
+	// OnReceive, if set, is told when a SEND completes a receive work
+	// request of QP qpn (its last packet is in; the completion entry goes
+	// out now): wrid is the receive's index. It lets a layer model work
+	// the NIC does on arrival (a tag-matching unit) at that time; it must
+	// not change the NIC.
+	OnReceive func(qpn uint32, wrid uint64, at sim.Tick)
 }
 
 type purposeKind uint8
@@ -312,9 +319,17 @@ func (n *NIC) rxBacklog() int { return n.tlpQ.Len() - n.ownReads }
 // far they now reach (size once all are issued). A buffer larger than every
 // tag can cover at once is read in turns, as tags come back.
 func (n *NIC) dmaReadPart(addr uint64, from, size int, p dmaPurpose) int {
-	chunks := n.spec.Sizes.ReadChunks(addr+uint64(from), size-from)
 	free := max(n.req.Tags()-n.req.Outstanding(), 0)
-	return n.issueReads(chunks[:min(len(chunks), free)], from, p)
+	return n.issueReads(readPart(n.spec.Sizes, addr, from, size, free), from, p)
+}
+
+// readPart is the first free MRd pieces of [from, size) of the size bytes
+// at addr. It segments no more than free pieces can cover (free × MRRS
+// bytes): segmenting the whole rest of a long buffer on every call made a
+// work request's reads quadratic in its length.
+func readPart(s pcie.Sizes, addr uint64, from, size, free int) []pcie.Chunk {
+	chunks := s.ReadChunks(addr+uint64(from), min(size-from, free*s.MRRS))
+	return chunks[:min(len(chunks), free)]
 }
 
 // dmaRead issues reads of n bytes at addr, split at MRRS, for purpose p.

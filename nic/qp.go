@@ -790,6 +790,9 @@ func (q *qp) recvCompletion(index uint64, status, length uint32, cause sim.TxnID
 // transport's sending node) when the ring is the QP's own.
 func (q *qp) recvCompletionValue(index uint64, status, length uint32, value uint64, cause sim.TxnID) {
 	n := q.n
+	if n.OnReceive != nil {
+		n.OnReceive(q.cfg.QPN, index, n.u.Engine().Now())
+	}
 	q.rcqTail++
 	if c := q.rcq; c != nil {
 		// A shared CQ: the entry names the QP (and, on an srd queue, the

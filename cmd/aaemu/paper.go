@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,12 +23,13 @@ import (
 	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/sweep"
 	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/msg/lcp"
 	"github.com/aaemu/aaemu/scenario"
 )
 
 func newPaperCmd() *cobra.Command {
-	var out, scenarioFile string
-	var jobs, partitions, maxNodes int
+	var out, scenarioFile, fragment, matching string
+	var jobs, partitions, maxNodes, fragments int
 	var list, reduced bool
 	cmd := &cobra.Command{
 		Use:   "paper [PAPER] [FIGURE...]",
@@ -57,11 +59,19 @@ default assumptions, not the paper's NIC's measured ones.
 and 9a; all four without figure names) at the paper's scale instead: on 2,
 4, 8, … up to N nodes, 32 processes per node (P up to 32 N, the paper's
 8,192 at N = 256), over the srd transport, whose connection state does not
-grow with nodes × cores (rc's would: a queue pair per core per peer).`,
+grow with nodes × cores (rc's would: a queue pair per core per peer).
+
+--fragment and --fragments set the multirail paper's rendezvous fragment
+and its largest message in fragments (by default 1MB and 64: the paper's
+64 MB fragments and 4 GB messages scaled by 1/64; --fragment 64MB runs the
+paper's own sizes). --matching on-arrival has the NICs' matching units
+match messages as they arrive (BXI's way) instead of when the rank takes
+them.`,
 		Example: `  aaemu paper 6c
   aaemu paper 7a 7c --out /tmp/paper -j 2
   aaemu paper 9b 8a 8b --scenario power.yaml
-  aaemu paper 7a 9a --max-nodes 256 --partitions 2 -j 1`,
+  aaemu paper 7a 9a --max-nodes 256 --partitions 2 -j 1
+  aaemu paper multirail 5a --fragment 64MB --fragments 16 -j 1`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				return listPapers(cmd.OutOrStdout())
@@ -86,6 +96,14 @@ grow with nodes × cores (rc's would: a queue pair per core per peer).`,
 					return err
 				}
 			}
+			if cmd.Flags().Changed("fragment") || cmd.Flags().Changed("fragments") || cmd.Flags().Changed("matching") {
+				if pp != paper.Multirail || reduced {
+					return fmt.Errorf("--fragment, --fragments and --matching apply to the multirail paper's own figures (aaemu paper multirail --fragment 64MB)")
+				}
+				if pp, figs, err = multirailAt(args, fragment, fragments, matching); err != nil {
+					return err
+				}
+			}
 			mpistart.Machine = nil
 			if pp.Name == "mpi-start" && scenarioFile != "" {
 				if sc.Machine.StartX == nil {
@@ -105,6 +123,9 @@ grow with nodes × cores (rc's would: a queue pair per core per peer).`,
 	cmd.Flags().BoolVar(&list, "list", false, "list the papers and their figures")
 	cmd.Flags().BoolVar(&reduced, "reduced", false, "run the figures on the reduced sizes of the test suite (papers that have them: mpi-start, am2, bgl)")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 0, "run 7a, 7b, 7d and 9a on 2, 4, … up to this many nodes × 32 processes over srd (0: the figures' own 2 to 8 nodes)")
+	cmd.Flags().StringVar(&fragment, "fragment", "1MB", "multirail: the rendezvous's fragment size, in bytes or with KB, MB, GB (powers of 1024); a multiple of the path MTU (the paper's: 64MB)")
+	cmd.Flags().StringVar(&matching, "matching", "on-poll", "multirail: when the NICs' matching units match a message: on-poll (when the rank takes it) or on-arrival (in the NIC as it arrives, eager data delivered in place, as BXI does)")
+	cmd.Flags().IntVar(&fragments, "fragments", 64, "multirail: the largest message in fragments, a power of two up to 64 (the paper's 4 GB is 64 of 64 MB)")
 	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's); for mpi-start, the machine with machine.startx the figures run on (default: two E5000s)")
 	return cmd
 }
@@ -365,4 +386,55 @@ func printClaims(stdout io.Writer, name string, rs []paper.Result, md *strings.B
 	}
 	tw.Flush()
 	fmt.Fprintln(stdout)
+}
+
+// multirailAt is the multirail paper with fragments of the flag's size and
+// messages up to fragments of them, and the named figures of it.
+func multirailAt(args []string, fragment string, fragments int, matching string) (*paper.Paper, []*paper.Figure, error) {
+	frag, err := parseBytes(fragment)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--fragment %q: %w", fragment, err)
+	}
+	var m lcp.Matching
+	switch matching {
+	case lcp.OnPoll.String():
+		m = lcp.OnPoll
+	case lcp.OnArrival.String():
+		m = lcp.OnArrival
+	default:
+		return nil, nil, fmt.Errorf("--matching %q: want %s or %s", matching, lcp.OnPoll, lcp.OnArrival)
+	}
+	pp, err := paper.MultirailAt(frag, fragments, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(args) > 0 && paper.Find(args[0]) != nil {
+		args = args[1:]
+	}
+	figs, err := pp.Lookup(args)
+	return pp, figs, err
+}
+
+// parseBytes reads a byte count: digits, optionally followed by KB, MB or
+// GB (powers of 1024, as the paper's "64 MB" fragment is 2^26 bytes).
+func parseBytes(s string) (int, error) {
+	mult := int64(1)
+	num := strings.TrimSpace(s)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(strings.ToUpper(num), u.suffix) {
+			num, mult = strings.TrimSpace(num[:len(num)-len(u.suffix)]), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("want a byte count: digits, optionally followed by KB, MB or GB")
+	}
+	if v > (1<<40)/mult {
+		return 0, fmt.Errorf("more than a terabyte")
+	}
+	return int(v * mult), nil
 }

@@ -15,8 +15,8 @@ import (
 // PingPing no faster than PingPong); every claim is measured.
 func TestMultirailReduced(t *testing.T) {
 	const frag, maxFrags = 64 << 10, 32
-	figs := multirailFigures(frag, maxFrags)
-	if len(figs) != 2 || figs[0].Name != "5a" || figs[1].Name != "5b" {
+	figs := multirailFigures(frag, maxFrags, lcp.OnPoll)
+	if len(figs) != 3 || figs[0].Name != "5a" || figs[1].Name != "5b" || figs[2].Name != "rails" {
 		t.Fatalf("figures %v", figs)
 	}
 	big := frag * maxFrags
@@ -29,7 +29,7 @@ func TestMultirailReduced(t *testing.T) {
 			t.Fatalf("figure %s: %d points of %d", f.Name, len(pts), f.Custom.Experiments())
 		}
 		for _, p := range pts {
-			if !(p.Y > 0) {
+			if !(p.Y > 0) && f.Name != "rails" { // a rail is idle before the rendezvous and after the message
 				t.Errorf("figure %s: %s at %d bytes: %v MB/s", f.Name, p.Scheme, p.X, p.Y)
 			}
 		}
@@ -73,6 +73,10 @@ func TestMultirailReduced(t *testing.T) {
 				t.Errorf("eager sizes differ between RPUT and RGET: %s", r.Measured)
 			}
 			byName("M6")
+		case "rails":
+			if r := byName("the rails carry one message together"); !r.Holds {
+				t.Errorf("the rails do not carry the message together: %s", r.Measured)
+			}
 		}
 	}
 }
@@ -85,5 +89,43 @@ func TestMultirailRegistered(t *testing.T) {
 	}
 	if _, _, err := Select([]string{"multirail", "6c"}); err == nil || !strings.Contains(err.Error(), "multirail") {
 		t.Errorf("a figure of another paper: %v", err)
+	}
+}
+
+// MultirailAt takes fragment sizes that are positive multiples of the path
+// MTU and largest messages of a power of two of them up to 4 GB; it
+// refuses the rest with the flag's name.
+func TestMultirailAt(t *testing.T) {
+	for _, tc := range []struct {
+		frag, frags int
+		want        string // "" accepted
+	}{
+		{64 << 20, 64, ""}, {4096, 1, ""}, {1 << 20, 16, ""},
+		{0, 64, "--fragment 0: want a positive multiple of the path MTU (4096 bytes)"},
+		{-4096, 64, "--fragment -4096: want a positive"},
+		{4095, 64, "--fragment 4095: not a multiple of the path MTU (4096 bytes)"},
+		{6144, 64, "not a multiple of the path MTU"},
+		{1 << 20, 0, "--fragments 0: want a power of two in 1..64"},
+		{1 << 20, 48, "--fragments 48"},
+		{1 << 20, 128, "--fragments 128"},
+		{128 << 20, 64, "want at most 4294967296"},
+	} {
+		p, err := MultirailAt(tc.frag, tc.frags, lcp.OnPoll)
+		switch {
+		case tc.want == "" && (err != nil || p.Name != "multirail"):
+			t.Errorf("MultirailAt(%d, %d): %v", tc.frag, tc.frags, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("MultirailAt(%d, %d): %v, want %q", tc.frag, tc.frags, err, tc.want)
+		}
+	}
+	if _, err := MultirailAt(1<<20, 64, 7); err == nil || !strings.Contains(err.Error(), "--matching matching7: want on-poll or on-arrival") {
+		t.Errorf("matching 7: %v", err)
+	}
+	// Fragments below IMB's 16 KB: the sizes stay distinct and increasing.
+	sz := mrSizes(4096, 8)
+	for i := 1; i < len(sz); i++ {
+		if sz[i] <= sz[i-1] {
+			t.Fatalf("sizes %v", sz)
+		}
 	}
 }

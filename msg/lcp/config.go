@@ -77,6 +77,35 @@ func (r Registration) String() string {
 	return fmt.Sprintf("registration%d", uint8(r))
 }
 
+// Matching is when a NIC's matching unit matches an arriving tagged
+// message against the posted receives.
+type Matching uint8
+
+// The matching points.
+const (
+	// OnPoll: the unit searches when the rank's progress engine takes the
+	// message from the rail, and the rank waits for the search; eager data
+	// is copied from the receive slot into the matched buffer.
+	OnPoll Matching = 1 + iota
+	// OnArrival: the unit searches when the message's last packet is in
+	// the NIC (BXI and Portals 4 match in the NIC as messages arrive), in
+	// the NIC's time: the rank waits only for what of the search is left
+	// when it polls. Eager data for a receive posted before the message
+	// arrived is delivered into the receive's buffer (BXI's zero copy):
+	// the core copies nothing.
+	OnArrival
+)
+
+func (m Matching) String() string {
+	switch m {
+	case OnPoll:
+		return "on-poll"
+	case OnArrival:
+		return "on-arrival"
+	}
+	return fmt.Sprintf("matching%d", uint8(m))
+}
+
 // Place is where a rank runs: a core of a node.
 type Place struct{ Node, Core int }
 
@@ -115,6 +144,9 @@ type Config struct {
 	// (posted-receive or unexpected list); default 2 ns, an assumption
 	// (a list walk in NIC memory; BXI's figure is not published).
 	MatchPS sim.Tick
+	// Matching is when the unit matches an arriving message (default
+	// OnPoll).
+	Matching Matching
 	// CallCycles is the software cost of an API call (default 100).
 	CallCycles int
 	// Slots is the receive buffers a process keeps posted per other node
@@ -136,7 +168,7 @@ const MaxEager = 64 << 10
 // fragments over every NIC, a descriptor per fragment.
 func DefaultConfig() Config {
 	return Config{EagerLimit: 8192, FragmentBytes: 64 << 20, ChunkBytes: 256 << 10, Protocol: RPUT, Registration: PerFragment,
-		RegCycles: 2000, MatchPS: 2 * sim.NS, CallCycles: 100, Slots: 16, Bounces: 16, Limit: 10 * sim.S}
+		RegCycles: 2000, MatchPS: 2 * sim.NS, Matching: OnPoll, CallCycles: 100, Slots: 16, Bounces: 16, Limit: 10 * sim.S}
 }
 
 func (c Config) withDefaults() Config {
@@ -158,6 +190,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MatchPS == 0 {
 		c.MatchPS = d.MatchPS
+	}
+	if c.Matching == 0 {
+		c.Matching = d.Matching
 	}
 	if c.CallCycles == 0 {
 		c.CallCycles = d.CallCycles
@@ -192,6 +227,8 @@ func (c Config) validate(m *machine.Cluster) error {
 		return fmt.Errorf("lcp: protocol %d, want rput or rget", c.Protocol)
 	case c.Registration != PerFragment && c.Registration != PerNIC:
 		return fmt.Errorf("lcp: registration %d, want per-fragment or per-nic", c.Registration)
+	case c.Matching != OnPoll && c.Matching != OnArrival:
+		return fmt.Errorf("lcp: matching %d, want on-poll or on-arrival", c.Matching)
 	case c.RegCycles < 0 || c.CallCycles < 0 || c.MatchPS < 0:
 		return fmt.Errorf("lcp: negative cost (reg %d cycles, call %d cycles, match %d ps)", c.RegCycles, c.CallCycles, c.MatchPS)
 	case c.Slots < 2 || c.Slots > m.Spec.SQSize:

@@ -8,6 +8,7 @@ import (
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/nic"
+	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/verbs"
 )
 
@@ -53,6 +54,9 @@ type Iface struct {
 	tr       verbs.Tracker // work requests until their completions are taken
 	unit     matchUnit
 	buf      []byte
+	// arrivedAt is when the message whose handler runs completed in the
+	// NIC (matching on arrival), else the poll's time.
+	arrivedAt sim.Tick
 }
 
 var rw = iommu.Perm{Bits: pte.R | pte.W}
@@ -267,6 +271,16 @@ func (t *Iface) poll(batch int) bool {
 			}
 			got++
 			worked = true
+			var at sim.Tick
+			if w.arrived != nil {
+				m := w.arrived[me][t.Rail]
+				k := recvKey{t.p.node.RailQP(t.Rail, a, t.p.place.Core).QPN, cqe.WRID}
+				var ok bool
+				if at, ok = m[k]; !ok {
+					panic(fmt.Sprintf("lcp: rank %d: receive %d from node %d on rail %d completed, but its NIC did not say when", t.p.rank, cqe.WRID, a, t.Rail))
+				}
+				delete(m, k)
+			}
 			slot := t.slots[a] + (cqe.WRID%uint64(w.cfg.Slots))*uint64(w.slot)
 			var hb [HeaderBytes]byte
 			p.Read(slot, hb[:])
@@ -276,6 +290,10 @@ func (t *Iface) poll(batch int) bool {
 			if h == nil {
 				panic(fmt.Sprintf("lcp: rank %d: an active message for handler %d, which is not set", t.p.rank, am))
 			}
+			if w.arrived == nil {
+				at = p.Now() // matching on poll: the unit starts now
+			}
+			t.arrivedAt = at
 			h(t, src, hb[8:8+hl], Payload{Addr: slot + HeaderBytes, Len: n})
 			// Consumed buffers are re-posted half the slots at a time and
 			// the new count written to the sending node (its credits).

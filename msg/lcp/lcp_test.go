@@ -3,7 +3,6 @@ package lcp
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -131,12 +130,11 @@ func TestStriping(t *testing.T) {
 
 // The paper's sizes themselves, with its 64 MB fragments: 64 MB − 1 (one
 // fragment) and + 1 (two) over two NICs, 300 MB (five) over four. They
-// move 430 MB through the cycle-level blocks (about 2.5 minutes on two
-// busy cores), so they run when AAEMU_PAPER_SIZES is set; TestStriping
-// runs the same cases scaled to 64 KB fragments every time.
+// move 430 MB through the cycle-level blocks, about 15 s on two busy
+// cores; -short leaves them out.
 func TestStripingPaperSizes(t *testing.T) {
-	if os.Getenv("AAEMU_PAPER_SIZES") == "" {
-		t.Skip("set AAEMU_PAPER_SIZES=1 to move 430 MB")
+	if testing.Short() {
+		t.Skip("-short: 430 MB through the cycle-level blocks")
 	}
 	for _, tc := range []struct{ nics, size, k int }{{2, 64<<20 - 1, 1}, {2, 64<<20 + 1, 2}, {4, 300 << 20, 5}} {
 		t.Run(fmt.Sprintf("nics=%d,size=%d", tc.nics, tc.size), func(t *testing.T) {
@@ -151,11 +149,15 @@ func TestStripingPaperSizes(t *testing.T) {
 // matching unit's unexpected list; a wildcard receive takes the first that
 // matches in arrival order, exact ones skip non-matching entries.
 func TestUnexpected(t *testing.T) {
-	for _, proto := range []Protocol{RPUT, RGET} {
-		t.Run(proto.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		proto Protocol
+		match Matching
+	}{{RPUT, OnPoll}, {RGET, OnPoll}, {RPUT, OnArrival}, {RGET, OnArrival}} {
+		proto := tc.proto
+		t.Run(proto.String()+","+tc.match.String(), func(t *testing.T) {
 			c := newCluster(t, 2)
 			cfg := DefaultConfig()
-			cfg.FragmentBytes, cfg.Protocol = 16<<10, proto
+			cfg.FragmentBytes, cfg.Protocol, cfg.Matching = 16<<10, proto, tc.match
 			sizes := []int{100, 50000, 8191, 20000} // tags 0..3
 			res, err := Run(c, cfg, func(p *Proc) {
 				if p.Rank() == 0 {
@@ -200,6 +202,9 @@ func TestUnexpected(t *testing.T) {
 			}
 			if s := res.Stats[1].Searched; s < 4+3 {
 				t.Errorf("the matching units examined %d entries, want at least 7 (tag 3 behind three others)", s)
+			}
+			if z := res.Stats[1].ZeroCopy; z != 0 {
+				t.Errorf("%d unexpected messages delivered in place, want 0 (they had no receive yet)", z)
 			}
 		})
 	}
@@ -347,6 +352,7 @@ func TestBadInput(t *testing.T) {
 		{"two ranks a core", func(c *Config) { c.Places = []Place{{0, 0}, {0, 0}} }, "both on node 0 core 0"},
 		{"no such core", func(c *Config) { c.Places = []Place{{0, 0}, {1, 3}} }, "no such core"},
 		{"slots", func(c *Config) { c.Slots = 1 }, "receive slots"},
+		{"matching", func(c *Config) { c.Matching = 3 }, "matching 3, want on-poll or on-arrival"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -389,5 +395,93 @@ func TestBadInput(t *testing.T) {
 	}
 	if _, err := Run(c, DefaultConfig(), func(*Proc) {}); err == nil || !strings.Contains(err.Error(), "rc") {
 		t.Errorf("srd: error %v", err)
+	}
+}
+
+// Matching on arrival (BXI's, in the NIC): a receive posted before its
+// message, behind a posted-receive list of many others, is matched while
+// the message comes in, and eager data lands in its buffer without a copy
+// by the core; on poll the rank searches and copies after taking the
+// message. Both deliver the same bytes; on arrival the receive completes
+// earlier, by no more than the search and the copy it saves.
+func TestMatchOnArrival(t *testing.T) {
+	const others, size = 300, 8000 // the message's receive behind 300 others; one eager message
+	type out struct {
+		res  *Result
+		got  []byte
+		done sim.Tick // when the receive of the eager message completed
+	}
+	run := func(m Matching) out {
+		c := newCluster(t, 1)
+		cfg := DefaultConfig()
+		cfg.Matching = m
+		var o out
+		var err error
+		o.res, err = Run(c, cfg, func(p *Proc) {
+			if p.Rank() == 0 {
+				b := p.Alloc(size)
+				p.Node().Mem.Write(b.Addr, pattern(size, 3))
+				p.Proc().Sleep(100 * sim.US) // the receives are posted first
+				if err := p.Send(b, 1, others); err != nil {
+					t.Error(err)
+				}
+				for tag := 0; tag < others; tag++ { // then the ones the others wait for
+					if err := p.Send(p.Alloc(8), 1, tag); err != nil {
+						t.Error(err)
+					}
+				}
+				return
+			}
+			var qs []*Request
+			for tag := 0; tag < others; tag++ {
+				q, err := p.Irecv(p.Alloc(8), 0, tag)
+				if err != nil {
+					t.Fatal(err)
+				}
+				qs = append(qs, q)
+			}
+			b := p.Alloc(size)
+			q, err := p.Irecv(b, 0, others)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Wait(q); err != nil {
+				t.Error(err)
+			}
+			o.done = p.Now()
+			o.got = make([]byte, size)
+			p.Node().Mem.Read(b.Addr, o.got)
+			if err := p.Waitall(qs...); err != nil {
+				t.Error(err)
+			}
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		return o
+	}
+	poll, arr := run(OnPoll), run(OnArrival)
+	for _, o := range []out{poll, arr} {
+		if !bytes.Equal(o.got, pattern(size, 3)) {
+			t.Fatal("the eager message's bytes differ")
+		}
+	}
+	if z := poll.res.Stats[1].ZeroCopy; z != 0 {
+		t.Errorf("on poll: %d messages delivered in place, want 0", z)
+	}
+	if z := arr.res.Stats[1].ZeroCopy; z != 1+others {
+		t.Errorf("on arrival: %d messages delivered in place, want all %d (every receive was posted first)", z, 1+others)
+	}
+	if a, b := poll.res.Stats[1].Searched, arr.res.Stats[1].Searched; a != b || a < others+1 {
+		t.Errorf("entries searched: on poll %d, on arrival %d; want the same, at least %d", a, b, others+1)
+	}
+	// What on arrival saves: the search of others+1 entries at MatchPS and
+	// the core's copy of size bytes (a load and a store of each 64-byte
+	// line, MemAccessPS each).
+	spec := MultirailSpec(1, true)
+	cfg := DefaultConfig()
+	saved := sim.Tick(others+1)*cfg.MatchPS + 2*sim.Tick((size+63)/64)*spec.CPU.MemAccessPS
+	if d := poll.done - arr.done; d <= 0 || d > saved {
+		t.Errorf("the receive completed at %v on poll, %v on arrival: %v earlier, want (0, %v]", poll.done, arr.done, d, saved)
 	}
 }

@@ -39,6 +39,7 @@ type unexpected struct {
 	n        int
 	pooled   bool    // addr is a block of the rank's unexpected pool
 	rdv      rdvInfo // a rendezvous request's contents
+	direct   bool    // matched on arrival to a receive posted before it: eager data delivered in place
 }
 
 // matchUnit is a NIC's tag-matching unit (BXI's, Portals 4's): a

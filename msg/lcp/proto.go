@@ -105,6 +105,7 @@ type Request struct {
 	fins     int    // FINs still to come
 	reg      []bool // PerNIC: rails whose descriptor exists
 	what     string
+	postedAt sim.Tick // a receive: when it was posted
 }
 
 // Done reports whether the request has finished.
@@ -122,6 +123,9 @@ type Stats struct {
 	Unexpected uint64
 	// Searched is the list entries the rank's matching units examined.
 	Searched uint64
+	// ZeroCopy is the eager messages delivered into their receive's
+	// buffer by the NIC (matching on arrival, the receive posted first).
+	ZeroCopy uint64
 }
 
 // Endpoint is the protocol endpoint towards one peer: a transport endpoint
@@ -300,7 +304,7 @@ func (p *Proc) Irecv(b Buf, src, tag int) (*Request, error) {
 	}
 	p.cp.Compute(p.w.cfg.CallCycles)
 	p.nextID++
-	q := &Request{id: p.nextID, peer: src, tag: tag, buf: b, st: stMatch,
+	q := &Request{id: p.nextID, peer: src, tag: tag, buf: b, st: stMatch, postedAt: p.cp.Now(),
 		what: fmt.Sprintf("Irecv(%d bytes from %s, tag %s)", b.Len, wildName(src, AnySource), wildName(tag, AnyTag))}
 	p.pending = append(p.pending, q)
 	// The matching unit sees what has arrived before this receive: the
@@ -576,7 +580,15 @@ func (p *Proc) matched(t *Iface, q *Request, m *unexpected) {
 		q.status.Err = fmt.Errorf("%w: %d bytes into a receive of %d", ErrTruncate, size, q.buf.Len)
 	}
 	if kind == kindEager {
-		if q.status.Count > 0 {
+		switch {
+		case q.status.Count > 0 && m.direct:
+			// The NIC's DMA wrote these bytes at the same time as it wrote
+			// them into the slot: they move without the core.
+			buf := make([]byte, q.status.Count)
+			p.node.Mem.Read(m.addr, buf)
+			p.node.Mem.Write(q.buf.Addr, buf)
+			p.stats.ZeroCopy++
+		case q.status.Count > 0:
 			p.cp.Memcpy(q.buf.Addr, m.addr, uint64(q.status.Count))
 		}
 		if m.pooled {
@@ -609,8 +621,13 @@ func (p *Proc) onTag(t *Iface, src int, hdr []byte, pl Payload) {
 		addr: pl.Addr, n: pl.Len, rdv: rdvInfo{id: binary.LittleEndian.Uint64(hdr[16:]), addr: binary.LittleEndian.Uint64(hdr[24:]),
 			size: int(binary.LittleEndian.Uint64(hdr[32:]))}}
 	q, n := t.unit.arrive(m.tag)
-	p.waitUnit(t.unit.search(p.cp.Now(), n, p.w.cfg.MatchPS))
+	// On arrival the unit searched when the message came in (t.arrivedAt),
+	// on poll it searches now; the rank waits for what is left of it.
+	p.waitUnit(t.unit.search(t.arrivedAt, n, p.w.cfg.MatchPS))
 	if q != nil {
+		// BXI's zero copy: the NIC put the eager data of a receive posted
+		// before the message arrived straight into its buffer.
+		m.direct = p.w.cfg.Matching == OnArrival && q.postedAt <= t.arrivedAt
 		p.matched(t, q, m)
 		return
 	}

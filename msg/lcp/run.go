@@ -21,6 +21,14 @@ type world struct {
 	sent   [][][]uint64 // [node][rank][rail]: SENDs node's ranks made to rank
 	procs  []*Proc
 	ubufs  [][]uint64 // per rank: free blocks for unexpected data
+	// arrived, with matching on arrival: [node][rail], when each receive
+	// (QPN and index) completed in the NIC, until its rank polls it.
+	arrived [][]map[recvKey]sim.Tick
+}
+
+type recvKey struct {
+	qpn  uint32
+	wrid uint64
 }
 
 // Result is what a run measured: when each rank finished its program and
@@ -85,6 +93,22 @@ func Start(c *machine.Cluster, cfg Config, body func(p *Proc)) (*Session, error)
 			w.sent[n][r] = make([]uint64, rails)
 			for k := 0; k < rails; k++ {
 				w.credit[n][r] = append(w.credit[n][r], base+uint64(8*(r*rails+k)))
+			}
+		}
+	}
+	if cfg.Matching == OnArrival {
+		// The NICs tell when each receive completes: the matching unit,
+		// part of the NIC, searches then (the hook runs in the node's own
+		// domain, as its ranks do).
+		w.arrived = make([][]map[recvKey]sim.Tick, nn)
+		for n, u := range w.used {
+			if !u {
+				continue
+			}
+			for k := 0; k < rails; k++ {
+				m := map[recvKey]sim.Tick{}
+				w.arrived[n] = append(w.arrived[n], m)
+				c.Nodes[n].NICs[k].OnReceive = func(qpn uint32, wrid uint64, at sim.Tick) { m[recvKey{qpn, wrid}] = at }
 			}
 		}
 	}
