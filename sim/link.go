@@ -117,8 +117,8 @@ type linkPort interface {
 	prodDomain() int
 	consDomain() int
 	useCodec() error
-	appendItems(b []byte) []byte
-	appendCredits(b []byte) []byte
+	appendItems(b []byte) ([]byte, Tick)   // and when the first is visible
+	appendCredits(b []byte) ([]byte, Tick) // and when the first reaches the producer
 	loadItems(b []byte) ([]byte, error)
 	loadCredits(b []byte) ([]byte, error)
 }
@@ -192,9 +192,10 @@ func (l *link[T]) useCodec() error {
 	return nil
 }
 
-func (l *link[T]) appendItems(b []byte) []byte {
+func (l *link[T]) appendItems(b []byte) ([]byte, Tick) {
+	first := Never
 	if !l.outMark {
-		return b
+		return b, first
 	}
 	l.outMark = false
 	b = binary.AppendUvarint(b, msgItems)
@@ -203,15 +204,17 @@ func (l *link[T]) appendItems(b []byte) []byte {
 	for i := range l.out {
 		b = binary.AppendUvarint(b, uint64(l.out[i].vis))
 		b = l.codec.Append(b, &l.out[i].v)
+		first = min(first, l.out[i].vis)
 		l.out[i] = linkItem[T]{}
 	}
 	l.out = l.out[:0]
-	return b
+	return b, first
 }
 
-func (l *link[T]) appendCredits(b []byte) []byte {
+func (l *link[T]) appendCredits(b []byte) ([]byte, Tick) {
+	first := Never
 	if !l.crMark {
-		return b
+		return b, first
 	}
 	l.crMark = false
 	b = binary.AppendUvarint(b, msgCredits)
@@ -219,9 +222,10 @@ func (l *link[T]) appendCredits(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(l.crOut)))
 	for _, r := range l.crOut {
 		b = binary.AppendUvarint(b, uint64(r))
+		first = min(first, r+l.lat)
 	}
 	l.crOut = l.crOut[:0]
-	return b
+	return b, first
 }
 
 func (l *link[T]) loadItems(b []byte) ([]byte, error) {

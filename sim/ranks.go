@@ -16,9 +16,10 @@ import (
 type Comm interface {
 	Rank() int
 	Size() int
-	// Alltoall sends send[r] to rank r and returns what every rank sent to
-	// this one, in rank order (its own included).
-	Alltoall(send [][]byte) [][]byte
+	// Exchange sends send[r] to rank r and returns what every rank sent
+	// to this one, in rank order (its own included); in the same round it
+	// replaces each element of red by its minimum over the ranks.
+	Exchange(send [][]byte, red []uint64) [][]byte
 	// AllreduceMin replaces each element of v by its minimum over the ranks.
 	AllreduceMin(v []uint64)
 	// Allgather returns every rank's b, in rank order.
@@ -148,7 +149,9 @@ func (w *World) Rank() int {
 
 // Local reports whether this rank runs the domain (always, when not
 // ranked).
-func (e *Engine) Local() bool { return e.w == nil || e.w.rk == nil || e.w.rk.owner[e.index] == e.w.rk.rank }
+func (e *Engine) Local() bool {
+	return e.w == nil || e.w.rk == nil || e.w.rk.owner[e.index] == e.w.rk.rank
+}
 
 // RankOf is the rank that runs domain i (0 when not ranked).
 func (w *World) RankOf(i int) int {
@@ -228,9 +231,15 @@ func baseOf(st Stat) statBase {
 }
 
 // runRanked is Run over ranks: each rank runs its domains through the
-// window; at the barrier, what crosses ranks is exchanged in one
-// all-to-all, and the next time, the world's time and a stop are agreed in
-// one all-reduce.
+// window; at the barrier, what crosses ranks is exchanged, and the next
+// time, the world's time and a stop are agreed, in one round (Exchange).
+//
+// The next time a rank brings counts what it sends at the earliest time it
+// becomes visible on the other side: a lower bound of the event the
+// delivery schedules there (the consumer's edge at or after it). A window
+// may then start before the first event and run nothing, which changes no
+// result (any window up to the lookahead gives the same), and the round
+// needs no second reduction after the deliveries.
 func (w *World) runRanked(limit Tick) Tick {
 	rk := w.rk
 	win := w.Window()
@@ -258,7 +267,6 @@ func (w *World) runRanked(limit Tick) Tick {
 			}
 		}
 		w.windows++
-		next = min(next, w.exchange())
 		stop := w.stopReq.Load()
 		now := rk.now
 		for _, d := range rk.local {
@@ -266,7 +274,7 @@ func (w *World) runRanked(limit Tick) Tick {
 			now = max(now, d.now)
 		}
 		v := []uint64{uint64(next), ^uint64(now), ^b2u(stop)}
-		rk.comm.AllreduceMin(v)
+		w.exchange(v)
 		rk.now = Tick(^v[1])
 		if ^v[2] != 0 {
 			break
@@ -285,14 +293,15 @@ const (
 
 // exchange is the barrier over ranks: links inside the rank deliver as in
 // one process; the others are encoded for the rank on the other side, and
-// the outputs for rank 0; then everything received is delivered, and rank
-// 0 writes the window's outputs merged in the kernel's order.
-func (w *World) exchange() Tick {
+// the outputs for rank 0; red (the next time first) is reduced in the same
+// round; then everything received is delivered, and rank 0 writes the
+// window's outputs merged in the kernel's order.
+func (w *World) exchange(red []uint64) {
 	rk := w.rk
 	for i := range rk.send {
 		rk.send[i] = rk.send[i][:0]
 	}
-	next := Never
+	next := Tick(red[0])
 	for _, d := range rk.local {
 		for i, l := range d.linkDirty {
 			d.linkDirty[i] = nil
@@ -301,11 +310,13 @@ func (w *World) exchange() Tick {
 				next = min(next, l.deliver())
 				continue
 			}
+			var at Tick
 			if po == rk.rank {
-				rk.send[co] = l.appendItems(rk.send[co])
+				rk.send[co], at = l.appendItems(rk.send[co])
 			} else {
-				rk.send[po] = l.appendCredits(rk.send[po])
+				rk.send[po], at = l.appendCredits(rk.send[po])
 			}
+			next = min(next, at)
 		}
 		d.linkDirty = d.linkDirty[:0]
 		if rk.rank != 0 && d.tbuf != nil && len(d.tbuf.ev) > 0 {
@@ -318,31 +329,28 @@ func (w *World) exchange() Tick {
 			rk.bytes += uint64(len(b))
 		}
 	}
-	for r, b := range rk.comm.Alltoall(rk.send) {
+	red[0] = uint64(next)
+	for r, b := range rk.comm.Exchange(rk.send, red) {
 		if r == rk.rank {
 			continue
 		}
-		t, err := w.receive(b)
-		if err != nil {
+		if err := w.receive(b); err != nil {
 			panic(fmt.Sprintf("sim: rank %d: the message from rank %d: %v", rk.rank, r, err))
 		}
-		next = min(next, t)
 	}
 	if rk.rank == 0 {
 		w.flushTrace()
 	}
-	return next
 }
 
-func (w *World) receive(b []byte) (Tick, error) {
-	next := Never
+func (w *World) receive(b []byte) error {
 	d := decoder{b: b}
 	for len(d.b) > 0 && d.err == nil {
 		kind, i := d.uvarint(), int(d.uvarint())
 		switch kind {
 		case msgItems, msgCredits:
 			if i >= len(w.links) {
-				return 0, fmt.Errorf("link %d of %d", i, len(w.links))
+				return fmt.Errorf("link %d of %d", i, len(w.links))
 			}
 			l := w.links[i]
 			var err error
@@ -352,19 +360,19 @@ func (w *World) receive(b []byte) (Tick, error) {
 				d.b, err = l.loadCredits(d.b)
 			}
 			if err != nil {
-				return 0, fmt.Errorf("link %s: %w", l.linkName(), err)
+				return fmt.Errorf("link %s: %w", l.linkName(), err)
 			}
-			next = min(next, l.deliver())
+			l.deliver()
 		case msgOutputs:
 			if i >= len(w.doms) {
-				return 0, fmt.Errorf("domain %d of %d", i, len(w.doms))
+				return fmt.Errorf("domain %d of %d", i, len(w.doms))
 			}
 			w.doms[i].loadOutputs(&d)
 		default:
-			return 0, fmt.Errorf("part of kind %d", kind)
+			return fmt.Errorf("part of kind %d", kind)
 		}
 	}
-	return next, d.err
+	return d.err
 }
 
 // appendOutputs moves the domain's buffered changes and outputs into b.

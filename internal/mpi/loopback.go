@@ -58,15 +58,24 @@ type loopComm struct {
 func (c *loopComm) Rank() int { return c.rank }
 func (c *loopComm) Size() int { return c.h.n }
 
-func (c *loopComm) Alltoall(send [][]byte) [][]byte {
-	cp := make([][]byte, len(send))
+type exchangePart struct {
+	send [][]byte
+	red  []uint64
+}
+
+func (c *loopComm) Exchange(send [][]byte, red []uint64) [][]byte {
+	p := exchangePart{send: make([][]byte, len(send)), red: append([]uint64(nil), red...)}
 	for i, b := range send {
-		cp[i] = append([]byte(nil), b...)
+		p.send[i] = append([]byte(nil), b...)
 	}
-	all := c.h.round(c.rank, cp)
+	all := c.h.round(c.rank, p)
 	out := make([][]byte, c.h.n)
 	for r, v := range all {
-		out[r] = v.([][]byte)[c.rank]
+		q := v.(exchangePart)
+		out[r] = q.send[c.rank]
+		for i, x := range q.red {
+			red[i] = min(red[i], x)
+		}
 	}
 	return out
 }
