@@ -43,18 +43,16 @@ import (
 // Built reports whether this aaemu was built with MPI (the mpi tag).
 const Built = true
 
-func init() {
-	// MPI is initialised FUNNELED: every call from the thread that
-	// initialised it. The main goroutine, locked to the main thread here,
-	// makes them all (the command, the kernel's barriers).
-	runtime.LockOSThread()
-}
-
-// World is MPI_COMM_WORLD as a sim.Comm. Every call must come from the
-// goroutine that called Init.
+// World is MPI_COMM_WORLD as a sim.Comm. MPI is initialised FUNNELED:
+// every call is made by one goroutine locked to its OS thread (serve),
+// whichever goroutine asks. (The main goroutine cannot be that one: a
+// locked goroutine's coroutines, the simulated processes, could then not
+// be resumed by the kernel's other goroutines.)
 type World struct {
 	rank, size int
 	tid        int
+	calls      chan func()
+	done       chan struct{}
 }
 
 // Init joins the MPI job the process was started in: nil when no launcher
@@ -63,19 +61,43 @@ func Init() (*World, error) {
 	if _, _, ok := Launched(); !ok {
 		return nil, nil
 	}
+	w := &World{calls: make(chan func()), done: make(chan struct{})}
+	errc := make(chan error)
+	go w.serve(errc)
+	if err := <-errc; err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// serve initialises MPI on its own locked thread and makes every call.
+func (w *World) serve(errc chan<- error) {
+	runtime.LockOSThread()
 	var provided C.int
 	if rc := C.aaemu_init(&provided); rc != C.MPI_SUCCESS {
-		return nil, fmt.Errorf("MPI_Init_thread failed (%d)", int(rc))
+		errc <- fmt.Errorf("MPI_Init_thread failed (%d)", int(rc))
+		return
 	}
 	if provided < C.MPI_THREAD_FUNNELED {
-		return nil, fmt.Errorf("MPI gives no thread support (FUNNELED needed: aaemu's blocks run on goroutines)")
+		errc <- fmt.Errorf("MPI gives no thread support (FUNNELED needed)")
+		return
 	}
-	w := &World{tid: syscall.Gettid()}
+	w.tid = syscall.Gettid()
 	var r, s C.int
 	w.check("MPI_Comm_rank", C.aaemu_rank(&r))
 	w.check("MPI_Comm_size", C.aaemu_size(&s))
 	w.rank, w.size = int(r), int(s)
-	return w, nil
+	errc <- nil
+	for f := range w.calls {
+		f()
+		w.done <- struct{}{}
+	}
+}
+
+// do runs f on the MPI thread and waits for it.
+func (w *World) do(f func()) {
+	w.calls <- f
+	<-w.done
 }
 
 // check aborts the job on an MPI error (MPI's default handler already has)
@@ -109,7 +131,12 @@ func buf(b []byte) unsafe.Pointer {
 // the minimum itself), then, only when some rank has bytes to send, one
 // MPI_Alltoallv of the bytes: a window with nothing to exchange costs one
 // collective.
-func (w *World) Exchange(send [][]byte, red []uint64) [][]byte {
+func (w *World) Exchange(send [][]byte, red []uint64) (out [][]byte) {
+	w.do(func() { out = w.exchange(send, red) })
+	return out
+}
+
+func (w *World) exchange(send [][]byte, red []uint64) [][]byte {
 	w.thread("Exchange")
 	n := w.size
 	k := 2 + len(red) // count, anything sent by the rank, the values
@@ -164,7 +191,9 @@ func (w *World) Exchange(send [][]byte, red []uint64) [][]byte {
 }
 
 // AllreduceMin is MPI_Allreduce with MPI_MIN, in place.
-func (w *World) AllreduceMin(v []uint64) {
+func (w *World) AllreduceMin(v []uint64) { w.do(func() { w.allreduceMin(v) }) }
+
+func (w *World) allreduceMin(v []uint64) {
 	w.thread("AllreduceMin")
 	if len(v) == 0 {
 		return
@@ -173,7 +202,12 @@ func (w *World) AllreduceMin(v []uint64) {
 }
 
 // Allgather exchanges sizes, then bytes (MPI_Allgather, MPI_Allgatherv).
-func (w *World) Allgather(b []byte) [][]byte {
+func (w *World) Allgather(b []byte) (out [][]byte) {
+	w.do(func() { out = w.allgather(b) })
+	return out
+}
+
+func (w *World) allgather(b []byte) [][]byte {
 	w.thread("Allgather")
 	n := w.size
 	counts, displs := make([]C.int, n), make([]C.int, n)
@@ -194,11 +228,11 @@ func (w *World) Allgather(b []byte) [][]byte {
 
 // Finalize ends MPI (MPI_Finalize).
 func (w *World) Finalize() {
-	w.thread("Finalize")
-	C.aaemu_finalize()
+	w.do(func() { C.aaemu_finalize() })
+	close(w.calls)
 }
 
 // Abort ends every rank of the job with code (MPI_Abort).
 func (w *World) Abort(code int) {
-	C.aaemu_abort(C.int(code))
+	w.do(func() { C.aaemu_abort(C.int(code)) })
 }
