@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aaemu/aaemu/internal/mpi"
 	"github.com/aaemu/aaemu/internal/version"
@@ -136,4 +138,48 @@ func (r *ranked) testExit(stderr io.Writer) {
 		fmt.Fprintf(stderr, "aaemu: rank %d exits (test hook)\n", r.rank)
 		os.Exit(3)
 	}
+}
+
+// rankHost is what the ranks of a run did, in host.json: the windows, the
+// messages and bytes they sent each other at the windows' barriers (summed
+// over the ranks), and the slowest rank's build and run wall times.
+type rankHost struct {
+	Ranks             int     `json:"ranks"`
+	Windows           uint64  `json:"windows"`
+	Messages          uint64  `json:"messages"`
+	Bytes             uint64  `json:"bytes"`
+	MessagesPerWindow float64 `json:"messages_per_window"`
+	BytesPerWindow    float64 `json:"bytes_per_window"`
+	BuildSeconds      float64 `json:"build_seconds"`
+	RunSeconds        float64 `json:"run_seconds"`
+}
+
+// traffic gathers the ranks' counts (collective).
+func (r *ranked) traffic(w *sim.World, build, run time.Duration) *rankHost {
+	msgs, bytes := w.RankTraffic()
+	b := binary.AppendUvarint(nil, msgs)
+	b = binary.AppendUvarint(b, bytes)
+	b = binary.AppendUvarint(b, uint64(build))
+	b = binary.AppendUvarint(b, uint64(run))
+	h := &rankHost{Ranks: r.size, Windows: w.Windows()}
+	var bmax, rmax uint64
+	for _, m := range r.comm.Allgather(b) {
+		var v [4]uint64
+		for i := range v {
+			x, n := binary.Uvarint(m)
+			if n <= 0 {
+				break
+			}
+			v[i], m = x, m[n:]
+		}
+		h.Messages += v[0]
+		h.Bytes += v[1]
+		bmax, rmax = max(bmax, v[2]), max(rmax, v[3])
+	}
+	if h.Windows > 0 {
+		h.MessagesPerWindow = float64(h.Messages) / float64(h.Windows)
+		h.BytesPerWindow = float64(h.Bytes) / float64(h.Windows)
+	}
+	h.BuildSeconds, h.RunSeconds = time.Duration(bmax).Seconds(), time.Duration(rmax).Seconds()
+	return h
 }

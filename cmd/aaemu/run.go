@@ -165,12 +165,18 @@ type experimentStats struct {
 // hostStats is host.json: how fast this host ran each experiment. It
 // differs from run to run, so it is kept out of stats.json.
 type hostStats struct {
-	Format      string  `json:"format"`
-	WallSeconds float64 `json:"wall_seconds"`
-	Experiments []struct {
-		Label string `json:"label"`
-		*sim.HostSpeed
-	} `json:"experiments"`
+	Format      string           `json:"format"`
+	WallSeconds float64          `json:"wall_seconds"`
+	Experiments []hostExperiment `json:"experiments"`
+}
+
+type hostExperiment struct {
+	Label string `json:"label"`
+	*sim.HostSpeed
+	// Windows: the synchronisation rounds of the kernel (docs/kernel.md).
+	Windows uint64 `json:"windows"`
+	// Ranks: a run over MPI ranks, what they exchanged.
+	Ranks *rankHost `json:"ranks,omitempty"`
 }
 
 func runScenario(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logger, file string, o scenarioOpts) error {
@@ -301,6 +307,7 @@ func runResolved(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logg
 			interrupted = true
 			break
 		}
+		tb := time.Now()
 		e := sim.NewEngine(sc.Seed)
 		if i == 0 && o.txnLog {
 			e.EnableTxnLog()
@@ -329,10 +336,11 @@ func runResolved(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logg
 		if dht {
 			es.Collisions = &x.Collisions
 		}
-		host.Experiments = append(host.Experiments, struct {
-			Label string `json:"label"`
-			*sim.HostSpeed
-		}{es.Label, e.HostSpeed(time.Since(t0))})
+		he := hostExperiment{Label: es.Label, HostSpeed: e.HostSpeed(time.Since(t0)), Windows: e.World().Windows()}
+		if rk != nil {
+			he.Ranks = rk.traffic(e.World(), t0.Sub(tb), time.Since(t0))
+		}
+		host.Experiments = append(host.Experiments, he)
 		if !stopped {
 			out, err := pr.Finish(end)
 			switch {
