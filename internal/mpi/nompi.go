@@ -19,7 +19,7 @@ func Init() (*World, error) {
 	if !ok || size <= 1 {
 		return nil, nil
 	}
-	return nil, fmt.Errorf("rank %d of %d: this aaemu was built without MPI, so it cannot share a run with other ranks; build it with `make aaemu-mpi` (go build -tags mpi, needs libopenmpi-dev) or run one process", rank, size)
+	return nil, fmt.Errorf("rank %d of %d: this aaemu was built without MPI, so it cannot share a run with other ranks; build it with `make build-mpi` (go build -tags mpi, needs libopenmpi-dev) or run one process", rank, size)
 }
 
 // World is MPI_COMM_WORLD; without the mpi tag Init never returns one.
