@@ -143,9 +143,9 @@ outputs:
 
 // What cannot run over ranks stops every rank with a clear error, and
 // none hangs: more ranks than the cluster has domains, ranks started on
-// different scenarios, a workload whose results are not carried between
-// ranks, another command than run, an aaemu built without MPI, and a rank
-// that dies.
+// different scenarios, an error only one rank meets, a workload whose
+// results are not carried between ranks, another command than run, an
+// aaemu built without MPI, and a rank that dies.
 func TestMPIRanksRefuse(t *testing.T) {
 	bin := aaemuMPIBinary(t)
 	plain := aaemuBinary(t)
@@ -165,7 +165,9 @@ func TestMPIRanksRefuse(t *testing.T) {
 		{"too-many-ranks", nil, append(mpiArgs(4), bin, "run", "--out", out),
 			"4 ranks for a cluster of 2 nodes and its network (3 domains): run at most 3 ranks", 4},
 		{"scenarios-differ", nil, append(append(mpiArgs(1), bin, "run", other, "--out", out, ":"), append(mpiArgs(1)[len(mpiArgs(1))-2:], bin, "run", "--out", out)...),
-			"were started with another scenario or other flags than rank 0", 2},
+			"rank 1 was started with another scenario or other flags than rank 0", 2},
+		{"file-on-one-rank", nil, append(append(mpiArgs(1), bin, "run", filepath.Join(dir, "absent.yaml"), "--out", out, ":"), append(mpiArgs(1)[len(mpiArgs(1))-2:], bin, "run", other, "--out", out)...),
+			"rank 0 of 2: open " + filepath.Join(dir, "absent.yaml") + ": no such file or directory", 2},
 		{"workload", nil, append(mpiArgs(2), bin, "run", "../../examples/counter.yaml", "--out", out),
 			"workload.kind counter cannot run over MPI ranks", 2},
 		{"command", nil, append(mpiArgs(2), bin, "workload", "counter"),

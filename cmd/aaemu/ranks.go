@@ -81,8 +81,12 @@ func (r *ranked) agreeOn(sc scenario.Scenario, o scenarioOpts, until sim.Tick) e
 		}
 	}
 	if len(differ) > 0 {
-		return agreedError{fmt.Errorf("rank %d of %d: ranks %s were started with another scenario or other flags than rank 0 (resolved scenario and flags hash %s… against %s…): every rank must run the same command on the same file",
-			r.rank, r.size, strings.Join(differ, ", "), hex.EncodeToString(sum[:6]), hex.EncodeToString(all[0][:6]))}
+		who := "rank " + differ[0] + " was"
+		if len(differ) > 1 {
+			who = "ranks " + strings.Join(differ, ", ") + " were"
+		}
+		return agreedError{fmt.Errorf("rank %d of %d: %s started with another scenario or other flags than rank 0 (resolved scenario and flags hash %s… against %s…): every rank must run the same command on the same file",
+			r.rank, r.size, who, hex.EncodeToString(sum[:6]), hex.EncodeToString(all[0][:6]))}
 	}
 	return nil
 }
