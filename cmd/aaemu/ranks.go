@@ -56,7 +56,7 @@ func (r *ranked) agree(err error) error {
 	for i, m := range r.comm.Allgather(msg) {
 		if len(m) > 0 {
 			if i == r.rank {
-				return agreedError{err}
+				return agreedError{fmt.Errorf("rank %d of %d: %w", i, r.size, err)}
 			}
 			return agreedError{fmt.Errorf("rank %d of %d: %s", i, r.size, m[1:])}
 		}
