@@ -582,10 +582,26 @@ func (e *Engine) loadSync(d *decoder, apply bool) {
 	}
 }
 
-// appendStats encodes every declared statistic's change since the last
-// Sync, by name.
+// appendStats encodes the change since the last Sync of every statistic
+// that changed or that this rank declared since (by name), and of those
+// declared on use that counted here though another rank declared them:
+// every rank declares them all, as one process would have.
 func (w *World) appendStats(b []byte) []byte {
-	all := w.stats.All()
+	var all []Stat
+	for _, st := range append(w.stats.All(), w.stats.used()...) {
+		base, seen := w.rk.base[st.Name()]
+		switch s := st.(type) {
+		case *Counter:
+			if seen && s.v == base.v {
+				continue
+			}
+		case *Histogram:
+			if seen && s.n == base.n {
+				continue
+			}
+		}
+		all = append(all, st)
+	}
 	b = binary.AppendUvarint(b, uint64(len(all)))
 	for _, st := range all {
 		b = appendStr(b, st.Name())

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -134,5 +135,89 @@ func TestWorldRanksRefuse(t *testing.T) {
 	err = w.SetComm(mpi.Loopback(2)[0])
 	if err == nil || !strings.Contains(err.Error(), "link ab joins two ranks but its items (struct { x int }) have no codec") {
 		t.Fatalf("a link without codec: %v", err)
+	}
+}
+
+func init() {
+	sim.RegisterCodec(sim.Codec[int]{
+		Append: func(b []byte, v *int) []byte { return binary.AppendVarint(b, int64(*v)) },
+		Decode: func(b []byte) (int, []byte, error) {
+			v, n := binary.Varint(b)
+			if n <= 0 {
+				return 0, nil, errors.New("truncated int")
+			}
+			return int(v), b[n:], nil
+		},
+	})
+}
+
+// Statistics declared on use: a link used across two ranks is declared
+// (its transfers counted on the consumer's rank, its stalls on the
+// producer's) and one never used stays undeclared, on rank 0 as in one
+// process; an output written through a sink on rank 1 reaches rank 0's
+// sink in order.
+func TestWorldRanksStatsOnUseAndSinks(t *testing.T) {
+	build := func() (*sim.World, *drain, *[]string) {
+		w := sim.NewWorld(1)
+		a, b := w.Domain("a"), w.Domain("b")
+		p, d := &pump{n: 30}, &drain{}
+		pu := a.NewClock("clk", 1000, 0).Add("a.pump", p)
+		du := b.NewClock("clk", 700, 0).Add("b.drain", d)
+		ch := sim.NewLink[int](pu, du, "ab", 2, 2500, sim.StatsOnUse())
+		p.out, d.in = ch, ch
+		sim.NewLink[int](du, pu, "ba", 2, 2500, sim.StatsOnUse())
+		var lines []string
+		sk := w.NewSink(func(t sim.Tick, b []byte) { lines = append(lines, fmt.Sprintf("%v %s", t, b)) })
+		eb := b
+		du2 := eb.NewClock("clk2", 3000, 0).Add("b.logger", sim.BlockFunc(func(now sim.Tick) bool {
+			eb.OutputTo(sk, []byte(fmt.Sprint(len(d.got))))
+			return len(d.got) < 30
+		}))
+		_ = du2
+		return w, d, &lines
+	}
+	stats := func(w *sim.World) string {
+		var b strings.Builder
+		if err := w.WriteStatsJSON(&b, sim.RunInfo{Version: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	w1, d1, lines1 := build()
+	w1.Run(sim.Never - 1)
+	want := stats(w1)
+	if !strings.Contains(want, `"ab.transfers"`) || strings.Contains(want, `"ba.transfers"`) {
+		t.Fatalf("one process: the used link's statistics must be declared, the unused one's not:\n%s", want)
+	}
+	comms := mpi.Loopback(2)
+	ws := make([]*sim.World, 2)
+	ds := make([]*drain, 2)
+	ls := make([]*[]string, 2)
+	for r := range ws {
+		ws[r], ds[r], ls[r] = build()
+		if err := ws[r].SetComm(comms[r]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Run(sim.Never - 1)
+			if err := w.Sync(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := stats(ws[0]); got != want {
+		t.Fatalf("rank 0's statistics differ from one process's: %s", firstDiff(want, got))
+	}
+	if !reflect.DeepEqual(ds[1].got, d1.got) || !reflect.DeepEqual(ds[1].at, d1.at) {
+		t.Fatalf("rank 1 received %v at %v, one process %v at %v", ds[1].got, ds[1].at, d1.got, d1.at)
+	}
+	if len(*lines1) == 0 || !reflect.DeepEqual(*ls[0], *lines1) || len(*ls[1]) != 0 {
+		t.Fatalf("sink: rank 0 wrote %d lines, rank 1 %d, one process %d", len(*ls[0]), len(*ls[1]), len(*lines1))
 	}
 }

@@ -43,6 +43,28 @@ func (s *Stats) pend(sts ...Stat) {
 	s.mu.Unlock()
 }
 
+// used lists the pending statistics that have counted something, by name:
+// over ranks, one rank may count what another declared (World.Sync).
+func (s *Stats) used() []Stat {
+	s.mu.Lock()
+	var out []Stat
+	for _, st := range s.pending {
+		switch x := st.(type) {
+		case *Counter:
+			if x.v != 0 {
+				out = append(out, st)
+			}
+		case *Histogram:
+			if x.n != 0 {
+				out = append(out, st)
+			}
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
 // declareOnce declares a statistic made with pend, unless World.Sync
 // already has.
 func (s *Stats) declareOnce(st Stat) {
