@@ -175,6 +175,8 @@ type hostExperiment struct {
 	*sim.HostSpeed
 	// Windows: the synchronisation rounds of the kernel (docs/kernel.md).
 	Windows uint64 `json:"windows"`
+	// BuildSeconds: building the machine and the workload, before the run.
+	BuildSeconds float64 `json:"build_seconds"`
 	// Ranks: a run over MPI ranks, what they exchanged.
 	Ranks *rankHost `json:"ranks,omitempty"`
 }
@@ -336,7 +338,7 @@ func runResolved(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logg
 		if dht {
 			es.Collisions = &x.Collisions
 		}
-		he := hostExperiment{Label: es.Label, HostSpeed: e.HostSpeed(time.Since(t0)), Windows: e.World().Windows()}
+		he := hostExperiment{Label: es.Label, HostSpeed: e.HostSpeed(time.Since(t0)), Windows: e.World().Windows(), BuildSeconds: t0.Sub(tb).Seconds()}
 		if rk != nil {
 			he.Ranks = rk.traffic(e.World(), t0.Sub(tb), time.Since(t0))
 		}
