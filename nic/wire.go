@@ -134,8 +134,8 @@ func (w *Wire) SetTap(t Tap) {
 
 // untap hands an encoded tapped frame to the tap.
 func (w *Wire) untap(t sim.Tick, b []byte) {
-	if len(b) == 0 {
-		return
+	if len(b) == 0 || w.tap == nil {
+		return // the tap was removed since
 	}
 	f, _, err := DecodeFrame(b[1:])
 	if err != nil {
