@@ -140,6 +140,7 @@ func (r *ranked) stdout(w io.Writer) io.Writer {
 func (r *ranked) testExit(stderr io.Writer) {
 	if v, ok := os.LookupEnv("AAEMU_TEST_RANK_EXIT"); ok && v == strconv.Itoa(r.rank) {
 		fmt.Fprintf(stderr, "aaemu: rank %d exits (test hook)\n", r.rank)
+		r.close()
 		os.Exit(3)
 	}
 }
