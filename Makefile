@@ -3,12 +3,17 @@ GO      ?= go
 BIN     := bin/aaemu
 OUT     ?= out
 
-.PHONY: all build run test deps bench bench-scale bench-anchor lint fuzz mutants screenshot clean
+.PHONY: all build build-mpi run test deps bench bench-scale bench-anchor lint fuzz mutants screenshot clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/aaemu
+
+# aaemu with MPI (cgo against Open MPI: libopenmpi-dev, pkg-config), for
+# one run over ranks: mpirun -np N bin/aaemu-mpi run … (docs/mpi-ranks.md).
+build-mpi:
+	$(GO) build -tags mpi -o bin/aaemu-mpi ./cmd/aaemu
 
 # Runs the built-in default scenario into $(OUT)/ (table, VCD, GTKWave save file, pcapng, stats).
 run: build
@@ -19,6 +24,7 @@ run: build
 # (nodes on several goroutines must share nothing).
 test: deps
 	$(GO) vet ./...
+	$(GO) vet -tags mpi ./internal/mpi/ ./cmd/aaemu/
 	$(GO) test -count=1 ./...
 	$(GO) test -race -count=1 ./sim/
 	$(GO) test -race -count=1 -run 'TestPartitionsByteIdentical/(star|counter)' ./cmd/aaemu/

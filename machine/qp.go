@@ -166,12 +166,19 @@ func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
 		if next := w.Next(); next > until && next <= limit {
 			until = next // a long wait with nothing else to do (a computation)
 		}
-		if w.Run(until) == before || done() {
+		// Over ranks, every rank stops at the same slice: when one is done
+		// (interrupted; AppsDone is already agreed).
+		if w.Run(until) == before || !w.AllTrue(!done()) {
 			break // done, or nothing left to happen
 		}
 	}
 	for _, f := range c.onStop {
 		f()
+	}
+	// Over ranks, the counts, statistics and kept states of every node
+	// reach every rank, for the results and reports to read.
+	if err := w.Sync(); err != nil {
+		panic(err.Error())
 	}
 	return w.Now()
 }
@@ -246,13 +253,31 @@ func (c *Cluster) applyPartitions() {
 func (c *Cluster) OnStop(f func()) { c.onStop = append(c.onStop, f) }
 
 // AppsDone reports whether every process spawned on the nodes' cores has
-// finished (daemons excluded).
+// finished (daemons excluded). Over ranks it is a collective call.
 func (c *Cluster) AppsDone() bool {
-	for _, n := range c.Nodes {
-		for _, core := range n.Cores {
-			if !core.AppsDone() {
-				return false
+	w := c.Eng.World()
+	if w.Ranked() {
+		// Each rank knows its own nodes' processes: agreed, collectively.
+		done := true
+		for _, n := range c.Nodes {
+			if n.Eng.Local() {
+				done = done && n.appsDone()
 			}
+		}
+		return w.AllTrue(done)
+	}
+	for _, n := range c.Nodes {
+		if !n.appsDone() {
+			return false
+		}
+	}
+	return true
+}
+
+func (n *Node) appsDone() bool {
+	for _, core := range n.Cores {
+		if !core.AppsDone() {
+			return false
 		}
 	}
 	return true

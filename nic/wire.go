@@ -78,6 +78,7 @@ type Wire struct {
 	acc       uint64   // fractional picoseconds carried over
 	flight    fifo[wireFrame]
 	tap       Tap
+	sink      *sim.Sink // where the tapped frames go (World.NewSink)
 
 	frames, bytes, lost *sim.Counter
 }
@@ -122,15 +123,33 @@ func (w *Wire) Frames() uint64 { return w.frames.Value() }
 // Lost is the number of frames the wire lost (injected loss).
 func (w *Wire) Lost() uint64 { return w.lost.Value() }
 
-// SetTap attaches a capture to the wire, in place of any tap before.
-func (w *Wire) SetTap(t Tap) { w.tap = t }
+// SetTap attaches a capture to the wire, in place of any tap before. Over
+// ranks, every rank attaches the same taps and rank 0's see every frame.
+func (w *Wire) SetTap(t Tap) {
+	w.tap = t
+	if w.sink == nil {
+		w.sink = w.u.Engine().World().NewSink(w.untap)
+	}
+}
+
+// untap hands an encoded tapped frame to the tap.
+func (w *Wire) untap(t sim.Tick, b []byte) {
+	if len(b) == 0 || w.tap == nil {
+		return // the tap was removed since
+	}
+	f, _, err := DecodeFrame(b[1:])
+	if err != nil {
+		panic(fmt.Sprintf("%s: a tapped frame: %v", w.u.Name(), err))
+	}
+	w.tap(t, &f, b[0] == 1)
+}
 
 // AddTap attaches one more tap after those attached before (a protocol
 // monitor beside the capture).
 func (w *Wire) AddTap(t Tap) {
 	prev := w.tap
 	if prev == nil {
-		w.tap = t
+		w.SetTap(t)
 		return
 	}
 	w.tap = func(at sim.Tick, f *Frame, lost bool) { prev(at, f, lost); t(at, f, lost) }
@@ -153,11 +172,10 @@ func (w *Wire) Tick(now sim.Tick) bool {
 		w.busyUntil = now + sim.Tick(d)
 		lost := w.spec.LossPPM > 0 && w.rng.Uint32N(1_000_000) < w.spec.LossPPM
 		if w.tap != nil {
-			// The tap gets its own copy (taking f's address would move
-			// every frame to the heap, tapped or not), written in time
-			// order with the other domains' (Engine.Output).
-			tf, tap := f, w.tap
-			w.u.Engine().Output(func() { tap(now, &tf, lost) })
+			// The tap gets the frame encoded (a copy that may cross to rank
+			// 0), written in time order with the other domains' outputs
+			// (Engine.OutputTo).
+			w.u.Engine().OutputTo(w.sink, appendTap(&f, lost))
 		}
 		w.frames.Inc()
 		w.bytes.Add(uint64(bytes))

@@ -114,6 +114,7 @@ func NewChan[T any](prod, cons *Unit, name string, depth int, opts ...ChanOption
 	c.stalls = &Counter{statMeta: statMeta{name + ".full_stalls", "events", "times the producer found the channel full"}}
 	if cfg.statsOnUse {
 		c.undeclared = true
+		e.stats.pend(c.transfers, c.stalls)
 	} else {
 		c.declareStats()
 	}
@@ -129,7 +130,12 @@ func NewChan[T any](prod, cons *Unit, name string, depth int, opts ...ChanOption
 
 // declareStats adds the channel's counters to the engine's statistics.
 func (c *Chan[T]) declareStats() {
-	c.undeclared = false
+	if c.undeclared {
+		c.undeclared = false
+		c.eng.stats.declareOnce(c.transfers)
+		c.eng.stats.declareOnce(c.stalls)
+		return
+	}
 	c.eng.stats.add(c.transfers)
 	c.eng.stats.add(c.stalls)
 }

@@ -72,6 +72,15 @@
 // (units), one goroutine per group, reused from window to window; with one
 // partition everything runs on the caller's goroutine.
 //
+// The partitions may also be processes: World.SetComm makes a world run
+// over the ranks of a communicator (an MPI job), every rank having built
+// the same world and running a contiguous group of domains. Links between
+// two ranks carry their items and credits encoded (RegisterCodec) at each
+// barrier, in the round that agrees the next time; outputs (traced
+// changes, Sink records) merge on rank 0; World.Sync makes counts,
+// statistics, transaction logs and kept Go state (Engine.Keep) the same on
+// every rank after a run.
+//
 // Clock names belong to their domain: every node's domain may have a
 // "clk_fabric". Reports show a clock under its Path, the domain's name and
 // the clock's ("node3.clk_fabric"). Every other name (units, channels,

@@ -78,6 +78,8 @@ type Engine struct {
 
 	steps     uint64 // time steps with work
 	unitTicks uint64 // Block.Tick calls
+
+	keep []State // Go state of the domain's blocks that World.Sync carries
 }
 
 // NewEngine creates a world of one domain whose random generators all

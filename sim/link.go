@@ -1,6 +1,9 @@
 package sim
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // NewLink creates a channel in link mode between prod and cons, which may
 // belong to two domains of one world: the only way for transactions to
@@ -64,6 +67,7 @@ func NewLink[T any](prod, cons *Unit, name string, depth int, latency Tick, opts
 	c.stalls = &Counter{statMeta: statMeta{name + ".full_stalls", "events", "times the producer found the link full"}}
 	if cfg.statsOnUse {
 		c.undeclared = true
+		pe.stats.pend(c.transfers, c.stalls)
 	} else {
 		c.declareStats()
 	}
@@ -106,6 +110,17 @@ type linkPort interface {
 	// deliver hands the items and credits of the window to the other
 	// side and returns the earliest time of an event it scheduled.
 	deliver() Tick
+
+	// Over ranks (SetComm): the domains of the two sides; the item codec;
+	// the window's items (credits) moved into a message for the other
+	// rank, and loaded from one there, ready for deliver.
+	prodDomain() int
+	consDomain() int
+	useCodec() error
+	appendItems(b []byte) ([]byte, Tick)   // and when the first is visible
+	appendCredits(b []byte) ([]byte, Tick) // and when the first reaches the producer
+	loadItems(b []byte) ([]byte, error)
+	loadCredits(b []byte) ([]byte, error)
 }
 
 // A link's events (waking a unit, tracing a change) carry timer keys above
@@ -151,6 +166,8 @@ type link[T any] struct {
 
 	traceConsFn, traceProdFn func()
 	onArrive                 func() // runs in the consumer's domain as an item arrives
+
+	codec *Codec[T] // over ranks, when the sides run on two
 }
 
 type linkItem[T any] struct {
@@ -162,6 +179,86 @@ func (l *link[T]) index() int       { return l.idx }
 func (l *link[T]) linkName() string { return l.c.name }
 func (l *link[T]) latency() Tick    { return l.lat }
 func (l *link[T]) crosses() bool    { return l.cross }
+func (l *link[T]) prodDomain() int  { return l.pe.index }
+func (l *link[T]) consDomain() int  { return l.c.eng.index }
+
+func (l *link[T]) useCodec() error {
+	c, ok := codecFor[T]()
+	if !ok {
+		var v T
+		return fmt.Errorf("sim: link %s joins two ranks but its items (%T) have no codec (RegisterCodec)", l.c.name, v)
+	}
+	l.codec = &c
+	return nil
+}
+
+func (l *link[T]) appendItems(b []byte) ([]byte, Tick) {
+	first := Never
+	if !l.outMark {
+		return b, first
+	}
+	l.outMark = false
+	b = binary.AppendUvarint(b, msgItems)
+	b = binary.AppendUvarint(b, uint64(l.idx))
+	b = binary.AppendUvarint(b, uint64(len(l.out)))
+	for i := range l.out {
+		b = binary.AppendUvarint(b, uint64(l.out[i].vis))
+		b = l.codec.Append(b, &l.out[i].v)
+		first = min(first, l.out[i].vis)
+		l.out[i] = linkItem[T]{}
+	}
+	l.out = l.out[:0]
+	return b, first
+}
+
+func (l *link[T]) appendCredits(b []byte) ([]byte, Tick) {
+	first := Never
+	if !l.crMark {
+		return b, first
+	}
+	l.crMark = false
+	b = binary.AppendUvarint(b, msgCredits)
+	b = binary.AppendUvarint(b, uint64(l.idx))
+	b = binary.AppendUvarint(b, uint64(len(l.crOut)))
+	for _, r := range l.crOut {
+		b = binary.AppendUvarint(b, uint64(r))
+		first = min(first, r+l.lat)
+	}
+	l.crOut = l.crOut[:0]
+	return b, first
+}
+
+func (l *link[T]) loadItems(b []byte) ([]byte, error) {
+	if l.codec == nil {
+		return nil, fmt.Errorf("items for a link that does not join two ranks")
+	}
+	d := decoder{b: b}
+	n := d.uvarint()
+	for k := uint64(0); k < n && d.err == nil; k++ {
+		vis := Tick(d.uvarint())
+		if d.err != nil {
+			break
+		}
+		v, rest, err := l.codec.Decode(d.b)
+		if err != nil {
+			return nil, err
+		}
+		d.b = rest
+		l.out = append(l.out, linkItem[T]{v, vis})
+	}
+	l.outMark = len(l.out) > 0
+	return d.b, d.err
+}
+
+func (l *link[T]) loadCredits(b []byte) ([]byte, error) {
+	d := decoder{b: b}
+	n := d.uvarint()
+	for k := uint64(0); k < n && d.err == nil; k++ {
+		l.crOut = append(l.crOut, Tick(d.uvarint()))
+	}
+	l.crMark = len(l.crOut) > 0
+	return d.b, d.err
+}
 
 func (l *link[T]) key(n, kind uint64) uint64 {
 	return linkSeqBase | uint64(l.idx)<<(linkNumBits+2) | (n&(1<<linkNumBits-1))<<2 | kind

@@ -19,6 +19,10 @@ type Stats struct {
 	mu     sync.Mutex
 	byName map[string]Stat
 	order  []Stat
+	// pending are the statistics made but declared on use (StatsOnUse):
+	// over ranks, the rank that uses one may not be the one whose
+	// registry reports it (World.Sync).
+	pending map[string]Stat
 }
 
 // Stat is a counter or a histogram.
@@ -28,7 +32,80 @@ type Stat interface {
 	Desc() string
 }
 
-func newStats() *Stats { return &Stats{byName: map[string]Stat{}} }
+func newStats() *Stats { return &Stats{byName: map[string]Stat{}, pending: map[string]Stat{}} }
+
+// pend keeps statistics declared on use until they are.
+func (s *Stats) pend(sts ...Stat) {
+	s.mu.Lock()
+	for _, st := range sts {
+		s.pending[st.Name()] = st
+	}
+	s.mu.Unlock()
+}
+
+// used lists the pending statistics that have counted something, by name:
+// over ranks, one rank may count what another declared (World.Sync).
+func (s *Stats) used() []Stat {
+	s.mu.Lock()
+	var out []Stat
+	for _, st := range s.pending {
+		switch x := st.(type) {
+		case *Counter:
+			if x.v != 0 {
+				out = append(out, st)
+			}
+		case *Histogram:
+			if x.n != 0 {
+				out = append(out, st)
+			}
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+// declareOnce declares a statistic made with pend, unless World.Sync
+// already has.
+func (s *Stats) declareOnce(st Stat) {
+	s.mu.Lock()
+	_, done := s.byName[st.Name()]
+	s.mu.Unlock()
+	if !done {
+		s.add(st)
+	}
+}
+
+// declareForSync returns the statistic called name, declaring it (a pending
+// one, or a new one of the kind: 0 a counter, 1 a histogram) when another
+// rank has; nil if it is of another kind here.
+func (s *Stats) declareForSync(name string, kind byte, unit, desc string, bounds []uint64) Stat {
+	s.mu.Lock()
+	st, ok := s.byName[name]
+	p, pend := s.pending[name]
+	s.mu.Unlock()
+	switch {
+	case ok:
+	case pend:
+		s.add(p)
+		st = p
+	case kind == 0:
+		st = s.Counter(name, unit, desc)
+	default:
+		st = s.Histogram(name, unit, desc, bounds)
+	}
+	switch st.(type) {
+	case *Counter:
+		if kind != 0 {
+			return nil
+		}
+	case *Histogram:
+		if kind != 1 {
+			return nil
+		}
+	}
+	return st
+}
 
 type statMeta struct{ name, unit, desc string }
 
@@ -48,6 +125,7 @@ func (s *Stats) add(st Stat) {
 	}
 	s.byName[name] = st
 	s.order = append(s.order, st)
+	delete(s.pending, name)
 }
 
 // Counter is a monotonically increasing count.

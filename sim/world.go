@@ -39,6 +39,9 @@ type World struct {
 
 	dirty []linkPort  // barrier scratch
 	bufs  []*traceBuf // trace merge scratch
+
+	rk    *ranks  // SetComm: the world runs over several ranks
+	sinks []*Sink // NewSink
 }
 
 // NewWorld creates a world with no domain yet, whose random generators all
@@ -132,15 +135,27 @@ func (w *World) SetPartitions(n int) { w.cfg.partitions = n }
 // before it, unless the run was stopped.
 func (w *World) Now() Tick {
 	var t Tick
+	if w.rk != nil {
+		t = w.rk.now // the other ranks' domains advance out of sight
+	}
 	for _, d := range w.doms {
 		t = max(t, d.now)
 	}
 	return t
 }
 
-// Next is the earliest time any domain has work at (Never if none).
+// Next is the earliest time any domain has work at (Never if none). Over
+// ranks it is agreed among them: a collective call.
 func (w *World) Next() Tick {
 	t := Never
+	if w.rk != nil {
+		for _, d := range w.rk.local {
+			t = min(t, d.Next())
+		}
+		v := []uint64{uint64(t)}
+		w.rk.comm.AllreduceMin(v)
+		return Tick(v[0])
+	}
 	for _, d := range w.doms {
 		t = min(t, d.Next())
 	}
@@ -240,13 +255,16 @@ func (w *World) Run(limit Tick) Tick {
 			panic(err.Error())
 		}
 	}
+	if w.rk != nil {
+		return w.runRanked(limit)
+	}
 	for _, d := range w.doms {
 		d.stopped, d.solo = false, len(w.doms) == 1
 	}
 	w.stopReq.Store(false)
 	end := satAdd(limit, 1)
 	var p *pool
-	if groups := w.partition(); len(groups) > 1 {
+	if groups := w.partitionOf(w.doms, w.cfg.partitions); len(groups) > 1 {
 		p = newPool(groups)
 		defer p.close()
 	}
@@ -289,16 +307,16 @@ func (w *World) anyStopped() bool {
 	return false
 }
 
-// partition splits the domains into at most Partitions contiguous groups of
-// about equal weight (units + 1 each).
-func (w *World) partition() [][]*Engine {
-	n := len(w.doms)
-	p := min(max(w.cfg.partitions, 1), n)
+// partitionOf splits doms into at most parts contiguous groups of about
+// equal weight (units + 1 each); nil for one group.
+func (w *World) partitionOf(doms []*Engine, parts int) [][]*Engine {
+	n := len(doms)
+	p := min(max(parts, 1), n)
 	if p <= 1 {
 		return nil
 	}
 	total := 0
-	for _, d := range w.doms {
+	for _, d := range doms {
 		total += len(d.units) + 1
 	}
 	groups := make([][]*Engine, 0, p)
@@ -309,12 +327,12 @@ func (w *World) partition() [][]*Engine {
 			i = n
 		} else {
 			target := total * (g + 1) / p
-			for i < n-(p-1-g) && (i == start || 2*cum+len(w.doms[i].units)+1 <= 2*target) {
-				cum += len(w.doms[i].units) + 1
+			for i < n-(p-1-g) && (i == start || 2*cum+len(doms[i].units)+1 <= 2*target) {
+				cum += len(doms[i].units) + 1
 				i++
 			}
 		}
-		groups = append(groups, w.doms[start:i])
+		groups = append(groups, doms[start:i])
 	}
 	return groups
 }
@@ -524,13 +542,18 @@ type traceBuf struct{ ev []traceEv }
 type traceEv struct {
 	t    uint64
 	v    uint64
-	id   int
-	kind uint8  // 0: a value, 1: x, 2: z, evOutput: fn
+	id   int    // the signal's, or the sink's (evSink)
+	kind uint8  // 0: a value, 1: x, 2: z, evOutput: fn, evSink: data
 	fn   func() // an output (Engine.Output)
+	data []byte // a sink's record (Engine.OutputTo)
 }
 
-// evOutput marks a buffered output (Engine.Output) among the trace changes.
-const evOutput = 3
+// evOutput and evSink mark a buffered output (Engine.Output, OutputTo)
+// among the trace changes.
+const (
+	evOutput = 3
+	evSink   = 4
+)
 
 // Output runs fn, a write to an output several domains share (a capture
 // file, a trace value set from outside the kernel), in simulated-time
@@ -567,6 +590,9 @@ func (w *World) emit(ev *traceEv) {
 	case evOutput:
 		ev.fn()
 		ev.fn = nil
+	case evSink:
+		w.sinks[ev.id].fn(Tick(ev.t), ev.data)
+		ev.data = nil
 	case 0:
 		w.tr.Set(ev.t, ev.id, ev.v)
 	case 1:

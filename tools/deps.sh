@@ -3,7 +3,9 @@
 # GTKWave (vcd2fst, fst2vcd, vcd2lxt2, gtkwave), Xvfb and ImageMagick for the
 # headless waveform screenshot, tshark (decodes the RoCE captures), Debian's
 # python3-scapy (checks their ICRCs), Slurm and munge (a one-node cluster
-# runs a sweep as a job array), and the vcd-stream parser from npm.
+# runs a sweep as a job array), Open MPI with its headers and pkg-config
+# (aaemu built with the mpi tag runs one simulation over mpirun's ranks),
+# and the vcd-stream parser from npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +22,9 @@ command -v tshark   >/dev/null || need+=(tshark)
 [ -x /usr/sbin/slurmd ]    || need+=(slurmd)
 command -v sbatch   >/dev/null || need+=(slurm-client)
 [ -x /usr/sbin/munged ]    || need+=(munge)
+command -v mpirun   >/dev/null || need+=(openmpi-bin)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+pkg-config --exists ompi-c 2>/dev/null || need+=(libopenmpi-dev)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/aaemu/aaemu/aa"
@@ -170,6 +172,9 @@ type shard struct {
 	usedList              []int           // the cells taken, in order
 	del                   uint64          // AA: the delete page
 	deleted               map[uint64]bool // keys deleted from this shard
+	// verdict is verifyShard's error ("" for none) as the rank that ran the
+	// shard's node found it (over ranks only).
+	verdict *string
 }
 
 // source is one inserting process and its keys.
@@ -280,6 +285,14 @@ func SetupDHT(c *aa.System, cfg DHTConfig) (*DHT, error) {
 		}
 	}
 	d.makeKeys()
+	// Over ranks, each node's counts and its shard's verdict are read
+	// where the node ran and kept on every rank (sim.World.Sync).
+	for i, n := range c.Nodes {
+		n.Eng.Keep(&tallyState{t: &d.tallies[i]})
+		if sh := d.shards[i]; sh != nil {
+			n.Eng.Keep(&verdictState{d: d, sh: sh})
+		}
+	}
 	am := cfg.Scheme.activeMessages()
 	if cfg.Scheme == AMOnload && (cfg.Procs < 2 || cfg.OnloadCores < 1 || cfg.OnloadCores >= cfg.Procs) {
 		return nil, fmt.Errorf("dht: AM-Onload needs procs per node ≥ 2 and 1 ≤ onload cores < procs (have %d of %d)", cfg.OnloadCores, cfg.Procs)
@@ -949,6 +962,16 @@ func (d *DHT) Verify() error {
 		if sh == nil {
 			continue
 		}
+		if !d.c.Nodes[sh.node].Eng.Local() {
+			// Its memory is on another rank, which sent its verdict.
+			if sh.verdict == nil {
+				return fmt.Errorf("node %d's shard: not verified on its rank", sh.node)
+			}
+			if *sh.verdict != "" {
+				return fmt.Errorf("node %d's shard: %s", sh.node, *sh.verdict)
+			}
+			continue
+		}
 		if err := d.verifyShard(sh); err != nil {
 			return fmt.Errorf("node %d's shard: %w", sh.node, err)
 		}
@@ -1084,4 +1107,68 @@ func (d *DHT) Progress() float64 {
 	}
 	d.progress.started.Store(int64(d.total().started))
 	return d.progress.Progress()
+}
+
+// tallyState carries a node's tally between ranks.
+type tallyState struct{ t *dhtTally }
+
+func (s *tallyState) AppendState(b []byte) []byte {
+	t := s.t
+	for _, v := range []uint64{uint64(t.ops), uint64(t.polls), uint64(t.irqs), uint64(t.end), uint64(t.started), uint64(len(t.bad))} {
+		b = binary.AppendUvarint(b, v)
+	}
+	for _, m := range t.bad {
+		b = binary.AppendUvarint(b, uint64(len(m)))
+		b = append(b, m...)
+	}
+	return b
+}
+
+func (s *tallyState) LoadState(b []byte) ([]byte, error) {
+	var v [6]uint64
+	for i := range v {
+		x, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, errors.New("dht: a tally cut short")
+		}
+		v[i], b = x, b[n:]
+	}
+	t := s.t
+	t.ops, t.polls, t.irqs, t.end, t.started = int(v[0]), int(v[1]), int(v[2]), sim.Tick(v[3]), int(v[4])
+	t.bad = nil
+	for k := uint64(0); k < v[5]; k++ {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > uint64(len(b)-w) {
+			return nil, errors.New("dht: a tally cut short")
+		}
+		t.bad = append(t.bad, string(b[w:w+int(n)]))
+		b = b[w+int(n):]
+	}
+	return b, nil
+}
+
+// verdictState carries a shard's verification from the rank that holds
+// its memory.
+type verdictState struct {
+	d  *DHT
+	sh *shard
+}
+
+func (s *verdictState) AppendState(b []byte) []byte {
+	v := ""
+	if err := s.d.verifyShard(s.sh); err != nil {
+		v = err.Error()
+	}
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+func (s *verdictState) LoadState(b []byte) ([]byte, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)-w) {
+		return nil, errors.New("dht: a verdict cut short")
+	}
+	v := string(b[w : w+int(n)])
+	s.sh.verdict = &v
+	return b[w+int(n):], nil
 }

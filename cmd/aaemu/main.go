@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/aaemu/aaemu/internal/mpi"
 	"github.com/aaemu/aaemu/internal/runctl"
 	"github.com/aaemu/aaemu/internal/version"
 )
@@ -31,14 +32,34 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	// Started by mpirun or srun as one of several ranks: join the job (or,
+	// built without MPI, say so on every rank and stop).
+	job, err := mpi.Init()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "aaemu: %v\n", err)
-		if errors.Is(err, runctl.ErrInterrupted) {
-			os.Exit(exitInterrupted)
-		}
-		os.Exit(1)
+		os.Exit(2)
 	}
+	if job != nil && job.Size() > 1 {
+		mpiJob = job
+	}
+	err = newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	code := 0
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "aaemu: %v\n", err)
+		code = 1
+		if errors.Is(err, runctl.ErrInterrupted) {
+			code = exitInterrupted
+		}
+	}
+	if job != nil {
+		if err != nil && mpiJob != nil && !errors.As(err, new(agreedError)) {
+			// Only this rank knows: the others may wait for it in a
+			// collective call. Take the job down rather than hang.
+			job.Abort(code)
+		}
+		job.Finalize()
+	}
+	os.Exit(code)
 }
 
 // newRoot builds the command tree; tests run it with their own writers.
@@ -66,6 +87,9 @@ Start with:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if mpiJob != nil && cmd.Name() != "run" {
+				return agreedError{fmt.Errorf("rank %d of %d: only `aaemu run` runs over MPI ranks, not `aaemu %s` (start it as one process)", mpiJob.Rank(), mpiJob.Size(), cmd.Name())}
+			}
 			l, err := logrus.ParseLevel(level)
 			if err != nil {
 				return fmt.Errorf("--log-level %q: want panic, fatal, error, warn, info, debug or trace", level)

@@ -165,21 +165,71 @@ type experimentStats struct {
 // hostStats is host.json: how fast this host ran each experiment. It
 // differs from run to run, so it is kept out of stats.json.
 type hostStats struct {
-	Format      string  `json:"format"`
-	WallSeconds float64 `json:"wall_seconds"`
-	Experiments []struct {
-		Label string `json:"label"`
-		*sim.HostSpeed
-	} `json:"experiments"`
+	Format      string           `json:"format"`
+	WallSeconds float64          `json:"wall_seconds"`
+	Experiments []hostExperiment `json:"experiments"`
+}
+
+type hostExperiment struct {
+	Label string `json:"label"`
+	*sim.HostSpeed
+	// Windows: the synchronisation rounds of the kernel (docs/kernel.md).
+	Windows uint64 `json:"windows"`
+	// BuildSeconds: building the machine and the workload, before the run.
+	BuildSeconds float64 `json:"build_seconds"`
+	// Ranks: a run over MPI ranks, what they exchanged.
+	Ranks *rankHost `json:"ranks,omitempty"`
 }
 
 func runScenario(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logger, file string, o scenarioOpts) error {
-	sc, err := loadScenario(file)
-	if err != nil {
+	var comm sim.Comm
+	if mpiJob != nil {
+		comm = mpiJob
+	}
+	return runScenarioRanks(ctx, stdout, stderr, log, file, o, newRanked(comm))
+}
+
+// runScenarioRanks runs the scenario, over MPI ranks when rk is not nil:
+// every rank builds each experiment's machine and runs its share of the
+// nodes; rank 0 writes the outputs and prints the table.
+func runScenarioRanks(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logger, file string, o scenarioOpts, rk *ranked) error {
+	sc, until, tr, err := resolveRun(file, o)
+	if rk != nil {
+		defer rk.close()
+		if err == nil {
+			err = supportsRanks(sc)
+		}
+		if err := rk.agree(err); err != nil {
+			return err
+		}
+		if err := rk.agreeOn(sc, o, until); err != nil {
+			return err
+		}
+		stdout = rk.stdout(stdout)
+		if o.out, err = rk.outDir(o.out); err != nil {
+			return rk.agree(err)
+		}
+	} else if err != nil {
 		return err
 	}
+	err = runResolved(ctx, stdout, stderr, log, sc, until, tr, o, rk)
+	if rk != nil && rk.rank != 0 && err != nil && !errors.As(err, new(agreedError)) {
+		// Rank 0 reports the run's outcome; another rank says only
+		// what went wrong on it.
+		return fmt.Errorf("rank %d of %d: %w", rk.rank, rk.size, err)
+	}
+	return err
+}
+
+// resolveRun reads the scenario and applies the flags.
+func resolveRun(file string, o scenarioOpts) (scenario.Scenario, sim.Tick, traceOpts, error) {
+	var tr traceOpts
+	sc, err := loadScenario(file)
+	if err != nil {
+		return sc, 0, tr, err
+	}
 	if err := checkPartitions(o.partitions); err != nil {
-		return err
+		return sc, 0, tr, err
 	}
 	sc.Partitions = o.partitions
 	if o.seedSet {
@@ -198,22 +248,21 @@ func runScenario(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logg
 	sc.Outputs.Pcap = sc.Outputs.Pcap && !o.noPcap
 	until, err := sim.ParseTick(o.until)
 	if err != nil {
-		return fmt.Errorf("--until: %w", err)
+		return sc, 0, tr, fmt.Errorf("--until: %w", err)
 	}
 	if key, err := sc.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", key, err)
+		return sc, 0, tr, fmt.Errorf("%s: %w", key, err)
 	}
-	tr, err := traceOptions(sc, o)
-	if err != nil {
-		return err
-	}
+	tr, err = traceOptions(sc, o)
+	return sc, until, tr, err
+}
+
+func runResolved(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logger, sc scenario.Scenario, until sim.Tick, tr traceOpts, o scenarioOpts, rk *ranked) error {
 	// Every output is created before the simulation; an earlier run's
 	// files that this run does not write go.
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
-	}
-	if err := clearOutputs(o.out, runOutputs); err != nil {
-		return err
+	err := os.MkdirAll(o.out, 0o755)
+	if err == nil {
+		err = clearOutputs(o.out, runOutputs)
 	}
 	names := []string{"stats.json"}
 	if !o.noHost {
@@ -228,8 +277,17 @@ func runScenario(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logg
 	if sc.Outputs.Pcap {
 		names = append(names, "run.pcapng")
 	}
-	outs, err := createOutputs(o.out, names...)
+	var outs *outputs
+	if err == nil {
+		outs, err = createOutputs(o.out, names...)
+	}
+	if rk != nil {
+		err = rk.agree(err)
+	}
 	if err != nil {
+		if outs != nil {
+			outs.abandon()
+		}
 		return err
 	}
 	defer outs.abandon()
@@ -251,11 +309,21 @@ func runScenario(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logg
 			interrupted = true
 			break
 		}
+		tb := time.Now()
 		e := sim.NewEngine(sc.Seed)
 		if i == 0 && o.txnLog {
 			e.EnableTxnLog()
 		}
 		pr, err := sc.PrepareRun(e, x)
+		if rk != nil {
+			if err == nil {
+				err = rk.join(e.World())
+			}
+			err = rk.agree(err)
+			if i == 0 {
+				rk.testExit(stderr)
+			}
+		}
 		if err != nil {
 			runErr = err
 			break
@@ -270,10 +338,11 @@ func runScenario(ctx context.Context, stdout, stderr io.Writer, log *logrus.Logg
 		if dht {
 			es.Collisions = &x.Collisions
 		}
-		host.Experiments = append(host.Experiments, struct {
-			Label string `json:"label"`
-			*sim.HostSpeed
-		}{es.Label, e.HostSpeed(time.Since(t0))})
+		he := hostExperiment{Label: es.Label, HostSpeed: e.HostSpeed(time.Since(t0)), Windows: e.World().Windows(), BuildSeconds: t0.Sub(tb).Seconds()}
+		if rk != nil {
+			he.Ranks = rk.traffic(e.World(), t0.Sub(tb), time.Since(t0))
+		}
+		host.Experiments = append(host.Experiments, he)
 		if !stopped {
 			out, err := pr.Finish(end)
 			switch {

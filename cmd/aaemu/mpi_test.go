@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The MPI path: aaemu built with the mpi tag (cgo against Open MPI),
+// started by mpirun on this machine's loopback interface.
+
+var builtMPI struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// aaemuMPIBinary builds aaemu with MPI once for the package's tests.
+func aaemuMPIBinary(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"mpirun", "pkg-config"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found: install Debian's openmpi-bin, libopenmpi-dev and pkg-config (make deps does)", tool)
+		}
+	}
+	builtMPI.once.Do(func() {
+		dir := filepath.Dir(aaemuBinary(t))
+		builtMPI.path = filepath.Join(dir, "aaemu-mpi")
+		out, err := exec.Command("go", "build", "-tags", "mpi", "-o", builtMPI.path, ".").CombinedOutput()
+		if err != nil {
+			builtMPI.err = &buildError{err, string(out)}
+		}
+	})
+	if builtMPI.err != nil {
+		t.Fatal(builtMPI.err)
+	}
+	return builtMPI.path
+}
+
+// mpiArgs start n ranks on this machine only: over the loopback
+// interface, more ranks than cores allowed, as root too (CI's containers).
+func mpiArgs(n int) []string {
+	return []string{"--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,tcp",
+		"--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo", "-np", fmt.Sprint(n)}
+}
+
+// mpirun runs mpirun with args and returns its output and error, killing
+// the job (its process group) if it outlives timeout: a hang fails.
+func mpirun(t *testing.T, timeout time.Duration, env []string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "mpirun", args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("mpirun %s did not end within %v (a rank hangs):\n%s", strings.Join(args, " "), timeout, out.String())
+	}
+	return out.String(), err
+}
+
+// One run over 2 and 4 MPI ranks writes the files of one process to the
+// byte (statistics, capture, waveforms, transaction log) and prints its
+// table: the default scenario, shortened, and 16 nodes behind a switch with
+// every output.
+func TestMPIRanksByteIdentical(t *testing.T) {
+	bin := aaemuMPIBinary(t)
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short.yaml")
+	if err := os.WriteFile(short, []byte("workload:\n  dht:\n    inserts: 300\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	star := filepath.Join(dir, "star.yaml")
+	if err := os.WriteFile(star, []byte(`seed: 3
+machine:
+  nodes: 16
+  cores: 4
+  transport: srd
+  wire: {rate_mbps: 10000, latency_ns: 300}
+workload:
+  dht:
+    inserts: 40
+    cells: 1024
+    collisions: [0.25]
+    schemes: [AA-SP, RMA]
+    procs_per_node: 4
+outputs:
+  vcd: true
+  pcap: true
+  trace: "node3.nic0,node12.nic0,net.switch,net.up3"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		file  string
+		ranks []int
+	}{
+		{"default", short, []int{2}},
+		{"star", star, []int{2, 4}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ref := filepath.Join(dir, c.name+"-1")
+			refOut, err := aaemu(t, "run", c.file, "--txn-log", "--no-host-stats", "--out", ref)
+			if err != nil {
+				t.Fatalf("one process: %v\n%s", err, refOut)
+			}
+			want := readDir(t, ref)
+			for _, n := range c.ranks {
+				out := filepath.Join(dir, fmt.Sprintf("%s-%d", c.name, n))
+				text, err := mpirun(t, 90*time.Second, nil, append(mpiArgs(n), bin, "run", c.file, "--txn-log", "--no-host-stats", "--out", out)...)
+				if err != nil {
+					t.Fatalf("%d ranks: %v\n%s", n, err, text)
+				}
+				if tableOf(text) != tableOf(refOut) {
+					t.Errorf("%d ranks: the table differs from one process's:\n%s\nwant\n%s", n, text, refOut)
+				}
+				got := readDir(t, out)
+				for name, w := range want {
+					if g, ok := got[name]; !ok || !bytes.Equal(g, w) {
+						t.Errorf("%d ranks: %s differs from one process's (%d bytes, want %d)", n, name, len(g), len(w))
+					}
+				}
+				if len(got) != len(want) {
+					t.Errorf("%d ranks: %d files, one process wrote %d", n, len(got), len(want))
+				}
+			}
+		})
+	}
+}
+
+// What cannot run over ranks stops every rank with a clear error, and
+// none hangs: more ranks than the cluster has domains, ranks started on
+// different scenarios, an error only one rank meets, a workload whose
+// results are not carried between ranks, another command than run, an
+// aaemu built without MPI, and a rank that dies.
+func TestMPIRanksRefuse(t *testing.T) {
+	bin := aaemuMPIBinary(t)
+	plain := aaemuBinary(t)
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other.yaml")
+	if err := os.WriteFile(other, []byte("workload:\n  dht:\n    inserts: 301\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	for _, c := range []struct {
+		name  string
+		env   []string
+		args  []string
+		want  string
+		every int // ranks that must each say it
+	}{
+		{"too-many-ranks", nil, append(mpiArgs(4), bin, "run", "--out", out),
+			"4 ranks for a cluster of 2 nodes and its network (3 domains): run at most 3 ranks", 4},
+		{"scenarios-differ", nil, append(append(mpiArgs(1), bin, "run", other, "--out", out, ":"), append(mpiArgs(1)[len(mpiArgs(1))-2:], bin, "run", "--out", out)...),
+			"rank 1 was started with another scenario or other flags than rank 0", 2},
+		{"file-on-one-rank", nil, append(append(mpiArgs(1), bin, "run", filepath.Join(dir, "absent.yaml"), "--out", out, ":"), append(mpiArgs(1)[len(mpiArgs(1))-2:], bin, "run", other, "--out", out)...),
+			"rank 0 of 2: open " + filepath.Join(dir, "absent.yaml") + ": no such file or directory", 2},
+		{"workload", nil, append(mpiArgs(2), bin, "run", "../../examples/counter.yaml", "--out", out),
+			"workload.kind counter cannot run over MPI ranks", 2},
+		{"command", nil, append(mpiArgs(2), bin, "workload", "counter"),
+			"only `aaemu run` runs over MPI ranks, not `aaemu workload`", 2},
+		{"no-mpi-built", nil, append(mpiArgs(2), plain, "run", "--out", out),
+			"this aaemu was built without MPI", 2},
+		{"rank-dies", nil, append(mpiArgs(2), "-x", "AAEMU_TEST_RANK_EXIT=1", bin, "run", "--out", out),
+			"rank 1 exits (test hook)", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text, err := mpirun(t, 60*time.Second, c.env, c.args...)
+			if err == nil {
+				t.Fatalf("mpirun succeeded:\n%s", text)
+			}
+			if n := strings.Count(text, c.want); n < c.every {
+				t.Fatalf("%d ranks said %q, want %d:\n%s", n, c.want, c.every, text)
+			}
+		})
+	}
+}
