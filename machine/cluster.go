@@ -69,10 +69,14 @@ type Spec struct {
 	// bandwidth (cpu.SMP). Nil: every access costs CPU.MemAccessPS.
 	SMP *cpu.SMPSpec
 	// StartX puts a StarT-X NIU (seed 001) beside the NIC in every node,
-	// joined by Arctic lines of StartXLine (zero: startx.DefaultLineSpec).
-	// Nil: none.
+	// joined by lines of StartXLine (zero: startx.DefaultLineSpec): two
+	// nodes directly, more through a crossbar switch. Nil: none.
 	StartX     *startx.Spec
 	StartXLine startx.LineSpec
+	// StartXNICs is the NIUs of every node (0 is 1; at most
+	// MaxStartXPerNode): each on a PCIe link of its own, NIU r of node n
+	// at network address StartXAddr(n, r).
+	StartXNICs int
 }
 
 // DefaultSpec is the paper's two-node set-up: 1 GbE NICs on PCIe Gen3 x8.
@@ -150,9 +154,10 @@ type Node struct {
 	NICs       []*nic.NIC
 	Ups, Downs []*pcie.Dir
 	Cores      []*cpu.Core
-	Poller     *cpu.Core   // the polling hyperthread (SP mode)
-	SMP        *cpu.SMP    // the cores' coherence model (Spec.SMP; nil: none)
-	NIU        *startx.NIU // the StarT-X NIU (Spec.StartX; nil: none), on its own link
+	Poller     *cpu.Core     // the polling hyperthread (SP mode)
+	SMP        *cpu.SMP      // the cores' coherence model (Spec.SMP; nil: none)
+	NIU        *startx.NIU   // the StarT-X NIU (Spec.StartX; nil: none), on its own link
+	NIUs       []*startx.NIU // all its NIUs (Spec.StartXNICs): NIUs[0] is NIU
 	NIUUp      *pcie.Dir
 	NIUDown    *pcie.Dir
 	SP         *scratchpad.Scratchpad
@@ -173,9 +178,12 @@ type Cluster struct {
 	Wires    []*nic.Wire
 	Switch   *nic.Switch   // the star's switch
 	Switches []*nic.Switch // every switch of the network (leaves, then spines)
-	// StartXLines are the Arctic lines between the StarT-X NIUs (Spec.StartX).
-	StartXLines []*startx.Line
-	onStop      []func() // what Run calls when it ends (the systems' consumers)
+	// StartXLines are the lines between the StarT-X NIUs (Spec.StartX):
+	// two nodes' direct lines, or every line into and out of StartXSwitch,
+	// the crossbar that joins more than two.
+	StartXLines  []*startx.Line
+	StartXSwitch *startx.Switch
+	onStop       []func() // what Run calls when it ends (the systems' consumers)
 	// partitions asked for (SetPartitions) and why it must be one (Serial).
 	partitions int
 	serial     string
@@ -195,6 +203,9 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	}
 	if s.NICs < 0 || s.NICs > MaxNICs {
 		return nil, fmt.Errorf("nics: %d, want 1..%d", s.NICs, MaxNICs)
+	}
+	if s.StartXNICs < 0 || s.StartXNICs > MaxStartXPerNode || (s.StartXNICs > 1 && s.StartX == nil) {
+		return nil, fmt.Errorf("startx nius: %d a node, want 1..%d, with machine.startx", s.StartXNICs, MaxStartXPerNode)
 	}
 	if s.Rails() > 1 && s.Nodes > 2 && s.Topology == TopologyLeafSpine {
 		return nil, fmt.Errorf("nics: %d NICs a node need topology %s (a switch per rail), not %s", s.NICs, TopologyStar, s.Topology)

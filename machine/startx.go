@@ -10,62 +10,102 @@ import (
 )
 
 // StartXBARBase is the StarT-X NIU's BAR (Spec.StartX), below the RDMA
-// NIC's.
+// NIC's; a node's further NIUs (Spec.StartXPerNode) follow, a BAR each.
 const StartXBARBase = 0xe000_0000
 
-// StartXID is the NIU's requester ID: the bus after the RDMA NICs' (1 to MaxNICs).
+// StartXID is the NIU's requester ID: the bus after the RDMA NICs' (1 to
+// MaxNICs); a node's further NIUs take the buses after it.
 var StartXID = tlp.NewID(1+MaxNICs, 0, 0)
 
-// startXNode puts a StarT-X NIU in the node as a second PCIe endpoint on a
+// MaxStartXPerNode bounds the NIUs of a node (seed 000's SMPs have three
+// Myrinet NICs).
+const MaxStartXPerNode = 4
+
+// StartXPerNode is the NIUs of every node (Spec.StartXPerNode, at least 1).
+func (s Spec) StartXPerNode() int { return max(s.StartXNICs, 1) }
+
+// StartXAddr is the network address of NIU r of node n: the node itself
+// with one NIU a node, else n × the NIUs a node + r (the switch's port).
+func (s Spec) StartXAddr(n, r int) int { return n*s.StartXPerNode() + r }
+
+// startXNode puts the node's StarT-X NIUs in it, each a PCIe endpoint on a
 // link of its own (the node's PCIe spec, and its down link when PCIeDown
 // is set), behind the same root complex and IOMMU domain as the NIC, so
-// that memory registered for the NIC is the NIU's pinned RDMA memory too.
+// that memory registered for the NIC is the NIUs' pinned RDMA memory too.
 func (n *Node) startXNode() error {
 	s := n.c.Spec
 	if s.StartX == nil {
 		return nil
 	}
-	p := fmt.Sprintf("node%d.", n.ID)
-	ns := *s.StartX
-	ns.ID, ns.Node, ns.BAR = StartXID, n.ID, StartXBARBase
-	var err error
-	if n.NIU, err = startx.New(n.Fabric, p+"startx", ns); err != nil {
-		return err
-	}
-	if n.NIUUp, err = pcie.NewDir(n.Fabric, p+"pcie1.up", s.PCIe, n.NIU.Unit(), n.IOMMU.Unit()); err != nil {
-		return err
-	}
-	var down, in *sim.Chan[pcie.Packet]
-	if s.PCIeDown {
-		if n.NIUDown, err = pcie.NewDir(n.Fabric, p+"pcie1.down", s.PCIe, n.IOMMU.Unit(), n.NIU.Unit()); err != nil {
+	for r := 0; r < s.StartXPerNode(); r++ {
+		p := fmt.Sprintf("node%d.", n.ID)
+		name, link := p+"startx", p+"pcie1"
+		if r > 0 {
+			name, link = fmt.Sprintf("%sstartx%d", p, r), fmt.Sprintf("%spcie_startx%d", p, r)
+		}
+		id := tlp.NewID(uint8(1+MaxNICs+r), 0, 0)
+		bar := uint64(StartXBARBase + r*startx.BARSize)
+		ns := *s.StartX
+		ns.ID, ns.Node, ns.BAR = id, s.StartXAddr(n.ID, r), bar
+		niu, err := startx.New(n.Fabric, name, ns)
+		if err != nil {
 			return err
 		}
-		pcie.Pair(n.NIUUp, n.NIUDown)
-		down, in = n.NIUDown.In, n.NIUDown.Out
-	} else {
-		down = pcie.NewClassChan(n.IOMMU.Unit(), n.NIU.Unit(), p+"pcie1.down", [3]int{8, 8, 8})
-		in = down
+		up, err := pcie.NewDir(n.Fabric, link+".up", s.PCIe, niu.Unit(), n.IOMMU.Unit())
+		if err != nil {
+			return err
+		}
+		var down, in *sim.Chan[pcie.Packet]
+		var downDir *pcie.Dir
+		if s.PCIeDown {
+			if downDir, err = pcie.NewDir(n.Fabric, link+".down", s.PCIe, n.IOMMU.Unit(), niu.Unit()); err != nil {
+				return err
+			}
+			pcie.Pair(up, downDir)
+			down, in = downDir.In, downDir.Out
+		} else {
+			down = pcie.NewClassChan(n.IOMMU.Unit(), niu.Unit(), link+".down", [3]int{8, 8, 8})
+			in = down
+		}
+		niu.In, niu.Out = in, up.In
+		port := n.IOMMU.AddPort(up.Out, down)
+		n.IOMMU.SetBAR(port, bar, startx.BARSize)
+		if err := n.Driver.Attach(id, nicDomain); err != nil {
+			return err
+		}
+		n.NIUs = append(n.NIUs, niu)
+		if r == 0 {
+			n.NIU, n.NIUUp, n.NIUDown = niu, up, downDir
+		}
 	}
-	n.NIU.In, n.NIU.Out = in, n.NIUUp.In
-	port := n.IOMMU.AddPort(n.NIUUp.Out, down)
-	n.IOMMU.SetBAR(port, StartXBARBase, startx.BARSize)
-	return n.Driver.Attach(StartXID, nicDomain)
+	return nil
 }
 
-// startXNetwork joins the NIUs by Arctic lines. The Arctic fabric's
-// routers are not modelled: two nodes are joined directly, a line each
-// way, which is the cluster of every figure of seed 001.
+// startXNetwork joins the NIUs: two by a line each way, more through one
+// crossbar switch (startx.Switch) with a line each way to every NIU. The Arctic fabric's routers are not modelled: two nodes is
+// the cluster of every figure of seed 001; the switch is the Myrinet
+// switch of seed 000's clusters.
 func (c *Cluster) startXNetwork() error {
 	s := c.Spec
 	if s.StartX == nil {
 		return nil
 	}
-	if s.Nodes != 2 {
-		return fmt.Errorf("startx: %d nodes: the Arctic network is modelled as a direct link between two nodes", s.Nodes)
-	}
 	line := s.StartXLine
 	if line == (startx.LineSpec{}) {
 		line = startx.DefaultLineSpec()
+	}
+	if s.Nodes*s.StartXPerNode() > 2 {
+		var nius []*startx.NIU // by network address
+		for _, n := range c.Nodes {
+			nius = append(nius, n.NIUs...)
+		}
+		sw, err := startx.NewSwitch(c.Fabric, "startx.switch", line, nius)
+		if err != nil {
+			return err
+		}
+		c.StartXSwitch = sw
+		c.StartXLines = sw.Lines
+		return nil
 	}
 	for i := 0; i < 2; i++ {
 		a, b := c.Nodes[i], c.Nodes[1-i]

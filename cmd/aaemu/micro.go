@@ -6,9 +6,12 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/aaemu/aaemu/msg/am2"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -28,6 +31,7 @@ type microOpts struct {
 	out      string
 	iters    int
 	vary     string      // KEY=V1,V2,…: the benchmark at each value of a scenario key
+	poll     string      // am2: the protocols and polling policy
 	pathSet  func() bool // whether --path was given
 }
 
@@ -39,9 +43,10 @@ type microRun struct {
 }
 
 func (o *microOpts) flags(cmd *cobra.Command, name string) {
-	cmd.Flags().StringSliceVar(&o.paths, "path", []string{"shm", "rdma"}, "where the two ranks are: shm (two cores of a node, the shared-memory transport), rdma (two nodes, the RDMA NICs); --layer am2: shm only, and the default")
+	cmd.Flags().StringSliceVar(&o.paths, "path", []string{"shm", "rdma"}, "where the two ranks are: shm (two cores of a node, the shared-memory transport), rdma (two nodes: the RDMA NICs; with --layer am2 AM-II's network protocol on Myrinet-class NIUs)")
 	o.pathSet = func() bool { return cmd.Flags().Changed("path") }
-	cmd.Flags().StringVar(&o.layer, "layer", "mpi", "the message layer measured: mpi (the MPI core, msg/mpi) or am2 (Active Messages II, msg/am2; path shm only)")
+	cmd.Flags().StringVar(&o.layer, "layer", "mpi", "the message layer measured: mpi (the MPI core, msg/mpi) or am2 (Active Messages II, msg/am2)")
+	cmd.Flags().StringVar(&o.poll, "poll", "adaptive", "--layer am2: the protocols and when a poll polls the network: adaptive (both protocols, 1/8..1/32 from the last 32 network polls), 1/k (both, every k-th poll), shm-only or net-only (one protocol)")
 	cmd.Flags().StringVar(&o.scenario, "machine", "", "a scenario file whose machine to run on (e.g. examples/machines/e5000.yaml; default: the built-in scenario's)")
 	what := name + ".csv"
 	if name == "pingpong" {
@@ -69,9 +74,21 @@ func (o *microOpts) runs() ([]microRun, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("--layer: %w", err)
 	}
+	poll, err := am2.ParsePolicy(o.poll)
+	if err != nil {
+		return nil, "", fmt.Errorf("--poll: %w", err)
+	}
+	if o.poll != "adaptive" && layer != micro.AM2 {
+		return nil, "", fmt.Errorf("--poll %s: a polling policy of --layer am2 only", o.poll)
+	}
 	names := o.paths
 	if layer == micro.AM2 && (o.pathSet == nil || !o.pathSet()) {
-		names = []string{string(micro.IntraNode)}
+		switch poll.Protocols {
+		case am2.ShmOnly:
+			names = []string{string(micro.IntraNode)}
+		case am2.NetOnly:
+			names = []string{string(micro.InterNode)}
+		}
 	}
 	var paths []micro.Path
 	for _, p := range names {
@@ -79,8 +96,11 @@ func (o *microOpts) runs() ([]microRun, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("--path: %w", err)
 		}
-		if layer == micro.AM2 && path == micro.InterNode {
-			return nil, "", fmt.Errorf("--layer am2 --path rdma: AM-II's network protocol is not implemented yet; am2 runs on --path shm (two cores of a node)")
+		if layer == micro.AM2 && path == micro.InterNode && poll.Protocols == am2.ShmOnly {
+			return nil, "", fmt.Errorf("--layer am2 --path rdma --poll shm-only: a shared-memory-only system does not reach another node")
+		}
+		if layer == micro.AM2 && path == micro.IntraNode && poll.Protocols == am2.NetOnly {
+			return nil, "", fmt.Errorf("--layer am2 --path shm --poll net-only: a network-only system does not reach a node's own endpoints")
 		}
 		paths = append(paths, path)
 	}
@@ -112,10 +132,18 @@ func (o *microOpts) runs() ([]microRun, string, error) {
 	var out []microRun
 	for i, x := range scs {
 		for _, p := range paths {
-			out = append(out, microRun{cfg: micro.Config{Machine: x.ClusterSpec(), Layer: layer, Path: p, Seed: x.Seed, Iters: o.iters}, value: values[i]})
+			out = append(out, microRun{cfg: micro.Config{Machine: x.ClusterSpec(), Layer: layer, Path: p, Seed: x.Seed, Iters: o.iters, AM2Poll: poll}, value: values[i]})
 		}
 	}
-	return out, machineName(o.scenario, sc.ClusterSpec()) + "; layer " + layerName(layer), nil
+	head := machineName(o.scenario, sc.ClusterSpec()) + "; layer " + layerName(layer)
+	if layer == micro.AM2 {
+		head += ", polling " + poll.String()
+		if slices.Contains(paths, micro.InterNode) {
+			ns, ls := am2.Myrinet(), am2.MyrinetLine()
+			head += fmt.Sprintf("; between nodes a Myrinet-class NIU each (%d MB/s line, %d MB/s I/O bus)", ls.RateMbps/8, ns.DMAMBps)
+		}
+	}
+	return out, head, nil
 }
 
 // name is the run's series name: the path, and the varied key's value.
@@ -150,7 +178,9 @@ func newMicroCmd() *cobra.Command {
 layers with, over the MPI core (msg/mpi; --layer mpi, the default) or
 Active Messages II (msg/am2; --layer am2), between two parties on two cores
 of one node (--path shm: the shared-memory transport, or AM-II's queue
-block) or on two nodes (--path rdma: the RDMA NICs; not for am2 yet), on
+block) or on two nodes (--path rdma: the RDMA NICs, or AM-II's network
+protocol on a Myrinet-class NIU per node; --poll picks AM-II's protocols
+and polling policy), on
 the built-in machine or a scenario's (--machine).
 Every figure is a simulated time the ranks measured, not a formula.`,
 	}

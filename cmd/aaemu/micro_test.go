@@ -96,25 +96,27 @@ func TestMicroVary(t *testing.T) {
 	}
 }
 
-// --layer am2 measures AM-II (on shm by default, the layer in the heading
-// and in the CSV's last column); am2 over rdma, or a layer that does not
-// exist, is an error that names the flag.
+// --layer am2 measures AM-II (the layer and the polling policy in the
+// heading, the layer in the CSV's last column): shm-only on two cores of a
+// node, the network protocol (--path rdma) between two nodes; a policy
+// that does not reach the path, a policy for another layer, or a layer
+// that does not exist, is an error that names the flag.
 func TestMicroLayer(t *testing.T) {
 	dir := t.TempDir()
-	out, err := aaemu(t, "micro", "loggp", "--layer", "am2", "--machine", "../../examples/machines/e5000.yaml", "--out", dir)
+	out, err := aaemu(t, "micro", "loggp", "--layer", "am2", "--poll", "shm-only", "--machine", "../../examples/machines/e5000.yaml", "--out", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(out, "layer am2") || !strings.Contains(out, "shm ") || strings.Contains(out, "rdma") {
+	if !strings.Contains(out, "layer am2") || !strings.Contains(out, "polling shm-only") || !strings.Contains(out, "shm ") || strings.Contains(out, "rdma") {
 		t.Fatalf("loggp --layer am2 output:\n%s", out)
 	}
 	rows := readCSV(t, filepath.Join(dir, "loggp.csv"))
 	if len(rows) != 2 || rows[0][len(rows[0])-1] != "layer" || rows[1][0] != "shm" || rows[1][len(rows[1])-1] != "am2" {
 		t.Fatalf("loggp.csv: %v", rows)
 	}
-	out, err = aaemu(t, "micro", "pingpong", "--layer", "am2", "--max", "64", "--out", dir)
-	if err != nil || !strings.Contains(out, "layer am2") || !strings.Contains(out, "shm: peak") {
-		t.Fatalf("pingpong --layer am2: %v\n%s", err, out)
+	out, err = aaemu(t, "micro", "pingpong", "--layer", "am2", "--path", "rdma", "--max", "64", "--machine", "../../examples/machines/e5000.yaml", "--out", dir)
+	if err != nil || !strings.Contains(out, "polling adaptive") || !strings.Contains(out, "rdma: peak") {
+		t.Fatalf("pingpong --layer am2 --path rdma: %v\n%s", err, out)
 	}
 	out, err = aaemu(t, "micro", "pingpong", "--max", "64", "--path", "shm", "--out", dir)
 	if err != nil || !strings.Contains(out, "layer mpi") {
@@ -124,8 +126,10 @@ func TestMicroLayer(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"micro", "loggp", "--layer", "am2", "--path", "rdma", "--out", dir}, "--layer am2 --path rdma"},
-		{[]string{"micro", "pingpong", "--layer", "am2", "--path", "shm,rdma", "--out", dir}, "not implemented"},
+		{[]string{"micro", "loggp", "--layer", "am2", "--path", "rdma", "--poll", "shm-only", "--out", dir}, "--layer am2 --path rdma --poll shm-only"},
+		{[]string{"micro", "pingpong", "--layer", "am2", "--path", "shm", "--poll", "net-only", "--out", dir}, "--poll net-only"},
+		{[]string{"micro", "pingpong", "--layer", "am2", "--poll", "1/0", "--out", dir}, "--poll"},
+		{[]string{"micro", "pingpong", "--poll", "1/8", "--out", dir}, "--layer am2 only"},
 		{[]string{"micro", "pingpong", "--layer", "myrinet", "--out", dir}, "--layer"},
 	} {
 		if out, err := aaemu(t, bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {

@@ -7,6 +7,42 @@ import (
 	"testing"
 )
 
+// `aaemu paper am2 --reduced` runs seed 000's figures on reduced sizes
+// into OUT/am2/: for each the points, the plot and the claims with the
+// paper's value, aaemu's, the tolerance and a verdict; claims.md collects
+// them. A figure the paper does not have is refused.
+func TestPaperAM2(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "am2", "table2", "4", "bandwidth", "polling", "--reduced", "--out", dir, "-j", "2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"Figure table2", "Figure 4", "Figure bandwidth", "Figure polling",
+		"A1 shm single-protocol round trip", "5.6 µs, 2.8 µs", "A8 network g and round trip", "A9 multi-protocol send overhead",
+		"345 cycles", "A11 network half-power point", "A10 an idle network poll"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"figtable2/points.csv", "figtable2/figtable2.png", "fig4/points.csv", "fig4/fig4.svg",
+		"figbandwidth/points.csv", "figpolling/points.csv", "claims.md"} {
+		if st, err := os.Stat(filepath.Join(dir, "am2", f)); err != nil || st.Size() < 100 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "am2", "figtable2", "points.csv"))
+	if err != nil || !strings.HasPrefix(string(csv), "message_size,system,scheme,time\n8,shm single-protocol,L,") || strings.Count(string(csv), "\n") != 1+4*6 {
+		t.Fatalf("table2 points.csv: %v\n%s", err, csv)
+	}
+	claims, err := os.ReadFile(filepath.Join(dir, "am2", "claims.md"))
+	if err != nil || !strings.Contains(string(claims), "A5 network round trip / shm round trip") {
+		t.Fatalf("claims.md: %v\n%s", err, claims)
+	}
+	if _, err := aaemu(t, "paper", "am2", "table9", "--reduced", "--out", dir); err == nil || !strings.Contains(err.Error(), "table9") {
+		t.Fatalf("a figure am2 does not have: %v", err)
+	}
+}
+
 // `aaemu paper am2 table4 table5 --reduced` runs seed 000's application
 // tables on reduced sizes into OUT/am2/: the points, the plots and the
 // claims. Table 6 needs AM-II's network protocol: until it runs, asking for

@@ -3,15 +3,17 @@
 // request/reply with a reply token, short messages of up to 8 32-bit
 // arguments and bulk transfers of up to 8 kB, on a cluster of SMPs.
 //
-// This package implements the shared-memory protocol between endpoints of
-// one SMP node: every endpoint has a shared-memory queue block in its
+// Two protocols carry the messages. Between endpoints of one SMP node,
+// shared memory: every endpoint has a shared-memory queue block in its
 // node's memory laid out as the paper's Figure 3 (a tag line, then for each
 // of the request and reply queues a tail line, a head line, a packet ring
 // of one cache line per packet, the bulk blocks' valid flags and the 8 kB
 // bulk blocks). Senders write into the receiver's block directly; every
 // step is a costed load, store, CAS or copy of the process (cpu.Proc), so
-// the node's coherence model prices it. Endpoints on other nodes are named
-// and mapped but not reached yet: a send to one is an error.
+// the node's coherence model prices it. Between nodes, the network
+// (net.go): the node's NIU, whose FIFOs in NIC memory are the network
+// queues. A poll looks at the shared-memory queues and, as the polling
+// policy says (poll.go), the network.
 package am2
 
 import (
@@ -21,6 +23,7 @@ import (
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/sim"
 )
 
 // Limits of the interface (seed 000, L62–L68).
@@ -34,7 +37,8 @@ const (
 
 // Errors a send returns; nothing is delivered when a send fails.
 var (
-	ErrRemote    = errors.New("am2: destination endpoint on another node: the network protocol is not implemented yet")
+	ErrRemote    = errors.New("am2: destination endpoint on another node: the system has no network (shared memory only, or nodes without an NIU)")
+	ErrLocal     = errors.New("am2: destination endpoint on the sender's node: the system is network-only")
 	ErrInHandler = errors.New("am2: a request from inside a handler (handlers may only reply)")
 )
 
@@ -55,10 +59,12 @@ const (
 
 // Spec is the shape of an endpoint's queues and its back-off.
 type Spec struct {
-	Slots      int // packets per queue structure (default 256)
-	Blocks     int // bulk blocks per queue structure (default 16)
-	BackoffMin int // first back-off when a queue is full, cycles (default 16)
-	BackoffMax int // longest back-off, cycles (default 4096)
+	Slots      int     // packets per queue structure (default 256)
+	Blocks     int     // bulk blocks per queue structure (default 16)
+	BackoffMin int     // first back-off when a queue is full, cycles (default 16)
+	BackoffMax int     // longest back-off, cycles (default 4096)
+	Net        NetSpec // the network protocol's shape (zero: its defaults)
+	Poll       Policy  // the protocols, and when a poll polls the network (zero: both, adaptive)
 }
 
 // DefaultSpec is the inferred depth of seed 000's block (message-layers
@@ -75,7 +81,10 @@ func (s Spec) Validate() error {
 	case s.BackoffMin < 1 || s.BackoffMax < s.BackoffMin:
 		return fmt.Errorf("am2: back-off %d..%d cycles, want 1 ≤ min ≤ max", s.BackoffMin, s.BackoffMax)
 	}
-	return nil
+	if err := s.Net.withDefaults().Validate(); err != nil {
+		return err
+	}
+	return s.Poll.Validate()
 }
 
 // Queue structure layout, from its base: tail line, head line, ring,
@@ -98,9 +107,13 @@ func (n Name) String() string { return fmt.Sprintf("(%d,%d)", n.Node, n.Index) }
 
 // System is the endpoints of a cluster.
 type System struct {
-	c    *machine.Cluster
-	spec Spec
-	eps  [][]*Endpoint // per node, by index
+	c       *machine.Cluster
+	spec    Spec
+	policy  Policy
+	eps     [][]*Endpoint // per node, by index
+	net     []*netNode    // per NIU, by network address (nil: no network)
+	perNode int           // NIUs a node
+	chans   map[[2]Name]*channel
 }
 
 // New makes an AM-II system on cluster c.
@@ -110,8 +123,16 @@ func New(c *machine.Cluster, s Spec) (*System, error) {
 	}
 	// Endpoints' global names resolve through one table of all nodes.
 	c.Serial("am2: the endpoints of all nodes share one name table")
-	return &System{c: c, spec: s, eps: make([][]*Endpoint, len(c.Nodes))}, nil
+	s.Net = s.Net.withDefaults()
+	sys := &System{c: c, spec: s, policy: s.Poll, eps: make([][]*Endpoint, len(c.Nodes)), chans: map[[2]Name]*channel{}}
+	if err := sys.initNet(); err != nil {
+		return nil, err
+	}
+	return sys, nil
 }
+
+// Network reports whether the system reaches other nodes.
+func (sys *System) Network() bool { return sys.net != nil && sys.policy.Protocols != ShmOnly }
 
 // Spec is the system's queue shape.
 func (sys *System) Spec() Spec { return sys.spec }
@@ -133,7 +154,14 @@ func (sys *System) NewEndpoint(node int, tag uint64) (*Endpoint, error) {
 	n := sys.c.Nodes[node]
 	s := sys.spec
 	e := &Endpoint{sys: sys, node: n, name: Name{node, len(sys.eps[node])}, tag: tag}
+	if err := sys.checkNetEndpoint(e); err != nil {
+		return nil, err
+	}
 	e.base = n.Alloc(s.BlockBytes())
+	e.inbox = n.Alloc(64 * LineBytes)
+	if err := sys.initNetEndpoint(e); err != nil {
+		return nil, err
+	}
 	n.Mem.Store64(e.base, tag)
 	for q := 0; q < 2; q++ {
 		for i := 0; i < s.Slots; i++ {
@@ -166,6 +194,35 @@ type Stats struct {
 	Full                     uint64 // failed slot or block claims: the queue was full
 	Backoffs                 uint64 // back-off waits
 	BackoffCycles            uint64
+	NetSent                  uint64 // messages sent over the network (also in Sent)
+	NetPolls                 uint64 // polls that polled the network
+	Dropped                  uint64 // network messages for no endpoint
+	// Send is where the time of the shared-memory requests went
+	// (seed 000's Figure 4).
+	Send SendCost
+}
+
+// SendCost splits the time of shared-memory requests by the steps of a
+// send: the poll on every send (PollNet: the part of it that polled the
+// network), the tag check (the load of the destination's tag), the tail
+// (its load and CAS: a ticket), the claim of the slot (its CAS, which
+// brings the packet's line), and the packet's fill and mark-ready; a bulk
+// block's claim and copy are in Bulk, back-offs in Wait. Sends counts the
+// requests.
+type SendCost struct {
+	Sends                                               uint64
+	Poll, PollNet, Check, Tail, Claim, Fill, Bulk, Wait sim.Tick
+}
+
+// Total is the time of the sends.
+func (c SendCost) Total() sim.Tick {
+	return c.Poll + c.Check + c.Tail + c.Claim + c.Fill + c.Bulk + c.Wait
+}
+
+// Minus is c less an earlier reading d of the same counters.
+func (c SendCost) Minus(d SendCost) SendCost {
+	return SendCost{Sends: c.Sends - d.Sends, Poll: c.Poll - d.Poll, PollNet: c.PollNet - d.PollNet, Check: c.Check - d.Check,
+		Tail: c.Tail - d.Tail, Claim: c.Claim - d.Claim, Fill: c.Fill - d.Fill, Bulk: c.Bulk - d.Bulk, Wait: c.Wait - d.Wait}
 }
 
 type dest struct {
@@ -189,6 +246,19 @@ type Endpoint struct {
 	inHandle int
 	returned []Message
 	stats    Stats
+	cost     *SendCost // the request being sent's steps are timed into it (nil: none)
+	// netPollTime is the time spent reading the NIU in polls.
+	netPollTime sim.Tick
+
+	// The network side: staging blocks and the NIU's running count at which
+	// each is free again, messages taken from the NIU (by priority), the
+	// inbox line they are handed over through, and the polling state.
+	nd         *netNode // its NIU
+	staging    uint64
+	stagingEnd []uint64
+	pending    [2][]*netMsg
+	inbox      uint64
+	poller     poller
 }
 
 // Name is the endpoint's global name; Tag its tag.
@@ -233,8 +303,14 @@ func (e *Endpoint) Map(i int, name Name, tag uint64) error {
 	if i < 0 || i >= MaxDests {
 		return fmt.Errorf("am2: destination index %d, want 0..%d", i, MaxDests-1)
 	}
-	if e.sys.Endpoint(name) == nil {
+	to := e.sys.Endpoint(name)
+	if to == nil {
 		return fmt.Errorf("am2: no endpoint %v", name)
+	}
+	if to.name.Node != e.name.Node && e.sys.net != nil {
+		if _, err := e.sys.channelTo(e, to); err != nil {
+			return err
+		}
 	}
 	e.dests[i] = dest{name: name, tag: tag, ok: true}
 	return nil
@@ -295,14 +371,28 @@ func (e *Endpoint) request(dst, h int, src uint64, n int, args []uint32) error {
 	if err := e.check(to, h, n, args); err != nil {
 		return err
 	}
+	t0 := e.p.Now()
+	net0 := e.netPollTime
 	e.Poll() // poll on every send
+	if to.name.Node == e.name.Node {
+		e.stats.Send.Poll += e.p.Now() - t0
+		e.stats.Send.PollNet += e.netPollTime - net0
+		e.cost = &e.stats.Send
+		defer func() { e.cost = nil }()
+	}
+	if to.name.Node != e.name.Node {
+		return e.netSend(to, kindMsg, qRequest, d.tag, h, src, n, args, -1)
+	}
 	return e.send(to, qRequest, d.tag, h, src, n, args)
 }
 
 // check validates a message to endpoint to before anything is sent.
 func (e *Endpoint) check(to *Endpoint, h, n int, args []uint32) error {
-	if to.name.Node != e.name.Node {
+	if to.name.Node != e.name.Node && !e.sys.Network() {
 		return fmt.Errorf("%w (%v from %v)", ErrRemote, to.name, e.name)
+	}
+	if to.name.Node == e.name.Node && e.sys.policy.Protocols == NetOnly {
+		return fmt.Errorf("%w (%v from %v)", ErrLocal, to.name, e.name)
 	}
 	if len(args) > MaxArgs {
 		return fmt.Errorf("am2: %d arguments, want at most %d", len(args), MaxArgs)
@@ -310,7 +400,10 @@ func (e *Endpoint) check(to *Endpoint, h, n int, args []uint32) error {
 	if n < 0 || n > MaxBulk {
 		return fmt.Errorf("am2: a bulk transfer of %d bytes, want 1..%d", n, MaxBulk)
 	}
-	// Full trust inside an SMP: the sender sees the receiver's table.
+	// Full trust inside an SMP: the sender sees the receiver's table. To
+	// another node, the name service that resolved the destination has
+	// its table too; the receiver checks again (a message for a handler
+	// it no longer has goes back to handler 0).
 	if h < 1 || h >= MaxHandlers || to.handlers[h] == nil {
 		return fmt.Errorf("am2: handler index %d not in endpoint %v's table", h, to.name)
 	}
@@ -323,11 +416,28 @@ func (e *Endpoint) check(to *Endpoint, h, n int, args []uint32) error {
 // sending a reply: reply handlers do not send, so replies always drain).
 func (e *Endpoint) send(to *Endpoint, q int, tag uint64, h int, src uint64, n int, args []uint32) error {
 	p := e.p
+	c := e.cost
+	if c != nil {
+		c.Sends++
+	}
+	mark := p.Now()
+	step := func(into *sim.Tick) {
+		if c != nil {
+			now := p.Now()
+			*into += now - mark
+			mark = now
+		}
+	}
+	var skip sim.Tick
 	if p.Load64(to.base) != tag {
 		m := Message{Handler: h, Args: append([]uint32(nil), args...), Data: src, Len: n, Reply: q == qReply, Returned: true, From: to.name}
 		e.returned = append(e.returned, m)
 		e.stats.Returned++
+		step(&skip)
 		return nil
+	}
+	if c != nil {
+		step(&c.Check)
 	}
 	bo := e.sys.spec.BackoffMin
 	wait := func() {
@@ -336,10 +446,16 @@ func (e *Endpoint) send(to *Endpoint, q int, tag uint64, h int, src uint64, n in
 		e.stats.BackoffCycles += uint64(bo)
 		p.Compute(bo)
 		bo = min(2*bo, e.sys.spec.BackoffMax)
+		saved := e.cost
+		e.cost = nil // the handlers the poll runs may reply: not this send
 		if q == qReply {
-			e.poll(qReply)
+			e.pollReplies()
 		} else {
 			e.Poll()
+		}
+		e.cost = saved
+		if c != nil {
+			step(&c.Wait)
 		}
 	}
 	block := -1
@@ -351,6 +467,9 @@ func (e *Endpoint) send(to *Endpoint, q int, tag uint64, h int, src uint64, n in
 	if block >= 0 {
 		p.Memcpy(to.block(q, block), src, uint64(n))
 	}
+	if c != nil {
+		step(&c.Bulk)
+	}
 	t := p.Load64(to.tail(q))
 	for {
 		old := p.CAS(to.tail(q), t, t+1)
@@ -359,9 +478,18 @@ func (e *Endpoint) send(to *Endpoint, q int, tag uint64, h int, src uint64, n in
 		}
 		t = old
 	}
+	if c != nil {
+		step(&c.Tail)
+	}
 	slot := to.slot(q, t)
 	for p.CAS(slot, t<<8|typeFree, t<<8|typeClaimed) != t<<8|typeFree {
+		if c != nil {
+			step(&c.Claim)
+		}
 		wait() // the slot holds the last lap's packet: full
+	}
+	if c != nil {
+		step(&c.Claim)
 	}
 	var line [LineBytes - 8]byte
 	meta := uint64(h) | uint64(len(args))<<8 | uint64(block+1)<<16 | uint64(n)<<32
@@ -377,6 +505,9 @@ func (e *Endpoint) send(to *Endpoint, q int, tag uint64, h int, src uint64, n in
 		ty = typeReadyBulk
 	}
 	p.Store64(slot, t<<8|ty)
+	if c != nil {
+		step(&c.Fill)
+	}
 	e.stats.Sent++
 	return nil
 }
@@ -409,7 +540,26 @@ func (e *Endpoint) Poll() int {
 		}
 		k++
 	}
-	return k + e.poll(qRequest) + e.poll(qReply)
+	if e.sys.policy.Protocols != NetOnly {
+		k += e.poll(qRequest) + e.poll(qReply)
+	}
+	if e.sys.Network() {
+		k += e.netPoll(true)
+	}
+	return k
+}
+
+// pollReplies polls only for replies (and the network's other high-
+// priority messages): what a sender of a reply does while it waits.
+func (e *Endpoint) pollReplies() int {
+	k := 0
+	if e.sys.policy.Protocols != NetOnly {
+		k += e.poll(qReply)
+	}
+	if e.sys.Network() {
+		k += e.netPoll(false)
+	}
+	return k
 }
 
 // poll drains queue q of the endpoint.
@@ -491,5 +641,8 @@ func (t *Token) reply(h int, src uint64, n int, args []uint32) error {
 		return err
 	}
 	t.replied = true
+	if t.from.name.Node != t.ep.name.Node {
+		return t.ep.netSend(t.from, kindMsg, qReply, t.fromTag, h, src, n, args, -1)
+	}
 	return t.ep.send(t.from, qReply, t.fromTag, h, src, n, args)
 }

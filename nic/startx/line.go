@@ -28,6 +28,17 @@ type Line struct {
 // NewLine places a line in clk between the sending NIU tx and the
 // receiving NIU rx, whose receive FIFOs hold rxDepth packets each.
 func NewLine(clk *sim.Clock, name string, spec LineSpec, tx, rx *NIU) (*Line, error) {
+	l, err := newLine(clk, name, spec, tx.u, rx.u, rx.spec.RXDepth)
+	if err != nil {
+		return nil, err
+	}
+	tx.NetOut, rx.NetIn = l.In, l.Out
+	return l, nil
+}
+
+// newLine places a line from unit tx to unit rx, whose buffers at the end
+// hold depth packets a priority: the caller connects In and Out.
+func newLine(clk *sim.Clock, name string, spec LineSpec, tx, rx *sim.Unit, depth int) (*Line, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -35,9 +46,8 @@ func NewLine(clk *sim.Clock, name string, spec LineSpec, tx, rx *NIU) (*Line, er
 	l.u = clk.Add(name, l)
 	lat := max(spec.LatencyPS, clk.Period())
 	for p := High; p <= Low; p++ {
-		l.In[p] = sim.NewChan[Packet](tx.u, l.u, fmt.Sprintf("%s.tx_%s", name, p), 1)
-		l.Out[p] = sim.NewLink[Packet](l.u, rx.u, fmt.Sprintf("%s.rx_%s", name, p), rx.spec.RXDepth, lat)
-		tx.NetOut[p], rx.NetIn[p] = l.In[p], l.Out[p]
+		l.In[p] = sim.NewChan[Packet](tx, l.u, fmt.Sprintf("%s.tx_%s", name, p), 1)
+		l.Out[p] = sim.NewLink[Packet](l.u, rx, fmt.Sprintf("%s.rx_%s", name, p), depth, lat)
 	}
 	st := l.u.Engine().Stats()
 	l.packets = st.Counter(name+".packets", "packets", "packets sent on the line")

@@ -40,6 +40,12 @@ type rdmaEngine struct {
 	size    uint64
 	rstatus uint64
 	got     uint64
+
+	busFree sim.Tick // when the I/O bus is free for the next DMA (Spec.DMAMBps)
+
+	frame   *Packet  // the packet being gathered (Spec.RDMAFrameBytes)
+	landing *Packet  // an arrived packet crossing the I/O bus into host memory
+	landAt  sim.Tick // when it has crossed
 }
 
 type rdmaCmd struct {
@@ -59,6 +65,32 @@ type rdmaRead struct {
 }
 
 func (r *rdmaEngine) init(s Spec) { r.spec = s }
+
+// busReady reports whether the I/O bus is free for a DMA at now; when it
+// is, the DMA of k bytes takes it for k/DMAMBps.
+func (r *rdmaEngine) busReady(n *NIU, now sim.Tick, k int) bool {
+	if r.spec.DMAMBps == 0 {
+		return true
+	}
+	if now < r.busFree {
+		n.u.WakeAt(r.busFree)
+		return false
+	}
+	r.busFree = now + sim.Tick(uint64(k)*1_000_000/r.spec.DMAMBps)
+	return true
+}
+
+// BootArm arms the receiver as Port.Arm does, without a process: what a
+// driver sets up when it loads (a message layer's permanent window). Src
+// -1 takes every sender's packets.
+func (n *NIU) BootArm(src int, base, size, status uint64) {
+	r := &n.rdma
+	r.armed, r.src, r.base, r.size, r.rstatus, r.got = true, src, base, size, status, 0
+}
+
+// BootSendStatus sets the send status address as Port.SetSendStatus does,
+// without a process.
+func (n *NIU) BootSendStatus(addr uint64) { n.rdma.statusAddr = addr }
 
 // store takes a store into the RDMA registers at BAR offset a.
 func (r *rdmaEngine) store(n *NIU, a uint64, data []byte, now sim.Tick) {
@@ -136,10 +168,22 @@ func (r *rdmaEngine) completion(n *NIU, p *pcie.Packet, now sim.Tick) {
 func (r *rdmaEngine) tick(n *NIU, now sim.Tick) bool {
 	progress := false
 	e := n.u.Engine()
-	// Reads in order onto the line's queue.
+	// Reads in order onto the line's queue: each a packet, or gathered
+	// into one until it is full or its command ends.
 	for r.reads.Len() > 0 && r.reads.Front().done {
 		rd := r.reads.Pop()
-		r.out.Push(Packet{Txn: e.NewTxn(0, "startx.rdma", n.name), Src: n.spec.Node, Dst: rd.dst, Pri: High, RDMA: true, Addr: rd.addr, Data: rd.data})
+		if r.spec.RDMAFrameBytes == 0 {
+			r.out.Push(Packet{Txn: e.NewTxn(0, "startx.rdma", n.name), Src: n.spec.Node, Dst: rd.dst, Pri: High, RDMA: true, Addr: rd.addr, Data: rd.data})
+		} else {
+			if r.frame == nil {
+				r.frame = &Packet{Txn: e.NewTxn(0, "startx.rdma", n.name), Src: n.spec.Node, Dst: rd.dst, Pri: High, RDMA: true, Addr: rd.addr}
+			}
+			r.frame.Data = append(r.frame.Data, rd.data...)
+			if len(r.frame.Data) >= r.spec.RDMAFrameBytes || rd.last != 0 {
+				r.out.Push(*r.frame)
+				r.frame = nil
+			}
+		}
 		if rd.last != 0 {
 			r.doneBytes += rd.last
 			if r.statusAddr != 0 {
@@ -156,10 +200,15 @@ func (r *rdmaEngine) tick(n *NIU, now sim.Tick) bool {
 		if a := c.src + uint64(c.issued); a>>12 != (a+uint64(k)-1)>>12 {
 			k = int(4096 - a&0xfff) // a read stays within its 4 KB page
 		}
+		if r.spec.DMAMBps != 0 && now < r.busFree {
+			n.u.WakeAt(r.busFree)
+			break
+		}
 		t, ok := n.req.Issue(c.src+uint64(c.issued), k)
 		if !ok {
 			break
 		}
+		r.busReady(n, now, k)
 		rd := rdmaRead{tag: t.Tag, dst: c.dst, addr: c.raddr + uint64(c.issued), n: k}
 		c.issued += k
 		if c.issued == c.n {
@@ -177,16 +226,32 @@ func (r *rdmaEngine) tick(n *NIU, now sim.Tick) bool {
 		n.NetOut[High].Send(p)
 		progress = true
 	}
-	// Arrived packets into host memory while the link up keeps up.
+	// Arrived packets into host memory while the link up keeps up. With a
+	// bus cap a packet crosses the bus first: its data is in memory when
+	// the bus time of its bytes has passed.
 	for n.tlpQ.Len() < r.spec.QueueTLPs {
-		p := n.NetIn[High].Peek()
-		if p == nil || !p.RDMA {
-			break
+		var pk Packet
+		if r.landing != nil {
+			if now < r.landAt {
+				n.u.WakeAt(r.landAt)
+				break
+			}
+			pk, r.landing = *r.landing, nil
+		} else {
+			p := n.NetIn[High].Peek()
+			if p == nil || !p.RDMA || !r.busReady(n, now, len(p.Data)) {
+				break
+			}
+			pk = n.NetIn[High].Recv()
+			progress = true
+			if r.spec.DMAMBps != 0 {
+				r.landing, r.landAt = &pk, r.busFree
+				continue
+			}
 		}
-		pk := n.NetIn[High].Recv()
 		progress = true
 		end := pk.Addr + uint64(len(pk.Data))
-		if !r.armed || pk.Src != r.src || pk.Addr < r.base || end > r.base+r.size || end < pk.Addr {
+		if !r.armed || (r.src >= 0 && pk.Src != r.src) || pk.Addr < r.base || end > r.base+r.size || end < pk.Addr {
 			n.refuse(fmt.Errorf("rdma packet of %d bytes at %#x from node %d: the NIU is not armed for it", len(pk.Data), pk.Addr, pk.Src))
 			continue
 		}

@@ -33,8 +33,11 @@ func pattern(n int, seed byte) []byte {
 
 // rawRDMA moves size bytes between pinned buffers with one command and
 // returns the time from the command to the receiver seeing its last byte.
-func rawRDMA(t *testing.T, size int) sim.Tick {
-	c := e5000(t, nil)
+func rawRDMA(t *testing.T, size int) sim.Tick { return rawRDMASpec(t, size, nil) }
+
+// rawRDMASpec is rawRDMA with NIUs of a modified spec.
+func rawRDMASpec(t *testing.T, size int, mod func(s *startx.Spec)) sim.Tick {
+	c := e5000(t, mod)
 	a, b := c.Nodes[0], c.Nodes[1]
 	src, dst := pinned(t, a, uint64(size)), pinned(t, b, uint64(size))
 	sst, rst := pinned(t, a, 64), pinned(t, b, 64)
@@ -86,6 +89,61 @@ func TestRDMABandwidth(t *testing.T) {
 		}
 	}
 }
+
+// A DMA cap (the I/O bus the NIU sits on) bounds the bandwidth at the cap,
+// reads and writes alike; above the engine's own rate it changes nothing.
+func TestRDMABusCap(t *testing.T) {
+	const size = 64 << 10
+	for _, tc := range []struct {
+		mbps, reads int
+		lo, hi      float64 // MB/s
+	}{
+		{38, 2, 34, 38},   // the SBus of a Myrinet M2F: the bus is the bottleneck
+		{20, 1, 18, 20},   // below the one-read engine's ≈70 MB/s
+		{1000, 1, 50, 80}, // above it: the read round trip rules, as without a cap
+	} {
+		d := rawRDMASpec(t, size, func(s *startx.Spec) { s.DMAMBps, s.RDMAReads = uint64(tc.mbps), tc.reads })
+		mbps := float64(size) / (float64(d) / float64(sim.US))
+		t.Logf("cap %d MB/s, %d reads: %.1f MB/s", tc.mbps, tc.reads, mbps)
+		if mbps < tc.lo || mbps > tc.hi {
+			t.Errorf("cap %d MB/s: %.1f MB/s, want %.0f..%.0f", tc.mbps, mbps, tc.lo, tc.hi)
+		}
+	}
+}
+
+// Store and forward (RDMAFrameBytes): an 8 kB block as one packet waits
+// for all its reads, its line time and all its writes, one after the
+// other — about twice the bus time of its bytes and the line's; longer
+// transfers pipeline their packets and keep the bus's bandwidth.
+func TestRDMAStoreForward(t *testing.T) {
+	myri := func(frame int) func(s *startx.Spec) {
+		return func(s *startx.Spec) { s.DMAMBps, s.RDMAReads, s.RDMAFrameBytes = 38, 2, frame }
+	}
+	const block = 8 << 10
+	bus := float64(block) / 38 // µs
+	for _, tc := range []struct {
+		name   string
+		frame  int
+		size   int
+		lo, hi float64 // µs for one block, MB/s for more
+	}{
+		{"cut-through 8 kB", 0, block, bus, 1.15 * bus},
+		{"store-and-forward 8 kB", block, block, 2 * bus, 2.4 * bus},
+		{"store-and-forward 128 kB", block, 128 << 10, 34, 38},
+	} {
+		d := us(rawRDMASpec(t, tc.size, myri(tc.frame)))
+		v := d
+		if tc.size > block {
+			v = float64(tc.size) / d
+		}
+		t.Logf("%s: %.1f µs (%.1f MB/s)", tc.name, d, float64(tc.size)/d)
+		if v < tc.lo || v > tc.hi {
+			t.Errorf("%s: %.1f, want %.1f..%.1f", tc.name, v, tc.lo, tc.hi)
+		}
+	}
+}
+
+func us(t sim.Tick) float64 { return float64(t) / float64(sim.US) }
 
 // The receiver takes RDMA packets only from the sender and into the window
 // it armed for; others are refused and dropped, with an error.

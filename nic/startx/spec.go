@@ -37,6 +37,20 @@ type Spec struct {
 	// QueueTLPs bounds the TLPs waiting for the link up; the NIU stops
 	// taking RDMA packets from the network while it is full. Default 16.
 	QueueTLPs int
+	// DMAMBps caps the NIU's DMA, reads and writes together, at this many
+	// 10^6 bytes per second: the I/O bus it sits on when that is slower
+	// than its PCIe link (a Myrinet M2F on a 38 MB/s SBus, seed 000 L40,
+	// L53). A DMA of k bytes holds the bus k/DMAMBps; the next waits for
+	// it. 0: no cap beyond the link's.
+	DMAMBps uint64
+	// RDMAFrameBytes, when not 0, makes the RDMA engine store and forward
+	// packets of up to this many bytes: it gathers a command's reads into
+	// a packet before the packet goes on the line, and the receiver writes
+	// a packet to host memory once it has all arrived — as a Myrinet
+	// LANai stages a packet in its SRAM, DMA, network, DMA. A multiple of
+	// RDMAPacketBytes (which stays the size of a DMA read) up to 64 kB.
+	// 0: every read is a packet (the StarT-X NIU, cut through).
+	RDMAFrameBytes int
 }
 
 // LineSpec is one direction of an Arctic link.
@@ -73,6 +87,10 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("startx: rdma_commands %d: want 1..64", s.RDMACommands)
 	case s.QueueTLPs < 1:
 		return fmt.Errorf("startx: queue_tlps %d: want at least 1", s.QueueTLPs)
+	case s.RDMAFrameBytes < 0 || s.RDMAFrameBytes > 64<<10 || (s.RDMAFrameBytes > 0 && s.RDMAFrameBytes%s.RDMAPacketBytes != 0):
+		return fmt.Errorf("startx: rdma_frame_bytes %d: want 0 or a multiple of rdma_packet_bytes (%d) up to 65536", s.RDMAFrameBytes, s.RDMAPacketBytes)
+	case s.DMAMBps > 1_000_000:
+		return fmt.Errorf("startx: dma_mbps %d: want 0 (no cap) to 1000000", s.DMAMBps)
 	}
 	return s.Sizes.Validate()
 }

@@ -10,8 +10,12 @@ import (
 	"github.com/aaemu/aaemu/sim"
 )
 
-// am2Layer runs the sides as two AM-II endpoints on two cores of node 0,
-// each with its shared-memory queue block (msg/am2, default depths). A
+// am2Layer runs the sides as two AM-II endpoints (msg/am2, default depths)
+// on two cores of node 0 (path shm: the shared-memory protocol) or on
+// node 0 and node 1 (path rdma: the network protocol). The machine is
+// given a Myrinet-class NIU per node (am2.WithMyrinet) and two nodes, so
+// that a multi-protocol system polls the network on the shm path too;
+// Config.AM2Poll picks the protocols and the polling policy. A
 // message of up to 32 bytes is one short request carrying its bytes as
 // arguments (the sender loads them from its buffer, the handler stores
 // them into the receive buffer); a longer one is bulk requests of up to
@@ -37,27 +41,39 @@ const (
 const am2Limit = 10 * sim.S
 
 func (am2Layer) Run(c Config, body func(s Side)) error {
+	// Where the sides are: node and core.
+	var at [2][2]int
 	switch c.Path {
 	case IntraNode:
+		at = [2][2]int{{0, 0}, {0, 1}}
+		if c.AM2Poll.Protocols == am2.NetOnly {
+			return fmt.Errorf("micro: layer am2 on path shm with a network-only system: it does not reach a node's own endpoints")
+		}
 	case InterNode:
-		return fmt.Errorf("micro: layer am2 on path rdma: AM-II's network protocol is not implemented yet (only shm, two cores of a node)")
+		at = [2][2]int{{0, 0}, {1, 0}}
+		if c.AM2Poll.Protocols == am2.ShmOnly {
+			return fmt.Errorf("micro: layer am2 on path rdma with a shm-only system: it does not reach another node")
+		}
 	default:
 		return fmt.Errorf("micro: path %q", c.Path)
 	}
-	spec := c.Machine
+	spec := am2.WithMyrinet(c.Machine)
+	spec.Nodes = 2
 	spec.Cores = max(spec.Cores, 2)
 	cl, err := machine.New(sim.NewEngine(c.Seed), spec)
 	if err != nil {
 		return err
 	}
-	sys, err := am2.New(cl, am2.DefaultSpec())
+	as := am2.DefaultSpec()
+	as.Poll = c.AM2Poll
+	sys, err := am2.New(cl, as)
 	if err != nil {
 		return err
 	}
-	node := cl.Nodes[0]
 	var sides [2]*am2Side
 	for r := range sides {
-		ep, err := sys.NewEndpoint(0, uint64(r+1))
+		node := cl.Nodes[at[r][0]]
+		ep, err := sys.NewEndpoint(node.ID, uint64(r+1))
 		if err != nil {
 			return err
 		}
@@ -81,7 +97,7 @@ func (am2Layer) Run(c Config, body func(s Side)) error {
 	var failed error
 	done := 0
 	for r, s := range sides {
-		node.Cores[r].Spawn(fmt.Sprintf("am2.side%d", r), func(p *cpu.Proc) {
+		s.node.Cores[at[r][1]].Spawn(fmt.Sprintf("am2.side%d", r), func(p *cpu.Proc) {
 			defer func() {
 				if v := recover(); v != nil && failed == nil {
 					failed = fmt.Errorf("micro: am2 side %d at %v: %v", r, p.Now().Human(), v)

@@ -5,11 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aaemu/aaemu/msg/am2"
 	"github.com/aaemu/aaemu/scenario"
 )
 
 // e5000Config is the E5000 preset (an SMP node with the coherence model)
-// with AM-II between two of its cores.
+// with AM-II between two of its cores, shared memory only (the single-
+// protocol system).
 func e5000Config(t *testing.T) Config {
 	t.Helper()
 	data, err := os.ReadFile("../../examples/machines/e5000.yaml")
@@ -20,7 +22,7 @@ func e5000Config(t *testing.T) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Config{Machine: s.ClusterSpec(), Layer: AM2, Path: IntraNode, Seed: s.Seed}
+	return Config{Machine: s.ClusterSpec(), Layer: AM2, Path: IntraNode, Seed: s.Seed, AM2Poll: am2.Policy{Protocols: am2.ShmOnly}}
 }
 
 // An AM-II ping-pong on the E5000 node: short messages (up to 32 bytes of
@@ -85,13 +87,38 @@ func TestAM2LogGP(t *testing.T) {
 	}
 }
 
-// AM-II between nodes is not there yet: a clear error, not a hang; and a
-// layer's name is parsed.
-func TestAM2Errors(t *testing.T) {
+// AM-II between two nodes on the network protocol: the short message's
+// round trip is longer than on shm (uncached loads and stores of the NIU,
+// the line), the bulk bandwidth lower (the 38 MB/s bus); a single-protocol
+// system on the path it does not reach is a clear error, not a hang; and
+// a layer's name is parsed.
+func TestAM2Network(t *testing.T) {
 	c := e5000Config(t)
-	c.Path = InterNode
-	if _, err := PingPong(c, []int{8}); err == nil || !strings.Contains(err.Error(), "not implemented") {
-		t.Fatalf("am2 over rdma: %v", err)
+	shm, err := PingPong(c, []int{8, 65536})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Path, c.AM2Poll = InterNode, am2.Policy{}
+	net, err := PingPong(c, []int{8, 65536})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("8 B round trip shm %v, net %v; 64 kB shm %.1f MB/s, net %.1f MB/s", shm[0].RoundTrip.Human(), net[0].RoundTrip.Human(), shm[1].MBps, net[1].MBps)
+	if net[0].RoundTrip <= 2*shm[0].RoundTrip || net[1].MBps >= shm[1].MBps/2 || net[1].MBps > 38 {
+		t.Errorf("net %+v not slower than shm %+v", net, shm)
+	}
+	for _, tc := range []struct {
+		path   Path
+		policy am2.Policy
+		want   string
+	}{
+		{InterNode, am2.Policy{Protocols: am2.ShmOnly}, "does not reach another node"},
+		{IntraNode, am2.Policy{Protocols: am2.NetOnly}, "does not reach a node's own"},
+	} {
+		c.Path, c.AM2Poll = tc.path, tc.policy
+		if _, err := PingPong(c, []int{8}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s on %s: %v", tc.policy, tc.path, err)
+		}
 	}
 	for _, l := range Layers {
 		if got, err := ParseLayer(l.Name()); err != nil || got != l {

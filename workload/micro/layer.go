@@ -55,7 +55,7 @@ func (b Buf) Slice(off, n int) Buf {
 // The layers.
 var (
 	MPI Layer = mpiLayer{} // the MPI core (msg/mpi): its transports and protocols
-	AM2 Layer = am2Layer{} // Active Messages II (msg/am2) over its shared-memory queue block
+	AM2 Layer = am2Layer{} // Active Messages II (msg/am2): its shared-memory queue block, its network protocol
 )
 
 // Layers lists the layers in the order tables give them.

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/aaemu/aaemu/msg/am2"
+
 	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/msg/mpi"
 	"github.com/aaemu/aaemu/sim"
@@ -45,8 +47,11 @@ type Config struct {
 	// Layer is the message layer measured (nil: the MPI core).
 	Layer Layer
 	MPI   mpi.Config // the MPI core's transports and their protocol parameters
-	Path  Path
-	Seed  uint64
+	// AM2Poll is the AM-II system's protocols and polling policy (layer
+	// am2; zero: both protocols, adaptive polling).
+	AM2Poll am2.Policy
+	Path    Path
+	Seed    uint64
 	// Iters is how many round trips (or bursts) a measurement averages
 	// after one to warm up (default 4). The simulator has no noise: more
 	// only averages over the few effects that differ from one iteration to

@@ -143,7 +143,6 @@ func val(pts []paper.Point, cat string, s workload.Scheme) (float64, bool) {
 	return math.NaN(), false
 }
 
-func within(x, lo, hi float64) bool { return x >= lo && x <= hi }
 
 // paperTable4 is Table 4 (000:L199–L208): per processor on the Clump.
 var paperTable4 = map[splitc.App]struct{ net, netMin, netMax, loc, locMin float64 }{
