@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/msg/am2"
+	"github.com/aaemu/aaemu/sim"
 )
 
 var small = Sizes{FFTN: 16, CommSide: 4, CompSide: 10, EM3DNodes: 60, EM3DSteps: 2}
@@ -72,19 +74,55 @@ func sum(v []uint64) uint64 {
 	return s
 }
 
-// On two SMPs the runs need AM-II's network protocol: until it exists,
-// they fail with am2.ErrRemote (and, for every run, only that).
-func TestTwoSMPsNeedTheNetwork(t *testing.T) {
+// On two SMPs with a Myrinet-class NIU each, every run goes through
+// AM-II's network protocol between them and shared memory inside each:
+// its result is checked, and it sends the stores the counting runtime
+// counts. Without an NIU, a store to the other SMP is am2.ErrRemote.
+func TestTwoSMPs(t *testing.T) {
 	l := Layout{Nodes: 2, PerNode: 4}
 	for _, app := range Apps {
-		run, err := NewRun(app, l, small)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = RunAM(e5000(t, 2, 4), l, AMConfig{}, run.Program)
-		if !errors.Is(err, am2.ErrRemote) {
-			t.Fatalf("%s on two SMPs: %v, want am2.ErrRemote", app, err)
-		}
+		t.Run(string(app), func(t *testing.T) {
+			run, err := NewRun(app, l, small)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = RunAM(e5000(t, 2, 4), l, AMConfig{}, run.Program)
+			if !errors.Is(err, am2.ErrRemote) {
+				t.Fatalf("without NIUs: %v, want am2.ErrRemote", err)
+			}
+			spec := am2.WithMyrinet(e5000(t, 2, 4).Spec)
+			c, err := machine.New(sim.NewEngine(1), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, _ = NewRun(app, l, small)
+			res, err := RunAM(c, l, AMConfig{}, run.Program)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := run.Check(); err != nil {
+				t.Fatal(err)
+			}
+			again, _ := NewRun(app, l, small)
+			tal, err := Tally(again.Procs, again.Program)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var net uint64
+			for i := range res.Counts {
+				a, b := res.Counts[i], tal.Counts[i]
+				for d := range a.Short {
+					if a.Short[d] != b.Short[d] || a.Bulk[d] != b.Bulk[d] || a.Reply[d] != b.Reply[d] {
+						t.Fatalf("rank %d → %d: machine %d short %d bulk, tally %d short %d bulk", i, d, a.Short[d], a.Bulk[d], b.Short[d], b.Bulk[d])
+					}
+				}
+				net += a.Split(l, i).NetShort + a.Split(l, i).NetBulk
+			}
+			if net == 0 {
+				t.Fatal("nothing crossed the network")
+			}
+			t.Logf("%v, %d network messages", res.Elapsed, net)
+		})
 	}
 }
 

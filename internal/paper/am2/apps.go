@@ -143,7 +143,6 @@ func val(pts []paper.Point, cat string, s workload.Scheme) (float64, bool) {
 	return math.NaN(), false
 }
 
-
 // paperTable4 is Table 4 (000:L199–L208): per processor on the Clump.
 var paperTable4 = map[splitc.App]struct{ net, netMin, netMax, loc, locMin float64 }{
 	splitc.FFT3D:     {3270, 3072, 3468, 954, 896},
@@ -232,28 +231,38 @@ const (
 	netOnly protocol = "Myrinet only"
 )
 
-// errNoPolling: the configurations that differ from the others only in
-// what AM-II polls need the network protocol's polling switch in msg/am2.
-var errNoPolling = errors.New("AM-II's network polling (on or off, the adaptive policy) is not in msg/am2 yet")
-
-// amConfig is AM-II configured for a config. AM-II picks the protocol by
-// the destination (shared memory inside an SMP, the network between), so
-// the Clump is multi-protocol and a NOW of single-CPU nodes is network
-// only without a switch: both run until a store leaves its node, which
-// fails with am2.ErrRemote until msg/am2 has the network protocol. The
-// SMP with the network polled and the NOW with the shared-memory queues
-// polled differ from those only in polling: they need its switch.
+// amConfig is AM-II configured for a config: shared memory only (one
+// SMP, no network polls), multi-protocol (shared memory inside an SMP,
+// the network between, the network polled by the adaptive policy) or the
+// network only (a NOW of single-CPU nodes, no shared-memory polls).
 func amConfig(c config) (splitc.AMConfig, error) {
 	l := c.platform.Layout
+	spec := am2.DefaultSpec()
 	switch {
-	case c.proto == shmOnly && l.Nodes == 1,
-		c.proto == multi && l.Nodes > 1 && l.PerNode > 1,
-		c.proto == netOnly && l.PerNode == 1:
-		return splitc.AMConfig{Spec: am2.DefaultSpec()}, nil
+	case c.proto == shmOnly && l.Nodes == 1:
+		spec.Poll = am2.Policy{Protocols: am2.ShmOnly}
 	case c.proto == multi:
-		return splitc.AMConfig{}, fmt.Errorf("%s on %s: %w", c.proto, l, errNoPolling)
+		spec.Poll = am2.Policy{} // adaptive
+	case c.proto == netOnly && l.PerNode == 1:
+		spec.Poll = am2.Policy{Protocols: am2.NetOnly}
+	default:
+		return splitc.AMConfig{}, fmt.Errorf("%s on %s: not one of seed 000's configurations", c.proto, l)
 	}
-	return splitc.AMConfig{}, fmt.Errorf("%s on %s: not one of seed 000's configurations", c.proto, l)
+	return splitc.AMConfig{Spec: spec}, nil
+}
+
+// machineFor is the config's machine: its nodes (E5000s with three
+// Myrinet NICs each, 000:L40, or U170s with one) and their network.
+func machineFor(c config) (machine.Spec, error) {
+	spec, err := nodeSpec(c.platform.NOW)
+	if err != nil {
+		return machine.Spec{}, err
+	}
+	spec = am2.WithMyrinet(c.platform.Machine(spec))
+	if !c.platform.NOW {
+		spec.StartXNICs = am2.ClumpNICs
+	}
+	return spec, nil
 }
 
 // presets are the node specs: the E5000 and the U170.
@@ -306,11 +315,11 @@ func runTimed(ctx context.Context, app splitc.App, c config, z splitc.Sizes) (fl
 	if err != nil {
 		return 0, err
 	}
-	spec, err := nodeSpec(c.platform.NOW)
+	spec, err := machineFor(c)
 	if err != nil {
 		return 0, err
 	}
-	cl, err := machine.New(sim.NewEngine(1), c.platform.Machine(spec))
+	cl, err := machine.New(sim.NewEngine(1), spec)
 	if err != nil {
 		return 0, err
 	}
@@ -361,11 +370,11 @@ func probe(c config) error {
 	if err != nil {
 		return err
 	}
-	spec, err := nodeSpec(c.platform.NOW)
+	spec, err := machineFor(c)
 	if err != nil {
 		return err
 	}
-	cl, err := machine.New(sim.NewEngine(1), c.platform.Machine(spec))
+	cl, err := machine.New(sim.NewEngine(1), spec)
 	if err != nil {
 		return err
 	}
