@@ -9,3 +9,9 @@ import _ "embed"
 //
 //go:embed e5000.yaml
 var E5000 []byte
+
+// Gemini is gemini.yaml: a Cray XE6-like machine, 32 processes a node on a
+// Gemini-class 3D torus (aaemu paper --machine gemini).
+//
+//go:embed gemini.yaml
+var Gemini []byte
