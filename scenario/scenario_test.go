@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -280,6 +281,7 @@ func FuzzScenario(f *testing.F) {
 	f.Add([]byte("workload: {kind: stream, stream: {op: send, messages: 4, msg_bytes: 100}}\n"))
 	f.Add([]byte("seed: 0x10\nmachine:\n  nodes: 4.0\n  wire: {rate_mbps: -1}\n"))
 	f.Add([]byte("a: &x [1]\nb: *x\n"))
+	f.Add([]byte("machine:\n  nodes: 6\n  network: {topology: torus, torus: {dims: [3, 2, 1], bytes_per_cycle: 8, wire_cycles: 3}}\n"))
 	f.Add([]byte("machine:\n  startx: {tx_depth: 2, rdma_packet_bytes: 80, access_bytes: 8, line: {rate_mbps: 800}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseScenario("f.yaml", data)
@@ -304,6 +306,15 @@ func FuzzScenario(f *testing.F) {
 		for _, err := range []error{spec.IOMMU.Validate(), spec.Wire.Validate(), spec.PCIe.Validate(), spec.Power.Validate()} {
 			if err != nil {
 				t.Fatalf("the machine's configuration: %v", err)
+			}
+		}
+		if spec.Topology == machine.TopologyTorus {
+			ts := spec.Torus
+			if ts.Dims == [3]int{} {
+				ts.Dims = machine.TorusDims(spec.Nodes)
+			}
+			if err := ts.Validate(); err != nil || ts.Nodes() != spec.Nodes {
+				t.Fatalf("the torus's configuration: %v, %d nodes for %d", err, ts.Nodes(), spec.Nodes)
 			}
 		}
 		if spec.StartX != nil {
