@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aaemu/aaemu/examples/machines"
+
 	_ "github.com/aaemu/aaemu/internal/bglpaper" // registers aaemu paper bgl
 	"github.com/aaemu/aaemu/internal/paper"
 	"github.com/aaemu/aaemu/internal/paper/mpistart" // registers the mpi-start paper
@@ -25,7 +27,7 @@ import (
 )
 
 func newPaperCmd() *cobra.Command {
-	var out, scenarioFile string
+	var out, scenarioFile, machineName string
 	var jobs, partitions, maxNodes int
 	var list, reduced bool
 	cmd := &cobra.Command{
@@ -56,11 +58,18 @@ default assumptions, not the paper's NIC's measured ones.
 and 9a; all four without figure names) at the paper's scale instead: on 2,
 4, 8, … up to N nodes, 32 processes per node (P up to 32 N, the paper's
 8,192 at N = 256), over the srd transport, whose connection state does not
-grow with nodes × cores (rc's would: a queue pair per core per peer).`,
+grow with nodes × cores (rc's would: a queue pair per core per peer).
+
+--machine gemini runs them on the machine of the paper's large-scale runs
+instead: 32 processes a node on a Gemini-class 3D torus (the nodes' block
+nearest a cube), fast host links and one access log a process, as the
+paper's threads each own a log (examples/machines/gemini.yaml); --machine
+FILE on the machine of a scenario file.`,
 		Example: `  aaemu paper 6c
   aaemu paper 7a 7c --out /tmp/paper -j 2
   aaemu paper 9b 8a 8b --scenario power.yaml
-  aaemu paper 7a 9a --max-nodes 256 --partitions 2 -j 1`,
+  aaemu paper 7a 9a --max-nodes 256 --partitions 2 -j 1
+  aaemu paper 7a --machine gemini --max-nodes 32`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				return listPapers(cmd.OutOrStdout())
@@ -76,6 +85,17 @@ grow with nodes × cores (rc's would: a queue pair per core per peer).`,
 				}
 			}
 			paper.Energy = sc.Power()
+			paper.Machine = nil
+			if machineName != "" {
+				m, err := machinePreset(machineName)
+				if err != nil {
+					return err
+				}
+				paper.Machine = m
+				if maxNodes == 0 {
+					maxNodes = 8
+				}
+			}
 			pp, figs, err := paperFigures(args, maxNodes)
 			if err != nil {
 				return err
@@ -104,8 +124,21 @@ grow with nodes × cores (rc's would: a queue pair per core per peer).`,
 	cmd.Flags().BoolVar(&list, "list", false, "list the papers and their figures")
 	cmd.Flags().BoolVar(&reduced, "reduced", false, "run the figures on the reduced sizes of the test suite (papers that have them: mpi-start)")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 0, "run 7a, 7b, 7d and 9a on 2, 4, … up to this many nodes × 32 processes over srd (0: the figures' own 2 to 8 nodes)")
+	cmd.Flags().StringVar(&machineName, "machine", "", "run 7a, 7b, 7d and 9a at scale (--max-nodes, 8 by default) on a machine preset: gemini (a Cray XE6-like machine on a Gemini-class 3D torus, one access log a process) or a scenario file")
 	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's); for mpi-start, the machine with machine.startx the figures run on (default: two E5000s)")
 	return cmd
+}
+
+// machinePreset is --machine's preset: gemini, or a scenario file.
+func machinePreset(name string) (*paper.Preset, error) {
+	if name == "gemini" {
+		return paper.NewPreset("gemini.yaml", machines.Gemini)
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--machine: %w (a preset: gemini; or a scenario file)", err)
+	}
+	return paper.NewPreset(name, data)
 }
 
 // listPapers prints every paper with its figures.
@@ -269,7 +302,13 @@ func runPaper(ctx context.Context, stdout, stderr io.Writer, pp *paper.Paper, fi
 
 // runSweepFigure runs a figure that is a sweep of the DHT scenario.
 func runSweepFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Figure, out string, jobs int, md *strings.Builder, outs *outputs) error {
-	s, err := sweep.Parse("figure "+f.Name, []byte(f.Sweep), ".")
+	var s *sweep.Spec
+	var err error
+	if f.Scenario != nil {
+		s, err = sweep.ParseWith("figure "+f.Name, []byte(f.Sweep), f.Scenario.Load)
+	} else {
+		s, err = sweep.Parse("figure "+f.Name, []byte(f.Sweep), ".")
+	}
 	if err != nil {
 		outs.abandon()
 		return err
