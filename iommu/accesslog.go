@@ -54,6 +54,15 @@ func (m *IOMMU) logFor(iuid uint16, accesses *int) (ls *logState, ok bool) {
 			return nil, false
 		}
 		v, _ := m.logs.Remove(uint16(victim))
+		// An Int log's records not yet notified are notified as the entry
+		// leaves: its notification state (notified, the interval timer)
+		// lives only in the CAM, and a reloaded entry starts notified up
+		// to its tail, so they would wait for an MSI that never comes.
+		if v.mode == Int && v.tail > v.notified {
+			v.notified = v.tail
+			m.sendMSI(v.msiAddr, v.msiData, 0)
+			m.stLogMSIs.Inc()
+		}
 		// Write back the IOMMU's private fields. (The visible tail's own
 		// write may still be on its way to memory; it is the CPU's copy and
 		// is never read back.)

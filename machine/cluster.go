@@ -21,6 +21,7 @@ import (
 	"github.com/aaemu/aaemu/pcie/tlp"
 	"github.com/aaemu/aaemu/scratchpad"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/torus"
 )
 
 // Spec describes a cluster.
@@ -51,10 +52,16 @@ type Spec struct {
 	SwitchLatencyPS sim.Tick
 	// Topology joins more than two nodes: TopologyStar, one switch with a
 	// port per node, or TopologyLeafSpine, NodesPerLeaf nodes on each leaf
-	// switch and every leaf linked to each of Spines spine switches.
+	// switch and every leaf linked to each of Spines spine switches; or
+	// any number of nodes: TopologyTorus, a torus router per node
+	// (Torus).
 	Topology     string
 	NodesPerLeaf int
 	Spines       int
+	// Torus is the torus of TopologyTorus (GeminiTorus, say): its
+	// dimensions, zero for the near-cube TorusDims of Nodes, or giving
+	// Nodes nodes.
+	Torus torus.Spec
 	// Power: the NICs' and routers' power figures, for the energy a run
 	// reports (assumptions; see energy.DefaultParams).
 	Power energy.Params
@@ -187,6 +194,9 @@ type Cluster struct {
 	Wires    []*nic.Wire
 	Switch   *nic.Switch   // the star's switch
 	Switches []*nic.Switch // every switch of the network (leaves, then spines)
+	// Torus is the network of TopologyTorus (nil for the others).
+	Torus    *torus.Network
+	adapters []*torusAdapter
 	// StartXLines are the lines between the StarT-X NIUs (Spec.StartX):
 	// two nodes' direct lines, or every line into and out of StartXSwitch,
 	// the crossbar that joins more than two.
@@ -281,12 +291,18 @@ const (
 	TopologyLeafSpine = "leaf-spine"
 )
 
+// Topologies lists the network topologies a cluster may have.
+var Topologies = []string{TopologyStar, TopologyLeafSpine, TopologyTorus}
+
 // network joins two nodes by a direct link (a wire each way), more through
 // a switch with a wire each way to every node, or through leaf and spine
 // switches: one such plane per rail (Spec.NICs), NIC r of every node on
 // plane r.
 func (c *Cluster) network() error {
 	s := c.Spec
+	if s.Topology == TopologyTorus {
+		return c.torusNetwork()
+	}
 	if s.Nodes > 2 && s.Topology == TopologyLeafSpine {
 		return c.leafSpine()
 	}

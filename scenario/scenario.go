@@ -83,6 +83,8 @@ type MachineSpec struct {
 		// RouterNJPerByte: a router's energy per byte it forwards, nJ
 		// (0..1000).
 		RouterNJPerByte float64 `yaml:"router_nj_per_byte" json:"router_nj_per_byte"`
+		// Torus is topology torus's network (torus.go).
+		Torus TorusSpec `yaml:"torus" json:"torus,omitzero"`
 	} `yaml:"network" json:"network"`
 	IOMMU struct {
 		// The IOTLB: 1..65536 sets of 1..256 ways, 65536 entries at most.
@@ -202,6 +204,7 @@ func DefaultScenario() Scenario {
 	p := energy.DefaultParams()
 	m.NIC.ActiveW, m.NIC.IdleW, m.Network.RouterNJPerByte = p.NICActiveW, p.NICIdleW, p.RouterJPerByte*1e9
 	m.Network.Topology, m.Network.NodesPerLeaf, m.Network.Spines, m.Network.SwitchLatencyNS = machine.TopologyStar, 8, 2, 500
+	m.Network.Torus = defaultTorus()
 	m.IOMMU.Mode = workload.IOMMUExtended
 	m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays, m.IOMMU.IOTLBEviction = 16, 4, "lru"
 	m.IOMMU.LogCAMEntries, m.IOMMU.ProcessNS, m.IOMMU.MemAccessNS = 16, 5, 70
@@ -313,12 +316,13 @@ func (s *Scenario) Validate() (string, error) {
 			return "", nil
 		},
 		func() (string, error) {
-			if t := m.Network.Topology; t != machine.TopologyStar && t != machine.TopologyLeafSpine {
-				return "machine.network.topology", notOneOf(t, "a topology", []string{machine.TopologyStar, machine.TopologyLeafSpine},
-					machine.TopologyStar+": one switch; "+machine.TopologyLeafSpine+": leaf and spine switches")
+			if t := m.Network.Topology; !slices.Contains(machine.Topologies, t) {
+				return "machine.network.topology", notOneOf(t, "a topology", machine.Topologies,
+					machine.TopologyStar+": one switch; "+machine.TopologyLeafSpine+": leaf and spine switches; "+machine.TopologyTorus+": a 3D torus (machine.network.torus)")
 			}
 			return "", nil
 		},
+		s.checkTorus,
 		func() (string, error) {
 			if m.NICs > 1 && m.Nodes > 2 && m.Network.Topology == machine.TopologyLeafSpine {
 				return "machine.nics", input.Errorf("1 with machine.network.topology "+machine.TopologyLeafSpine+"; more with "+machine.TopologyStar+", a switch per NIC",
@@ -501,6 +505,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.Power = s.Power()
 	c.Topology, c.NodesPerLeaf, c.Spines = m.Network.Topology, m.Network.NodesPerLeaf, m.Network.Spines
 	c.SwitchLatencyPS = sim.Tick(m.Network.SwitchLatencyNS) * sim.NS
+	c.Torus = s.torusSpec()
 	c.IOMMU.Bypass = m.IOMMU.Mode == workload.IOMMUNone
 	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays
 	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -22,7 +23,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"workload:\n  dht:\n    schemes: [AA-SP, MPI]\n", `s.yaml:3: workload.dht.schemes[1]: "MPI" is not a DHT scheme (AA-Poll, AA-Int, AA-SP, RMA, AM, AM-Exp, AM-Onload, AM-Int)`},
 		{"workload:\n  dht:\n    schemes:\n      - AA-SP\n      - AA-sp\n", `s.yaml:5: workload.dht.schemes[1]: "AA-sp" is not a DHT scheme (did you mean "AA-SP"? AA-Poll, AA-Int, AA-SP, RMA, AM, AM-Exp, AM-Onload, AM-Int)`},
 		{"workload:\n  dht:\n    schemes: [RMA, RMA]\n", "s.yaml:3: workload.dht.schemes[1]: RMA is in the list twice (each scheme once)"},
-		{"machine:\n  nodes: 4097\n", "s.yaml:2: machine.nodes: 4097 is out of range (2..4096; two nodes share a direct link, more a switch or a leaf-spine network)"},
+		{"machine:\n  nodes: 4097\n", "s.yaml:2: machine.nodes: 4097 is out of range (2..4096; two nodes share a direct link, more a switch, a leaf-spine network or a torus)"},
 		{"machine: [1, 2]\n", "s.yaml:1: machine: a list where a section of keys belongs (the keys of machine: nodes, cores, nics, fabric_mhz, wire, pcie, nic, network, iommu, cpu, memory, startx, transport)"},
 		{"workload:\n  dht:\n    procs_per_node: 2\n", "s.yaml:3: workload.dht.procs_per_node: 2 is more than machine.cores (0..1: up to machine.cores)"},
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    schemes: [AM-Onload]\n", "s.yaml:3: workload.dht.am_onload_cores: 0, but workload.dht.schemes has AM-Onload, which needs server cores (1..procs_per_node−1 server cores)"},
@@ -51,7 +52,13 @@ func TestScenarioErrors(t *testing.T) {
 		{"max_memory_mib: 1000000\nmachine: {nodes: 1100, cores: 30}\n", "s.yaml:2: machine.transport: rc gives each of a NIC's 30 cores a queue pair per node: 1100 nodes × 30 cores need 33000, more than a NIC's 32512 doorbells (allowed: rc, srd; srd above that)"},
 		{"machine:\n  transport: sdr\n", `s.yaml:2: machine.transport: "sdr" is not a transport (did you mean "srd"? allowed: rc, srd)`},
 		{"machine: {transport: srd}\nworkload: {kind: sort}\n", "s.yaml:1: machine.transport: srd, but workload.sort.schemes has AM, whose receivers post their buffers per source node (srd has one receive queue per process) (allowed: rc, srd; rc for a scheme that receives SENDs per source node)"},
-		{"machine:\n  network: {topology: torus}\n", `s.yaml:2: machine.network.topology: "torus" is not a topology (star: one switch; leaf-spine: leaf and spine switches)`},
+		{"machine:\n  network: {topology: tours}\n", `s.yaml:2: machine.network.topology: "tours" is not a topology (did you mean "torus"? star: one switch; leaf-spine: leaf and spine switches; torus: a 3D torus (machine.network.torus))`},
+		{"machine:\n  nodes: 8\n  network:\n    topology: torus\n    torus:\n      dims: [2, 2, 1]\n", "s.yaml:6: machine.network.torus.dims: 2×2×1 is 4 nodes (x·y·z = machine.nodes, 8: 2×2×2, say; none for that)"},
+		{"machine:\n  nodes: 8\n  network:\n    topology: torus\n    torus:\n      dims: [8, 1]\n", "s.yaml:6: machine.network.torus.dims: 2 dimensions (x, y and z, or none for the nearest a cube)"},
+		{"machine:\n  network:\n    torus:\n      dims: [0, 1, 2]\n", "s.yaml:4: machine.network.torus.dims[0]: 0 is out of range (1..256; x, y and z, their product machine.nodes; none: the nearest a cube)"},
+		{"machine:\n  network:\n    torus:\n      bytes_per_cycle: 5\n", "s.yaml:4: machine.network.torus.bytes_per_cycle: 5 does not divide the 32-byte chunk (1, 2, 4, 8, 16 or 32 bytes a cycle (a divisor of the 32-byte chunk))"},
+		{"machine:\n  nics: 2\n  network: {topology: torus}\n", "s.yaml:2: machine.nics: 2 NICs a node on a torus (1 with machine.network.topology torus)"},
+		{"machine:\n  network:\n    topology: torus\n    torus: {wire_cycles: 0}\n", "s.yaml:4: machine.network.torus.wire_cycles: 0 is out of range (1..1048576 cycles)"},
 		{"machine:\n  network:\n    topology: leaf-spine\n    spines: 0\n", "s.yaml:4: machine.network.spines: 0 is out of range (1..64)"},
 		{"machine:\n  network:\n    spines: 1000000000\n", "s.yaml:3: machine.network.spines: 1000000000 is out of range (1..64)"},
 		{"machine:\n  iommu: {iotlb_sets: 1048576}\n", "s.yaml:2: machine.iommu.iotlb_sets: 1048576 is out of range (1..65536; sets × ways at most 65536)"},
@@ -196,9 +203,9 @@ func TestScenarioKeyAndTypeErrors(t *testing.T) {
 		{"wrong section, two places", "machine:\n  latency_ns: 10\n", `s.yaml:2: machine.latency_ns: unknown key (did you mean "machine.wire.latency_ns" or "machine.pcie.latency_ns" or "machine.startx.line.latency_ns"?)`},
 		{"no near key", "machine:\n  disk: 1\n", "s.yaml:2: machine.disk: unknown key (the keys of machine: nodes, cores, nics, fabric_mhz, wire, pcie, nic, network, iommu, cpu, memory, startx, transport)"},
 		{"merge key", "<<: {seed: 1}\n", "s.yaml:1: <<: unknown key (the keys of the file: seed, machine, workload, outputs, max_memory_mib)"},
-		{"string in an integer key", "machine:\n  nodes: two\n", `s.yaml:2: machine.nodes: "two" is not a whole number (2..4096; two nodes share a direct link, more a switch or a leaf-spine network)`},
-		{"quoted number", "machine:\n  nodes: \"4\"\n", `s.yaml:2: machine.nodes: "4" is not a whole number (2..4096; two nodes share a direct link, more a switch or a leaf-spine network)`},
-		{"float in an integer key", "machine:\n  nodes: 2.5\n", "s.yaml:2: machine.nodes: 2.5 is not a whole number (2..4096; two nodes share a direct link, more a switch or a leaf-spine network)"},
+		{"string in an integer key", "machine:\n  nodes: two\n", `s.yaml:2: machine.nodes: "two" is not a whole number (2..4096; two nodes share a direct link, more a switch, a leaf-spine network or a torus)`},
+		{"quoted number", "machine:\n  nodes: \"4\"\n", `s.yaml:2: machine.nodes: "4" is not a whole number (2..4096; two nodes share a direct link, more a switch, a leaf-spine network or a torus)`},
+		{"float in an integer key", "machine:\n  nodes: 2.5\n", "s.yaml:2: machine.nodes: 2.5 is not a whole number (2..4096; two nodes share a direct link, more a switch, a leaf-spine network or a torus)"},
 		{"float in an unsigned key", "machine:\n  wire: {latency_ns: 0.5}\n", "s.yaml:2: machine.wire.latency_ns: 0.5 is not a whole number (0..1000000000 ns)"},
 		{"negative in an unsigned key", "machine:\n  wire:\n    rate_mbps: -5\n", "s.yaml:3: machine.wire.rate_mbps: -5 is negative (1..1000000 Mb/s)"},
 		{"negative float in an unsigned key", "machine:\n  fabric_mhz: -1e3\n", "s.yaml:2: machine.fabric_mhz: -1e3 is negative (1..10000 MHz; a period that is not a whole number of picoseconds is rounded to the nearest)"},
@@ -210,7 +217,7 @@ func TestScenarioKeyAndTypeErrors(t *testing.T) {
 		{"NaN", "workload:\n  dht: {lookups: .nan}\n", "s.yaml:2: workload.dht.lookups: .nan is not a finite number (0..1; a fraction of each process's keys)"},
 		{"infinity", "machine:\n  nic: {active_w: .inf}\n", "s.yaml:2: machine.nic.active_w: .inf is not a finite number (0..1000 W; at least machine.nic.idle_w)"},
 		{"not a bool", "outputs: {vcd: maybe}\n", `s.yaml:1: outputs.vcd: "maybe" is not true or false (true or false)`},
-		{"list for a value", "machine:\n  nodes: [2]\n", "s.yaml:2: machine.nodes: a list where a single value belongs (2..4096; two nodes share a direct link, more a switch or a leaf-spine network)"},
+		{"list for a value", "machine:\n  nodes: [2]\n", "s.yaml:2: machine.nodes: a list where a single value belongs (2..4096; two nodes share a direct link, more a switch, a leaf-spine network or a torus)"},
 		{"value for a list", "workload:\n  dht: {collisions: 0.5}\n", "s.yaml:2: workload.dht.collisions: 0.5 where a list belongs (a list of values 0..1; a fraction of the inserts)"},
 		{"value for a list of names", "workload:\n  dht: {schemes: AA-SP}\n", `s.yaml:2: workload.dht.schemes: "AA-SP" where a list belongs (a list of strings)`},
 		{"wrong type in a list", "workload:\n  dht:\n    collisions:\n      - 0.1\n      - lots\n", `s.yaml:5: workload.dht.collisions[1]: "lots" is not a number (0..1; a fraction of the inserts)`},
@@ -274,6 +281,7 @@ func FuzzScenario(f *testing.F) {
 	f.Add([]byte("workload: {kind: stream, stream: {op: send, messages: 4, msg_bytes: 100}}\n"))
 	f.Add([]byte("seed: 0x10\nmachine:\n  nodes: 4.0\n  wire: {rate_mbps: -1}\n"))
 	f.Add([]byte("a: &x [1]\nb: *x\n"))
+	f.Add([]byte("machine:\n  nodes: 6\n  network: {topology: torus, torus: {dims: [3, 2, 1], bytes_per_cycle: 8, wire_cycles: 3}}\n"))
 	f.Add([]byte("machine:\n  startx: {tx_depth: 2, rdma_packet_bytes: 80, access_bytes: 8, line: {rate_mbps: 800}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseScenario("f.yaml", data)
@@ -298,6 +306,15 @@ func FuzzScenario(f *testing.F) {
 		for _, err := range []error{spec.IOMMU.Validate(), spec.Wire.Validate(), spec.PCIe.Validate(), spec.Power.Validate()} {
 			if err != nil {
 				t.Fatalf("the machine's configuration: %v", err)
+			}
+		}
+		if spec.Topology == machine.TopologyTorus {
+			ts := spec.Torus
+			if ts.Dims == [3]int{} {
+				ts.Dims = machine.TorusDims(spec.Nodes)
+			}
+			if err := ts.Validate(); err != nil || ts.Nodes() != spec.Nodes {
+				t.Fatalf("the torus's configuration: %v, %d nodes for %d", err, ts.Nodes(), spec.Nodes)
 			}
 		}
 		if spec.StartX != nil {

@@ -109,6 +109,44 @@ func TestLinkBandwidth(t *testing.T) {
 	}
 }
 
+// TestFastLinkBandwidth is TestLinkBandwidth on links of several bytes a
+// cycle (BytesPerCycle): back-to-back packets arrive a packet's wire bytes
+// over the bytes a cycle apart, rounded up to whole cycles.
+func TestFastLinkBandwidth(t *testing.T) {
+	for _, tc := range []struct{ bpc, chunks, cycles int }{
+		{4, 8, 68}, // 270 bytes: 67.5 cycles, the last one part-filled
+		{4, 1, 12}, // 46 bytes: 11.5
+		{8, 8, 34}, // 33.75
+		{32, 3, 4}, // 110 bytes: 3.4
+		{2, 2, 39}, // 78 bytes
+	} {
+		t.Run(fmt.Sprintf("%d B/cycle %d chunks", tc.bpc, tc.chunks), func(t *testing.T) {
+			spec := DefaultSpec(4, 2, 2)
+			spec.ClockMHz, spec.CyclesPerByte, spec.BytesPerCycle = 1000, 1, tc.bpc
+			spec.LocalCyclesPerChunk = 1 // the reception path faster than the link
+			// Buffers over the tokens' round trip at the fastest rate.
+			spec.VCChunks = [NumVCs]int{512, 512, 512, 512}
+			r := newRig(t, spec, 1, 1)
+			const n = 40
+			payload := tc.chunks*ChunkBytes - HeaderBytes
+			for k := 0; k < n; k++ {
+				r.gen[0].queue = append(r.gen[0].queue, tagged(0, k, Coord{1, 0, 0}, payload))
+			}
+			r.run(sim.MS)
+			got := r.gen[1].got
+			if len(got) != n {
+				t.Fatalf("%d of %d packets arrived", len(got), n)
+			}
+			want := sim.Tick(tc.cycles) * spec.Period()
+			for k := 10; k < n; k++ {
+				if d := got[k].at - got[k-1].at; d != want {
+					t.Fatalf("packets %d and %d arrived %v apart, want %v", k-1, k, d, want)
+				}
+			}
+		})
+	}
+}
+
 // TestLatencyPerHop sends one packet at a time from node 0 to nodes at
 // growing distance, deterministic and adaptive, and checks that each hop
 // adds exactly WireCycles + RouterCycles (63 cycles, 90 ns at 700 MHz).
@@ -162,6 +200,8 @@ func TestBadInput(t *testing.T) {
 		{"escape below the bubble", func(s *Spec) { s.VCChunks[VCEscape] = 8 }, "torus.vc_chunks.escape: 8 out of range (16 to 4096)"},
 		{"zero clock", func(s *Spec) { s.ClockMHz = 0 }, "torus.clock_mhz"},
 		{"no injection FIFO", func(s *Spec) { s.InjFIFOs = 0 }, "torus.inj_fifos"},
+		{"bytes a cycle not a chunk's divisor", func(s *Spec) { s.CyclesPerByte, s.BytesPerCycle = 1, 5 }, "torus.bytes_per_cycle: 5 is not 0, 1, 2, 4, 8, 16 or 32"},
+		{"bytes and cycles a byte", func(s *Spec) { s.BytesPerCycle = 4 }, "torus.cycles_per_byte: 4 with bytes_per_cycle 4"},
 	}
 	for _, tc := range specs {
 		t.Run(tc.name, func(t *testing.T) {

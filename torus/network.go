@@ -69,7 +69,7 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 		r := &Router{spec: sp, net: n, node: i, at: nd.At, period: period, minTokens: 1 << 30, eligAt: sim.Never}
 		rname := fmt.Sprintf("%s.node[%d].router", name, i)
 		r.u = clk.Add(rname, datapath(r))
-		r.chunkPS = sim.Tick(ChunkBytes*spec.CyclesPerByte) * period
+		r.chunkPS = sim.Tick(spec.ChunkCycles()) * period
 		r.localPS = sim.Tick(spec.LocalCyclesPerChunk) * period
 		st := eng.Stats()
 		for k := 0; k < spec.InjFIFOs+spec.InjPriorityFIFOs; k++ {

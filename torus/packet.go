@@ -41,6 +41,11 @@ type Packet struct {
 	Soft [SoftHeaderSize]byte
 	// Payload is at most 240 bytes.
 	Payload []byte
+	// Tag travels with the packet untouched and costs nothing on the
+	// wire: a layer above the torus hangs on it what the payload's bytes
+	// stand for (the network adapter of package machine, the Ethernet
+	// frame a packet's bytes are a segment of).
+	Tag any
 
 	// Set by the network as the packet travels.
 	chunks uint8

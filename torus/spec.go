@@ -45,6 +45,12 @@ type Spec struct {
 	// CyclesPerByte is the raw link rate, in clock cycles per byte and
 	// direction (default 4: two bits per cycle, 0.25 B/cycle, 175 MB/s).
 	CyclesPerByte int
+	// BytesPerCycle, above 1, is a link faster than a byte a cycle: that
+	// many bytes a cycle and direction (a divisor of the 32-byte chunk: 2,
+	// 4, 8, 16 or 32), CyclesPerByte then 1. 0 or 1: CyclesPerByte sets
+	// the rate (Blue Gene/L's links). A Gemini-class link of several GB/s
+	// is a few bytes a cycle of a GHz-class router clock.
+	BytesPerCycle int
 	// WireOverheadBytes is what a packet adds on the wire beyond its
 	// chunks: CRC, link sequence number and acknowledgement (default 14:
 	// 270 wire bytes for a 256-byte packet, η = 240/270).
@@ -131,6 +137,11 @@ func (s Spec) Validate() error {
 			return fmt.Errorf("torus.%s: %d out of range (%d to %d)", c.key, c.v, c.min, c.mx)
 		}
 	}
+	if b := s.BytesPerCycle; b < 0 || b > ChunkBytes || b > 0 && ChunkBytes%b != 0 {
+		return fmt.Errorf("torus.bytes_per_cycle: %d is not 0, 1, 2, 4, 8, 16 or 32 (a divisor of the 32-byte chunk)", b)
+	} else if b > 1 && s.CyclesPerByte != 1 {
+		return fmt.Errorf("torus.cycles_per_byte: %d with bytes_per_cycle %d (1 when a link moves more than a byte a cycle)", s.CyclesPerByte, b)
+	}
 	return nil
 }
 
@@ -146,8 +157,22 @@ func (s Spec) Period() sim.Tick {
 // WireBytes is what a packet of n chunks puts on a link.
 func (s Spec) WireBytes(chunks int) int { return chunks*ChunkBytes + s.WireOverheadBytes }
 
-// PacketCycles is how long a packet of n chunks occupies a link.
-func (s Spec) PacketCycles(chunks int) int { return s.WireBytes(chunks) * s.CyclesPerByte }
+// PacketCycles is how long a packet of n chunks occupies a link: whole
+// cycles, its last cycle partly filled on a link of several bytes a cycle.
+func (s Spec) PacketCycles(chunks int) int {
+	if b := s.BytesPerCycle; b > 1 {
+		return (s.WireBytes(chunks) + b - 1) / b
+	}
+	return s.WireBytes(chunks) * s.CyclesPerByte
+}
+
+// ChunkCycles is how long a 32-byte chunk takes on a link.
+func (s Spec) ChunkCycles() int {
+	if b := s.BytesPerCycle; b > 1 {
+		return ChunkBytes / b
+	}
+	return ChunkBytes * s.CyclesPerByte
+}
 
 // HopCycles is a packet head's latency through one router and link when
 // nothing is in its way.

@@ -16,6 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aaemu/aaemu/examples/machines"
+
 	_ "github.com/aaemu/aaemu/internal/bglpaper" // registers aaemu paper bgl
 	"github.com/aaemu/aaemu/internal/paper"
 	_ "github.com/aaemu/aaemu/internal/paper/am2"    // registers aaemu paper am2
@@ -28,7 +30,7 @@ import (
 )
 
 func newPaperCmd() *cobra.Command {
-	var out, scenarioFile, fragment, matching string
+	var out, scenarioFile, machineName, fragment, matching string
 	var jobs, partitions, maxNodes, fragments int
 	var list, reduced bool
 	cmd := &cobra.Command{
@@ -66,12 +68,19 @@ and its largest message in fragments (by default 1MB and 64: the paper's
 64 MB fragments and 4 GB messages scaled by 1/64; --fragment 64MB runs the
 paper's own sizes). --matching on-arrival has the NICs' matching units
 match messages as they arrive (BXI's way) instead of when the rank takes
-them.`,
+them.
+
+--machine gemini runs them on the machine of the paper's large-scale runs
+instead: 32 processes a node on a Gemini-class 3D torus (the nodes' block
+nearest a cube), fast host links and one access log a process, as the
+paper's threads each own a log (examples/machines/gemini.yaml); --machine
+FILE on the machine of a scenario file.`,
 		Example: `  aaemu paper 6c
   aaemu paper 7a 7c --out /tmp/paper -j 2
   aaemu paper 9b 8a 8b --scenario power.yaml
   aaemu paper 7a 9a --max-nodes 256 --partitions 2 -j 1
-  aaemu paper multirail 5a --fragment 64MB --fragments 16 -j 1`,
+  aaemu paper multirail 5a --fragment 64MB --fragments 16 -j 1
+  aaemu paper 7a --machine gemini --max-nodes 32`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				return listPapers(cmd.OutOrStdout())
@@ -87,6 +96,17 @@ them.`,
 				}
 			}
 			paper.Energy = sc.Power()
+			paper.Machine = nil
+			if machineName != "" {
+				m, err := machinePreset(machineName)
+				if err != nil {
+					return err
+				}
+				paper.Machine = m
+				if maxNodes == 0 {
+					maxNodes = 8
+				}
+			}
 			pp, figs, err := paperFigures(args, maxNodes)
 			if err != nil {
 				return err
@@ -126,8 +146,21 @@ them.`,
 	cmd.Flags().StringVar(&fragment, "fragment", "1MB", "multirail: the rendezvous's fragment size, in bytes or with KB, MB, GB (powers of 1024); a multiple of the path MTU (the paper's: 64MB)")
 	cmd.Flags().StringVar(&matching, "matching", "on-poll", "multirail: when the NICs' matching units match a message: on-poll (when the rank takes it) or on-arrival (in the NIC as it arrives, eager data delivered in place, as BXI does)")
 	cmd.Flags().IntVar(&fragments, "fragments", 64, "multirail: the largest message in fragments, a power of two up to 64 (the paper's 4 GB is 64 of 64 MB)")
+	cmd.Flags().StringVar(&machineName, "machine", "", "run 7a, 7b, 7d and 9a at scale (--max-nodes, 8 by default) on a machine preset: gemini (a Cray XE6-like machine on a Gemini-class 3D torus, one access log a process) or a scenario file")
 	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's); for mpi-start, the machine with machine.startx the figures run on (default: two E5000s)")
 	return cmd
+}
+
+// machinePreset is --machine's preset: gemini, or a scenario file.
+func machinePreset(name string) (*paper.Preset, error) {
+	if name == "gemini" {
+		return paper.NewPreset("gemini.yaml", machines.Gemini)
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--machine: %w (a preset: gemini; or a scenario file)", err)
+	}
+	return paper.NewPreset(name, data)
 }
 
 // listPapers prints every paper with its figures.
@@ -291,7 +324,13 @@ func runPaper(ctx context.Context, stdout, stderr io.Writer, pp *paper.Paper, fi
 
 // runSweepFigure runs a figure that is a sweep of the DHT scenario.
 func runSweepFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Figure, out string, jobs int, md *strings.Builder, outs *outputs) error {
-	s, err := sweep.Parse("figure "+f.Name, []byte(f.Sweep), ".")
+	var s *sweep.Spec
+	var err error
+	if f.Scenario != nil {
+		s, err = sweep.ParseWith("figure "+f.Name, []byte(f.Sweep), f.Scenario.Load)
+	} else {
+		s, err = sweep.Parse("figure "+f.Name, []byte(f.Sweep), ".")
+	}
 	if err != nil {
 		outs.abandon()
 		return err

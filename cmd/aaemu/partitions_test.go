@@ -47,6 +47,7 @@ outputs:
 		{"leaf-spine", []string{"run", "../../examples/dht-leaf-spine.yaml"}},
 		{"counter", []string{"run", "../../examples/counter.yaml"}},
 		{"lossy", []string{"run", "../../examples/dht-lossy-10g.yaml"}},
+		{"torus", []string{"run", "../../examples/dht-torus.yaml", "--txn-log"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var ref map[string][]byte

@@ -14,3 +14,9 @@ var E5000 []byte
 //
 //go:embed u170.yaml
 var U170 []byte
+
+// Gemini is gemini.yaml: a Cray XE6-like machine, 32 processes a node on a
+// Gemini-class 3D torus (aaemu paper --machine gemini).
+//
+//go:embed gemini.yaml
+var Gemini []byte

@@ -73,7 +73,7 @@ func AttachMonitors(c *machine.Cluster) *Monitors {
 	}
 	// Frames are seen once, on the wire between two NICs, and only
 	// connected queue pairs keep the RC rules.
-	direct := c.Switch == nil && len(c.Switches) == 0
+	direct := c.Switch == nil && len(c.Switches) == 0 && c.Torus == nil
 	rc := s.Transport == machine.TransportRC || s.Transport == ""
 	for _, w := range c.Wires {
 		if !direct || !rc {

@@ -256,22 +256,26 @@ func clusterOf(nodes, cores int, transport string) (*aa.System, error) {
 // counterFigure is Figure 7d: on 2, 4 and 8 nodes × 4 processes over rc,
 // or (at scale) on the given node counts × 32 processes over srd.
 func counterFigure(nodes []int) *Figure {
-	procs, transport, size := 4, "", "4 processes per node"
+	procs, transport, size, net := 4, "", "4 processes per node", ", 10 Gb/s"
+	var on *Preset
 	if nodes != nil {
 		procs, transport, size = 32, machine.TransportSRD, fmt.Sprintf("32 processes per node (P = %d to %d), srd transport", 32*(nodes[0]-1), 32*(nodes[len(nodes)-1]-1))
+		if on = Machine; on != nil {
+			size, net = fmt.Sprintf("32 processes per node (P = %d to %d)", 32*(nodes[0]-1), 32*(nodes[len(nodes)-1]-1)), fmt.Sprintf(", on %s (%s)", on.Name, on.network())
+		}
 	} else {
 		nodes = []int{2, 4, 8}
 	}
 	return &Figure{
 		Name:    "7d",
 		AtScale: counterFigure,
-		Title:   "Access counter: accesses per second, " + size + " on the other nodes writing node 0's array, 10 Gb/s",
+		Title:   "Access counter: accesses per second, " + size + " on the other nodes writing node 0's array" + net,
 		Custom: &Custom{
 			X:       nodes,
 			Schemes: []workload.Scheme{workload.NoCnt, workload.AAPoll, workload.AKV, workload.Allreduce, workload.RMA},
 			YLabel:  "accesses per second",
 			run: func(ctx context.Context, nodes int, _ string, s workload.Scheme) (float64, error) {
-				c, err := clusterOf(nodes, procs, transport)
+				c, err := clusterOn(on, nodes, procs, transport)
 				if err != nil {
 					return 0, err
 				}
@@ -313,22 +317,26 @@ func counterFigure(nodes []int) *Figure {
 // getLogFigure is Figure 9a: on 2, 4 and 8 nodes × 4 processes over rc,
 // or (at scale) on the given node counts × 32 processes over srd.
 func getLogFigure(nodes []int) *Figure {
-	procs, transport, size := 4, "", "4 processes per node"
+	procs, transport, size, net := 4, "", "4 processes per node", ", 10 Gb/s"
+	var on *Preset
 	if nodes != nil {
 		procs, transport, size = 32, machine.TransportSRD, fmt.Sprintf("32 processes per node (P = %d to %d), srd transport", 32*nodes[0], 32*nodes[len(nodes)-1])
+		if on = Machine; on != nil {
+			size, net = fmt.Sprintf("32 processes per node (P = %d to %d)", 32*nodes[0], 32*nodes[len(nodes)-1]), fmt.Sprintf(", on %s (%s)", on.Name, on.network())
+		}
 	} else {
 		nodes = []int{2, 4, 8}
 	}
 	return &Figure{
 		Name:    "9a",
 		AtScale: getLogFigure,
-		Title:   "Logging gets: gets per second, " + size + " getting from random other nodes, 10 Gb/s",
+		Title:   "Logging gets: gets per second, " + size + " getting from random other nodes" + net,
 		Custom: &Custom{
 			X:       nodes,
 			Schemes: []workload.Scheme{workload.NoFT, workload.AAPoll, workload.RMA},
 			YLabel:  "gets per second",
 			run: func(ctx context.Context, nodes int, _ string, s workload.Scheme) (float64, error) {
-				c, err := clusterOf(nodes, procs, transport)
+				c, err := clusterOn(on, nodes, procs, transport)
 				if err != nil {
 					return 0, err
 				}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aaemu/aaemu/waveforms"
+)
+
+// `aaemu run` on a torus: the DHT's schemes run on 12 nodes of a 3×2×2
+// Gemini-class torus and check their tables; every frame a node's adapter
+// took from its NIC came out of an adapter to a NIC, none broken or
+// dropped; the waveforms (a router's among them) and the capture are
+// written (the VCD names the router node[3] node_3).
+func TestRunTorus(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "run", "../../examples/dht-torus.yaml", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"AA-Poll", "AM", "RMA", "run.pcapng"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var stats struct {
+		Complete bool
+		Results  []struct {
+			Scheme   string
+			Verified bool
+		}
+		Experiments []struct {
+			Label string
+			Stats map[string]struct{ Value uint64 }
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "stats.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &stats); err != nil {
+		t.Fatal(err)
+	}
+	if !stats.Complete || len(stats.Results) != 3 {
+		t.Fatalf("complete %v, %d results", stats.Complete, len(stats.Results))
+	}
+	for _, r := range stats.Results {
+		if !r.Verified {
+			t.Fatalf("%s: the table is wrong", r.Scheme)
+		}
+	}
+	for _, x := range stats.Experiments {
+		sum := map[string]uint64{}
+		for name, v := range x.Stats {
+			if i := strings.Index(name, ".adapter."); i >= 0 {
+				sum[name[i+len(".adapter."):]] += v.Value
+			}
+		}
+		if sum["frames_in"] == 0 || sum["frames_in"] != sum["frames_out"] || sum["broken"] != 0 || sum["dropped"] != 0 {
+			t.Fatalf("%s: adapters took %d frames, gave %d, %d broken packets, %d dropped", x.Label, sum["frames_in"], sum["frames_out"], sum["broken"], sum["dropped"])
+		}
+		if sum["packets"] < sum["frames_in"] {
+			t.Fatalf("%s: %d packets for %d frames", x.Label, sum["packets"], sum["frames_in"])
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "run.vcd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := waveforms.Parse(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []string{"net.up3.bth_opcode", "net.torus.node_3.router.xp.vc"} {
+		if _, ok := v.ByPath(sig); !ok {
+			t.Errorf("%s is not traced", sig)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "run.pcapng")); err != nil || fi.Size() == 0 {
+		t.Fatalf("no capture: %v", err)
+	}
+}
+
+// `aaemu paper --machine gemini` runs the figures at scale on the
+// Gemini-class preset: the title names the machine and its logs, the
+// points come from a torus (the adapters' figure is in no table, but the
+// rates differ from the built-in star's), and a preset that is not one is
+// refused before anything runs.
+func TestPaperOnGemini(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "9a", "--machine", "gemini", "--max-nodes", "2", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "32 processes per node (P = 64 to 64) getting from random other nodes, on gemini.yaml (a torus of 4 B/cycle links at 1000 MHz, 100-cycle hops)") {
+		t.Fatalf("9a on gemini:\n%s", out)
+	}
+	gem, err := os.ReadFile(filepath.Join(dir, "fig9a", "points.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	star := t.TempDir()
+	if out, err := aaemu(t, "paper", "9a", "--max-nodes", "2", "--out", star); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ref, _ := os.ReadFile(filepath.Join(star, "fig9a", "points.csv"))
+	if bytes.Equal(gem, ref) || !strings.Contains(string(gem), "\n2,AA-Poll,") {
+		t.Fatalf("the same points on gemini as on the star:\n%s", gem)
+	}
+	small := filepath.Join(dir, "small.yaml")
+	if err := os.WriteFile(small, []byte("machine: {cores: 4}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"9a --machine nosuch.yaml", "--machine: open nosuch.yaml"},
+		{"9a --machine " + small, "small.yaml: machine.cores: 4, the figures at scale run 32 processes a node"},
+		{"6c --machine gemini", "--max-nodes: figure 6c has no machine-size axis"},
+	} {
+		if out, err := aaemu(t, append(strings.Fields("paper "+tc.args), "--out", dir)...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("paper %s: %v, want %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package paper
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/aa"
+	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/scenario"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// Preset is a machine the figures at scale run on (aaemu paper
+// --machine): a scenario file whose machine section they take, with each
+// point's node count.
+type Preset struct {
+	Name string // the file's name, as the sweeps name it (scenario: Name)
+	Data []byte
+	sc   scenario.Scenario
+}
+
+// NewPreset reads a machine preset; errors name the file and line.
+func NewPreset(name string, data []byte) (*Preset, error) {
+	sc, err := scenario.ParseScenario(name, data)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Machine.Cores < 32 {
+		return nil, fmt.Errorf("%s: machine.cores: %d, the figures at scale run 32 processes a node", name, sc.Machine.Cores)
+	}
+	return &Preset{Name: name, Data: data, sc: sc}, nil
+}
+
+// Machine is the machine of the figures at scale: nil, the built-in one (10
+// Gb/s wires into one switch, srd); set before the figures are made
+// (Figure.AtScale reads it).
+var Machine *Preset
+
+// Load is the loader of a sweep whose base scenario is the preset.
+func (p *Preset) Load(name string) (string, []byte, error) {
+	if name != p.Name {
+		return "", nil, fmt.Errorf("%s: not the machine preset %s", name, p.Name)
+	}
+	return p.Name, p.Data, nil
+}
+
+// spec is the preset's cluster of nodes × cores.
+func (p *Preset) spec(nodes, cores int) machine.Spec {
+	sc := p.sc.Clone()
+	sc.Machine.Nodes, sc.Machine.Cores = nodes, max(cores, sc.Machine.Cores)
+	return sc.ClusterSpec()
+}
+
+// clusterOn is a machine of nodes × cores: the preset's when one is set,
+// else the built-in one on the transport at 10 Gb/s.
+func clusterOn(p *Preset, nodes, cores int, transport string) (*aa.System, error) {
+	if p == nil {
+		return clusterOf(nodes, cores, transport)
+	}
+	c, err := aa.New(sim.NewEngine(1), p.spec(nodes, cores))
+	if err == nil {
+		c.Cluster.SetPartitions(Partitions)
+	}
+	return c, err
+}
+
+// network names the preset's network in a figure's title.
+func (p *Preset) network() string {
+	m := &p.sc.Machine
+	if m.Network.Topology == machine.TopologyTorus {
+		t := &m.Network.Torus
+		return fmt.Sprintf("a torus of %d B/cycle links at %d MHz, %d-cycle hops", max(t.BytesPerCycle, 1), t.ClockMHz, t.WireCycles+t.RouterCycles)
+	}
+	return fmt.Sprintf("%s network, %d Mb/s wires", m.Network.Topology, m.Wire.RateMbps)
+}
+
+// logs names the preset's access logs (workload.dht.aa_logs).
+func (p *Preset) logs() string {
+	if p.sc.Workload.DHT.AALogs == "process" {
+		return "one a process"
+	}
+	return "one a node"
+}

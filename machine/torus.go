@@ -1,0 +1,280 @@
+package machine
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/aaemu/aaemu/nic"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/torus"
+)
+
+// TopologyTorus joins the nodes by a 3D torus (Spec.Torus): each node's
+// NIC wire goes into a network adapter at the node's torus router, which
+// cuts every frame into torus packets and puts them back together at the
+// destination.
+const TopologyTorus = "torus"
+
+// GeminiTorus is a Gemini-class torus of the given size: the Blue Gene/L
+// router (virtual cut-through, escape channel, bubble rule) with a Cray
+// XE6's figures where they differ. The hop is 100 ns (40 ns of cable and
+// serdes, 60 ns of router pipeline: the split is assumed), a link moves
+// 4 bytes a cycle of a 1 GHz clock, 4 GB/s a direction (Gemini's X and Z
+// links are about 4.7 GB/s raw; the issue asks for "several GB/s"), and
+// the reception path 16 bytes a cycle, so that a link, not the adapter,
+// limits a stream. Buffers are Blue Gene/L's 1 KB a channel, more than
+// a link's tokens' round trip (4 B × 2 × 40 cycles). docs/scenarios.md
+// gives the sources.
+func GeminiTorus(x, y, z int) torus.Spec {
+	s := torus.DefaultSpec(x, y, z)
+	s.ClockMHz, s.CyclesPerByte, s.BytesPerCycle = 1000, 1, 4
+	s.WireCycles, s.RouterCycles = 40, 60
+	s.LocalCyclesPerChunk = 2
+	return s
+}
+
+// TorusDims is the torus the nodes of a Spec of nodes form when its
+// dimensions are not given: the x ≥ y ≥ z with x·y·z = nodes that is the
+// nearest to a cube (the smallest largest side, then the largest
+// smallest), as a scheduler allocates a block of a torus.
+func TorusDims(nodes int) [3]int {
+	best := [3]int{nodes, 1, 1}
+	for z := 1; z*z*z <= nodes; z++ {
+		if nodes%z != 0 {
+			continue
+		}
+		for y := z; y*y <= nodes/z; y++ {
+			if nodes/z%y != 0 {
+				continue
+			}
+			x := nodes / z / y
+			if x < best[0] || x == best[0] && z > best[2] {
+				best = [3]int{x, y, z}
+			}
+		}
+	}
+	return best
+}
+
+// torusNetwork builds the torus and a network adapter at every router,
+// with a wire each way between it and the node's NIC: the wire into the
+// adapter runs in the node's domain, the one back in the router's.
+func (c *Cluster) torusNetwork() error {
+	s := c.Spec
+	if s.Rails() > 1 {
+		return fmt.Errorf("nics: %d NICs a node on a %s network (one)", s.NICs, TopologyTorus)
+	}
+	spec := s.Torus
+	if spec.Dims == [3]int{} {
+		spec.Dims = TorusDims(s.Nodes)
+	}
+	if n := spec.Nodes(); n != s.Nodes {
+		return fmt.Errorf("torus.dims: %d×%d×%d is %d nodes, the cluster has %d", spec.Dims[0], spec.Dims[1], spec.Dims[2], n, s.Nodes)
+	}
+	net, err := torus.New(c.Eng.World(), "net.torus", spec)
+	if err != nil {
+		return err
+	}
+	c.Torus = net
+	for _, n := range c.Nodes {
+		nd := net.Nodes[n.ID]
+		a := &torusAdapter{nd: nd, net: net, seq: map[int]uint32{}, rx: map[int]*reassembly{}}
+		name := fmt.Sprintf("net.torus.node[%d].adapter", n.ID)
+		a.u = nd.Clk.Add(name, a)
+		up, err := nic.NewWire(n.Fabric, fmt.Sprintf("net.up%d", n.ID), s.Wire, n.NIC.Unit(), a.u)
+		if err != nil {
+			return err
+		}
+		down, err := nic.NewWire(nd.Clk, fmt.Sprintf("net.down%d", n.ID), s.Wire, a.u, n.NIC.Unit())
+		if err != nil {
+			return err
+		}
+		n.NIC.NetOut, n.NIC.NetIn = up.In, down.Out
+		n.outs[0] = up
+		a.in, a.out = up.Out, down.In
+		nd.NotifyReceive(a.u)
+		nd.NotifyRoom(a.u)
+		st := nd.Eng.Stats()
+		a.framesIn = st.Counter(name+".frames_in", "frames", "frames from the NIC cut into torus packets")
+		a.framesOut = st.Counter(name+".frames_out", "frames", "frames put back together and sent to the NIC")
+		a.packets = st.Counter(name+".packets", "packets", "torus packets injected")
+		a.dropped = st.Counter(name+".dropped", "frames", "frames to a node the torus does not have, dropped as a switch drops them")
+		a.waits = st.Counter(name+".fifo_full", "edges", "edges at which the next packet found its injection FIFO full (the frames behind it wait on the wire)")
+		a.broken = st.Counter(name+".broken", "packets", "packets out of order for their frame (none with deterministic routing)")
+		c.Wires = append(c.Wires, up, down)
+		c.adapters = append(c.adapters, a)
+	}
+	return nil
+}
+
+// TorusErrors is the packets the torus's adapters found out of order for
+// their frame, over every node: a frame they could not put back together
+// (a fault of the network; none is expected).
+func (c *Cluster) TorusErrors() uint64 {
+	var n uint64
+	for _, a := range c.adapters {
+		n += a.broken.Value()
+	}
+	return n
+}
+
+// torusAdapter is a node's network adapter on the torus: what comes from
+// the NIC's wire it cuts into packets of at most 240 payload bytes and
+// writes into an injection FIFO; what the router delivers it puts back
+// into frames and sends on the wire to the NIC.
+//
+// The packets of a frame, and the frames between two nodes, must arrive
+// in the order they left: they are routed deterministically (x, then y,
+// then z, on the escape channel), so they follow one path, and every
+// packet to one destination goes through the same injection FIFO. Each
+// packet's software header carries the frame's number between the two
+// nodes, the packet's offset in the frame and a last-packet flag; the
+// receiving side checks them against what it expects from that source.
+//
+// Nothing is lost: a frame waits on the wire while the FIFO has no room
+// (the wire backpressures the NIC), and the adapter stops taking packets
+// from the router while outFrames frames wait for the wire to the NIC
+// (the router backpressures the torus).
+type torusAdapter struct {
+	u   *sim.Unit
+	nd  *torus.Node
+	net *torus.Network
+	in  *sim.Chan[nic.Frame] // from the NIC's wire
+	out *sim.Chan[nic.Frame] // into the wire to the NIC
+
+	// The frame being cut: its length and the bytes already sent.
+	cur     nic.Frame
+	cutting bool
+	curLen  int
+	sent    int
+	curSeq  uint32
+	seq     map[int]uint32 // the next frame's number to each node (looked up only)
+	rx      map[int]*reassembly
+	ready   sim.Queue[nic.Frame] // put together, for the NIC
+	nextRec int                  // the reception FIFO looked at first
+
+	framesIn, framesOut, packets, dropped, broken, waits *sim.Counter
+}
+
+// reassembly is what the adapter expects next from one source node.
+type reassembly struct {
+	seq uint32 // the frame's number
+	off int    // bytes of it received
+}
+
+// outFrames is the frames the adapter holds for the NIC before it stops
+// taking packets from the router.
+const outFrames = 8
+
+// soft header: the frame's number (4 bytes), the packet's offset in it
+// (2), flags (1: bit 0 the frame's last packet).
+const lastPacket = 1
+
+// zeros is the payload of every packet: its length is what it stands
+// for; the frame's fields travel with its last packet (Packet.Tag).
+var zeros = make([]byte, torus.MaxPayload)
+
+// Tick moves frames both ways: to the NIC what is put together, from the
+// router what it delivered, and the next packet of the frame being cut.
+func (a *torusAdapter) Tick(now sim.Tick) bool {
+	for a.ready.Len() > 0 && a.out.Ready() {
+		a.out.Send(a.ready.Pop())
+		a.framesOut.Inc()
+	}
+	a.receive()
+	more := a.inject()
+	return more || a.ready.Len() > 0 && a.out.Ready()
+}
+
+// receive takes the packets the router delivered, round the reception
+// FIFOs, while fewer than outFrames frames wait for the wire.
+func (a *torusAdapter) receive() {
+	for k := 0; k < torus.NumRecFIFOs && a.ready.Len() < outFrames; k++ {
+		f := (a.nextRec + k) % torus.NumRecFIFOs
+		for a.ready.Len() < outFrames {
+			p := a.nd.Receive(f)
+			if p == nil {
+				break
+			}
+			a.take(p)
+		}
+	}
+	a.nextRec = (a.nextRec + 1) % torus.NumRecFIFOs
+}
+
+// take adds packet p to its source's frame, and queues the frame for the
+// NIC when p is its last packet.
+func (a *torusAdapter) take(p *torus.Packet) {
+	src := a.net.IndexOf(p.Src)
+	r := a.rx[src]
+	if r == nil {
+		r = &reassembly{}
+		a.rx[src] = r
+	}
+	seq := binary.LittleEndian.Uint32(p.Soft[0:4])
+	off := int(binary.LittleEndian.Uint16(p.Soft[4:6]))
+	if seq != r.seq || off != r.off {
+		a.broken.Inc()
+		// Resynchronise on the packet: the frame it belongs to from here.
+		r.seq, r.off = seq, off
+	}
+	r.off += len(p.Payload)
+	if p.Soft[6]&lastPacket == 0 {
+		return
+	}
+	f, ok := p.Tag.(nic.Frame)
+	if !ok || r.off != f.Len() {
+		a.broken.Inc()
+	} else {
+		a.ready.Push(f)
+	}
+	r.seq, r.off = seq+1, 0
+}
+
+// inject writes the next packet of the frame being cut, taking a frame
+// from the wire when none is; it reports whether it wrote one.
+func (a *torusAdapter) inject() bool {
+	if !a.cutting {
+		if !a.in.Valid() {
+			return false
+		}
+		f := a.in.Recv()
+		a.framesIn.Inc()
+		if f.DstNode < 0 || f.DstNode >= len(a.net.Nodes) || f.DstNode == a.nd.Index {
+			a.dropped.Inc()
+			return a.in.Valid()
+		}
+		a.cur, a.cutting, a.curLen, a.sent = f, true, f.Len(), 0
+		a.curSeq = a.seq[f.DstNode]
+		a.seq[f.DstNode] = a.curSeq + 1
+	}
+	n := min(a.curLen-a.sent, torus.MaxPayload)
+	p := &torus.Packet{Src: a.nd.At, Dst: a.net.CoordOf(a.cur.DstNode), Payload: zeros[:n]}
+	binary.LittleEndian.PutUint32(p.Soft[0:4], a.curSeq)
+	binary.LittleEndian.PutUint16(p.Soft[4:6], uint16(a.sent))
+	last := a.sent+n == a.curLen
+	if last {
+		p.Soft[6] = lastPacket
+		p.Tag = a.cur
+	}
+	// Every packet to one node through one FIFO: they stay in order.
+	err := a.nd.Inject(a.cur.DstNode%a.net.Spec.InjFIFOs, p)
+	if err == torus.ErrFIFOFull {
+		a.waits.Inc()
+		return false // woken when the router frees room
+	}
+	if err != nil {
+		// The frame cannot be carried (it never is: its destination was
+		// checked); drop it rather than stop the adapter.
+		a.dropped.Inc()
+		a.cutting = false
+		return true
+	}
+	a.packets.Inc()
+	a.sent += n
+	if last {
+		a.cutting = false
+		a.cur = nic.Frame{}
+	}
+	return true
+}

@@ -1,0 +1,215 @@
+package machine_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aaemu/aaemu/iommu"
+	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/nic"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/verbs"
+)
+
+// torusSpec is a cluster of nodes on a Gemini-class torus of dims (zero:
+// chosen), 10 GB/s host wires.
+func torusSpec(nodes, cores int, dims [3]int, transport string) machine.Spec {
+	s := machine.DefaultSpec()
+	s.Nodes, s.Cores, s.Transport = nodes, cores, transport
+	s.Topology = machine.TopologyTorus
+	s.Torus = machine.GeminiTorus(dims[0], dims[1], dims[2])
+	s.Wire.RateMbps, s.Wire.LatencyPS = 80_000, 50*sim.NS
+	return s
+}
+
+// frameKey is what identifies a frame on its way: its transaction and
+// its length.
+type frameKey struct {
+	id  sim.TxnID
+	len int
+}
+
+// TestTorusAllToAll has every core of every node put buffers of 1 byte to
+// 3 KB (one to four frames of up to 1 KB, one to five torus packets each)
+// into every other node, and checks that every frame a NIC sent reached
+// the NIC it was for exactly once, whole and in the order sent between the
+// two nodes, and that the data landed: on tori, meshes and uneven shapes,
+// on both transports; and on links 80 times slower than the host wires,
+// where the injection FIFOs fill and hold the NICs back.
+func TestTorusAllToAll(t *testing.T) {
+	for _, tc := range []struct {
+		nodes     int
+		dims      [3]int
+		transport string
+		slow      bool
+	}{
+		{8, [3]int{2, 2, 2}, machine.TransportRC, false},
+		{12, [3]int{3, 2, 2}, machine.TransportSRD, false},
+		{9, [3]int{0, 0, 0}, machine.TransportRC, false}, // chosen: 3×3×1
+		{5, [3]int{5, 1, 1}, machine.TransportSRD, false},
+		{8, [3]int{4, 2, 1}, machine.TransportRC, true},
+	} {
+		t.Run(fmt.Sprintf("%d nodes %v %s slow %v", tc.nodes, tc.dims, tc.transport, tc.slow), func(t *testing.T) {
+			const cores, size = 2, 3 << 10
+			s := torusSpec(tc.nodes, cores, tc.dims, tc.transport)
+			if tc.slow {
+				s.Torus.CyclesPerByte, s.Torus.BytesPerCycle = 8, 0 // 125 MB/s
+			}
+			c := newCluster(t, s)
+			// Frames per (source, destination) as they go up to the
+			// torus and as they come down from it.
+			sent := map[[2]int][]frameKey{}
+			got := map[[2]int][]frameKey{}
+			for _, w := range c.Wires {
+				name := w.Unit().Name()
+				into := sent
+				if strings.HasPrefix(name, "net.down") {
+					into = got
+				}
+				w.AddTap(func(_ sim.Tick, f *nic.Frame, lost bool) {
+					if lost {
+						t.Errorf("%s lost a frame", name)
+					}
+					k := [2]int{f.SrcNode, f.DstNode}
+					into[k] = append(into[k], frameKey{f.ID, f.Len()})
+				})
+			}
+			rw := iommu.Perm{Bits: pte.R | pte.W}
+			bufs := make([]uint64, tc.nodes)
+			for _, n := range c.Nodes {
+				bufs[n.ID] = n.Alloc(uint64(tc.nodes * cores * size))
+				if err := n.Register(bufs[n.ID], uint64(tc.nodes*cores*size), rw); err != nil {
+					t.Fatal(err)
+				}
+				for k := 0; k < cores; k++ {
+					pat := make([]byte, size)
+					for i := range pat {
+						pat[i] = byte(n.ID*31 + k*7 + i)
+					}
+					n.Mem.Write(bufs[n.ID]+uint64((n.ID*cores+k)*size), pat)
+				}
+			}
+			length := func(src, k, dst int) int { return 1 + (src*131+k*71+dst*37)%size }
+			for _, n := range c.Nodes {
+				for k := 0; k < cores; k++ {
+					n, k := n, k
+					verbs.Spawn(n, k, "putter", func(x *verbs.Ctx) {
+						at := uint64((n.ID*cores + k) * size)
+						var ws []verbs.WR
+						for d := range c.Nodes {
+							if d != n.ID {
+								ws = append(ws, x.Put(d, bufs[n.ID]+at, bufs[d]+at, length(n.ID, k, d)))
+							}
+						}
+						for _, w := range ws {
+							if _, err := x.Wait(w); err != nil {
+								t.Error(err)
+							}
+						}
+					})
+				}
+			}
+			c.Run(10*sim.MS, c.AppsDone)
+			if !c.AppsDone() {
+				t.Fatalf("did not finish: %s", c.TransportReport(4))
+			}
+			if r := c.TransportReport(4); r != "" {
+				t.Fatalf("transport: %s", r)
+			}
+			if e := c.TorusErrors(); e != 0 {
+				t.Fatalf("%d packets out of order for their frame", e)
+			}
+			frames := 0
+			for k, up := range sent {
+				down := got[k]
+				if len(down) != len(up) {
+					t.Fatalf("%d → %d: %d frames sent, %d delivered", k[0], k[1], len(up), len(down))
+				}
+				for i := range up {
+					if up[i] != down[i] {
+						t.Fatalf("%d → %d: frame %d sent %+v, delivered %+v", k[0], k[1], i, up[i], down[i])
+					}
+				}
+				frames += len(up)
+			}
+			if len(got) != len(sent) {
+				t.Fatalf("frames delivered between %d pairs of nodes, sent between %d", len(got), len(sent))
+			}
+			for _, n := range c.Nodes {
+				for src := range c.Nodes {
+					if src == n.ID {
+						continue
+					}
+					for k := 0; k < cores; k++ {
+						l := length(src, k, n.ID)
+						b := make([]byte, l)
+						n.Mem.Read(bufs[n.ID]+uint64((src*cores+k)*size), b)
+						for i, v := range b {
+							if v != byte(src*31+k*7+i) {
+								t.Fatalf("node %d: byte %d of %d's core %d's put is %#x", n.ID, i, src, k, v)
+							}
+						}
+					}
+				}
+			}
+			if hops := statValue(c, "net.torus.node[0].router.delivered"); hops == 0 {
+				t.Fatal("node 0's router delivered nothing")
+			}
+			// On slow links frames waited for room in the injection FIFOs.
+			full := uint64(0)
+			for i := range c.Nodes {
+				full += statValue(c, fmt.Sprintf("net.torus.node[%d].adapter.fifo_full", i))
+			}
+			if tc.slow && full == 0 {
+				t.Fatal("slow links, and no frame ever waited for an injection FIFO")
+			}
+			t.Logf("%d frames, %v", frames, c.Now())
+		})
+	}
+}
+
+// TestTorusDims chooses the torus nearest a cube for a node count.
+func TestTorusDims(t *testing.T) {
+	for _, tc := range []struct {
+		nodes int
+		want  [3]int
+	}{
+		{2, [3]int{2, 1, 1}},
+		{8, [3]int{2, 2, 2}},
+		{12, [3]int{3, 2, 2}},
+		{32, [3]int{4, 4, 2}},
+		{64, [3]int{4, 4, 4}},
+		{256, [3]int{8, 8, 4}},
+		{7, [3]int{7, 1, 1}},
+		{4096, [3]int{16, 16, 16}},
+	} {
+		if got := machine.TorusDims(tc.nodes); got != tc.want {
+			t.Errorf("%d nodes: %v, want %v", tc.nodes, got, tc.want)
+		}
+	}
+}
+
+// TestTorusBadSpec: a torus that does not hold the cluster's nodes, or
+// several NICs a node on it, is an error naming it.
+func TestTorusBadSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*machine.Spec)
+		want string
+	}{
+		{"dims not the nodes", func(s *machine.Spec) { s.Torus.Dims = [3]int{2, 2, 1} }, "torus.dims: 2×2×1 is 4 nodes, the cluster has 8"},
+		{"two NICs", func(s *machine.Spec) { s.NICs = 2 }, "nics: 2 NICs a node on a torus network"},
+		{"bad link", func(s *machine.Spec) { s.Torus.BytesPerCycle = 3 }, "torus.bytes_per_cycle: 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := torusSpec(8, 1, [3]int{}, machine.TransportRC)
+			tc.edit(&s)
+			_, err := machine.New(sim.NewEngine(1), s)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
