@@ -26,6 +26,12 @@ type WireSpec struct {
 	RateMbps  uint64   // line rate in Mbit/s (default 1000: the paper's 1 GbE)
 	LatencyPS sim.Tick // propagation and PHY latency (default 1 µs)
 	LossPPM   uint32   // frames lost per million (default 0)
+	// Faults a lossless fabric can still show, for verification: frames
+	// delivered twice (a link-level retry after a lost acknowledgement),
+	// and frames held back so that the next one overtakes them (two paths
+	// of unequal length). Per million frames; 0 draws nothing.
+	DupPPM     uint32
+	ReorderPPM uint32
 }
 
 // DefaultWireSpec is 1 Gb/s Ethernet.
@@ -38,6 +44,10 @@ func (s WireSpec) Validate() error {
 		return fmt.Errorf("wire rate must be positive")
 	case s.LossPPM > 1_000_000:
 		return fmt.Errorf("loss of %d ppm exceeds one million", s.LossPPM)
+	case s.DupPPM > 1_000_000:
+		return fmt.Errorf("duplication of %d ppm exceeds one million", s.DupPPM)
+	case s.ReorderPPM > 1_000_000:
+		return fmt.Errorf("reordering of %d ppm exceeds one million", s.ReorderPPM)
 	}
 	return nil
 }
@@ -78,8 +88,10 @@ type Wire struct {
 	acc       uint64   // fractional picoseconds carried over
 	flight    fifo[wireFrame]
 	tap       Tap
+	held      []wireFrame // frames held back (ReorderPPM) until the next one overtakes them
+	heldUntil sim.Tick    // when the held frames go anyway: no frame came to overtake them
 
-	frames, bytes, lost *sim.Counter
+	frames, bytes, lost, dups, reordered *sim.Counter
 }
 
 type wireFrame struct {
@@ -109,6 +121,10 @@ func NewWire(clk *sim.Clock, name string, spec WireSpec, tx, rx *sim.Unit) (*Wir
 	w.frames = st.Counter(name+".frames", "frames", "frames sent")
 	w.bytes = st.Counter(name+".wire_bytes", "bytes", "bytes on the wire, with preamble, FCS and inter-frame gap")
 	w.lost = st.Counter(name+".lost", "frames", "frames lost (injected loss)")
+	if spec.DupPPM > 0 || spec.ReorderPPM > 0 {
+		w.dups = st.Counter(name+".duplicated", "frames", "frames delivered twice (injected duplication)")
+		w.reordered = st.Counter(name+".reordered", "frames", "frames held back for the next one to overtake (injected reordering)")
+	}
 	return w, nil
 }
 
@@ -141,6 +157,9 @@ func (w *Wire) Unit() *sim.Unit { return w.u }
 
 // Tick sends one frame when the wire is free and delivers arrived frames.
 func (w *Wire) Tick(now sim.Tick) bool {
+	if len(w.held) > 0 && w.heldUntil <= now {
+		w.release()
+	}
 	for w.flight.len() > 0 && w.flight.front().at <= now && w.Out.Ready() {
 		w.Out.Send(w.flight.pop().f)
 	}
@@ -152,13 +171,7 @@ func (w *Wire) Tick(now sim.Tick) bool {
 		w.acc %= w.spec.RateMbps
 		w.busyUntil = now + sim.Tick(d)
 		lost := w.spec.LossPPM > 0 && w.rng.Uint32N(1_000_000) < w.spec.LossPPM
-		if w.tap != nil {
-			// The tap gets its own copy (taking f's address would move
-			// every frame to the heap, tapped or not), written in time
-			// order with the other domains' (Engine.Output).
-			tf, tap := f, w.tap
-			w.u.Engine().Output(func() { tap(now, &tf, lost) })
-		}
+		w.tapFrame(now, &f, lost)
 		w.frames.Inc()
 		w.bytes.Add(uint64(bytes))
 		if lost {
@@ -166,17 +179,46 @@ func (w *Wire) Tick(now sim.Tick) bool {
 		} else {
 			// It leaves when its last bit is on the line; the link adds
 			// the propagation.
-			w.flight.push(wireFrame{f: f, at: w.busyUntil + max(w.spec.LatencyPS, w.lat) - w.lat})
+			wf := wireFrame{f: f, at: w.busyUntil + max(w.spec.LatencyPS, w.lat) - w.lat}
+			if w.spec.ReorderPPM > 0 && w.rng.Uint32N(1_000_000) < w.spec.ReorderPPM {
+				// Held back: it arrives after the next frame, or a
+				// frame time after its own arrival if none comes.
+				w.reordered.Inc()
+				w.held = append(w.held, wf)
+				w.heldUntil = wf.at + sim.Tick(d) + w.lat
+			} else {
+				w.flight.push(wf)
+				if len(w.held) > 0 {
+					w.release() // this frame overtook them
+				}
+			}
+			if w.spec.DupPPM > 0 && w.rng.Uint32N(1_000_000) < w.spec.DupPPM {
+				// A second copy right behind the first, a transaction of
+				// its own caused by the first (what it makes the receiver
+				// do is then told apart from what the first did).
+				dup := f
+				dup.Txn = w.u.Engine().NewTxn(f.ID, "duplicate", w.u.Name())
+				w.dups.Inc()
+				w.tapFrame(now, &dup, false)
+				if n := len(w.held); n > 0 && w.held[n-1].f.ID == f.ID {
+					w.held = append(w.held, wireFrame{f: dup, at: wf.at}) // held with the first
+				} else {
+					w.flight.push(wireFrame{f: dup, at: wf.at})
+				}
+			}
 		}
 	}
 	next := sim.Never
+	if len(w.held) > 0 {
+		next = w.heldUntil
+	}
 	if w.flight.len() > 0 {
 		if at := w.flight.front().at; at <= now {
 			if w.Out.Ready() {
 				return true
 			}
 		} else {
-			next = at
+			next = min(next, at)
 		}
 	}
 	if w.In.Valid() {
@@ -186,7 +228,33 @@ func (w *Wire) Tick(now sim.Tick) bool {
 		next = min(next, w.busyUntil)
 	}
 	if next != sim.Never {
-		w.u.WakeAt(next)
+		w.u.WakeAt(max(next, now+1))
 	}
 	return false
+}
+
+// release puts the held frames on the line behind the frame that overtook
+// them (no earlier than their own arrival).
+func (w *Wire) release() {
+	last := sim.Tick(0)
+	if w.flight.len() > 0 {
+		last = w.flight.back().at
+	}
+	for _, h := range w.held {
+		h.at = max(h.at, last)
+		w.flight.push(h)
+	}
+	w.held = w.held[:0]
+}
+
+// tapFrame shows a frame put on the line to the taps.
+func (w *Wire) tapFrame(now sim.Tick, f *Frame, lost bool) {
+	if w.tap == nil {
+		return
+	}
+	// The tap gets its own copy (taking f's address would move every
+	// frame to the heap, tapped or not), written in time order with the
+	// other domains' (Engine.Output).
+	tf, tap := *f, w.tap
+	w.u.Engine().Output(func() { tap(now, &tf, lost) })
 }

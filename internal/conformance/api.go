@@ -27,7 +27,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 		if l.NPH > 0 {
 			spec.PCIe.Credits.NPH = l.NPH
 		}
-		spec.Wire.LossPPM = l.LossPPM
+		spec.Wire.LossPPM, spec.Wire.DupPPM, spec.Wire.ReorderPPM = l.LossPPM, l.DupPPM, l.ReorderPPM
 	}
 	c, err := aa.New(sim.NewEngine(s.Seed), spec)
 	if err != nil {
@@ -109,12 +109,18 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 			}
 		}
 	})
+	// The end: the process done, every predicted record handled, and then
+	// a while for what a READ read again or a duplicate may still bring.
+	p := verify.PredictAPI(s)
+	var settled sim.Tick
 	c.Run(sim.S, func() bool {
+		if settled > 0 {
+			return c.Now() >= settled
+		}
 		if !c.AppsDone() {
 			return false
 		}
 		// and every record handed to its handler
-		p := verify.PredictAPI(s)
 		for iuid, recs := range p.Logs {
 			n := 0
 			for _, r := range recs {
@@ -126,7 +132,8 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 				return false
 			}
 		}
-		return true
+		settled = c.Now() + 100*sim.US
+		return false
 	})
 	if !c.AppsDone() {
 		return obs, fmt.Errorf("the process did not finish by %v", c.Now())
