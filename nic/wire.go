@@ -88,8 +88,9 @@ type Wire struct {
 	acc       uint64   // fractional picoseconds carried over
 	flight    fifo[wireFrame]
 	tap       Tap
-	held      []wireFrame // frames held back (ReorderPPM) until the next one overtakes them
-	heldUntil sim.Tick    // when the held frames go anyway: no frame came to overtake them
+	arrive    func(t sim.Tick, f *Frame) // ArriveTap
+	held      []wireFrame                // frames held back (ReorderPPM) until the next one overtakes them
+	heldUntil sim.Tick                   // when the held frames go anyway: no frame came to overtake them
 
 	frames, bytes, lost, dups, reordered *sim.Counter
 }
@@ -152,6 +153,18 @@ func (w *Wire) AddTap(t Tap) {
 	w.tap = func(at sim.Tick, f *Frame, lost bool) { prev(at, f, lost); t(at, f, lost) }
 }
 
+// ArriveTap attaches f to see every frame when the line delivers it to
+// the receiver's link, in the order of delivery: with reordering and
+// duplication that is not the order, nor the number, of transmissions.
+func (w *Wire) ArriveTap(f func(t sim.Tick, f *Frame)) {
+	prev := w.arrive
+	if prev == nil {
+		w.arrive = f
+		return
+	}
+	w.arrive = func(at sim.Tick, fr *Frame) { prev(at, fr); f(at, fr) }
+}
+
 // Unit is the wire's kernel unit.
 func (w *Wire) Unit() *sim.Unit { return w.u }
 
@@ -161,7 +174,12 @@ func (w *Wire) Tick(now sim.Tick) bool {
 		w.release()
 	}
 	for w.flight.len() > 0 && w.flight.front().at <= now && w.Out.Ready() {
-		w.Out.Send(w.flight.pop().f)
+		f := w.flight.pop().f
+		if w.arrive != nil {
+			tf, tap := f, w.arrive
+			w.u.Engine().Output(func() { tap(now, &tf) })
+		}
+		w.Out.Send(f)
 	}
 	if w.In.Valid() && w.busyUntil <= now && w.flight.len() < 64 {
 		f := w.In.Recv()

@@ -80,9 +80,8 @@ func AttachMonitors(c *machine.Cluster) *Monitors {
 			break
 		}
 		name := w.Unit().Name()
-		w.AddTap(func(t sim.Tick, f *nic.Frame, lost bool) {
-			m.rc.Frame(name, t, f.ID, &f.Frame, lost)
-		})
+		w.AddTap(func(t sim.Tick, f *nic.Frame, _ bool) { m.rc.Sent(name, t, f.ID, &f.Frame) })
+		w.ArriveTap(func(t sim.Tick, f *nic.Frame) { m.rc.Arrived(t, f.ID, &f.Frame) })
 	}
 	return m
 }
