@@ -126,7 +126,7 @@ func monitorMismatch(msgs []string, at uint64) *verify.Mismatch {
 // IOMMU-level run: requests up, completions down from the memory
 // controller's completer.
 func watchDevice(log *monitor.Log, e *sim.Engine, i int, up, down *sim.Chan[pcie.Packet]) *monitor.PCIeLink {
-	l := monitor.NewPCIeLink(log, monitor.DirSpec{Name: fmt.Sprintf("dev%d.up", i)},
+	l := monitor.NewPCIeLink(log, monitor.DirSpec{Name: fmt.Sprintf("dev%d.up", i), TakeOrder: true},
 		monitor.DirSpec{Name: fmt.Sprintf("dev%d.down", i), MPS: memory.DefaultSpec().Sizes.MPS, RCB: memory.DefaultSpec().Sizes.RCB})
 	monitor.WatchChan(l, 0, e, up, packetTLP)
 	monitor.WatchChan(l, 1, e, down, packetTLP)

@@ -42,7 +42,7 @@ type partial struct {
 }
 
 func (d *device) Tick(now sim.Tick) bool {
-	if d.next < len(d.ops) && d.out.Ready() {
+	if d.next < len(d.ops) && d.out.ReadyFor(&d.ops[d.next]) {
 		d.out.Send(d.ops[d.next])
 		d.next++
 	}
@@ -176,7 +176,10 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	for i, dv := range s.Devices {
 		d := &device{parts: map[uint16]*partial{}, obs: obs, byTag: map[uint16]int{}}
 		d.u = clk.Add(fmt.Sprintf("dev%d", i), d)
-		d.out = sim.NewChan[pcie.Packet](d.u, m.Unit(), fmt.Sprintf("dev%d.up", i), 4)
+		// The root port's receive buffer keeps the classes apart, as a
+		// link's does: a read may wait behind a write the IOMMU holds
+		// back (its log full), and must not pass it.
+		d.out = pcie.NewClassChan(d.u, m.Unit(), fmt.Sprintf("dev%d.up", i), [3]int{4, 4, 4})
 		d.in = sim.NewChan[pcie.Packet](m.Unit(), d.u, fmt.Sprintf("dev%d.down", i), 4)
 		m.AddPort(d.out, d.in)
 		links = append(links, watchDevice(mlog, e, i, d.out, d.in))
@@ -239,10 +242,18 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		}
 		return true
 	}
+	progress, since := -1, e.Now()
 	for e.Now() < o.Limit && !done() {
 		before := e.Now()
 		if e.Run(e.Now()+2*sim.US) == before {
 			break // nothing left to happen: what is missing never comes
+		}
+		// A millisecond without a TLP taken or a request completed, the
+		// consumer draining all along: what is missing never comes.
+		if n := len(obs.Accepted) + len(obs.Completions); n != progress {
+			progress, since = n, e.Now()
+		} else if e.Now()-since > sim.MS {
+			break
 		}
 	}
 	// One more consumer period to see anything still in flight.
