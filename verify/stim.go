@@ -156,6 +156,7 @@ func burst(r *rand.Rand, s *Stimulus, ndev int) {
 	}
 	logged := page(pte.R|pte.W|pte.WL|pte.WLD|pte.RL|pte.E, l.IUID)
 	bulk := page(pte.W, 0)
+	plain := page(pte.R|pte.W, 0)
 	tags := make([]uint16, ndev)
 	tag := func(dev int) uint16 {
 		t := tags[dev]
@@ -175,7 +176,11 @@ func burst(r *rand.Rand, s *Stimulus, ndev int) {
 			continue
 		}
 		size := 1 + r.IntN(40)
-		addr := logged + uint64(r.IntN(4096-size+1))
+		at := logged
+		if r.IntN(3) == 0 {
+			at = plain // nothing logged between the write and the read
+		}
+		addr := at + uint64(r.IntN(4096-size+1))
 		data := make([]byte, size)
 		for i := range data {
 			data[i] = byte(r.Uint32())
