@@ -59,6 +59,9 @@ type APILink struct {
 	// overtake, per million.
 	DupPPM     uint32 `json:"dup_ppm,omitempty"`
 	ReorderPPM uint32 `json:"reorder_ppm,omitempty"`
+	// LatencyNS is the PCIe links' latency, credits' return included
+	// (0: the default 100 ns).
+	LatencyNS int `json:"latency_ns,omitempty"`
 }
 
 // APIBase is where the generated pages of node 1 start.
@@ -115,6 +118,12 @@ func GenerateAPI(seed uint64) *APIStimulus {
 	lr := rand.New(rand.NewPCG(seed, 0x11e4))
 	if lr.IntN(2) == 0 {
 		s.Link = &APILink{Down: lr.IntN(2) == 0, PH: 2 + lr.IntN(6), NPH: 1 + lr.IntN(4)}
+	}
+	// A long down link with one or two posted header credits: the CPU's
+	// doorbells wait for credits while the completions of the NIC's reads
+	// queue behind them, which must not pass them (D2a).
+	if pl := rand.New(rand.NewPCG(seed, 0x9c1e)); s.Link != nil && s.Link.Down && pl.IntN(2) == 0 {
+		s.Link.LatencyNS, s.Link.PH = 1000*(1+pl.IntN(3)), 1+pl.IntN(2)
 	}
 	// Wires that lose, duplicate and reorder frames: RC's retransmission,
 	// its duplicate handling and its sequence NAKs run. A READ sent again
@@ -295,6 +304,20 @@ type APIObservation struct {
 	Flushes   map[int]int // flush op → records the handler had processed when the flush returned
 	Monitor   []string    // the protocol monitors' reports, in time order
 	MonitorAt uint64      // ps: when the first happened
+	// Events counts what the run went through, for coverage, by the
+	// statistic's last name summed over blocks (lost, duplicated,
+	// reordered, retransmissions, naks, duplicates, stalls,
+	// credit_stall_posted, ...) and by link direction (down.credit_stall_posted).
+	Events map[string]uint64
+	// Scored is what the scoreboard matched beyond the predicted order.
+	Scored APIScore
+}
+
+// APIScore counts what CompareAPI accepted beyond the order of issue.
+type APIScore struct {
+	ReadAgain  int // get runs logged again (a READ sent again, read again)
+	PutsPassed int // put records ahead of an earlier get's
+	Wraps      int // rings that wrapped
 }
 
 // CompareAPI checks node 1's memory, every record its handlers got (GET
@@ -324,7 +347,7 @@ func CompareAPI(s *APIStimulus, p *APIPrediction, o *APIObservation) *Mismatch {
 		size[l.IUID] = l.Size
 	}
 	for _, iuid := range iuids {
-		if mm := compareLog(s, p, iuid, size[iuid], o.Logs[iuid]); mm != nil {
+		if mm := compareLog(s, p, iuid, size[iuid], o.Logs[iuid], &o.Scored); mm != nil {
 			return mm
 		}
 	}
@@ -351,7 +374,7 @@ func CompareAPI(s *APIStimulus, p *APIPrediction, o *APIObservation) *Mismatch {
 // Sequence numbers count every record and PAD in the order the log took
 // them, repeats included, so they are predicted here by placing the records
 // in a ring of the log's size.
-func compareLog(s *APIStimulus, p *APIPrediction, iuid uint16, size uint64, got []Record) *Mismatch {
+func compareLog(s *APIStimulus, p *APIPrediction, iuid uint16, size uint64, got []Record, sc *APIScore) *Mismatch {
 	// The predicted records in two streams that keep their own order: the
 	// puts' and the gets' (with the op of each).
 	type rec struct {
@@ -423,10 +446,14 @@ func compareLog(s *APIStimulus, p *APIPrediction, iuid uint16, size uint64, got 
 			if mm := place(j, puts[pi].Record); mm != nil {
 				return mm
 			}
+			if gi < len(gets) && gets[gi].op < puts[pi].op {
+				sc.PutsPassed++
+			}
 			pi, j = pi+1, j+1
 			continue
 		}
 		if g := repeat(j); g >= 0 {
+			sc.ReadAgain++
 			for _, w := range runOf[g] {
 				if mm := place(j, w); mm != nil {
 					return mm
@@ -446,6 +473,9 @@ func compareLog(s *APIStimulus, p *APIPrediction, iuid uint16, size uint64, got 
 			w = fmt.Sprintf("%+v of op %d", puts[pi].Header, puts[pi].op)
 		}
 		return &Mismatch{Block: "api.log", Op: -1, What: fmt.Sprintf("IUID %d record %d: %+v, want %s (or a get's records again)", iuid, j, got[j].Header, w)}
+	}
+	if ring.reserved > ring.size {
+		sc.Wraps++
 	}
 	if pi < len(puts) || gi < len(gets) {
 		return &Mismatch{Block: "api.log", Op: -1, What: fmt.Sprintf("IUID %d: %d records handled, want %d", iuid, pi+gi, len(puts)+len(gets))}

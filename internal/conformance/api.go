@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
@@ -26,6 +27,9 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 		}
 		if l.NPH > 0 {
 			spec.PCIe.Credits.NPH = l.NPH
+		}
+		if l.LatencyNS > 0 {
+			spec.PCIe.LatencyPS = sim.Tick(l.LatencyNS) * sim.NS
 		}
 		spec.Wire.LossPPM, spec.Wire.DupPPM, spec.Wire.ReorderPPM = l.LossPPM, l.DupPPM, l.ReorderPPM
 	}
@@ -139,6 +143,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 		return obs, fmt.Errorf("the process did not finish by %v", c.Now())
 	}
 	mon.Finish(c.Now())
+	obs.Events = events(c.Eng.Stats())
 	obs.Monitor, obs.MonitorAt = messages(mon.Log)
 	for _, pg := range s.Pages {
 		b := make([]byte, 4096)
@@ -158,4 +163,22 @@ func CheckAPI(s *verify.APIStimulus) (*verify.Mismatch, error) {
 		return mm, nil
 	}
 	return verify.CompareAPI(s, verify.PredictAPI(s), obs), nil
+}
+
+// events sums the run's counters by their last name, and for the links by
+// their direction's too (down.credit_stall_posted).
+func events(st *sim.Stats) map[string]uint64 {
+	ev := map[string]uint64{}
+	for _, x := range st.All() {
+		c, ok := x.(*sim.Counter)
+		if !ok || c.Value() == 0 {
+			continue
+		}
+		parts := strings.Split(c.Name(), ".")
+		ev[parts[len(parts)-1]] += c.Value()
+		if len(parts) >= 2 {
+			ev[parts[len(parts)-2]+"."+parts[len(parts)-1]] += c.Value()
+		}
+	}
+	return ev
 }
