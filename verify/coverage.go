@@ -185,6 +185,56 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 	}
 }
 
+// apiBins are the API level's bins: what the links, the wires and RC went
+// through, and what the scoreboard accepted beyond the order of issue.
+var apiBins = []struct{ bin, event string }{
+	{"api/wire/lost", "lost"},
+	{"api/wire/duplicated", "duplicated"},
+	{"api/wire/reordered", "reordered"},
+	{"api/rc/retransmitted", "retransmissions"},
+	{"api/rc/sequence-nak", "naks"},
+	{"api/rc/duplicate-received", "duplicates"},
+	{"api/pcie/credit-stall/posted-down", "down.credit_stall_posted"},
+	{"api/pcie/credit-stall/posted-up", "up.credit_stall_posted"},
+	{"api/pcie/credit-stall/nonposted", "credit_stall_nonposted"},
+	{"api/iommu/stalled", "stalls"},
+	{"api/get/read-again", ""},
+	{"api/put/passed-get", ""},
+	{"api/log/wrapped", ""},
+	{"api/get/refused", ""},
+	{"api/flush", ""},
+}
+
+// DeclareAPI adds the API level's bins at zero.
+func (c *Coverage) DeclareAPI() {
+	for _, b := range apiBins {
+		c.bins[b.bin] += 0
+	}
+}
+
+// AddAPI counts the bins an API-level run hit (after CompareAPI, which
+// scores it).
+func (c *Coverage) AddAPI(s *APIStimulus, p *APIPrediction, o *APIObservation) {
+	c.DeclareAPI()
+	hit := map[string]bool{
+		"api/get/read-again": o.Scored.ReadAgain > 0,
+		"api/put/passed-get": o.Scored.PutsPassed > 0,
+		"api/log/wrapped":    o.Scored.Wraps > 0,
+		"api/get/refused":    len(p.Failed) > 0,
+		"api/flush":          len(p.Flushes) > 0,
+	}
+	for _, b := range apiBins {
+		if b.event != "" && o.Events[b.event] > 0 {
+			hit[b.bin] = true
+		}
+	}
+	for b, h := range hit {
+		if h {
+			c.bins[b]++
+		}
+	}
+}
+
 // Merge adds another table's counts.
 func (c *Coverage) Merge(d *Coverage) {
 	for k, v := range d.bins {

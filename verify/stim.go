@@ -157,6 +157,12 @@ func burst(r *rand.Rand, s *Stimulus, ndev int) {
 	logged := page(pte.R|pte.W|pte.WL|pte.WLD|pte.RL|pte.E, l.IUID)
 	bulk := page(pte.W, 0)
 	plain := page(pte.R|pte.W, 0)
+	// An AtomicOp on a page that logs writes without E: a fault, not a
+	// record (decision/atomic/allowed/meta/E0).
+	noE := page(pte.R|pte.W|pte.WL, l.IUID)
+	dev := r.IntN(ndev)
+	s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.TLP{Kind: tlp.FetchAdd, Length: 2, RequesterID: s.Devices[dev].ID, Tag: 0x1ff,
+		Addr: noE + uint64(r.IntN(512))*8, Data: []byte{byte(r.Uint32()), 0, 0, 0, 0, 0, 0, 0}}})
 	tags := make([]uint16, ndev)
 	tag := func(dev int) uint16 {
 		t := tags[dev]

@@ -153,8 +153,9 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 	return obs, runErr
 }
 
-// CheckAPI runs an API-level stimulus and compares with the golden model.
-func CheckAPI(s *verify.APIStimulus) (*verify.Mismatch, error) {
+// CheckAPI runs an API-level stimulus and compares with the golden model;
+// with cover, it counts the bins the run hit.
+func CheckAPI(s *verify.APIStimulus, cover *verify.Coverage) (*verify.Mismatch, error) {
 	obs, err := RunAPI(s)
 	if err != nil {
 		return nil, err
@@ -162,7 +163,12 @@ func CheckAPI(s *verify.APIStimulus) (*verify.Mismatch, error) {
 	if mm := monitorMismatch(obs.Monitor, obs.MonitorAt); mm != nil {
 		return mm, nil
 	}
-	return verify.CompareAPI(s, verify.PredictAPI(s), obs), nil
+	p := verify.PredictAPI(s)
+	mm := verify.CompareAPI(s, p, obs)
+	if mm == nil && cover != nil {
+		cover.AddAPI(s, p, obs)
+	}
+	return mm, nil
 }
 
 // events sums the run's counters by their last name, and for the links by

@@ -81,8 +81,8 @@ def main():
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="aaemu-mutants-") as tmp, \
             concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        # An argument keeps only the mutants whose name contains it.
-        chosen = [m for m in MUTANTS if len(sys.argv) < 2 or sys.argv[1] in m[0]]
+        # Arguments keep only the mutants whose names contain one of them.
+        chosen = [m for m in MUTANTS if len(sys.argv) < 2 or any(a in m[0] for a in sys.argv[1:])]
         futs = [pool.submit(build_and_run, root, go, tmp, i, *m) for i, m in enumerate(chosen)]
         killed = run = 0
         stale = []
