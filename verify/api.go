@@ -303,6 +303,7 @@ type APIObservation struct {
 	Gets      map[int][]byte
 	Failed    map[int]bool
 	Flushes   map[int]int // flush op → records the handler had processed when the flush returned
+	EndPS     uint64      // when the run ended
 	Monitor   []string    // the protocol monitors' reports, in time order
 	MonitorAt uint64      // ps: when the first happened
 	// Events counts what the run went through, for coverage, by the

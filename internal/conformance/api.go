@@ -73,6 +73,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 		return nil, err
 	}
 	var runErr error
+	steps := 0 // operations the process issued and finished
 	src.Spawn(0, "api", func(x *aa.Ctx) {
 		wrs := map[int]verbs.WR{}
 		local := map[int]uint64{}
@@ -93,6 +94,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 			}
 			local[i] = at
 			at += uint64(op.Len+4095) &^ 4095
+			steps++
 		}
 		for i, op := range s.Ops {
 			w, ok := wrs[i]
@@ -100,6 +102,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 				continue
 			}
 			_, err := x.Wait(w)
+			steps++
 			if op.Kind == "get" {
 				if err != nil {
 					obs.Failed[i] = true
@@ -117,9 +120,22 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 	// a while for what a READ read again or a duplicate may still bring.
 	p := verify.PredictAPI(s)
 	var settled sim.Tick
+	progress, since := -1, sim.Tick(0)
 	c.Run(sim.S, func() bool {
 		if settled > 0 {
 			return c.Now() >= settled
+		}
+		// 3 ms without an operation issued or finished or a record
+		// handled (15 retransmission timeouts): what is missing never
+		// comes.
+		n := steps
+		for _, h := range handled {
+			n += h
+		}
+		if n != progress {
+			progress, since = n, c.Now()
+		} else if c.Now()-since > 3*sim.MS {
+			return true
 		}
 		if !c.AppsDone() {
 			return false
@@ -142,6 +158,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 	if !c.AppsDone() {
 		return obs, fmt.Errorf("the process did not finish by %v", c.Now())
 	}
+	obs.EndPS = uint64(c.Now())
 	mon.Finish(c.Now())
 	obs.Events = events(c.Eng.Stats())
 	obs.Monitor, obs.MonitorAt = messages(mon.Log)

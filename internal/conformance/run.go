@@ -135,6 +135,31 @@ func (c *consumer) Tick(now sim.Tick) bool {
 	return false
 }
 
+// cpu takes what the IOMMU sends the CPUs, as they would see it: MSIs
+// (log notifications, fault events) and scratchpad mirror writes.
+type cpu struct {
+	irq *sim.Chan[pcie.Packet]
+	sp  *sim.Chan[iommu.SPWrite]
+	obs *verify.Observation
+}
+
+func (c *cpu) Tick(now sim.Tick) bool {
+	for c.irq.Valid() {
+		p := c.irq.Recv()
+		t := &p.TLP
+		var data uint32
+		for i := len(t.Data) - 1; i >= 0; i-- {
+			data = data<<8 | uint32(t.Data[i])
+		}
+		c.obs.MSIs = append(c.obs.MSIs, verify.MSI{Addr: t.Addr + uint64(t.FirstByteOffset()), Data: data, At: uint64(now)})
+	}
+	for c.sp.Valid() {
+		w := c.sp.Recv()
+		c.obs.SP = append(c.obs.SP, verify.SPWrite{Slot: w.Slot, IUID: w.IUID, Tail: w.Tail, At: uint64(now)})
+	}
+	return false
+}
+
 // Run executes the stimulus on the DUT.
 func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	if o.Limit == 0 {
@@ -157,11 +182,17 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		return nil, err
 	}
 	m.ConnectMemory(mc.In, mc.Cpl)
+	cp := &cpu{obs: obs}
+	cu := clk.Add("cpu", cp)
+	cp.irq = sim.NewChan[pcie.Packet](m.Unit(), cu, "irq", 4)
+	cp.sp = sim.NewChan[iommu.SPWrite](m.Unit(), cu, "sp", 4)
+	m.Irq, m.SP = cp.irq, cp.sp
 	m.OnAccept = func(_ int, p *pcie.Packet) {
 		obs.Accepted = append(obs.Accepted, int(p.ID)-1)
 		obs.AcceptedAt = append(obs.AcceptedAt, uint64(e.Now()))
 	}
 	drv := iommu.NewDriver(m, 0x100_0000, 0x100_0000)
+	m.SetFaultEvent(verify.FaultMSIAddr, verify.FaultMSIData, false)
 	for i := range s.Pages {
 		pg := &s.Pages[i]
 		b := make([]byte, 4096)
@@ -200,7 +231,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	c := &consumer{mem: mem, drv: drv, logs: s.Logs, period: sim.Tick(max(s.ConsumerNS, 1)) * sim.NS, obs: obs}
 	for i, l := range s.Logs {
 		base := uint64(verify.LogBase) + uint64(i)*0x10_0000
-		if err := drv.RegisterLog(l.IUID, iommu.LogConfig{Base: base, Size: l.Size, Mode: iommu.Notify(l.Mode), MSIAddr: 0xfee0_0000, MSIData: uint32(l.IUID)}); err != nil {
+		if err := drv.RegisterLog(l.IUID, iommu.LogConfig{Base: base, Size: l.Size, Mode: iommu.Notify(l.Mode), MSIAddr: verify.LogMSIAddr, MSIData: uint32(l.IUID), SPSlot: uint32(l.IUID)}); err != nil {
 			return nil, err
 		}
 		c.bases = append(c.bases, base)
@@ -256,9 +287,10 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 			break
 		}
 	}
-	// One more consumer period to see anything still in flight.
+	// One more consumer period to see anything still in flight, and an
+	// Int log's notification of records below its threshold.
 	quiet := done()
-	e.Run(e.Now() + c.period + sim.US)
+	e.Run(e.Now() + c.period + sim.US + spec.NotifyIntervalPS)
 	obs.EndPS = uint64(e.Now())
 	if quiet {
 		for _, l := range links {
