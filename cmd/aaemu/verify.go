@@ -187,7 +187,8 @@ func runAPISeeds(w io.Writer, o verifyOpts, cover *verify.Coverage) error {
 			return fmt.Errorf("API seed %d: %w", seed, err)
 		}
 		if mm != nil {
-			return fmt.Errorf("API seed %d: MISMATCH %v", seed, mm)
+			// An API stimulus is its seed's: the seed alone replays it.
+			return fmt.Errorf("API seed %d: MISMATCH %v\n  again: aaemu verify --from %d --seeds 1 --api-seeds 1", seed, mm, seed)
 		}
 	}
 	fmt.Fprintf(w, "API level: seeds %d..%d, %d operations across two nodes in %v: all agree with the golden model\n",
