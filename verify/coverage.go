@@ -31,7 +31,7 @@ var (
 	opNames   = []string{"put", "get", "atomic"}
 	permNames = []string{"allowed", "denied"}
 	logNames  = []string{"none", "meta", "meta+data"}
-	sizeNames = []string{"1-3B", "4-63B", "64-511B", "512-4095B", "4KB"}
+	sizeNames = []string{"1-3B", "4-63B", "64-511B", "512-4095B", "4KB", "0B"}
 )
 
 // AllBins lists every reachable bin.
@@ -66,6 +66,8 @@ func AllBins() []string {
 
 func sizeClass(n int) string {
 	switch {
+	case n == 0:
+		return sizeNames[5] // a zero-length request: one DW, no byte enabled
 	case n < 4:
 		return sizeNames[0]
 	case n < 64:
@@ -96,7 +98,7 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 		}
 		first, n := span(&t)
 		if name != "atomic" {
-			hit["size/"+name+"/"+sizeClass(max(n, 1))] = true
+			hit["size/"+name+"/"+sizeClass(n)] = true
 			if first&3 == 0 && n%4 == 0 {
 				hit["align/"+name+"/dw-aligned"] = true
 			} else {

@@ -181,6 +181,18 @@ func burst(r *rand.Rand, s *Stimulus, ndev int) {
 			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemWrite(id, tag(dev), bulk, data)})
 			continue
 		}
+		if k%16 == 5 {
+			// Zero-length: one DW, no byte enabled (a read flushes
+			// earlier writes; neither touches memory, both are decided
+			// and logged).
+			addr := logged + uint64(r.IntN(1024))*4
+			t := tlp.NewMemRead(id, tag(dev), addr, 0)
+			if r.IntN(2) == 0 {
+				t = tlp.NewMemWrite(id, tag(dev), addr, nil)
+			}
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: t})
+			continue
+		}
 		size := 1 + r.IntN(40)
 		at := logged
 		if r.IntN(3) == 0 {
