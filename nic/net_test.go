@@ -17,7 +17,7 @@ func (s *frameSrc) Tick(sim.Tick) bool {
 	if s.i < s.n && s.out.Ready() {
 		var p roce.Packet
 		p.Opcode, p.PSN, p.Payload = roce.SendOnly, uint32(s.i), make([]byte, 1000)
-		s.out.Send(Frame{Txn: sim.Txn{ID: sim.TxnID(s.i + 1)}, SrcNode: s.src, DstNode: s.dst, Frame: roce.Frame{Packet: p}})
+		s.out.Send(Frame{Txn: sim.Txn{ID: sim.TxnID(s.i+1) << 32}, SrcNode: s.src, DstNode: s.dst, Frame: roce.Frame{Packet: p}})
 		s.i++
 	}
 	return s.i < s.n
@@ -102,5 +102,66 @@ func TestSwitchForwards(t *testing.T) {
 	}
 	if sw.stalls.Value() == 0 {
 		t.Fatal("two inputs into one output never filled their buffers of 4 and stopped their wires")
+	}
+}
+
+// A wire that duplicates delivers every frame once and the drawn ones a
+// second time, right behind the first, as a transaction of its own; one
+// that reorders delivers every frame once, some after the frame sent next.
+func TestWireDuplicatesAndReorders(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		dup, reorder uint32
+	}{
+		{"none", 0, 0},
+		{"duplicates", 100_000, 0},
+		{"reorders", 0, 100_000},
+		{"both", 100_000, 100_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := sim.NewEngine(3)
+			clk := e.NewClock("clk", 1000, 0)
+			src, snk := &frameSrc{n: 300}, &frameSink{}
+			su, ku := clk.Add("src", src), clk.Add("sink", snk)
+			w, err := NewWire(clk, "wire", WireSpec{RateMbps: 1000, LatencyPS: sim.US, DupPPM: tc.dup, ReorderPPM: tc.reorder}, su, ku)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src.out, snk.in = w.In, w.Out
+			e.Run(sim.S)
+			seen := map[uint32]int{}
+			late, ids := 0, map[uint32]sim.TxnID{}
+			for i, f := range snk.got {
+				seen[f.Packet.PSN]++
+				if id, ok := ids[f.Packet.PSN]; ok && (id == f.ID || f.Cause != id) {
+					t.Fatalf("PSN %d delivered again as transaction %v caused by %v: a duplicate needs an ID of its own, caused by the first", f.Packet.PSN, f.ID, f.Cause)
+				}
+				ids[f.Packet.PSN] = f.ID
+				if i > 0 && f.Packet.PSN < snk.got[i-1].Packet.PSN {
+					late++
+				}
+				if i > 0 && snk.at[i] < snk.at[i-1] {
+					t.Fatalf("frame %d delivered at %v, before the one ahead of it (%v)", i, snk.at[i], snk.at[i-1])
+				}
+			}
+			dups := 0
+			for psn := uint32(0); psn < 300; psn++ {
+				switch seen[psn] {
+				case 0:
+					t.Fatalf("PSN %d never delivered", psn)
+				case 2:
+					dups++
+				case 1:
+				default:
+					t.Fatalf("PSN %d delivered %d times", psn, seen[psn])
+				}
+			}
+			if tc.dup == 0 && dups > 0 || tc.dup > 0 && (dups < 10 || dups > 60) {
+				t.Fatalf("%d of 300 frames duplicated at %d ppm", dups, tc.dup)
+			}
+			if tc.reorder == 0 && late > 0 || tc.reorder > 0 && (late < 10 || late > 60) {
+				t.Fatalf("%d of 300 frames overtaken at %d ppm", late, tc.reorder)
+			}
+		})
 	}
 }

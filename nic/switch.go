@@ -435,6 +435,9 @@ func (q *fifo[T]) len() int { return len(q.s) - q.head }
 // front is the oldest element; the queue must not be empty.
 func (q *fifo[T]) front() *T { return &q.s[q.head] }
 
+// back is the newest element; the queue must not be empty.
+func (q *fifo[T]) back() *T { return &q.s[len(q.s)-1] }
+
 func (q *fifo[T]) push(v T) {
 	if len(q.s) == cap(q.s) && q.head > 0 && 2*q.head >= len(q.s) {
 		n := copy(q.s, q.s[q.head:])

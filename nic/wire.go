@@ -26,6 +26,12 @@ type WireSpec struct {
 	RateMbps  uint64   // line rate in Mbit/s (default 1000: the paper's 1 GbE)
 	LatencyPS sim.Tick // propagation and PHY latency (default 1 µs)
 	LossPPM   uint32   // frames lost per million (default 0)
+	// Faults a lossless fabric can still show, for verification: frames
+	// delivered twice (a link-level retry after a lost acknowledgement),
+	// and frames held back so that the next one overtakes them (two paths
+	// of unequal length). Per million frames; 0 draws nothing.
+	DupPPM     uint32
+	ReorderPPM uint32
 }
 
 // DefaultWireSpec is 1 Gb/s Ethernet.
@@ -38,6 +44,10 @@ func (s WireSpec) Validate() error {
 		return fmt.Errorf("wire rate must be positive")
 	case s.LossPPM > 1_000_000:
 		return fmt.Errorf("loss of %d ppm exceeds one million", s.LossPPM)
+	case s.DupPPM > 1_000_000:
+		return fmt.Errorf("duplication of %d ppm exceeds one million", s.DupPPM)
+	case s.ReorderPPM > 1_000_000:
+		return fmt.Errorf("reordering of %d ppm exceeds one million", s.ReorderPPM)
 	}
 	return nil
 }
@@ -79,8 +89,11 @@ type Wire struct {
 	flight    fifo[wireFrame]
 	tap       Tap
 	sink      *sim.Sink // where the tapped frames go (World.NewSink)
+	arrive    func(t sim.Tick, f *Frame) // ArriveTap
+	held      []wireFrame                // frames held back (ReorderPPM) until the next one overtakes them
+	heldUntil sim.Tick                   // when the held frames go anyway: no frame came to overtake them
 
-	frames, bytes, lost *sim.Counter
+	frames, bytes, lost, dups, reordered *sim.Counter
 }
 
 type wireFrame struct {
@@ -110,6 +123,10 @@ func NewWire(clk *sim.Clock, name string, spec WireSpec, tx, rx *sim.Unit) (*Wir
 	w.frames = st.Counter(name+".frames", "frames", "frames sent")
 	w.bytes = st.Counter(name+".wire_bytes", "bytes", "bytes on the wire, with preamble, FCS and inter-frame gap")
 	w.lost = st.Counter(name+".lost", "frames", "frames lost (injected loss)")
+	if spec.DupPPM > 0 || spec.ReorderPPM > 0 {
+		w.dups = st.Counter(name+".duplicated", "frames", "frames delivered twice (injected duplication)")
+		w.reordered = st.Counter(name+".reordered", "frames", "frames held back for the next one to overtake (injected reordering)")
+	}
 	return w, nil
 }
 
@@ -155,13 +172,33 @@ func (w *Wire) AddTap(t Tap) {
 	w.tap = func(at sim.Tick, f *Frame, lost bool) { prev(at, f, lost); t(at, f, lost) }
 }
 
+// ArriveTap attaches f to see every frame when the line delivers it to
+// the receiver's link, in the order of delivery: with reordering and
+// duplication that is not the order, nor the number, of transmissions.
+func (w *Wire) ArriveTap(f func(t sim.Tick, f *Frame)) {
+	prev := w.arrive
+	if prev == nil {
+		w.arrive = f
+		return
+	}
+	w.arrive = func(at sim.Tick, fr *Frame) { prev(at, fr); f(at, fr) }
+}
+
 // Unit is the wire's kernel unit.
 func (w *Wire) Unit() *sim.Unit { return w.u }
 
 // Tick sends one frame when the wire is free and delivers arrived frames.
 func (w *Wire) Tick(now sim.Tick) bool {
+	if len(w.held) > 0 && w.heldUntil <= now {
+		w.release()
+	}
 	for w.flight.len() > 0 && w.flight.front().at <= now && w.Out.Ready() {
-		w.Out.Send(w.flight.pop().f)
+		f := w.flight.pop().f
+		if w.arrive != nil {
+			tf, tap := f, w.arrive
+			w.u.Engine().Output(func() { tap(now, &tf) })
+		}
+		w.Out.Send(f)
 	}
 	if w.In.Valid() && w.busyUntil <= now && w.flight.len() < 64 {
 		f := w.In.Recv()
@@ -171,12 +208,7 @@ func (w *Wire) Tick(now sim.Tick) bool {
 		w.acc %= w.spec.RateMbps
 		w.busyUntil = now + sim.Tick(d)
 		lost := w.spec.LossPPM > 0 && w.rng.Uint32N(1_000_000) < w.spec.LossPPM
-		if w.tap != nil {
-			// The tap gets the frame encoded (a copy that may cross to rank
-			// 0), written in time order with the other domains' outputs
-			// (Engine.OutputTo).
-			w.u.Engine().OutputTo(w.sink, appendTap(&f, lost))
-		}
+		w.tapFrame(&f, lost)
 		w.frames.Inc()
 		w.bytes.Add(uint64(bytes))
 		if lost {
@@ -184,17 +216,46 @@ func (w *Wire) Tick(now sim.Tick) bool {
 		} else {
 			// It leaves when its last bit is on the line; the link adds
 			// the propagation.
-			w.flight.push(wireFrame{f: f, at: w.busyUntil + max(w.spec.LatencyPS, w.lat) - w.lat})
+			wf := wireFrame{f: f, at: w.busyUntil + max(w.spec.LatencyPS, w.lat) - w.lat}
+			if w.spec.ReorderPPM > 0 && w.rng.Uint32N(1_000_000) < w.spec.ReorderPPM {
+				// Held back: it arrives after the next frame, or a
+				// frame time after its own arrival if none comes.
+				w.reordered.Inc()
+				w.held = append(w.held, wf)
+				w.heldUntil = wf.at + sim.Tick(d) + w.lat
+			} else {
+				w.flight.push(wf)
+				if len(w.held) > 0 {
+					w.release() // this frame overtook them
+				}
+			}
+			if w.spec.DupPPM > 0 && w.rng.Uint32N(1_000_000) < w.spec.DupPPM {
+				// A second copy right behind the first, a transaction of
+				// its own caused by the first (what it makes the receiver
+				// do is then told apart from what the first did).
+				dup := f
+				dup.Txn = w.u.Engine().NewTxn(f.ID, "duplicate", w.u.Name())
+				w.dups.Inc()
+				w.tapFrame(&dup, false)
+				if n := len(w.held); n > 0 && w.held[n-1].f.ID == f.ID {
+					w.held = append(w.held, wireFrame{f: dup, at: wf.at}) // held with the first
+				} else {
+					w.flight.push(wireFrame{f: dup, at: wf.at})
+				}
+			}
 		}
 	}
 	next := sim.Never
+	if len(w.held) > 0 {
+		next = w.heldUntil
+	}
 	if w.flight.len() > 0 {
 		if at := w.flight.front().at; at <= now {
 			if w.Out.Ready() {
 				return true
 			}
 		} else {
-			next = at
+			next = min(next, at)
 		}
 	}
 	if w.In.Valid() {
@@ -204,7 +265,32 @@ func (w *Wire) Tick(now sim.Tick) bool {
 		next = min(next, w.busyUntil)
 	}
 	if next != sim.Never {
-		w.u.WakeAt(next)
+		w.u.WakeAt(max(next, now+1))
 	}
 	return false
+}
+
+// release puts the held frames on the line behind the frame that overtook
+// them (no earlier than their own arrival).
+func (w *Wire) release() {
+	last := sim.Tick(0)
+	if w.flight.len() > 0 {
+		last = w.flight.back().at
+	}
+	for _, h := range w.held {
+		h.at = max(h.at, last)
+		w.flight.push(h)
+	}
+	w.held = w.held[:0]
+}
+
+// tapFrame shows a frame put on the line to the taps.
+func (w *Wire) tapFrame(f *Frame, lost bool) {
+	if w.tap == nil {
+		return
+	}
+	// The tap gets the frame encoded (a copy that may cross to rank 0),
+	// written in time order with the other domains' outputs
+	// (Engine.OutputTo).
+	w.u.Engine().OutputTo(w.sink, appendTap(f, lost))
 }

@@ -31,7 +31,7 @@ var (
 	opNames   = []string{"put", "get", "atomic"}
 	permNames = []string{"allowed", "denied"}
 	logNames  = []string{"none", "meta", "meta+data"}
-	sizeNames = []string{"1-3B", "4-63B", "64-511B", "512-4095B", "4KB"}
+	sizeNames = []string{"1-3B", "4-63B", "64-511B", "512-4095B", "4KB", "0B"}
 )
 
 // AllBins lists every reachable bin.
@@ -66,6 +66,8 @@ func AllBins() []string {
 
 func sizeClass(n int) string {
 	switch {
+	case n == 0:
+		return sizeNames[5] // a zero-length request: one DW, no byte enabled
 	case n < 4:
 		return sizeNames[0]
 	case n < 64:
@@ -96,7 +98,7 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 		}
 		first, n := span(&t)
 		if name != "atomic" {
-			hit["size/"+name+"/"+sizeClass(max(n, 1))] = true
+			hit["size/"+name+"/"+sizeClass(n)] = true
 			if first&3 == 0 && n%4 == 0 {
 				hit["align/"+name+"/dw-aligned"] = true
 			} else {
@@ -182,6 +184,56 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 	}
 	for b := range hit {
 		c.bins[b]++
+	}
+}
+
+// apiBins are the API level's bins: what the links, the wires and RC went
+// through, and what the scoreboard accepted beyond the order of issue.
+var apiBins = []struct{ bin, event string }{
+	{"api/wire/lost", "lost"},
+	{"api/wire/duplicated", "duplicated"},
+	{"api/wire/reordered", "reordered"},
+	{"api/rc/retransmitted", "retransmissions"},
+	{"api/rc/sequence-nak", "naks"},
+	{"api/rc/duplicate-received", "duplicates"},
+	{"api/pcie/credit-stall/posted-down", "down.credit_stall_posted"},
+	{"api/pcie/credit-stall/posted-up", "up.credit_stall_posted"},
+	{"api/pcie/credit-stall/nonposted", "credit_stall_nonposted"},
+	{"api/iommu/stalled", "stalls"},
+	{"api/get/read-again", ""},
+	{"api/put/passed-get", ""},
+	{"api/log/wrapped", ""},
+	{"api/get/refused", ""},
+	{"api/flush", ""},
+}
+
+// DeclareAPI adds the API level's bins at zero.
+func (c *Coverage) DeclareAPI() {
+	for _, b := range apiBins {
+		c.bins[b.bin] += 0
+	}
+}
+
+// AddAPI counts the bins an API-level run hit (after CompareAPI, which
+// scores it).
+func (c *Coverage) AddAPI(s *APIStimulus, p *APIPrediction, o *APIObservation) {
+	c.DeclareAPI()
+	hit := map[string]bool{
+		"api/get/read-again": o.Scored.ReadAgain > 0,
+		"api/put/passed-get": o.Scored.PutsPassed > 0,
+		"api/log/wrapped":    o.Scored.Wraps > 0,
+		"api/get/refused":    len(p.Failed) > 0,
+		"api/flush":          len(p.Flushes) > 0,
+	}
+	for _, b := range apiBins {
+		if b.event != "" && o.Events[b.event] > 0 {
+			hit[b.bin] = true
+		}
+	}
+	for b, h := range hit {
+		if h {
+			c.bins[b]++
+		}
 	}
 }
 

@@ -47,7 +47,7 @@ func TestReplayErrors(t *testing.T) {
 		{"consumer period 0", `"consumer_period_ns": 100`, `"consumer_period_ns": 0`, "consumer_period_ns: 0 is out of range (1..1000000 ns)"},
 		{"consumer period beyond", `"consumer_period_ns": 100`, `"consumer_period_ns": 2305843009213693952`, "consumer_period_ns: 2305843009213693952 is out of range (1..1000000 ns)"},
 		{"log size", `"size": 4096`, `"size": 0`, "logs[0].size: 0 is out of range (a multiple of 8 from 64 to 1048576 bytes)"},
-		{"log mode", `"mode": 0`, `"mode": 7`, "logs[0].mode: 7 is not a notification mode (0: Poll, 1: Int, 2: SP)"},
+		{"log mode", `"mode": 2`, `"mode": 7`, "logs[0].mode: 7 is not a notification mode (0: Poll, 1: Int, 2: SP)"},
 		{"flush without a log", `"iuid": 1,
    "iova": 1073745920`, `"iuid": 2,
    "iova": 1073745920`, "flushes[0].iuid: 2 has no log (the IUID of one of logs)"},

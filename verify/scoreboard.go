@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+
+	"github.com/aaemu/aaemu/iommu/record"
 )
 
 // Observation is what the DUT did, as the conformance harness saw it.
@@ -18,13 +20,40 @@ type Observation struct {
 	Overflow    bool
 	Heads       []HeadMove // every move of a log's head by the consumer
 	EndPS       uint64
-	LogFull     bool // the IOMMU held a TLP back because its log was full
-	Skipped     bool // a reader skipped the end of a ring too short for a PAD
+	LogFull     bool      // the IOMMU held a TLP back because its log was full
+	Skipped     bool      // a reader skipped the end of a ring too short for a PAD
+	MSIs        []MSI     // every MSI the CPUs got, in order
+	SP          []SPWrite // every scratchpad mirror write, in order
 	// Monitor is what the protocol monitors on the DUT's links reported,
 	// in time order (verify/monitor); a run with any does not conform.
 	Monitor   []string
 	MonitorAt uint64 // ps: when the first report happened
 }
+
+// MSI is a message-signalled interrupt as the CPUs see it.
+type MSI struct {
+	Addr uint64
+	Data uint32
+	At   uint64
+}
+
+// SPWrite is the IOMMU mirroring IUID's tail into scratchpad slot Slot.
+type SPWrite struct {
+	Slot uint32
+	IUID uint16
+	Tail uint64
+	At   uint64
+}
+
+// Where the harness programs the notifications: every log's MSI at
+// LogMSIAddr with its IUID as data (whatever its mode: only Int may send
+// it) and its IUID as its scratchpad slot, the fault event at
+// FaultMSIAddr with FaultMSIData.
+const (
+	LogMSIAddr   = 0xfee0_0000
+	FaultMSIAddr = 0xfee0_1000
+	FaultMSIData = 0xfa17
+)
 
 // HeadMove is the consumer moving IUID's head to Head at time At.
 type HeadMove struct {
@@ -135,6 +164,9 @@ func Compare(s *Stimulus, p *Prediction, o *Observation) *Mismatch {
 			return &Mismatch{Block: "iommu.memory", Op: -1, At: o.EndPS, What: fmt.Sprintf("memory at %#x differs", pa+uint64(d))}
 		}
 	}
+	if mm := compareNotifications(s, p, o); mm != nil {
+		return mm
+	}
 	// Flushes complete no earlier than the consumer passed their target.
 	for _, f := range p.Flushes {
 		at, ok := o.CompletedAt[f.Op]
@@ -169,4 +201,59 @@ func firstDiff(a, b []byte) int {
 		return min(len(a), len(b))
 	}
 	return -1
+}
+
+// compareNotifications checks what the CPUs saw: an Int log that got
+// records got an MSI with its vector at its address, and no other log did;
+// a fault event came when a fault was recorded and not otherwise; an SP
+// log's scratchpad slot was written with its IUID's tail only, rising, and
+// ending at the bytes the golden model placed in the ring (every record
+// and PAD); no other log's was.
+func compareNotifications(s *Stimulus, p *Prediction, o *Observation) *Mismatch {
+	mode := map[uint16]uint8{}
+	for _, l := range s.Logs {
+		mode[l.IUID] = l.Mode
+	}
+	msis := map[uint32]int{}
+	for _, m := range o.MSIs {
+		switch {
+		case m.Addr == FaultMSIAddr && m.Data == FaultMSIData:
+		case m.Addr == LogMSIAddr && m.Data <= 0xffff && mode[uint16(m.Data)] == 1:
+		default:
+			return &Mismatch{Block: "iommu.msi", Op: -1, At: m.At, What: fmt.Sprintf("MSI to %#x with data %#x: no Int log's nor the fault event's", m.Addr, m.Data)}
+		}
+		msis[m.Data]++
+	}
+	// Software never clears a fault record here: the first fault's event
+	// is the only one (the others find a fault pending).
+	if n := msis[FaultMSIData]; n != min(len(p.Faults), 1) {
+		return &Mismatch{Block: "iommu.msi", Op: -1, At: o.EndPS, What: fmt.Sprintf("%d fault events for %d fault records, none cleared: want one for the first", n, len(p.Faults))}
+	}
+	tails := map[uint16]uint64{}
+	for _, w := range o.SP {
+		if mode[w.IUID] != 2 || w.Slot != uint32(w.IUID) {
+			return &Mismatch{Block: "iommu.sp", Op: -1, At: w.At, What: fmt.Sprintf("scratchpad slot %d written with IUID %d's tail: not an SP log's own slot", w.Slot, w.IUID)}
+		}
+		if w.Tail <= tails[w.IUID] {
+			return &Mismatch{Block: "iommu.sp", Op: -1, At: w.At, What: fmt.Sprintf("IUID %d's mirrored tail went from %d to %d", w.IUID, tails[w.IUID], w.Tail)}
+		}
+		tails[w.IUID] = w.Tail
+	}
+	for _, l := range s.Logs {
+		// The bytes the records took in the ring, PADs and skips included.
+		ring := &goldLog{size: l.Size}
+		for _, r := range p.Logs[l.IUID] {
+			if r.Kind != record.Pad {
+				ring.append(nil, r.Header, r.Data)
+			}
+		}
+		end := ring.reserved
+		switch {
+		case l.Mode == 1 && end > 0 && msis[uint32(l.IUID)] == 0:
+			return &Mismatch{Block: "iommu.msi", Op: -1, At: o.EndPS, What: fmt.Sprintf("IUID %d (Int) got %d bytes of records and no MSI", l.IUID, end)}
+		case l.Mode == 2 && tails[l.IUID] != end:
+			return &Mismatch{Block: "iommu.sp", Op: -1, At: o.EndPS, What: fmt.Sprintf("IUID %d's mirrored tail is %d at the end, but its records took %d bytes of the ring", l.IUID, tails[l.IUID], end)}
+		}
+	}
+	return nil
 }

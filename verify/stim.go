@@ -125,7 +125,89 @@ func Generate(seed uint64) *Stimulus {
 	for i := 0; i < nops; i++ {
 		s.Ops = append(s.Ops, randomOp(r, s, i))
 	}
+	if r.IntN(2) == 0 {
+		burst(r, s, ndev)
+	}
 	return s
+}
+
+// burst appends many short accesses to a page logged into one small log,
+// so that its ring wraps a few times while the consumer drains it (PAD
+// records and skips at its end, sequence numbers counting the PADs); a
+// write is often read back at once by its device (a read must see the
+// write before it, however the memory controller queues them); 4 KB
+// writes to a page without logging keep the memory controller's queues
+// full; and the devices' tags are counted per device, so the same tag
+// values are outstanding from several devices at once.
+func burst(r *rand.Rand, s *Stimulus, ndev int) {
+	l := &s.Logs[r.IntN(len(s.Logs))]
+	if l.Size > 2048 {
+		l.Size = []uint64{512, 1024, 2048}[r.IntN(3)]
+	}
+	next := uint64(0) // the first page after every page so far
+	for _, p := range s.Pages {
+		next = max(next, (p.IOVA-PageBase)/4096+1)
+	}
+	page := func(bits uint64, iuid uint16) uint64 {
+		iova := PageBase + next*4096
+		s.Pages = append(s.Pages, Page{IOVA: iova, PA: FrameBase + next*4096, Mapped: true, Bits: bits, IUID: iuid})
+		next++
+		return iova
+	}
+	logged := page(pte.R|pte.W|pte.WL|pte.WLD|pte.RL|pte.E, l.IUID)
+	bulk := page(pte.W, 0)
+	plain := page(pte.R|pte.W, 0)
+	// An AtomicOp on a page that logs writes without E: a fault, not a
+	// record (decision/atomic/allowed/meta/E0).
+	noE := page(pte.R|pte.W|pte.WL, l.IUID)
+	dev := r.IntN(ndev)
+	s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.TLP{Kind: tlp.FetchAdd, Length: 2, RequesterID: s.Devices[dev].ID, Tag: 0x1ff,
+		Addr: noE + uint64(r.IntN(512))*8, Data: []byte{byte(r.Uint32()), 0, 0, 0, 0, 0, 0, 0}}})
+	tags := make([]uint16, ndev)
+	tag := func(dev int) uint16 {
+		t := tags[dev]
+		tags[dev] = (t + 1) & 0x3ff
+		return 0x200 | t&0x1ff // apart from randomOp's tags (op indices)
+	}
+	n := min(int(3*l.Size/48), 200)
+	for k := 0; k < n; k++ {
+		dev := r.IntN(ndev)
+		id := s.Devices[dev].ID
+		if k%8 == 7 {
+			data := make([]byte, 4096)
+			for i := range data {
+				data[i] = byte(r.Uint32())
+			}
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemWrite(id, tag(dev), bulk, data)})
+			continue
+		}
+		if k%16 == 5 {
+			// Zero-length: one DW, no byte enabled (a read flushes
+			// earlier writes; neither touches memory, both are decided
+			// and logged).
+			addr := logged + uint64(r.IntN(1024))*4
+			t := tlp.NewMemRead(id, tag(dev), addr, 0)
+			if r.IntN(2) == 0 {
+				t = tlp.NewMemWrite(id, tag(dev), addr, nil)
+			}
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: t})
+			continue
+		}
+		size := 1 + r.IntN(40)
+		at := logged
+		if r.IntN(3) == 0 {
+			at = plain // nothing logged between the write and the read
+		}
+		addr := at + uint64(r.IntN(4096-size+1))
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemWrite(id, tag(dev), addr, data)})
+		if r.IntN(2) == 0 {
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemRead(id, tag(dev), addr, size)})
+		}
+	}
 }
 
 // randomBits draws a page's bits: every combination of R, W, WL, WLD, RL,

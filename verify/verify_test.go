@@ -14,7 +14,7 @@ import (
 func directed() (*Stimulus, *Observation) {
 	s := &Stimulus{Seed: 1, FaultRecords: 4, ConsumerNS: 100,
 		Devices: []Device{{ID: tlp.NewID(1, 0, 0), Attached: true}},
-		Logs:    []Log{{IUID: 1, Size: 4096}},
+		Logs:    []Log{{IUID: 1, Size: 4096, Mode: 2}},
 		Pages: []Page{
 			{IOVA: PageBase, PA: FrameBase, Mapped: true, Bits: 0x8000_0000_0000_0180 | 0x403, IUID: 1}, // R W WL WLD RL? + E
 			{IOVA: PageBase + 0x1000, PA: FrameBase + 0x1000, Mapped: true, Bits: 1},                    // R only: flushing page
@@ -42,6 +42,14 @@ func directed() (*Stimulus, *Observation) {
 		o.CompletedAt[k] = 5000
 	}
 	o.Heads = []HeadMove{{IUID: 1, Head: 4096, At: 4000}}
+	// What the CPUs see: the fault event, and the SP log's tail mirrored
+	// over its two records.
+	o.MSIs = []MSI{{Addr: FaultMSIAddr, Data: FaultMSIData, At: 3500}}
+	var end uint64
+	for _, r := range p.Logs[1] {
+		end += uint64(r.Size())
+	}
+	o.SP = []SPWrite{{Slot: 1, IUID: 1, Tail: end - uint64(p.Logs[1][1].Size()), At: 2500}, {Slot: 1, IUID: 1, Tail: end, At: 3000}}
 	return s, o
 }
 
@@ -73,6 +81,12 @@ func TestScoreboardCatchesCorruptions(t *testing.T) {
 		{"memory", "iommu.memory", func(o *Observation) { o.Memory[FrameBase][9] ^= 1 }},
 		{"a TLP never taken", "iommu", func(o *Observation) { o.Accepted = o.Accepted[:3] }},
 		{"the overflow flag", "iommu.faults", func(o *Observation) { o.Overflow = true }},
+		{"no fault event", "iommu.msi", func(o *Observation) { o.MSIs = nil }},
+		{"an MSI for an SP log", "iommu.msi", func(o *Observation) { o.MSIs = append(o.MSIs, MSI{Addr: LogMSIAddr, Data: 1}) }},
+		{"an MSI's data", "iommu.msi", func(o *Observation) { o.MSIs[0].Data++ }},
+		{"the mirrored tail short", "iommu.sp", func(o *Observation) { o.SP = o.SP[:1] }},
+		{"the mirrored tail going back", "iommu.sp", func(o *Observation) { o.SP[0], o.SP[1] = o.SP[1], o.SP[0] }},
+		{"another log's slot", "iommu.sp", func(o *Observation) { o.SP[1].Slot = 2 }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

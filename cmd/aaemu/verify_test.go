@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +11,8 @@ import (
 	"github.com/aaemu/aaemu/verify"
 )
 
-// `aaemu verify --seeds 1000` passes with every coverage bin hit.
+// `aaemu verify --seeds 1000` passes with every coverage bin hit, the
+// API level's included.
 func TestVerifyThousandSeeds(t *testing.T) {
 	out, err := aaemu(t, "verify", "--seeds", "1000", "--jobs", "2", "--coverage", "--out", t.TempDir())
 	if err != nil {
@@ -19,7 +21,9 @@ func TestVerifyThousandSeeds(t *testing.T) {
 	if !strings.Contains(out, "1000 of 1000 seeds agree") {
 		t.Fatalf("summary:\n%s", out)
 	}
-	n := len(verify.AllBins())
+	all := verify.NewCoverage()
+	all.DeclareAPI()
+	n := len(all.Missed()) // every bin of both levels, none hit yet
 	if strings.Contains(out, "never hit") || !strings.Contains(out, fmt.Sprintf("%d of %d bins hit", n, n)) {
 		t.Fatalf("coverage incomplete:\n%s", out)
 	}
@@ -71,5 +75,17 @@ func TestVerifyReplayOutOfRange(t *testing.T) {
 		if want := fmt.Sprintf("%s:%d: %s", path, line, c.want); err == nil || err.Error() != want {
 			t.Errorf("\n got %v\nwant %s", err, want)
 		}
+	}
+}
+
+// Every mutant of `make mutants` still applies: its original text is in
+// its file exactly once (a refactoring that moves the rule a mutant breaks
+// leaves it stale, and `make mutants` would not test it).
+func TestMutantsApply(t *testing.T) {
+	cmd := exec.Command("python3", "tools/mutants/mutants.py", "--check")
+	cmd.Dir = "../.."
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "mutants apply") {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

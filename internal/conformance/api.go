@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
@@ -27,7 +28,10 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 		if l.NPH > 0 {
 			spec.PCIe.Credits.NPH = l.NPH
 		}
-		spec.Wire.LossPPM = l.LossPPM
+		if l.LatencyNS > 0 {
+			spec.PCIe.LatencyPS = sim.Tick(l.LatencyNS) * sim.NS
+		}
+		spec.Wire.LossPPM, spec.Wire.DupPPM, spec.Wire.ReorderPPM = l.LossPPM, l.DupPPM, l.ReorderPPM
 	}
 	c, err := aa.New(sim.NewEngine(s.Seed), spec)
 	if err != nil {
@@ -69,6 +73,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 		return nil, err
 	}
 	var runErr error
+	steps := 0 // operations the process issued and finished
 	src.Spawn(0, "api", func(x *aa.Ctx) {
 		wrs := map[int]verbs.WR{}
 		local := map[int]uint64{}
@@ -89,6 +94,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 			}
 			local[i] = at
 			at += uint64(op.Len+4095) &^ 4095
+			steps++
 		}
 		for i, op := range s.Ops {
 			w, ok := wrs[i]
@@ -96,6 +102,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 				continue
 			}
 			_, err := x.Wait(w)
+			steps++
 			if op.Kind == "get" {
 				if err != nil {
 					obs.Failed[i] = true
@@ -109,12 +116,31 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 			}
 		}
 	})
+	// The end: the process done, every predicted record handled, and then
+	// a while for what a READ read again or a duplicate may still bring.
+	p := verify.PredictAPI(s)
+	var settled sim.Tick
+	progress, since := -1, sim.Tick(0)
 	c.Run(sim.S, func() bool {
+		if settled > 0 {
+			return c.Now() >= settled
+		}
+		// 3 ms without an operation issued or finished or a record
+		// handled (15 retransmission timeouts): what is missing never
+		// comes.
+		n := steps
+		for _, h := range handled {
+			n += h
+		}
+		if n != progress {
+			progress, since = n, c.Now()
+		} else if c.Now()-since > 3*sim.MS {
+			return true
+		}
 		if !c.AppsDone() {
 			return false
 		}
 		// and every record handed to its handler
-		p := verify.PredictAPI(s)
 		for iuid, recs := range p.Logs {
 			n := 0
 			for _, r := range recs {
@@ -126,12 +152,15 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 				return false
 			}
 		}
-		return true
+		settled = c.Now() + 100*sim.US
+		return false
 	})
 	if !c.AppsDone() {
 		return obs, fmt.Errorf("the process did not finish by %v", c.Now())
 	}
+	obs.EndPS = uint64(c.Now())
 	mon.Finish(c.Now())
+	obs.Events = events(c.Eng.Stats())
 	obs.Monitor, obs.MonitorAt = messages(mon.Log)
 	for _, pg := range s.Pages {
 		b := make([]byte, 4096)
@@ -141,8 +170,9 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 	return obs, runErr
 }
 
-// CheckAPI runs an API-level stimulus and compares with the golden model.
-func CheckAPI(s *verify.APIStimulus) (*verify.Mismatch, error) {
+// CheckAPI runs an API-level stimulus and compares with the golden model;
+// with cover, it counts the bins the run hit.
+func CheckAPI(s *verify.APIStimulus, cover *verify.Coverage) (*verify.Mismatch, error) {
 	obs, err := RunAPI(s)
 	if err != nil {
 		return nil, err
@@ -150,5 +180,28 @@ func CheckAPI(s *verify.APIStimulus) (*verify.Mismatch, error) {
 	if mm := monitorMismatch(obs.Monitor, obs.MonitorAt); mm != nil {
 		return mm, nil
 	}
-	return verify.CompareAPI(s, verify.PredictAPI(s), obs), nil
+	p := verify.PredictAPI(s)
+	mm := verify.CompareAPI(s, p, obs)
+	if mm == nil && cover != nil {
+		cover.AddAPI(s, p, obs)
+	}
+	return mm, nil
+}
+
+// events sums the run's counters by their last name, and for the links by
+// their direction's too (down.credit_stall_posted).
+func events(st *sim.Stats) map[string]uint64 {
+	ev := map[string]uint64{}
+	for _, x := range st.All() {
+		c, ok := x.(*sim.Counter)
+		if !ok || c.Value() == 0 {
+			continue
+		}
+		parts := strings.Split(c.Name(), ".")
+		ev[parts[len(parts)-1]] += c.Value()
+		if len(parts) >= 2 {
+			ev[parts[len(parts)-2]+"."+parts[len(parts)-1]] += c.Value()
+		}
+	}
+	return ev
 }

@@ -80,9 +80,8 @@ func AttachMonitors(c *machine.Cluster) *Monitors {
 			break
 		}
 		name := w.Unit().Name()
-		w.AddTap(func(t sim.Tick, f *nic.Frame, lost bool) {
-			m.rc.Frame(name, t, f.ID, &f.Frame, lost)
-		})
+		w.AddTap(func(t sim.Tick, f *nic.Frame, _ bool) { m.rc.Sent(name, t, f.ID, &f.Frame) })
+		w.ArriveTap(func(t sim.Tick, f *nic.Frame) { m.rc.Arrived(t, f.ID, &f.Frame) })
 	}
 	return m
 }
@@ -127,7 +126,7 @@ func monitorMismatch(msgs []string, at uint64) *verify.Mismatch {
 // IOMMU-level run: requests up, completions down from the memory
 // controller's completer.
 func watchDevice(log *monitor.Log, e *sim.Engine, i int, up, down *sim.Chan[pcie.Packet]) *monitor.PCIeLink {
-	l := monitor.NewPCIeLink(log, monitor.DirSpec{Name: fmt.Sprintf("dev%d.up", i)},
+	l := monitor.NewPCIeLink(log, monitor.DirSpec{Name: fmt.Sprintf("dev%d.up", i), TakeOrder: true},
 		monitor.DirSpec{Name: fmt.Sprintf("dev%d.down", i), MPS: memory.DefaultSpec().Sizes.MPS, RCB: memory.DefaultSpec().Sizes.RCB})
 	monitor.WatchChan(l, 0, e, up, packetTLP)
 	monitor.WatchChan(l, 1, e, down, packetTLP)

@@ -42,7 +42,7 @@ type partial struct {
 }
 
 func (d *device) Tick(now sim.Tick) bool {
-	if d.next < len(d.ops) && d.out.Ready() {
+	if d.next < len(d.ops) && d.out.ReadyFor(&d.ops[d.next]) {
 		d.out.Send(d.ops[d.next])
 		d.next++
 	}
@@ -135,6 +135,31 @@ func (c *consumer) Tick(now sim.Tick) bool {
 	return false
 }
 
+// cpu takes what the IOMMU sends the CPUs, as they would see it: MSIs
+// (log notifications, fault events) and scratchpad mirror writes.
+type cpu struct {
+	irq *sim.Chan[pcie.Packet]
+	sp  *sim.Chan[iommu.SPWrite]
+	obs *verify.Observation
+}
+
+func (c *cpu) Tick(now sim.Tick) bool {
+	for c.irq.Valid() {
+		p := c.irq.Recv()
+		t := &p.TLP
+		var data uint32
+		for i := len(t.Data) - 1; i >= 0; i-- {
+			data = data<<8 | uint32(t.Data[i])
+		}
+		c.obs.MSIs = append(c.obs.MSIs, verify.MSI{Addr: t.Addr + uint64(t.FirstByteOffset()), Data: data, At: uint64(now)})
+	}
+	for c.sp.Valid() {
+		w := c.sp.Recv()
+		c.obs.SP = append(c.obs.SP, verify.SPWrite{Slot: w.Slot, IUID: w.IUID, Tail: w.Tail, At: uint64(now)})
+	}
+	return false
+}
+
 // Run executes the stimulus on the DUT.
 func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	if o.Limit == 0 {
@@ -157,11 +182,17 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		return nil, err
 	}
 	m.ConnectMemory(mc.In, mc.Cpl)
+	cp := &cpu{obs: obs}
+	cu := clk.Add("cpu", cp)
+	cp.irq = sim.NewChan[pcie.Packet](m.Unit(), cu, "irq", 4)
+	cp.sp = sim.NewChan[iommu.SPWrite](m.Unit(), cu, "sp", 4)
+	m.Irq, m.SP = cp.irq, cp.sp
 	m.OnAccept = func(_ int, p *pcie.Packet) {
 		obs.Accepted = append(obs.Accepted, int(p.ID)-1)
 		obs.AcceptedAt = append(obs.AcceptedAt, uint64(e.Now()))
 	}
 	drv := iommu.NewDriver(m, 0x100_0000, 0x100_0000)
+	m.SetFaultEvent(verify.FaultMSIAddr, verify.FaultMSIData, false)
 	for i := range s.Pages {
 		pg := &s.Pages[i]
 		b := make([]byte, 4096)
@@ -176,7 +207,10 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	for i, dv := range s.Devices {
 		d := &device{parts: map[uint16]*partial{}, obs: obs, byTag: map[uint16]int{}}
 		d.u = clk.Add(fmt.Sprintf("dev%d", i), d)
-		d.out = sim.NewChan[pcie.Packet](d.u, m.Unit(), fmt.Sprintf("dev%d.up", i), 4)
+		// The root port's receive buffer keeps the classes apart, as a
+		// link's does: a read may wait behind a write the IOMMU holds
+		// back (its log full), and must not pass it.
+		d.out = pcie.NewClassChan(d.u, m.Unit(), fmt.Sprintf("dev%d.up", i), [3]int{4, 4, 4})
 		d.in = sim.NewChan[pcie.Packet](m.Unit(), d.u, fmt.Sprintf("dev%d.down", i), 4)
 		m.AddPort(d.out, d.in)
 		links = append(links, watchDevice(mlog, e, i, d.out, d.in))
@@ -197,7 +231,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	c := &consumer{mem: mem, drv: drv, logs: s.Logs, period: sim.Tick(max(s.ConsumerNS, 1)) * sim.NS, obs: obs}
 	for i, l := range s.Logs {
 		base := uint64(verify.LogBase) + uint64(i)*0x10_0000
-		if err := drv.RegisterLog(l.IUID, iommu.LogConfig{Base: base, Size: l.Size, Mode: iommu.Notify(l.Mode), MSIAddr: 0xfee0_0000, MSIData: uint32(l.IUID)}); err != nil {
+		if err := drv.RegisterLog(l.IUID, iommu.LogConfig{Base: base, Size: l.Size, Mode: iommu.Notify(l.Mode), MSIAddr: verify.LogMSIAddr, MSIData: uint32(l.IUID), SPSlot: uint32(l.IUID)}); err != nil {
 			return nil, err
 		}
 		c.bases = append(c.bases, base)
@@ -239,15 +273,24 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		}
 		return true
 	}
+	progress, since := -1, e.Now()
 	for e.Now() < o.Limit && !done() {
 		before := e.Now()
 		if e.Run(e.Now()+2*sim.US) == before {
 			break // nothing left to happen: what is missing never comes
 		}
+		// A millisecond without a TLP taken or a request completed, the
+		// consumer draining all along: what is missing never comes.
+		if n := len(obs.Accepted) + len(obs.Completions); n != progress {
+			progress, since = n, e.Now()
+		} else if e.Now()-since > sim.MS {
+			break
+		}
 	}
-	// One more consumer period to see anything still in flight.
+	// One more consumer period to see anything still in flight, and an
+	// Int log's notification of records below its threshold.
 	quiet := done()
-	e.Run(e.Now() + c.period + sim.US)
+	e.Run(e.Now() + c.period + sim.US + spec.NotifyIntervalPS)
 	obs.EndPS = uint64(e.Now())
 	if quiet {
 		for _, l := range links {

@@ -81,6 +81,7 @@ type execution struct {
 	frame sim.TxnID
 	bytes int
 	tlps  int
+	again bool // reported as executed again
 }
 
 // NewRC returns an RC monitor for NICs with path MTU pmtu.
@@ -123,19 +124,36 @@ func (m *RC) span(p *roce.Packet) uint32 {
 	return 1
 }
 
-// Frame is a frame sent on wire link at time at; lost frames never arrive.
+// Frame is a frame sent on wire link at time at, on a wire that delivers
+// in order: lost frames never arrive, the others arrive in the order sent.
 func (m *RC) Frame(link string, at sim.Tick, id sim.TxnID, f *roce.Frame, lost bool) {
+	m.Sent(link, at, id, f)
+	if !lost {
+		m.Arrived(at, id, f)
+	}
+}
+
+// Sent is a frame put on wire link at time at. On a wire that may reorder
+// or duplicate, Arrived tells when each copy reaches the receiver.
+func (m *RC) Sent(link string, at sim.Tick, id sim.TxnID, f *roce.Frame) {
 	p := &f.Packet
 	if isRequest(p.Opcode) {
-		c := m.conn(connKey{req: string(f.Src.IP), reqQP: uint32(f.SrcPort & 0x3fff), resp: string(f.Dst.IP), respQP: p.DestQP})
-		m.sent(link, at, id, c, p)
-		if !lost {
-			m.delivered(at, id, c, p)
-		}
+		m.sent(link, at, id, m.reqConn(f), p)
 		return
 	}
 	c := m.conn(connKey{req: string(f.Dst.IP), reqQP: p.DestQP, resp: string(f.Src.IP), respQP: uint32(f.SrcPort & 0x3fff)})
 	m.response(link, at, id, c, p)
+}
+
+// Arrived is a frame delivered to the receiver at time at.
+func (m *RC) Arrived(at sim.Tick, id sim.TxnID, f *roce.Frame) {
+	if p := &f.Packet; isRequest(p.Opcode) {
+		m.delivered(at, id, m.reqConn(f), p)
+	}
+}
+
+func (m *RC) reqConn(f *roce.Frame) *conn {
+	return m.conn(connKey{req: string(f.Src.IP), reqQP: uint32(f.SrcPort & 0x3fff), resp: string(f.Dst.IP), respQP: f.Packet.DestQP})
 }
 
 func (m *RC) sent(link string, at sim.Tick, id sim.TxnID, c *conn, p *roce.Packet) {
@@ -172,7 +190,9 @@ func (m *RC) delivered(at sim.Tick, id sim.TxnID, c *conn, p *roce.Packet) {
 		}
 		c.exp = (c.exp + m.span(p)) & 0xffffff
 	}
-	if executes(p.Opcode) {
+	// A go-back-N retransmission is the frame sent again, with its
+	// transaction ID: it keeps the first delivery's entry.
+	if old := m.frames[id]; executes(p.Opcode) && (old == nil || !old.fresh) {
 		m.frames[id] = fr
 	}
 }
@@ -260,6 +280,19 @@ func (m *RC) TLP(node int, at sim.Tick, id, cause sim.TxnID, t *tlp.TLP) {
 	if t.Kind == tlp.MWr {
 		x.bytes += t.EnabledBytes()
 	}
+	// The same frame delivered again (a retransmission keeps its ID) and
+	// executed again shows as more than one execution's worth.
+	switch {
+	case x.again:
+	case isWrite(fr.op) && x.bytes > fr.n:
+		x.again = true
+		m.log.reportf(fmt.Sprintf("node%d", node), at, id, "RC exactly-once", "%v: %s PSN %d wrote %d bytes for its %d: executed again by a repeated frame (txn %v): %v",
+			c.key, roce.OpName(fr.op), fr.psn, x.bytes, fr.n, cause, t)
+	case (fr.op == roce.CmpSwap || fr.op == roce.FetchAdd) && x.tlps > 1:
+		x.again = true
+		m.log.reportf(fmt.Sprintf("node%d", node), at, id, "RC exactly-once", "%v: %s PSN %d executed %d times (txn %v): %v",
+			c.key, roce.OpName(fr.op), fr.psn, x.tlps, cause, t)
+	}
 }
 
 // Finish checks, at a quiet end of the run, that every acknowledged write
@@ -280,7 +313,7 @@ func (m *RC) Finish(at sim.Tick) {
 		switch {
 		case x == nil:
 			m.log.reportf("rc", at, id, "RC exactly-once", "%v: %s PSN %d (%d bytes) acknowledged but never executed", c.key, roce.OpName(fr.op), fr.psn, fr.n)
-		case x.frame == id && isWrite(fr.op) && x.bytes != fr.n:
+		case x.frame == id && isWrite(fr.op) && x.bytes != fr.n && !x.again:
 			m.log.reportf("rc", at, id, "RC exactly-once", "%v: %s PSN %d wrote %d of its %d bytes", c.key, roce.OpName(fr.op), fr.psn, x.bytes, fr.n)
 		}
 	}

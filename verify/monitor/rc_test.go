@@ -18,6 +18,8 @@ type rcEv struct {
 	p      roce.Packet
 	lost   bool
 	tlp    bool // a TLP of the responder caused by id, len(p.Payload) bytes
+	held   bool // sent, arriving only at a later event of the same id with arrive
+	arrive bool
 }
 
 func write(psn uint32, data string) roce.Packet {
@@ -39,6 +41,8 @@ func TestRC(t *testing.T) {
 	x := func(id sim.TxnID, d string) rcEv { return rcEv{id: id, p: roce.Packet{Payload: []byte(d)}, tlp: true} }
 	a := func(id sim.TxnID, psn, msn uint32) rcEv { return rcEv{id: id, p: ack(psn, msn)} }
 	lost := func(e rcEv) rcEv { e.lost = true; return e }
+	held := func(e rcEv) rcEv { e.held = true; return e }
+	arrive := func(e rcEv) rcEv { e.arrive = true; return e }
 	tests := []struct {
 		name   string
 		events []rcEv
@@ -53,6 +57,9 @@ func TestRC(t *testing.T) {
 		{"a PSN not advanced", []rcEv{w(1, 10, "ab"), x(1, "ab"), w(2, 10, "cd"), a(3, 10, 1)}, []string{"RC retransmission"}},
 		{"a PSN skipped", []rcEv{w(1, 10, "ab"), x(1, "ab"), w(2, 12, "cd"), x(2, "cd")}, []string{"RC PSN sequence"}},
 		{"an ACK ahead of what arrived", []rcEv{w(1, 10, "ab"), x(1, "ab"), lost(w(2, 11, "cd")), a(3, 11, 2)}, []string{"RC ACK"}},
+		{"a write resent with its ID, answered, not executed", []rcEv{w(1, 10, "ab"), x(1, "ab"), w(1, 10, "ab"), a(3, 10, 1)}, nil},
+		{"a write resent with its ID and executed again", []rcEv{w(1, 10, "ab"), x(1, "ab"), w(1, 10, "ab"), x(1, "ab"), a(3, 10, 1)}, []string{"RC exactly-once"}},
+		{"a write overtaken, then resent after the NAK", []rcEv{held(w(1, 10, "ab")), w(2, 11, "cd"), arrive(w(1, 10, "ab")), x(1, "ab"), w(3, 11, "cd"), x(3, "cd"), a(4, 11, 2)}, nil},
 		{"MSN going back", []rcEv{w(1, 10, "ab"), x(1, "ab"), w(2, 11, "cd"), x(2, "cd"), a(3, 11, 2), a(4, 11, 1)}, []string{"RC MSN"}},
 	}
 	for _, tc := range tests {
@@ -66,6 +73,10 @@ func TestRC(t *testing.T) {
 				case e.tlp:
 					wr := tlp.NewMemWrite(tlp.NewID(1, 0, 0), 0, 0x1000, e.p.Payload)
 					m.TLP(1, at, 100+e.id, e.id, &wr)
+				case e.held:
+					m.Sent("wire01", at, e.id, &roce.Frame{Src: req, Dst: resp, SrcPort: 0xc001, Packet: e.p})
+				case e.arrive:
+					m.Arrived(at, e.id, &roce.Frame{Src: req, Dst: resp, SrcPort: 0xc001, Packet: e.p})
 				case e.toResp:
 					m.Frame("wire01", at, e.id, &roce.Frame{Src: req, Dst: resp, SrcPort: 0xc001, Packet: e.p}, e.lost)
 				default:
