@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -71,19 +72,9 @@ func mpirun(t *testing.T, timeout time.Duration, env []string, args ...string) (
 	return out.String(), err
 }
 
-// One run over 2 and 4 MPI ranks writes the files of one process to the
-// byte (statistics, capture, waveforms, transaction log) and prints its
-// table: the default scenario, shortened, and 16 nodes behind a switch with
-// every output.
-func TestMPIRanksByteIdentical(t *testing.T) {
-	bin := aaemuMPIBinary(t)
-	dir := t.TempDir()
-	short := filepath.Join(dir, "short.yaml")
-	if err := os.WriteFile(short, []byte("workload:\n  dht:\n    inserts: 300\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	star := filepath.Join(dir, "star.yaml")
-	if err := os.WriteFile(star, []byte(`seed: 3
+// starScenario is 16 nodes behind a switch with every output: what
+// crosses ranks in it is frames, credits, traced values and capture records.
+const starScenario = `seed: 3
 machine:
   nodes: 16
   cores: 4
@@ -100,7 +91,21 @@ outputs:
   vcd: true
   pcap: true
   trace: "node3.nic0,node12.nic0,net.switch,net.up3"
-`), 0o644); err != nil {
+`
+
+// One run over 2 and 4 MPI ranks writes the files of one process to the
+// byte (statistics, capture, waveforms, transaction log) and prints its
+// table: the default scenario, shortened, and 16 nodes behind a switch with
+// every output.
+func TestMPIRanksByteIdentical(t *testing.T) {
+	bin := aaemuMPIBinary(t)
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short.yaml")
+	if err := os.WriteFile(short, []byte("workload:\n  dht:\n    inserts: 300\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	star := filepath.Join(dir, "star.yaml")
+	if err := os.WriteFile(star, []byte(starScenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -186,5 +191,71 @@ func TestMPIRanksRefuse(t *testing.T) {
 				t.Fatalf("%d ranks said %q, want %d:\n%s", n, c.want, c.every, text)
 			}
 		})
+	}
+}
+
+// srun starts the ranks as users launch them on a Slurm cluster: `srun
+// --mpi=pmix -n 2 aaemu-mpi run …` on the test's one-node Slurm, the ranks
+// finding each other through the step's PMIx server; the outputs are one
+// process's to the byte, and host.json says two ranks shared the run.
+func TestMPIRanksOnSlurm(t *testing.T) {
+	c := sharedSlurm(t)
+	bin := aaemuMPIBinary(t)
+	dir := t.TempDir()
+	star := filepath.Join(dir, "star.yaml")
+	if err := os.WriteFile(star, []byte(starScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := filepath.Join(dir, "one")
+	refOut, err := aaemu(t, "run", star, "--txn-log", "--out", ref)
+	if err != nil {
+		t.Fatalf("one process: %v\n%s", err, refOut)
+	}
+	out := filepath.Join(dir, "srun")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "srun", "--mpi=pmix", "-n", "2", "--job-name", "aaemu-ranks",
+		bin, "run", star, "--txn-log", "--out", out)
+	// Ranks on one node talk through shared memory (vader): no socket.
+	cmd.Env = append(c.Env, "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,vader")
+	cmd.Cancel = func() error {
+		scancel := exec.Command("scancel", "--name", "aaemu-ranks")
+		scancel.Env = c.Env
+		scancel.Run()
+		return cmd.Process.Kill()
+	}
+	text, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("srun did not end within 120 s (a rank hangs):\n%s", text)
+	}
+	if err != nil {
+		t.Fatalf("srun: %v\n%s", err, text)
+	}
+	if tableOf(string(text)) != tableOf(refOut) {
+		t.Errorf("the table differs from one process's:\n%s\nwant\n%s", text, refOut)
+	}
+	want, got := readDir(t, ref), readDir(t, out)
+	var host struct {
+		Experiments []struct {
+			Ranks *rankHost `json:"ranks"`
+		} `json:"experiments"`
+	}
+	if err := json.Unmarshal(got["host.json"], &host); err != nil || len(host.Experiments) == 0 {
+		t.Fatalf("host.json: %v\n%s", err, got["host.json"])
+	}
+	for i, e := range host.Experiments {
+		if e.Ranks == nil || e.Ranks.Ranks != 2 || e.Ranks.Messages == 0 {
+			t.Errorf("experiment %d did not run over 2 ranks exchanging messages: %+v", i, e.Ranks)
+		}
+	}
+	delete(want, "host.json")
+	delete(got, "host.json")
+	for name, w := range want {
+		if g, ok := got[name]; !ok || !bytes.Equal(g, w) {
+			t.Errorf("%s differs from one process's (%d bytes, want %d)", name, len(g), len(w))
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d files, one process wrote %d", len(got), len(want))
 	}
 }
