@@ -46,11 +46,15 @@ func aaemuMPIBinary(t *testing.T) string {
 	return builtMPI.path
 }
 
-// mpiArgs start n ranks on this machine only: over the loopback
-// interface, more ranks than cores allowed, as root too (CI's containers).
+// mpiArgs start n ranks on this machine only, more ranks than cores
+// allowed, as root too (CI's containers). The ranks talk through shared
+// memory (vader), which opens no socket; the TCP byte transfer layer would
+// listen on every interface even when told to use lo. mpirun's own
+// runtime (ORTE's out-of-band channel) is told to use lo: it advertises
+// and uses 127.0.0.1 only.
 func mpiArgs(n int) []string {
-	return []string{"--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,tcp",
-		"--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo", "-np", fmt.Sprint(n)}
+	return []string{"--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
+		"--mca", "oob_tcp_if_include", "lo", "-np", fmt.Sprint(n)}
 }
 
 // mpirun runs mpirun with args and returns its output and error, killing
