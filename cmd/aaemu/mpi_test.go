@@ -198,13 +198,18 @@ func TestMPIRanksRefuse(t *testing.T) {
 	}
 }
 
-// srun starts the ranks as users launch them on a Slurm cluster: `srun
-// --mpi=pmix -n 2 aaemu-mpi run …` on the test's one-node Slurm, the ranks
-// finding each other through the step's PMIx server; the outputs are one
-// process's to the byte, and host.json says two ranks shared the run.
+// On a Slurm cluster, as users launch a run there: `srun --mpi=pmix -n 2
+// aaemu-mpi run …` on the test's one-node Slurm (the ranks find each other
+// through the step's PMIx server), and `sbatch -n 2` of a script that runs
+// mpirun inside the allocation. Each writes one process's files to the
+// byte, and host.json says two ranks shared the run (two independent
+// one-process runs would write the same files). The batch script also runs
+// the default build as one process: in an allocation of 2 tasks it is not
+// a rank.
 func TestMPIRanksOnSlurm(t *testing.T) {
 	c := sharedSlurm(t)
 	bin := aaemuMPIBinary(t)
+	plain := aaemuBinary(t)
 	dir := t.TempDir()
 	star := filepath.Join(dir, "star.yaml")
 	if err := os.WriteFile(star, []byte(starScenario), 0o644); err != nil {
@@ -215,29 +220,63 @@ func TestMPIRanksOnSlurm(t *testing.T) {
 	if err != nil {
 		t.Fatalf("one process: %v\n%s", err, refOut)
 	}
-	out := filepath.Join(dir, "srun")
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "srun", "--mpi=pmix", "-n", "2", "--job-name", "aaemu-ranks",
-		bin, "run", star, "--txn-log", "--out", out)
 	// Ranks on one node talk through shared memory (vader): no socket.
-	cmd.Env = append(c.Env, "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,vader")
-	cmd.Cancel = func() error {
-		scancel := exec.Command("scancel", "--name", "aaemu-ranks")
-		scancel.Env = c.Env
-		scancel.Run()
-		return cmd.Process.Kill()
+	env := append(c.Env, "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,vader", "OMPI_MCA_oob_tcp_if_include=lo")
+	run := func(t *testing.T, job string, args ...string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Env = env
+		cmd.Cancel = func() error {
+			scancel := exec.Command("scancel", "--name", job)
+			scancel.Env = c.Env
+			scancel.Run()
+			return cmd.Process.Kill()
+		}
+		text, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			t.Fatalf("%s did not end within 120 s (a rank hangs):\n%s", args[0], text)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", args[0], err, text)
+		}
+		return string(text)
 	}
-	text, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("srun did not end within 120 s (a rank hangs):\n%s", text)
-	}
-	if err != nil {
-		t.Fatalf("srun: %v\n%s", err, text)
-	}
-	if tableOf(string(text)) != tableOf(refOut) {
-		t.Errorf("the table differs from one process's:\n%s\nwant\n%s", text, refOut)
-	}
+	t.Run("srun", func(t *testing.T) {
+		out := filepath.Join(dir, "srun")
+		text := run(t, "aaemu-srun", "srun", "--mpi=pmix", "-n", "2", "--job-name", "aaemu-srun",
+			bin, "run", star, "--txn-log", "--out", out)
+		if tableOf(text) != tableOf(refOut) {
+			t.Errorf("the table differs from one process's:\n%s\nwant\n%s", text, refOut)
+		}
+		sameRun(t, ref, out, 2)
+	})
+	t.Run("sbatch-mpirun", func(t *testing.T) {
+		out, single := filepath.Join(dir, "sbatch"), filepath.Join(dir, "single")
+		script := filepath.Join(dir, "job.sh")
+		if err := os.WriteFile(script, []byte(fmt.Sprintf(`#!/bin/sh
+set -e
+mpirun --allow-run-as-root %s run %s --txn-log --out %s
+%s run --no-host-stats --out %s
+`, bin, star, out, plain, single)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		log := filepath.Join(dir, "job.log")
+		run(t, "aaemu-sbatch", "sbatch", "--wait", "-n", "2", "--job-name", "aaemu-sbatch", "-o", log, script)
+		if text, err := os.ReadFile(log); err != nil || !strings.Contains(tableOf(string(text)), strings.TrimSpace(tableOf(refOut))) {
+			t.Errorf("the job's log does not hold one process's table: %v\n%s\nwant\n%s", err, text, refOut)
+		}
+		sameRun(t, ref, out, 2)
+		if _, err := os.Stat(filepath.Join(single, "stats.json")); err != nil {
+			t.Errorf("the one-process run in the batch script: %v", err)
+		}
+	})
+}
+
+// sameRun requires out to hold ref's files to the byte, but host.json,
+// whose experiments must say they ran over ranks exchanging messages.
+func sameRun(t *testing.T, ref, out string, ranks int) {
+	t.Helper()
 	want, got := readDir(t, ref), readDir(t, out)
 	var host struct {
 		Experiments []struct {
@@ -248,8 +287,8 @@ func TestMPIRanksOnSlurm(t *testing.T) {
 		t.Fatalf("host.json: %v\n%s", err, got["host.json"])
 	}
 	for i, e := range host.Experiments {
-		if e.Ranks == nil || e.Ranks.Ranks != 2 || e.Ranks.Messages == 0 {
-			t.Errorf("experiment %d did not run over 2 ranks exchanging messages: %+v", i, e.Ranks)
+		if e.Ranks == nil || e.Ranks.Ranks != ranks || e.Ranks.Messages == 0 {
+			t.Errorf("experiment %d did not run over %d ranks exchanging messages: %+v", i, ranks, e.Ranks)
 		}
 	}
 	delete(want, "host.json")
