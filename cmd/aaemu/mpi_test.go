@@ -244,7 +244,7 @@ func TestMPIRanksOnSlurm(t *testing.T) {
 	}
 	t.Run("srun", func(t *testing.T) {
 		out := filepath.Join(dir, "srun")
-		text := run(t, "aaemu-srun", "srun", "--mpi=pmix", "-n", "2", "--job-name", "aaemu-srun",
+		text := run(t, "aaemu-srun", "srun", "--mpi=pmix", "--cpu-bind=cores", "-n", "2", "--job-name", "aaemu-srun",
 			bin, "run", star, "--txn-log", "--out", out)
 		if tableOf(text) != tableOf(refOut) {
 			t.Errorf("the table differs from one process's:\n%s\nwant\n%s", text, refOut)

@@ -156,6 +156,8 @@ func startSlurm() (c *slurmCluster, err error) {
 		return c, err
 	}
 	conf := filepath.Join(d, "slurm.conf")
+	// task/affinity binds a step's tasks to cores (srun --cpu-bind=cores):
+	// unbound ranks that poll at the barrier take each other's core.
 	// NoInAddrAny and NoCtldInAddrAny bind the daemons, srun and the
 	// steps' listeners (the PMIx server among them) to the address the
 	// host name resolves to instead of the wildcard address; the test
@@ -176,7 +178,7 @@ SlurmdPidFile=%s
 SlurmctldLogFile=%s
 SlurmdLogFile=%s
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=task/affinity
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
