@@ -205,7 +205,7 @@ func TestMPIRanksRefuse(t *testing.T) {
 // byte, and host.json says two ranks shared the run (two independent
 // one-process runs would write the same files). The batch script also runs
 // the default build as one process: in an allocation of 2 tasks it is not
-// a rank.
+// a rank. A rank that dies under srun ends the step: no rank hangs.
 func TestMPIRanksOnSlurm(t *testing.T) {
 	c := sharedSlurm(t)
 	bin := aaemuMPIBinary(t)
@@ -222,7 +222,8 @@ func TestMPIRanksOnSlurm(t *testing.T) {
 	}
 	// Ranks on one node talk through shared memory (vader): no socket.
 	env := append(c.Env, "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,vader", "OMPI_MCA_oob_tcp_if_include=lo")
-	run := func(t *testing.T, job string, args ...string) string {
+	// launch runs a Slurm client with a time limit: a hang fails.
+	launch := func(t *testing.T, job string, env []string, args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
@@ -237,10 +238,14 @@ func TestMPIRanksOnSlurm(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatalf("%s did not end within 120 s (a rank hangs):\n%s", args[0], text)
 		}
+		return string(text), err
+	}
+	run := func(t *testing.T, job string, args ...string) string {
+		text, err := launch(t, job, env, args...)
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", args[0], err, text)
 		}
-		return string(text)
+		return text
 	}
 	t.Run("srun", func(t *testing.T) {
 		out := filepath.Join(dir, "srun")
@@ -250,6 +255,21 @@ func TestMPIRanksOnSlurm(t *testing.T) {
 			t.Errorf("the table differs from one process's:\n%s\nwant\n%s", text, refOut)
 		}
 		sameRun(t, ref, out, 2)
+	})
+	// A rank that exits without MPI_Finalize: Slurm's PMIx plugin cancels
+	// the step, so the other rank is killed rather than left waiting at
+	// the barrier (no --kill-on-bad-exit needed).
+	t.Run("rank-dies", func(t *testing.T) {
+		text, err := launch(t, "aaemu-die", append(env, "AAEMU_TEST_RANK_EXIT=1"), "srun", "--mpi=pmix", "--cpu-bind=cores",
+			"-n", "2", "--job-name", "aaemu-die", bin, "run", star, "--out", filepath.Join(dir, "die"))
+		if err == nil {
+			t.Fatalf("srun succeeded:\n%s", text)
+		}
+		for _, w := range []string{"aaemu: rank 1 exits (test hook)", "task 1: Exited with exit code 3", "CANCELLED"} {
+			if !strings.Contains(text, w) {
+				t.Errorf("srun's output does not say %q:\n%s", w, text)
+			}
+		}
 	})
 	t.Run("sbatch-mpirun", func(t *testing.T) {
 		out, single := filepath.Join(dir, "sbatch"), filepath.Join(dir, "single")
