@@ -3,9 +3,12 @@
 # GTKWave (vcd2fst, fst2vcd, vcd2lxt2, gtkwave), Xvfb and ImageMagick for the
 # headless waveform screenshot, tshark (decodes the RoCE captures), Debian's
 # python3-scapy (checks their ICRCs), Slurm and munge (a one-node cluster
-# runs a sweep as a job array), Open MPI with its headers and pkg-config
-# (aaemu built with the mpi tag runs one simulation over mpirun's ranks),
-# and the vcd-stream parser from npm.
+# runs a sweep as a job array and srun starts MPI ranks), Open MPI with its
+# headers and pkg-config (aaemu built with the mpi tag runs one simulation
+# over mpirun's or srun's ranks), PMIx's development package (Slurm's
+# mpi_pmix plugin, in slurm-wlm-basic-plugins, loads libpmix.so, which only
+# libpmix-dev installs: without it `srun --mpi=pmix` fails), and the
+# vcd-stream parser from npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +28,7 @@ command -v sbatch   >/dev/null || need+=(slurm-client)
 command -v mpirun   >/dev/null || need+=(openmpi-bin)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 pkg-config --exists ompi-c 2>/dev/null || need+=(libopenmpi-dev)
+pkg-config --exists pmix 2>/dev/null || need+=(libpmix-dev)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

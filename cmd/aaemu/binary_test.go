@@ -26,6 +26,7 @@ var built struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopSharedSlurm()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}

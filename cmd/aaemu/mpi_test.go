@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,11 +46,15 @@ func aaemuMPIBinary(t *testing.T) string {
 	return builtMPI.path
 }
 
-// mpiArgs start n ranks on this machine only: over the loopback
-// interface, more ranks than cores allowed, as root too (CI's containers).
+// mpiArgs start n ranks on this machine only, more ranks than cores
+// allowed, as root too (CI's containers). The ranks talk through shared
+// memory (vader), which opens no socket; the TCP byte transfer layer would
+// listen on every interface even when told to use lo. mpirun's own
+// runtime (ORTE's out-of-band channel) is told to use lo: it advertises
+// and uses 127.0.0.1 only.
 func mpiArgs(n int) []string {
-	return []string{"--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,tcp",
-		"--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo", "-np", fmt.Sprint(n)}
+	return []string{"--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
+		"--mca", "oob_tcp_if_include", "lo", "-np", fmt.Sprint(n)}
 }
 
 // mpirun runs mpirun with args and returns its output and error, killing
@@ -71,19 +76,9 @@ func mpirun(t *testing.T, timeout time.Duration, env []string, args ...string) (
 	return out.String(), err
 }
 
-// One run over 2 and 4 MPI ranks writes the files of one process to the
-// byte (statistics, capture, waveforms, transaction log) and prints its
-// table: the default scenario, shortened, and 16 nodes behind a switch with
-// every output.
-func TestMPIRanksByteIdentical(t *testing.T) {
-	bin := aaemuMPIBinary(t)
-	dir := t.TempDir()
-	short := filepath.Join(dir, "short.yaml")
-	if err := os.WriteFile(short, []byte("workload:\n  dht:\n    inserts: 300\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	star := filepath.Join(dir, "star.yaml")
-	if err := os.WriteFile(star, []byte(`seed: 3
+// starScenario is 16 nodes behind a switch with every output: what
+// crosses ranks in it is frames, credits, traced values and capture records.
+const starScenario = `seed: 3
 machine:
   nodes: 16
   cores: 4
@@ -100,7 +95,21 @@ outputs:
   vcd: true
   pcap: true
   trace: "node3.nic0,node12.nic0,net.switch,net.up3"
-`), 0o644); err != nil {
+`
+
+// One run over 2 and 4 MPI ranks writes the files of one process to the
+// byte (statistics, capture, waveforms, transaction log) and prints its
+// table: the default scenario, shortened, and 16 nodes behind a switch with
+// every output.
+func TestMPIRanksByteIdentical(t *testing.T) {
+	bin := aaemuMPIBinary(t)
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short.yaml")
+	if err := os.WriteFile(short, []byte("workload:\n  dht:\n    inserts: 300\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	star := filepath.Join(dir, "star.yaml")
+	if err := os.WriteFile(star, []byte(starScenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -186,5 +195,130 @@ func TestMPIRanksRefuse(t *testing.T) {
 				t.Fatalf("%d ranks said %q, want %d:\n%s", n, c.want, c.every, text)
 			}
 		})
+	}
+}
+
+// On a Slurm cluster, as users launch a run there: `srun --mpi=pmix -n 2
+// aaemu-mpi run …` on the test's one-node Slurm (the ranks find each other
+// through the step's PMIx server), and `sbatch -n 2` of a script that runs
+// mpirun inside the allocation. Each writes one process's files to the
+// byte, and host.json says two ranks shared the run (two independent
+// one-process runs would write the same files). The batch script also runs
+// the default build as one process: in an allocation of 2 tasks it is not
+// a rank. A rank that dies under srun ends the step: no rank hangs.
+func TestMPIRanksOnSlurm(t *testing.T) {
+	c := sharedSlurm(t)
+	bin := aaemuMPIBinary(t)
+	plain := aaemuBinary(t)
+	dir := t.TempDir()
+	star := filepath.Join(dir, "star.yaml")
+	if err := os.WriteFile(star, []byte(starScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := filepath.Join(dir, "one")
+	refOut, err := aaemu(t, "run", star, "--txn-log", "--out", ref)
+	if err != nil {
+		t.Fatalf("one process: %v\n%s", err, refOut)
+	}
+	// Ranks on one node talk through shared memory (vader): no socket.
+	env := append(c.Env, "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,vader", "OMPI_MCA_oob_tcp_if_include=lo")
+	// launch runs a Slurm client with a time limit: a hang fails.
+	launch := func(t *testing.T, job string, env []string, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Env = env
+		cmd.Cancel = func() error {
+			scancel := exec.Command("scancel", "--name", job)
+			scancel.Env = c.Env
+			scancel.Run()
+			return cmd.Process.Kill()
+		}
+		text, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			t.Fatalf("%s did not end within 120 s (a rank hangs):\n%s", args[0], text)
+		}
+		return string(text), err
+	}
+	run := func(t *testing.T, job string, args ...string) string {
+		text, err := launch(t, job, env, args...)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", args[0], err, text)
+		}
+		return text
+	}
+	t.Run("srun", func(t *testing.T) {
+		out := filepath.Join(dir, "srun")
+		text := run(t, "aaemu-srun", "srun", "--mpi=pmix", "--cpu-bind=cores", "-n", "2", "--job-name", "aaemu-srun",
+			bin, "run", star, "--txn-log", "--out", out)
+		if tableOf(text) != tableOf(refOut) {
+			t.Errorf("the table differs from one process's:\n%s\nwant\n%s", text, refOut)
+		}
+		sameRun(t, ref, out, 2)
+	})
+	// A rank that exits without MPI_Finalize: Slurm's PMIx plugin cancels
+	// the step, so the other rank is killed rather than left waiting at
+	// the barrier (no --kill-on-bad-exit needed).
+	t.Run("rank-dies", func(t *testing.T) {
+		text, err := launch(t, "aaemu-die", append(env, "AAEMU_TEST_RANK_EXIT=1"), "srun", "--mpi=pmix", "--cpu-bind=cores",
+			"-n", "2", "--job-name", "aaemu-die", bin, "run", star, "--out", filepath.Join(dir, "die"))
+		if err == nil {
+			t.Fatalf("srun succeeded:\n%s", text)
+		}
+		for _, w := range []string{"aaemu: rank 1 exits (test hook)", "task 1: Exited with exit code 3", "CANCELLED"} {
+			if !strings.Contains(text, w) {
+				t.Errorf("srun's output does not say %q:\n%s", w, text)
+			}
+		}
+	})
+	t.Run("sbatch-mpirun", func(t *testing.T) {
+		out, single := filepath.Join(dir, "sbatch"), filepath.Join(dir, "single")
+		script := filepath.Join(dir, "job.sh")
+		if err := os.WriteFile(script, []byte(fmt.Sprintf(`#!/bin/sh
+set -e
+mpirun --allow-run-as-root %s run %s --txn-log --out %s
+%s run --no-host-stats --out %s
+`, bin, star, out, plain, single)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		log := filepath.Join(dir, "job.log")
+		run(t, "aaemu-sbatch", "sbatch", "--wait", "-n", "2", "--job-name", "aaemu-sbatch", "-o", log, script)
+		if text, err := os.ReadFile(log); err != nil || !strings.Contains(tableOf(string(text)), strings.TrimSpace(tableOf(refOut))) {
+			t.Errorf("the job's log does not hold one process's table: %v\n%s\nwant\n%s", err, text, refOut)
+		}
+		sameRun(t, ref, out, 2)
+		if _, err := os.Stat(filepath.Join(single, "stats.json")); err != nil {
+			t.Errorf("the one-process run in the batch script: %v", err)
+		}
+	})
+}
+
+// sameRun requires out to hold ref's files to the byte, but host.json,
+// whose experiments must say they ran over ranks exchanging messages.
+func sameRun(t *testing.T, ref, out string, ranks int) {
+	t.Helper()
+	want, got := readDir(t, ref), readDir(t, out)
+	var host struct {
+		Experiments []struct {
+			Ranks *rankHost `json:"ranks"`
+		} `json:"experiments"`
+	}
+	if err := json.Unmarshal(got["host.json"], &host); err != nil || len(host.Experiments) == 0 {
+		t.Fatalf("host.json: %v\n%s", err, got["host.json"])
+	}
+	for i, e := range host.Experiments {
+		if e.Ranks == nil || e.Ranks.Ranks != ranks || e.Ranks.Messages == 0 {
+			t.Errorf("experiment %d did not run over %d ranks exchanging messages: %+v", i, ranks, e.Ranks)
+		}
+	}
+	delete(want, "host.json")
+	delete(got, "host.json")
+	for name, w := range want {
+		if g, ok := got[name]; !ok || !bytes.Equal(g, w) {
+			t.Errorf("%s differs from one process's (%d bytes, want %d)", name, len(g), len(w))
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d files, one process wrote %d", len(got), len(want))
 	}
 }

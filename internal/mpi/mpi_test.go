@@ -10,7 +10,7 @@ import (
 // The launchers' environments give the rank and size; none gives a plain
 // process.
 func TestLaunched(t *testing.T) {
-	vars := []string{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMIX_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS"}
+	vars := []string{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMIX_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS"}
 	for _, c := range []struct {
 		name       string
 		env        map[string]string
@@ -20,7 +20,9 @@ func TestLaunched(t *testing.T) {
 		{"none", nil, 0, 1, false},
 		{"mpirun", map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4"}, 3, 4, true},
 		{"pmix", map[string]string{"PMIX_RANK": "1", "PMIX_SIZE": "2"}, 1, 2, true},
-		{"srun", map[string]string{"SLURM_PROCID": "5", "SLURM_NTASKS": "8"}, 5, 8, true},
+		{"srun", map[string]string{"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_STEP_NUM_TASKS": "8"}, 5, 8, true},
+		{"srun step of a larger job", map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "8", "SLURM_STEP_NUM_TASKS": "2"}, 1, 2, true},
+		{"sbatch script", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4"}, 0, 1, false},
 		{"a size that is no number", map[string]string{"PMI_SIZE": "many"}, 0, 1, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
