@@ -88,7 +88,7 @@ type Wire struct {
 	acc       uint64   // fractional picoseconds carried over
 	flight    fifo[wireFrame]
 	tap       Tap
-	sink      *sim.Sink // where the tapped frames go (World.NewSink)
+	sink      *sim.Sink                  // where the tapped frames go (World.NewSink)
 	arrive    func(t sim.Tick, f *Frame) // ArriveTap
 	held      []wireFrame                // frames held back (ReorderPPM) until the next one overtakes them
 	heldUntil sim.Tick                   // when the held frames go anyway: no frame came to overtake them
