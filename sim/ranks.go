@@ -256,16 +256,7 @@ func (w *World) runRanked(limit Tick) Tick {
 	t := w.Next()
 	for t != Never && t <= limit {
 		e := min(satAdd(t, win), end)
-		var next Tick
-		if p != nil {
-			next = p.run(e)
-		} else {
-			next = Never
-			for _, d := range rk.local {
-				d.runUntil(e)
-				next = min(next, d.Next())
-			}
-		}
+		next := runWindow(p, rk.local, e)
 		w.windows++
 		stop := w.stopReq.Load()
 		now := rk.now

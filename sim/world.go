@@ -270,17 +270,7 @@ func (w *World) Run(limit Tick) Tick {
 	}
 	t := w.Next()
 	for t != Never && t <= limit {
-		e := min(satAdd(t, win), end)
-		var next Tick
-		if p != nil {
-			next = p.run(e)
-		} else {
-			next = Never
-			for _, d := range w.doms {
-				d.runUntil(e)
-				next = min(next, d.Next())
-			}
-		}
+		next := runWindow(p, w.doms, min(satAdd(t, win), end))
 		w.windows++
 		next = min(next, w.barrier())
 		if w.stopReq.Load() || w.anyStopped() {
@@ -296,6 +286,20 @@ func satAdd(a, b Tick) Tick {
 		return s
 	}
 	return Never
+}
+
+// runWindow runs doms up to e, on the pool's goroutines when there is one,
+// and returns their earliest next event.
+func runWindow(p *pool, doms []*Engine, e Tick) Tick {
+	if p != nil {
+		return p.run(e)
+	}
+	next := Never
+	for _, d := range doms {
+		d.runUntil(e)
+		next = min(next, d.Next())
+	}
+	return next
 }
 
 func (w *World) anyStopped() bool {
