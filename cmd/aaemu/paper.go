@@ -74,13 +74,18 @@ them.
 instead: 32 processes a node on a Gemini-class 3D torus (the nodes' block
 nearest a cube), fast host links and one access log a process, as the
 paper's threads each own a log (examples/machines/gemini.yaml); --machine
-FILE on the machine of a scenario file.`,
+FILE on the machine of a scenario file. --machine gem5 runs 6a, 6b and 6c
+(all three without figure names) on the paper's two-node gem5 set-up
+instead (examples/machines/gem5.yaml): 1 GbE, the NIC on a PCIe Gen1 x1
+link, one in-order core a node at 2 GHz; a scenario file of two nodes and
+fewer than 32 cores is taken the same way.`,
 		Example: `  aaemu paper 6c
   aaemu paper 7a 7c --out /tmp/paper -j 2
   aaemu paper 9b 8a 8b --scenario power.yaml
   aaemu paper 7a 9a --max-nodes 256 --partitions 2 -j 1
   aaemu paper multirail 5a --fragment 64MB --fragments 16 -j 1
-  aaemu paper 7a --machine gemini --max-nodes 32`,
+  aaemu paper 7a --machine gemini --max-nodes 32
+  aaemu paper 6c --machine gem5`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				return listPapers(cmd.OutOrStdout())
@@ -103,13 +108,24 @@ FILE on the machine of a scenario file.`,
 					return err
 				}
 				paper.Machine = m
-				if maxNodes == 0 {
+				if maxNodes == 0 && !m.TwoNode() {
 					maxNodes = 8
+				}
+				if maxNodes != 0 && m.TwoNode() {
+					return fmt.Errorf("--max-nodes: %s is a two-node machine (the figures 6a–6c run on it)", m.Name)
 				}
 			}
 			pp, figs, err := paperFigures(args, maxNodes)
 			if err != nil {
 				return err
+			}
+			if m := paper.Machine; m != nil && m.TwoNode() {
+				if pp != paper.AA {
+					return fmt.Errorf("--machine %s: a two-node machine runs the Active Access paper's 6a–6c", m.Name)
+				}
+				if figs, err = paper.OnTwoNode(m, figs, len(args) > 0); err != nil {
+					return err
+				}
 			}
 			if reduced {
 				if pp, figs, err = reducedFigures(pp, args); err != nil {
@@ -146,19 +162,22 @@ FILE on the machine of a scenario file.`,
 	cmd.Flags().StringVar(&fragment, "fragment", "1MB", "multirail: the rendezvous's fragment size, in bytes or with KB, MB, GB (powers of 1024); a multiple of the path MTU (the paper's: 64MB)")
 	cmd.Flags().StringVar(&matching, "matching", "on-poll", "multirail: when the NICs' matching units match a message: on-poll (when the rank takes it) or on-arrival (in the NIC as it arrives, eager data delivered in place, as BXI does)")
 	cmd.Flags().IntVar(&fragments, "fragments", 64, "multirail: the largest message in fragments, a power of two up to 64 (the paper's 4 GB is 64 of 64 MB)")
-	cmd.Flags().StringVar(&machineName, "machine", "", "run 7a, 7b, 7d and 9a at scale (--max-nodes, 8 by default) on a machine preset: gemini (a Cray XE6-like machine on a Gemini-class 3D torus, one access log a process) or a scenario file")
+	cmd.Flags().StringVar(&machineName, "machine", "", "run 7a, 7b, 7d and 9a at scale (--max-nodes, 8 by default) on a machine preset: gemini (a Cray XE6-like machine on a Gemini-class 3D torus, one access log a process) or a scenario file; gem5 (or a file of two nodes): 6a, 6b and 6c on the paper's two-node gem5 set-up")
 	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's); for mpi-start, the machine with machine.startx the figures run on (default: two E5000s)")
 	return cmd
 }
 
 // machinePreset is --machine's preset: gemini, or a scenario file.
 func machinePreset(name string) (*paper.Preset, error) {
-	if name == "gemini" {
+	switch name {
+	case "gemini":
 		return paper.NewPreset("gemini.yaml", machines.Gemini)
+	case "gem5":
+		return paper.NewPreset("gem5.yaml", machines.Gem5)
 	}
 	data, err := os.ReadFile(name)
 	if err != nil {
-		return nil, fmt.Errorf("--machine: %w (a preset: gemini; or a scenario file)", err)
+		return nil, fmt.Errorf("--machine: %w (a preset: gemini, gem5; or a scenario file)", err)
 	}
 	return paper.NewPreset(name, data)
 }

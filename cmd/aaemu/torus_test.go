@@ -112,16 +112,45 @@ func TestPaperOnGemini(t *testing.T) {
 		t.Fatalf("the same points on gemini as on the star:\n%s", gem)
 	}
 	small := filepath.Join(dir, "small.yaml")
-	if err := os.WriteFile(small, []byte("machine: {cores: 4}\n"), 0o644); err != nil {
+	if err := os.WriteFile(small, []byte("machine: {nodes: 4, cores: 4}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ args, want string }{
 		{"9a --machine nosuch.yaml", "--machine: open nosuch.yaml"},
 		{"9a --machine " + small, "small.yaml: machine.cores: 4, the figures at scale run 32 processes a node"},
 		{"6c --machine gemini", "--max-nodes: figure 6c has no machine-size axis"},
+		{"7a --machine gem5", "--machine gem5.yaml: figure 7a does not run on a two-node machine"},
+		{"6c --machine gem5 --max-nodes 4", "--max-nodes: gem5.yaml is a two-node machine"},
+		{"am2 --machine gem5", "a two-node machine runs the Active Access paper's 6a–6c"},
 	} {
 		if out, err := aaemu(t, append(strings.Fields("paper "+tc.args), "--out", dir)...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("paper %s: %v, want %q\n%s", tc.args, err, tc.want, out)
 		}
+	}
+}
+
+// `aaemu paper 6c --machine gem5` runs the two-node DHT on the paper's gem5
+// set-up: the title names the machine and its PCIe link, and the points
+// differ from the built-in machine's (a PCIe Gen1 x1 link, no wire delay).
+func TestPaperOnGem5(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "6c", "--machine", "gem5", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "on gem5.yaml (1000 Mb/s wire, PCIe Gen1 x1, CPU at 2000 MHz)") {
+		t.Fatalf("6c on gem5:\n%s", out)
+	}
+	gem, err := os.ReadFile(filepath.Join(dir, "fig6c", "sweep.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := t.TempDir()
+	if out, err := aaemu(t, "paper", "6c", "--out", ref); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	def, _ := os.ReadFile(filepath.Join(ref, "fig6c", "sweep.csv"))
+	if bytes.Equal(gem, def) || !strings.Contains(string(gem), ",RMA,0.5,") {
+		t.Fatalf("the same points on gem5 as on the built-in machine:\n%s", gem)
 	}
 }

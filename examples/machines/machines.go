@@ -20,3 +20,9 @@ var U170 []byte
 //
 //go:embed gemini.yaml
 var Gemini []byte
+
+// Gem5 is gem5.yaml: the Active Access paper's two-node gem5 set-up of
+// Figures 6a–6c (aaemu paper 6a 6b 6c --machine gem5).
+//
+//go:embed gem5.yaml
+var Gem5 []byte

@@ -24,10 +24,35 @@ func NewPreset(name string, data []byte) (*Preset, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sc.Machine.Cores < 32 {
-		return nil, fmt.Errorf("%s: machine.cores: %d, the figures at scale run 32 processes a node", name, sc.Machine.Cores)
+	if sc.Machine.Cores < 32 && sc.Machine.Nodes != 2 {
+		return nil, fmt.Errorf("%s: machine.cores: %d, the figures at scale run 32 processes a node (or machine.nodes: 2, a two-node machine for 6a–6c)", name, sc.Machine.Cores)
 	}
 	return &Preset{Name: name, Data: data, sc: sc}, nil
+}
+
+// TwoNode says the preset is a two-node machine of fewer than 32 cores,
+// which runs the two-node figures (6a–6c, Figure.OnMachine) rather than
+// the figures at scale.
+func (p *Preset) TwoNode() bool { return p.sc.Machine.Nodes == 2 && p.sc.Machine.Cores < 32 }
+
+// OnTwoNode is figs on the two-node preset p: each figure's OnMachine, or
+// an error naming the first figure that has none. None asked for by name
+// (all) is every figure that has one.
+func OnTwoNode(p *Preset, figs []*Figure, named bool) ([]*Figure, error) {
+	var out []*Figure
+	var have []string
+	for _, f := range figs {
+		if f.OnMachine != nil {
+			out = append(out, f.OnMachine(p))
+			have = append(have, f.Name)
+		} else if named {
+			return nil, fmt.Errorf("--machine %s: figure %s does not run on a two-node machine (figures that do: 6a, 6b, 6c)", p.Name, f.Name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--machine %s: no figure of this paper runs on a two-node machine", p.Name)
+	}
+	return out, nil
 }
 
 // Machine is the machine of the figures at scale: nil, the built-in one (10
@@ -79,4 +104,12 @@ func (p *Preset) logs() string {
 		return "one a process"
 	}
 	return "one a node"
+}
+
+// cpuMHz is the preset's core clock (machine.cpu.mhz; 0 is 2000).
+func (p *Preset) cpuMHz() uint64 {
+	if p.sc.Machine.CPU.MHz == 0 {
+		return 2000
+	}
+	return p.sc.Machine.CPU.MHz
 }

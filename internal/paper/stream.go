@@ -30,7 +30,12 @@ const streamBytes = 512 << 10
 
 // streamFigure is the paper's §5.1 microbenchmark: node 0 streams RDMA
 // WRITEs to node 1 with and without the IOMMU on both nodes' PCIe paths.
-func streamFigure(name, title string, rateMbps uint64) *Figure {
+// On a two-node preset p (nil: the built-in machine) the nodes are the
+// preset's; rateMbps is the wire's either way.
+func streamFigure(name, title string, rateMbps uint64, p *Preset) *Figure {
+	if p != nil {
+		title += fmt.Sprintf(", on %s (PCIe Gen%d x%d, CPU at %d MHz)", p.Name, p.sc.Machine.PCIe.Gen, p.sc.Machine.PCIe.Width, p.cpuMHz())
+	}
 	return &Figure{
 		Name:  name,
 		Title: title,
@@ -41,6 +46,9 @@ func streamFigure(name, title string, rateMbps uint64) *Figure {
 			YLabel: "payload bandwidth", YUnit: "B/s",
 			run: func(ctx context.Context, size int, _ string, s workload.Scheme) (float64, error) {
 				spec := machine.DefaultSpec()
+				if p != nil {
+					spec = p.spec(2, 1)
+				}
 				spec.Wire.RateMbps = rateMbps
 				spec.IOMMU.Bypass = s == noIOMMU1 || s == noIOMMU32
 				c, err := aa.New(sim.NewEngine(1), spec)
@@ -79,6 +87,7 @@ func streamFigure(name, title string, rateMbps uint64) *Figure {
 				return fmt.Sprintf("no-iommu ahead by %+.2f %% to %+.2f %%", 100*lo, 100*hi), lo >= 0 && hi > 0 && hi < 0.055
 			}},
 		},
+		OnMachine: func(p *Preset) *Figure { return streamFigure(name, title, rateMbps, p) },
 	}
 }
 
@@ -119,8 +128,8 @@ func sizeName(b int) string {
 func init() {
 	figures = append([]*Figure{
 		streamFigure("6a", "Streaming RDMA WRITEs node 0 → node 1 over 1 GbE (the paper's link): "+
-			"payload bandwidth with no IOMMU and with the extended IOMMU, 1 and 32 writes in flight", 1000),
+			"payload bandwidth with no IOMMU and with the extended IOMMU, 1 and 32 writes in flight", 1000, nil),
 		streamFigure("6b", "The same over 10 GbE: the wire no longer hides the IOMMU's latency "+
-			"(translation, IOTLB misses and page walks) when one write is in flight", 10000),
+			"(translation, IOTLB misses and page walks) when one write is in flight", 10000, nil),
 	}, figures...)
 }

@@ -23,7 +23,7 @@ func streamPoints(ratio1, ratio32 float64) []Point {
 // The claims of Figures 6a and 6b read the points: each holds on data
 // shaped like the paper's and fails on data that is not.
 func TestStreamClaims(t *testing.T) {
-	f := streamFigure("6a", "test", 1000)
+	f := streamFigure("6a", "test", 1000, nil)
 	for _, tc := range []struct {
 		name            string
 		ratio1, ratio32 float64
@@ -61,7 +61,7 @@ func TestStreamClaims(t *testing.T) {
 // One point of each series of Figure 6b, simulated: the stream checks its
 // data, and no-iommu is not slower than e-iommu.
 func TestStreamFigurePoints(t *testing.T) {
-	c := streamFigure("6b", "test", 10000).Custom
+	c := streamFigure("6b", "test", 10000, nil).Custom
 	y := map[workload.Scheme]float64{}
 	for _, s := range c.Schemes {
 		v, err := c.run(context.Background(), 4096, "", s)
