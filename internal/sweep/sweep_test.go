@@ -38,7 +38,7 @@ func TestParseErrors(t *testing.T) {
 		{"key under a leaf", "grid:\n  seed.x: [1]\n", "sweep.yaml:2: grid.seed.x: seed is not a section (a key of a section)"},
 		{"kind varies", "grid:\n  workload.kind: [dht, counter]\n", "sweep.yaml:2: grid.workload.kind: cannot vary (one sweep per workload: they measure different things)"},
 		{"bad value", "grid:\n  machine.iommu.iotlb_eviction: [lru, fifo-ish]\n", `sweep.yaml:2: grid.machine.iommu.iotlb_eviction[1]: "fifo-ish" is not an eviction policy (lru, fifo or random)`},
-		{"float in an integer key", "grid:\n  machine.nodes:\n    - 2\n    - 2.5\n", "sweep.yaml:4: grid.machine.nodes[1]: 2.5 is not a whole number (2..4096; two nodes share a direct link, more a switch or a leaf-spine network)"},
+		{"float in an integer key", "grid:\n  machine.nodes:\n    - 2\n    - 2.5\n", "sweep.yaml:4: grid.machine.nodes[1]: 2.5 is not a whole number (2..4096; two nodes share a direct link, more a switch, a leaf-spine network or a torus)"},
 		{"negative in an unsigned key", "grid:\n  machine.wire.rate_mbps: [-1]\n", "sweep.yaml:2: grid.machine.wire.rate_mbps[0]: -1 is negative (1..1000000 Mb/s)"},
 		{"bad scheme", "grid:\n  workload.dht.schemes: [[AM-Telepathy]]\n", `sweep.yaml:2: grid.workload.dht.schemes[0][0]: "AM-Telepathy" is not a DHT scheme (AA-Poll, AA-Int, AA-SP, RMA, AM, AM-Exp, AM-Onload, AM-Int)`},
 		{"bad key in a section value", "grid:\n  machine.iommu: [{iotlb_wayz: 1}]\n", `sweep.yaml:2: grid.machine.iommu[0].iotlb_wayz: unknown key (did you mean "grid.machine.iommu[0].iotlb_ways"?)`},
