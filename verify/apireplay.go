@@ -160,6 +160,7 @@ func (s *APIStimulus) Validate() error {
 	case len(s.Ops) > MaxAPIOps:
 		return bad("ops", fmt.Sprintf("0..%d operations", MaxAPIOps), "%d operations", len(s.Ops))
 	}
+	end := uint64(APIBase) + MaxAPIPages*4096
 	// A log holds at least two of its largest records.
 	minLog := 2 * (record.HeaderSize + uint64(max(s.MPS, s.MRRS)))
 	logs := map[uint16]int{}
@@ -179,7 +180,6 @@ func (s *APIStimulus) Validate() error {
 		logs[l.IUID] = i
 	}
 	const bits = pte.R | pte.W | pte.WL | pte.WLD | pte.RL | pte.RLD | pte.E
-	end := uint64(APIBase) + MaxAPIPages*4096
 	pages := map[uint64]int{}
 	for i, p := range s.Pages {
 		k := fmt.Sprintf("pages[%d]", i)
@@ -209,6 +209,9 @@ func (s *APIStimulus) Validate() error {
 			}
 			if op.Kind == "get" && len(op.Data) > 0 {
 				return bad(k+".data", "none for a get", "%d bytes", len(op.Data))
+			}
+			if op.Remote < APIBase || op.Remote >= end || op.Remote+uint64(op.Len) > end {
+				return bad(k+".remote", fmt.Sprintf("bytes of pages only, from %#x", APIBase), "%#x+%d is outside them", op.Remote, op.Len)
 			}
 			for a := op.Remote &^ 0xfff; a < op.Remote+uint64(op.Len); a += 4096 {
 				if _, ok := pages[a]; !ok {

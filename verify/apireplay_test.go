@@ -57,6 +57,7 @@ func TestAPIReplayErrors(t *testing.T) {
 		{"kind", `"kind": "flush"`, `"kind": "send"`, `ops[2].kind: "send" is no operation (put, get or flush)`},
 		{"put data", `"len": 4`, `"len": 5`, "ops[0].len: 5, but data holds 4 bytes (the bytes of data)"},
 		{"off the pages", `"remote": 1879052288`, `"remote": 1879056384`, "ops[1].remote: 0x70002000+100 reaches page 0x70002000, which is not one of pages (bytes of pages only)"},
+		{"wrapping around", `"remote": 1879048208`, `"remote": 18446744073709551615`, "ops[0].remote: 0xffffffffffffffff+4 is outside them (bytes of pages only, from 0x70000000)"},
 		{"flush without a log", `"iuid": 2
   }
  ],
