@@ -37,6 +37,7 @@ type APIOp struct {
 
 // APIStimulus is one API-level test.
 type APIStimulus struct {
+	Level string    `json:"level"` // "api": what tells its replay file from the IOMMU level's
 	Seed  uint64    `json:"seed"`
 	Pages []APIPage `json:"pages"`
 	Logs  []Log     `json:"logs"`
@@ -70,7 +71,7 @@ const APIBase = 0x7000_0000
 // GenerateAPI draws an API-level stimulus.
 func GenerateAPI(seed uint64) *APIStimulus {
 	r := rand.New(rand.NewPCG(seed, 0xa91))
-	s := &APIStimulus{Seed: seed, PMTU: 1024, MPS: 256, MRRS: 512,
+	s := &APIStimulus{Level: APILevel, Seed: seed, PMTU: 1024, MPS: 256, MRRS: 512,
 		Logs: []Log{{IUID: 1, Size: 64 << 10, Mode: 0}, {IUID: 2, Size: 32 << 10, Mode: 2}}}
 	kinds := []uint64{pte.R | pte.W, pte.W | pte.WL | pte.E, pte.W | pte.WLD | pte.E, pte.WL | pte.WLD | pte.E,
 		pte.R | pte.RL | pte.E, pte.R | pte.RLD | pte.E, pte.R | pte.W | pte.RLD | pte.WLD | pte.E, pte.R | pte.W | pte.WL | pte.RL | pte.E}

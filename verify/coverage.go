@@ -61,6 +61,9 @@ func AllBins() []string {
 	}
 	out = append(out, "fault/overflow", "interleave/devices", "overflow/log-full", "wrap/pad", "wrap/skip",
 		"flush/waited", "flush/immediate", "records/with-data", "records/blocked")
+	for _, k := range []string{"setbits", "unmap", "map", "detach", "attach"} {
+		out = append(out, "change/"+k+"/stale")
+	}
 	return out
 }
 
@@ -83,11 +86,18 @@ func sizeClass(n int) string {
 // Add counts the bins one run hit.
 func (c *Coverage) Add(s *Stimulus, o *Observation) {
 	hit := map[string]bool{}
-	pages := map[uint64]Page{}
+	pages := map[uint64]*Page{}
 	for _, p := range s.Pages {
-		pages[p.IOVA] = p
+		pg := p
+		pages[p.IOVA] = &pg
 	}
-	for _, op := range s.Ops {
+	devices := append([]Device(nil), s.Devices...)
+	buses := map[uint8]bool{}
+	next := 0
+	for i, op := range s.Ops {
+		for ; next < len(s.Changes) && s.Changes[next].After <= i; next++ {
+			applyChange(s.Changes[next], pages, devices, buses)
+		}
 		t := op.TLP
 		name := "put"
 		switch {
@@ -106,7 +116,7 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 			}
 		}
 		pg, ok := pages[t.Addr&^0xfff]
-		if !s.Devices[op.Dev].Attached {
+		if !devices[op.Dev].Attached {
 			continue
 		}
 		if !ok || !pg.Mapped {
@@ -136,6 +146,25 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 			e = "E1"
 		}
 		hit[fmt.Sprintf("decision/%s/%s/%s/%s", name, perm, lg, e)] = true
+	}
+	// A driver call whose page (or device) TLPs used before it and after
+	// it: the IOTLB or the context cache held an entry it made stale.
+	for _, ch := range s.Changes {
+		uses := func(op Op) bool {
+			if ch.Kind == "attach" || ch.Kind == "detach" {
+				return op.Dev == ch.Dev
+			}
+			return op.TLP.Addr&^0xfff == ch.IOVA
+		}
+		before, after := false, false
+		for i, op := range s.Ops {
+			if uses(op) {
+				before, after = before || i < ch.After, after || i >= ch.After
+			}
+		}
+		if before && after {
+			hit["change/"+ch.Kind+"/stale"] = true
+		}
 	}
 	modes := map[uint16]string{}
 	for _, l := range s.Logs {

@@ -70,7 +70,8 @@ func Predict(s *Stimulus, order []int) *Prediction {
 	p := &Prediction{Memory: map[uint64][]byte{}, Logs: map[uint16][]Record{}, Completions: map[int]Completion{}}
 	pages := map[uint64]*Page{}
 	for i := range s.Pages {
-		pg := &s.Pages[i]
+		pg := new(Page)
+		*pg = s.Pages[i] // a copy: driver calls change it
 		pages[pg.IOVA] = pg
 		m := make([]byte, 4096)
 		for k := range m {
@@ -100,10 +101,18 @@ func Predict(s *Stimulus, order []int) *Prediction {
 			p.Overflow = true
 		}
 	}
+	devices := append([]Device(nil), s.Devices...)
+	next := 0 // the next driver call
 	for _, i := range order {
+		// The driver calls made before this TLP: the harness makes each
+		// once every earlier TLP is done, so they are visible to every
+		// later one and to no earlier one.
+		for ; next < len(s.Changes) && s.Changes[next].After <= i; next++ {
+			applyChange(s.Changes[next], pages, devices, buses)
+		}
 		op := s.Ops[i]
 		t := op.TLP
-		dev := s.Devices[op.Dev]
+		dev := devices[op.Dev]
 		read := t.Kind == tlp.MRd
 		atomic := t.Kind == tlp.FetchAdd || t.Kind == tlp.Swap || t.Kind == tlp.CAS
 		first, n := span(&t)
@@ -224,6 +233,24 @@ func Predict(s *Stimulus, order []int) *Prediction {
 		p.Logs[pg.IUID] = l.append(p.Logs[pg.IUID], h, d)
 	}
 	return p
+}
+
+// applyChange is a driver call's effect on the tables the golden model
+// keeps: a page's bits and IUID, whether it is mapped, whether a device has
+// a context entry (Attach gives its bus a root entry; Detach leaves it).
+func applyChange(c Change, pages map[uint64]*Page, devices []Device, buses map[uint8]bool) {
+	switch c.Kind {
+	case "setbits", "map":
+		pg := pages[c.IOVA]
+		pg.Mapped, pg.Bits, pg.IUID = true, c.Bits, c.IUID
+	case "unmap":
+		pages[c.IOVA].Mapped = false
+	case "attach":
+		devices[c.Dev].Attached = true
+		buses[devices[c.Dev].ID.Bus()] = true
+	case "detach":
+		devices[c.Dev].Attached = false
+	}
 }
 
 // append places a record in the ring as §2.4 says: a PAD to the end of the

@@ -76,7 +76,7 @@ func TestReplayErrors(t *testing.T) {
 		})
 	}
 	for _, c := range []struct{ file, want string }{
-		{"[]", "s.json:1: a list where a section of keys belongs (the keys of the file: seed, devices, pages, logs, flushes, ops, consumer_period_ns, fault_records)"},
+		{"[]", "s.json:1: a list where a section of keys belongs (the keys of the file: seed, devices, pages, logs, flushes, ops, consumer_period_ns, fault_records, changes)"},
 		{"{}", "s.json:1: devices: 0 devices (1..64 devices)"},
 		{"", "s.json:1: cannot be read as JSON: no value"},
 		{`{"seed": 1`, "s.json:1: cannot be read as JSON: it ends before the value does"},

@@ -21,6 +21,11 @@ func Shrink(s *Stimulus, fails func(*Stimulus) bool) *Stimulus {
 			end := min(start+chunk, len(cur.Ops))
 			try := cur.clone()
 			try.Ops = append(append([]Op(nil), cur.Ops[:start]...), cur.Ops[end:]...)
+			// A driver call stays between the ops it was between.
+			for k := range try.Changes {
+				a := &try.Changes[k].After
+				*a -= min(max(*a-start, 0), end-start)
+			}
 			if len(try.Ops) > 0 && fails(try) {
 				cur = try
 				removed = true
@@ -38,6 +43,7 @@ func Shrink(s *Stimulus, fails func(*Stimulus) bool) *Stimulus {
 func (s *Stimulus) clone() *Stimulus {
 	c := *s
 	c.Ops = append([]Op(nil), s.Ops...)
+	c.Changes = append([]Change(nil), s.Changes...)
 	return &c
 }
 

@@ -55,6 +55,21 @@ type Op struct {
 	TLP tlp.TLP `json:"tlp"`
 }
 
+// Change is a driver call made during the run, once every TLP before op
+// After has been taken and completed and its records consumed (the IOMMU
+// quiet, as after a driver's invalidation wait): SetBits, Unmap or Map of
+// a page of domain 1, Detach or Attach of a device. The IOMMU must use the
+// new tables for every TLP after it (a stale IOTLB or context-cache entry
+// shows as the old decision) and the old ones for every TLP before.
+type Change struct {
+	After int    `json:"after"` // ops[:after] are done when it is made
+	Kind  string `json:"kind"`  // setbits, unmap, map, detach, attach
+	IOVA  uint64 `json:"iova,omitempty"`
+	Bits  uint64 `json:"bits,omitempty"` // setbits, map
+	IUID  uint16 `json:"iuid,omitempty"` // setbits, map
+	Dev   int    `json:"dev,omitempty"`  // detach, attach
+}
+
 // Stimulus is one test: the set-up and the TLPs every device sends in order.
 type Stimulus struct {
 	Seed         uint64   `json:"seed"`
@@ -65,6 +80,7 @@ type Stimulus struct {
 	Ops          []Op     `json:"ops"`
 	ConsumerNS   uint64   `json:"consumer_period_ns"` // the handler drains every log this often
 	FaultRecords int      `json:"fault_records"`
+	Changes      []Change `json:"changes,omitempty"` // in order of After
 }
 
 // Pattern is the initial content of physical memory: byte i of the address
@@ -128,7 +144,68 @@ func Generate(seed uint64) *Stimulus {
 	if r.IntN(2) == 0 {
 		burst(r, s, ndev)
 	}
+	changes(seed, s, npages, nops)
 	return s
+}
+
+// changes draws, from a stream of its own (the rest of the stimulus stays
+// the seed's), driver calls between the random TLPs: SetBits, Unmap and
+// Map of the generated pages (not the flushing pages nor the burst's),
+// Detach and Attach of the devices, so that entries the IOTLB and the
+// context cache hold go stale.
+func changes(seed uint64, s *Stimulus, npages, nops int) {
+	r := rand.New(rand.NewPCG(seed, 0xc4a9))
+	if r.IntN(2) == 0 || nops < 2 {
+		return
+	}
+	mapped, bits := make([]bool, npages), make([]uint64, npages)
+	for i := range mapped {
+		mapped[i], bits[i] = s.Pages[i].Mapped, s.Pages[i].Bits
+	}
+	attached := make([]bool, len(s.Devices))
+	for i, d := range s.Devices {
+		attached[i] = d.Attached
+	}
+	after := 1 + r.IntN(nops/2+1)
+	for n := 1 + r.IntN(4); n > 0 && after < nops; n-- {
+		c := Change{After: after}
+		if r.IntN(4) == 0 {
+			c.Dev = r.IntN(len(s.Devices))
+			c.Kind = "detach"
+			if !attached[c.Dev] {
+				c.Kind = "attach"
+			}
+			attached[c.Dev] = !attached[c.Dev]
+		} else {
+			// Half the time a page a later TLP uses, so the change shows.
+			pg := r.IntN(npages)
+			if r.IntN(2) == 0 {
+				if k := s.Ops[after+r.IntN(nops-after)].TLP.Addr&^0xfff - PageBase; k < uint64(npages)*4096 {
+					pg = int(k / 4096)
+				}
+			}
+			c.IOVA = s.Pages[pg].IOVA
+			switch {
+			case !mapped[pg]:
+				c.Kind, c.Bits, c.IUID = "map", randomBits(r), uint16(1+r.IntN(len(s.Logs)+1))
+			case r.IntN(3) == 0:
+				c.Kind = "unmap"
+			default:
+				// One permission granted or revoked (E, a log bit, R
+				// or W), as a driver changes a page in use.
+				c.Kind, c.Bits, c.IUID = "setbits", bits[pg], s.Pages[pg].IUID
+				for c.Bits == bits[pg] || c.Bits == 0 {
+					c.Bits = bits[pg] ^ []uint64{pte.R, pte.W, pte.WL, pte.WLD, pte.RL, pte.RLD, pte.E}[r.IntN(7)]
+				}
+			}
+			if c.Kind != "unmap" {
+				bits[pg] = c.Bits
+			}
+			mapped[pg] = c.Kind != "unmap"
+		}
+		s.Changes = append(s.Changes, c)
+		after += r.IntN(max(nops/3, 1))
+	}
 }
 
 // burst appends many short accesses to a page logged into one small log,
@@ -160,6 +237,7 @@ func burst(r *rand.Rand, s *Stimulus, ndev int) {
 	// An AtomicOp on a page that logs writes without E: a fault, not a
 	// record (decision/atomic/allowed/meta/E0).
 	noE := page(pte.R|pte.W|pte.WL, l.IUID)
+	withE := page(pte.R|pte.W|pte.WL|pte.E, l.IUID)
 	dev := r.IntN(ndev)
 	s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.TLP{Kind: tlp.FetchAdd, Length: 2, RequesterID: s.Devices[dev].ID, Tag: 0x1ff,
 		Addr: noE + uint64(r.IntN(512))*8, Data: []byte{byte(r.Uint32()), 0, 0, 0, 0, 0, 0, 0}}})
@@ -169,6 +247,13 @@ func burst(r *rand.Rand, s *Stimulus, ndev int) {
 		tags[dev] = (t + 1) & 0x3ff
 		return 0x200 | t&0x1ff // apart from randomOp's tags (op indices)
 	}
+	// And one on a page that logs writes with E, after the burst: a
+	// record without data (decision/atomic/allowed/meta/E1).
+	defer func() {
+		dev := r.IntN(ndev)
+		s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.TLP{Kind: tlp.FetchAdd, Length: 1, RequesterID: s.Devices[dev].ID, Tag: 0x1fe,
+			Addr: withE + uint64(r.IntN(1024))*4, Data: []byte{byte(r.Uint32()), 0, 0, 0}}})
+	}()
 	n := min(int(3*l.Size/48), 200)
 	for k := 0; k < n; k++ {
 		dev := r.IntN(ndev)
@@ -276,6 +361,7 @@ const (
 	MaxOps        = 100_000
 	MaxLogSize    = 0x10_0000 // the space between two logs
 	MaxConsumerNS = 1_000_000
+	MaxChanges    = 1024
 	maxIUID       = 0x3ff
 	// pageTables is where the harness's IOMMU keeps its tables: no page
 	// may lie there.
@@ -383,11 +469,68 @@ func (s *Stimulus) Validate() error {
 			return bad(key, "a TLP that encodes", "%v", err)
 		}
 	}
+	if err := s.validateChanges(iovas, flushes); err != nil {
+		return err
+	}
 	if s.ConsumerNS < 1 || s.ConsumerNS > MaxConsumerNS {
 		return bad("consumer_period_ns", fmt.Sprintf("1..%d ns", MaxConsumerNS), "%d is out of range", s.ConsumerNS)
 	}
 	if s.FaultRecords < 1 || s.FaultRecords > 256 {
 		return bad("fault_records", "1..256", "%d is out of range", s.FaultRecords)
+	}
+	return nil
+}
+
+// validateChanges checks the driver calls in order, following which pages
+// are mapped: SetBits and Unmap of a mapped page, Map of an unmapped one.
+func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int) error {
+	if len(s.Changes) > MaxChanges {
+		return &input.Error{Key: "changes", Problem: fmt.Sprintf("%d changes", len(s.Changes)), Allowed: fmt.Sprintf("0..%d changes", MaxChanges)}
+	}
+	mapped := map[uint64]bool{}
+	for _, p := range s.Pages {
+		mapped[p.IOVA] = p.Mapped
+	}
+	const bits = pte.R | pte.W | pte.WL | pte.WLD | pte.RL | pte.RLD | pte.E
+	prev := 0
+	for i, c := range s.Changes {
+		k := fmt.Sprintf("changes[%d]", i)
+		bad := func(key, allowed, format string, a ...any) error {
+			return &input.Error{Key: k + key, Problem: fmt.Sprintf(format, a...), Allowed: allowed}
+		}
+		if c.After < prev || c.After > len(s.Ops) {
+			return bad(".after", fmt.Sprintf("%d..%d: an op index, in order", prev, len(s.Ops)), "%d is out of range", c.After)
+		}
+		prev = c.After
+		switch c.Kind {
+		case "detach", "attach":
+			if c.Dev < 0 || c.Dev >= len(s.Devices) {
+				return bad(".dev", fmt.Sprintf("0..%d: an index into devices", len(s.Devices)-1), "%d is no device", c.Dev)
+			}
+			continue
+		case "setbits", "unmap", "map":
+		default:
+			return bad(".kind", "setbits, unmap, map, detach or attach", "%q is no driver call", c.Kind)
+		}
+		if _, ok := iovas[c.IOVA]; !ok {
+			return bad(".iova", "the iova of one of pages", "%#x is no page", c.IOVA)
+		}
+		if _, ok := flushes[c.IOVA]; ok {
+			return bad(".iova", "a page that is no flushing page", "%#x is a flushing page", c.IOVA)
+		}
+		if (c.Kind == "map") == mapped[c.IOVA] {
+			return bad(".kind", "setbits or unmap of a mapped page, map of an unmapped one", "%s of a page that is %s", c.Kind, map[bool]string{true: "mapped", false: "not mapped"}[mapped[c.IOVA]])
+		}
+		mapped[c.IOVA] = c.Kind != "unmap"
+		if c.Kind == "unmap" {
+			continue
+		}
+		if c.Bits == 0 || c.Bits&^bits != 0 {
+			return bad(".bits", "R, W, WL, WLD, RL, RLD and E, at least one", "%#x", c.Bits)
+		}
+		if c.IUID > maxIUID {
+			return bad(".iuid", "0..1023: 10 bits", "%d is out of range", c.IUID)
+		}
 	}
 	return nil
 }

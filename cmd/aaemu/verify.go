@@ -76,7 +76,14 @@ type seedResult struct {
 
 func runVerify(stdout, stderr io.Writer, o verifyOpts) error {
 	if o.replay != "" {
-		s, err := verify.Load(o.replay)
+		data, err := os.ReadFile(o.replay)
+		if err != nil {
+			return err
+		}
+		if verify.IsAPIReplay(data) {
+			return replayAPI(stdout, o, data)
+		}
+		s, err := verify.Parse(o.replay, data)
 		if err != nil {
 			return err
 		}
@@ -182,13 +189,12 @@ func runAPISeeds(w io.Writer, o verifyOpts, cover *verify.Coverage) error {
 		seed := o.from + uint64(i)
 		s := verify.GenerateAPI(seed)
 		ops += len(s.Ops)
-		mm, err := conformance.CheckAPI(s, cover)
-		if err != nil {
+		mm, obs, err := conformance.CheckAPIWith(s, cover, conformance.Options{})
+		if err != nil && obs == nil {
 			return fmt.Errorf("API seed %d: %w", seed, err)
 		}
-		if mm != nil {
-			// An API stimulus is its seed's: the seed alone replays it.
-			return fmt.Errorf("API seed %d: MISMATCH %v\n  again: aaemu verify --from %d --seeds 1 --api-seeds 1", seed, mm, seed)
+		if err != nil || mm != nil {
+			return reportAPIMismatch(w, s, mm, err, obs, o, true)
 		}
 	}
 	fmt.Fprintf(w, "API level: seeds %d..%d, %d operations across two nodes in %v: all agree with the golden model\n",
@@ -242,6 +248,91 @@ func reportMismatch(w io.Writer, s *verify.Stimulus, mm *verify.Mismatch, o veri
 	}
 	fmt.Fprintf(w, "  replay: aaemu verify --replay %s.json\n  waveforms: gtkwave %s.vcd %s.gtkw\n", base, base, base)
 	return fmt.Errorf("the cycle-level IOMMU disagrees with the golden model (seed %d)", s.Seed)
+}
+
+// replayAPI runs an API-level replay file.
+func replayAPI(w io.Writer, o verifyOpts, data []byte) error {
+	s, err := verify.ParseAPI(o.replay, data)
+	if err != nil {
+		return err
+	}
+	mm, obs, err := conformance.CheckAPIWith(s, nil, conformance.Options{})
+	if err != nil && obs == nil {
+		return err
+	}
+	if err == nil && mm == nil {
+		fmt.Fprintf(w, "%s: %d operations across two nodes agree with the golden model\n", o.replay, len(s.Ops))
+		return nil
+	}
+	return reportAPIMismatch(w, s, mm, err, obs, o, false)
+}
+
+// apiFails reports whether an API-level stimulus fails: a mismatch, a
+// monitor's report, or a run that does not finish.
+func apiFails(s *verify.APIStimulus) bool {
+	mm, _, err := conformance.CheckAPIWith(s, nil, conformance.Options{})
+	return err != nil || mm != nil
+}
+
+// reportAPIMismatch explains an API-level failure (a mismatch, or a run
+// that did not finish), with the monitors' messages; shrinks the stimulus
+// and writes the replay file and the waveforms of the shrunk run.
+func reportAPIMismatch(w io.Writer, s *verify.APIStimulus, mm *verify.Mismatch, runErr error, obs *verify.APIObservation, o verifyOpts, shrink bool) error {
+	what := func(mm *verify.Mismatch, err error) string {
+		if mm != nil {
+			return mm.Error()
+		}
+		return err.Error()
+	}
+	fmt.Fprintf(w, "API MISMATCH seed %d: %s\n", s.Seed, what(mm, runErr))
+	if mm != nil && mm.Op >= 0 && mm.Op < len(s.Ops) {
+		op := s.Ops[mm.Op]
+		fmt.Fprintf(w, "  operation %d: %s of %d bytes at %#x\n", mm.Op, op.Kind, op.Len, op.Remote)
+	}
+	if shrink {
+		small := verify.ShrinkAPI(s, apiFails)
+		fmt.Fprintf(w, "  shrunk from %d to %d operations\n", len(s.Ops), len(small.Ops))
+		if small.Link == nil && s.Link != nil {
+			fmt.Fprintf(w, "  the links' and wires' stress not needed\n")
+		}
+		s = small
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(o.out, fmt.Sprintf("verify-api-seed%d", s.Seed))
+	if err := s.Save(base + ".json"); err != nil {
+		return err
+	}
+	f, err := os.Create(base + ".vcd")
+	if err != nil {
+		return err
+	}
+	vw := waveforms.NewWriter(f, waveforms.Options{Version: "aaemu " + version.Version, Comment: fmt.Sprintf("verify API seed %d", s.Seed)})
+	m, obs, rerr := conformance.CheckAPIWith(s, nil, conformance.Options{Tracer: vw})
+	end := uint64(0)
+	if obs != nil {
+		end = obs.EndPS
+	}
+	if err := vw.Close(end); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	if err := writeGTKW(base+".gtkw", filepath.Base(base)+".vcd", vw); err != nil {
+		return err
+	}
+	if shrink && (m != nil || rerr != nil) {
+		fmt.Fprintf(w, "  shrunk stimulus: %s\n", what(m, rerr))
+	}
+	if obs != nil && len(obs.Monitor) > 0 {
+		fmt.Fprintf(w, "  monitors:\n")
+		for _, msg := range obs.Monitor {
+			fmt.Fprintf(w, "    %s\n", msg)
+		}
+	}
+	fmt.Fprintf(w, "  replay: aaemu verify --replay %s.json\n  waveforms: gtkwave %s.vcd %s.gtkw\n", base, base, base)
+	return fmt.Errorf("the machine disagrees with the API-level golden model (API seed %d)", s.Seed)
 }
 
 func isTerminal(f *os.File) bool {

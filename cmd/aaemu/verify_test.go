@@ -89,3 +89,93 @@ func TestMutantsApply(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// An API-level replay file runs its stimulus; one with a mistake is refused
+// with the file, the line and the key before anything runs.
+func TestVerifyAPIReplay(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.json")
+	if err := verify.GenerateAPI(3).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	out, err := aaemu(t, "verify", "--replay", path, "--out", dir)
+	if err != nil || !strings.Contains(out, "operations across two nodes agree with the golden model") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s := verify.GenerateAPI(3)
+	s.PMTU = 1000
+	if err := s.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	line := strings.Count(string(b[:strings.Index(string(b), `"pmtu"`)]), "\n") + 1
+	_, err = aaemu(t, "verify", "--replay", path, "--out", dir)
+	if want := fmt.Sprintf("%s:%d: pmtu: 1000 is not a path MTU (256, 512, 1024, 2048 or 4096)", path, line); err == nil || err.Error() != want {
+		t.Fatalf("\n got %v\nwant %s", err, want)
+	}
+}
+
+// A deliberately broken NIC (it acknowledges the PSN after the one it
+// received: the RC monitor's rule) fails `aaemu verify` at the API level;
+// the failure shrinks to a replay file, with a VCD and the monitors'
+// messages, that fails again on the broken NIC and passes on the right one.
+func TestVerifyAPIBrokenModelReplays(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a broken aaemu")
+	}
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../nic/qp.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const old = "\t\tif p.AckReq {\n\t\t\tq.ack(p.PSN, roce.SyndromeAck, f.ID)\n\t\t}\n\tcase roce.SendFirst"
+	if strings.Count(string(src), old) != 1 {
+		t.Fatal("the rule this test breaks is no longer in nic/qp.go once")
+	}
+	broken := strings.Replace(string(src), old, "\t\tif p.AckReq {\n\t\t\tq.ack((p.PSN+1)&0xffffff, roce.SyndromeAck, f.ID)\n\t\t}\n\tcase roce.SendFirst", 1)
+	qp, overlay, exe := filepath.Join(dir, "qp.go"), filepath.Join(dir, "overlay.json"), filepath.Join(dir, "aaemu")
+	abs, err := filepath.Abs("../../nic/qp.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(qp, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(overlay, []byte(fmt.Sprintf(`{"Replace": {%q: %q}}`, abs, qp)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("go", "build", "-overlay", overlay, "-ldflags=-s -w", "-o", exe, ".").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	out := filepath.Join(dir, "out")
+	b, err := exec.Command(exe, "verify", "--seeds", "1", "--api-seeds", "1", "--out", out).CombinedOutput()
+	text := string(b)
+	if err == nil || !strings.Contains(text, "API MISMATCH seed 1: monitor") || !strings.Contains(text, "shrunk from") ||
+		!strings.Contains(text, "monitors:\n") || !strings.Contains(text, "[RC ACK]") {
+		t.Fatalf("the broken NIC: %v\n%s", err, text)
+	}
+	replay := filepath.Join(out, "verify-api-seed1.json")
+	s, err := os.ReadFile(replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := verify.ParseAPI(replay, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if orig := verify.GenerateAPI(1); len(small.Ops) >= len(orig.Ops) {
+		t.Fatalf("not shrunk: %d of %d operations", len(small.Ops), len(orig.Ops))
+	}
+	for _, ext := range []string{".vcd", ".gtkw"} {
+		if st, err := os.Stat(filepath.Join(out, "verify-api-seed1"+ext)); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", ext, err)
+		}
+	}
+	again, err := exec.Command(exe, "verify", "--replay", replay, "--out", filepath.Join(dir, "again")).CombinedOutput()
+	if err == nil || !strings.Contains(string(again), "[RC ACK]") {
+		t.Fatalf("the replay on the broken NIC: %v\n%s", err, again)
+	}
+	if o, err := aaemu(t, "verify", "--replay", replay, "--out", filepath.Join(dir, "right")); err != nil {
+		t.Fatalf("the replay on the right NIC: %v\n%s", err, o)
+	}
+}

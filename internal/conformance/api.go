@@ -18,6 +18,12 @@ import (
 // node 0 issues the puts, gets and active flushes to node 1, whose handlers
 // keep every record.
 func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
+	return RunAPIWith(s, Options{})
+}
+
+// RunAPIWith runs an API-level stimulus with options: a tracer sees the
+// whole machine's signals (the waveforms of a failing run).
+func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error) {
 	spec := machine.DefaultSpec()
 	spec.NIC.PMTU, spec.NIC.Sizes.MPS, spec.NIC.Sizes.MRRS = s.PMTU, s.MPS, s.MRRS
 	if l := s.Link; l != nil {
@@ -33,9 +39,13 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 		}
 		spec.Wire.LossPPM, spec.Wire.DupPPM, spec.Wire.ReorderPPM = l.LossPPM, l.DupPPM, l.ReorderPPM
 	}
-	c, err := aa.New(sim.NewEngine(s.Seed), spec)
+	e := sim.NewEngine(s.Seed)
+	c, err := aa.New(e, spec)
 	if err != nil {
 		return nil, err
+	}
+	if o.Tracer != nil {
+		e.AttachTracer(o.Tracer)
 	}
 	src, dst := c.Nodes[0], c.Nodes[1]
 	mon := AttachMonitors(c.Cluster)
@@ -173,19 +183,29 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 // CheckAPI runs an API-level stimulus and compares with the golden model;
 // with cover, it counts the bins the run hit.
 func CheckAPI(s *verify.APIStimulus, cover *verify.Coverage) (*verify.Mismatch, error) {
-	obs, err := RunAPI(s)
+	mm, _, err := CheckAPIWith(s, cover, Options{})
+	return mm, err
+}
+
+// CheckAPIWith is CheckAPI with options; it also returns the observation
+// (the monitors' messages among it), nil if the run could not start.
+func CheckAPIWith(s *verify.APIStimulus, cover *verify.Coverage, o Options) (*verify.Mismatch, *verify.APIObservation, error) {
+	obs, err := RunAPIWith(s, o)
 	if err != nil {
-		return nil, err
+		return nil, obs, err
 	}
 	if mm := monitorMismatch(obs.Monitor, obs.MonitorAt); mm != nil {
-		return mm, nil
+		return mm, obs, nil
 	}
 	p := verify.PredictAPI(s)
 	mm := verify.CompareAPI(s, p, obs)
+	if mm != nil {
+		mm.At = obs.EndPS // the API level compares what the run left at its end
+	}
 	if mm == nil && cover != nil {
 		cover.AddAPI(s, p, obs)
 	}
-	return mm, nil
+	return mm, obs, nil
 }
 
 // events sums the run's counters by their last name, and for the links by

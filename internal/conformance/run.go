@@ -26,6 +26,7 @@ type Options struct {
 
 // device sends its ops in order and reassembles the completions it gets.
 type device struct {
+	gate  *int // ops from this index wait (a driver call comes first)
 	u     *sim.Unit
 	out   *sim.Chan[pcie.Packet]
 	in    *sim.Chan[pcie.Packet]
@@ -42,7 +43,7 @@ type partial struct {
 }
 
 func (d *device) Tick(now sim.Tick) bool {
-	if d.next < len(d.ops) && d.out.ReadyFor(&d.ops[d.next]) {
+	if d.next < len(d.ops) && int(d.ops[d.next].ID)-1 < *d.gate && d.out.ReadyFor(&d.ops[d.next]) {
 		d.out.Send(d.ops[d.next])
 		d.next++
 	}
@@ -202,10 +203,15 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		mem.Write(pg.PA, b)
 	}
 	var devs []*device
+	// Ops from gate on wait for the next driver call; with none, none wait.
+	gate, nextChange := len(s.Ops), 0
+	if len(s.Changes) > 0 {
+		gate = s.Changes[0].After
+	}
 	mlog := monitor.NewLog(100)
 	var links []*monitor.PCIeLink
 	for i, dv := range s.Devices {
-		d := &device{parts: map[uint16]*partial{}, obs: obs, byTag: map[uint16]int{}}
+		d := &device{gate: &gate, parts: map[uint16]*partial{}, obs: obs, byTag: map[uint16]int{}}
 		d.u = clk.Add(fmt.Sprintf("dev%d", i), d)
 		// The root port's receive buffer keeps the classes apart, as a
 		// link's does: a read may wait behind a write the IOMMU holds
@@ -273,8 +279,60 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		}
 		return true
 	}
+	// change makes the driver calls due at gate once the IOMMU is quiet:
+	// every TLP before it taken and completed, every log consumed, twice
+	// in a row (records reserved but not yet visible show in between).
+	quietAt := -1
+	change := func() error {
+		for nextChange < len(s.Changes) && done() {
+			if quietAt != len(obs.Accepted) {
+				quietAt = len(obs.Accepted)
+				return nil
+			}
+			for ; nextChange < len(s.Changes) && s.Changes[nextChange].After == gate; nextChange++ {
+				if err := driverCall(drv, s, s.Changes[nextChange]); err != nil {
+					return fmt.Errorf("changes[%d]: %w", nextChange, err)
+				}
+			}
+			gate = len(s.Ops)
+			if nextChange < len(s.Changes) {
+				gate = s.Changes[nextChange].After
+			}
+			quietAt = -1
+		}
+		return nil
+	}
+	// done, before the last driver call, is quiet at the gate.
+	allDone := done
+	done = func() bool {
+		if len(obs.Accepted) < gate {
+			return false
+		}
+		for _, d := range devs {
+			for _, op := range d.byTag {
+				if op < gate {
+					return false
+				}
+			}
+		}
+		for i, l := range s.Logs {
+			if mem.Load64(drv.LogEntryAddr(l.IUID)+24) != c.heads[i] {
+				return false
+			}
+		}
+		return true
+	}
+	if err := change(); err != nil {
+		return obs, err
+	}
+	if err := change(); err != nil { // calls before the first TLP: quiet already
+		return obs, err
+	}
 	progress, since := -1, e.Now()
-	for e.Now() < o.Limit && !done() {
+	for e.Now() < o.Limit && !(nextChange == len(s.Changes) && allDone()) {
+		if err := change(); err != nil {
+			return obs, err
+		}
 		before := e.Now()
 		if e.Run(e.Now()+2*sim.US) == before {
 			break // nothing left to happen: what is missing never comes
@@ -289,7 +347,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	}
 	// One more consumer period to see anything still in flight, and an
 	// Int log's notification of records below its threshold.
-	quiet := done()
+	quiet := nextChange == len(s.Changes) && allDone()
 	e.Run(e.Now() + c.period + sim.US + spec.NotifyIntervalPS)
 	obs.EndPS = uint64(e.Now())
 	if quiet {
@@ -316,6 +374,29 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		obs.LogFull = st.(*sim.Counter).Value() > 0
 	}
 	return obs, nil
+}
+
+// driverCall makes a change's driver call on domain 1.
+func driverCall(drv *iommu.Driver, s *verify.Stimulus, c verify.Change) error {
+	switch c.Kind {
+	case "setbits":
+		return drv.SetBits(1, c.IOVA, iommu.Perm{Bits: c.Bits, IUID: c.IUID})
+	case "unmap":
+		return drv.Unmap(1, c.IOVA, 4096)
+	case "map":
+		for _, pg := range s.Pages {
+			if pg.IOVA == c.IOVA {
+				return drv.Map(1, c.IOVA, pg.PA, 4096, 4096, iommu.Perm{Bits: c.Bits, IUID: c.IUID})
+			}
+		}
+		return fmt.Errorf("map: %#x is no page", c.IOVA)
+	case "attach":
+		return drv.Attach(s.Devices[c.Dev].ID, 1)
+	case "detach":
+		drv.Detach(s.Devices[c.Dev].ID)
+		return nil
+	}
+	return fmt.Errorf("%q is no driver call", c.Kind)
 }
 
 func spanOf(t *tlp.TLP) (uint64, int) {

@@ -11,8 +11,15 @@ import (
 
 // Many seeds agree with the golden model.
 func TestSeedsAgree(t *testing.T) {
+	changes := 0 // driver calls made during the runs
+	defer func() {
+		if !t.Failed() && changes < 1000 {
+			t.Fatalf("only %d driver calls during the runs", changes)
+		}
+	}()
 	for seed := uint64(1); seed <= 2000; seed++ {
 		s := verify.Generate(seed)
+		changes += len(s.Changes)
 		mm, _, err := Check(s, Options{})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
