@@ -10,10 +10,31 @@ import (
 )
 
 // Until runs the advance loop in process p until cond holds: pass after
-// pass, as the paper's polling layer does (L94).
+// pass, as the paper's polling layer does (L94). cond may depend only on
+// what this layer and its callbacks change.
+//
+// A pass that found the reception FIFOs empty and had nothing it could
+// write (no look at an injection FIFO) is repeated unchanged until a
+// packet becomes visible: the core dozes through those passes
+// (cpu.Proc.Doze) and comes back at the end of the look of the first
+// pass that sees the packet, its operations and busy time counted as if
+// it had run them all. cond cannot change meanwhile, so the run is the
+// one the polling loop gives, to the byte (TestDozeMatchesSpin), at a
+// cost per packet rather than per pass. Params.Spin runs every pass.
 func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
+	if !l.params.Spin && !l.notified {
+		l.nd.Torus.NotifyReceive(p.Core().Unit())
+		l.notified = true
+	}
 	for !cond() {
-		l.Advance(p)
+		t0, ops := p.Now(), p.Ops()
+		if l.Advance(p) || l.looks > 0 || l.params.Spin {
+			continue
+		}
+		p.Doze(p.Now()-t0, int(p.Ops()-ops), l.nd.Torus.NextVisible)
+		clear(l.full)
+		l.looks = 0
+		l.afterLook(p, l.nd.PL.Seen())
 	}
 }
 

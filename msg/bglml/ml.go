@@ -83,6 +83,10 @@ type Params struct {
 	// Batch is the most packets one pass of the advance loop reads, and
 	// the most it writes (default 8).
 	Batch int
+	// Spin runs every pass of Until's advance loop, even those that can
+	// only find the reception FIFOs empty again; by default such passes
+	// are dozed through (cpu.Proc.Doze) with the same result to the byte.
+	Spin bool
 }
 
 // Costs are the message layer's own software steps, in core cycles. The
@@ -213,6 +217,10 @@ type Layer struct {
 	nextRx  uint16
 	bc      *bcast // the torus broadcast under way
 	full    []bool // injection FIFOs found full in this pass of the advance loop
+	looks   int    // looks at an injection FIFO's room in this pass
+	// notified: the torus wakes the core Until runs on when a packet
+	// arrives (so that it can doze).
+	notified bool
 
 	Stats Stats
 }
@@ -509,6 +517,7 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 			break
 		}
 		pk := o.build(o.next)
+		l.looks++
 		room, err := l.nd.PL.Room(p, fifo)
 		if err == nil && room < pk.Chunks() {
 			l.full[fifo] = true
@@ -592,9 +601,18 @@ func (l *Layer) grant(p *cpu.Proc, to int, id, rid uint16, addr uint64, n int) {
 func (l *Layer) Advance(p *cpu.Proc) bool {
 	p.Compute(l.costs.Pass)
 	clear(l.full)
+	l.looks = 0
+	return l.afterLook(p, l.nd.PL.Pending(p))
+}
+
+// afterLook is the rest of a pass once its first look at the reception
+// FIFOs found f (−1: none).
+func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 	did := false
 	for k := 0; k < l.params.Batch; k++ {
-		f := l.nd.PL.Pending(p)
+		if k > 0 {
+			f = l.nd.PL.Pending(p)
+		}
 		if f < 0 {
 			break
 		}
