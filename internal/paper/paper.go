@@ -31,6 +31,11 @@ type Figure struct {
 	// figure on the given node counts with 32 processes per node on the
 	// srd transport (aaemu paper --max-nodes).
 	AtScale func(nodes []int) *Figure
+	// Extra draws pictures of a custom figure's runs besides its plot
+	// (a link heat map), into dir, after its points; ExtraFiles names
+	// them.
+	Extra      func(dir string) error
+	ExtraFiles []string
 }
 
 // Claim is one qualitative statement of the paper and how to measure it.

@@ -87,6 +87,12 @@ type Params struct {
 	// only find the reception FIFOs empty again; by default such passes
 	// are dozed through (cpu.Proc.Doze) with the same result to the byte.
 	Spin bool
+	// Interleave writes one packet of each send-queue entry in turn
+	// (round-robin from where the last pass stopped) instead of an
+	// entry's packets back to back: a node's packets then go to all its
+	// destinations at once, over all its links (the optimised alltoall's
+	// injection order, L156).
+	Interleave bool
 }
 
 // Costs are the message layer's own software steps, in core cycles. The
@@ -218,6 +224,7 @@ type Layer struct {
 	bc      *bcast // the torus broadcast under way
 	full    []bool // injection FIFOs found full in this pass of the advance loop
 	looks   int    // looks at an injection FIFO's room in this pass
+	rr      int    // Interleave: the send-queue entry to write from next
 	// notified: the torus wakes the core Until runs on when a packet
 	// arrives (so that it can doze).
 	notified bool
@@ -619,6 +626,9 @@ func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 		l.receive(p, f)
 		did = true
 	}
+	if l.params.Interleave {
+		return l.interleave(p) || did
+	}
 	budget := l.params.Batch
 	for i := 0; i < len(l.sendq) && budget > 0; i++ {
 		o := l.sendq[i]
@@ -636,6 +646,37 @@ func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 			l.finish(p, o)
 		}
 	}
+	return did
+}
+
+// interleave is the send half of a pass with Params.Interleave: one
+// packet of each startable entry in turn, from entry rr on, up to Batch
+// packets, once round the queue at most.
+func (l *Layer) interleave(p *cpu.Proc) bool {
+	did := false
+	budget := l.params.Batch
+	n := len(l.sendq)
+	if l.rr >= n {
+		l.rr = 0
+	}
+	i := l.rr
+	for seen := 0; seen < n && budget > 0 && len(l.sendq) > 0; seen++ {
+		o := l.sendq[i]
+		i++
+		if l.startable(o) && l.pushN(p, o, 1) == 1 {
+			budget--
+			did = true
+			if o.next == o.n {
+				i--
+				l.sendq = append(l.sendq[:i], l.sendq[i+1:]...)
+				l.finish(p, o)
+			}
+		}
+		if i >= len(l.sendq) {
+			i = 0
+		}
+	}
+	l.rr = i
 	return did
 }
 
