@@ -35,14 +35,17 @@ type Alltoall struct {
 	Seed  int64
 }
 
-// DefaultAlltoall is the paper's 8×8×8 mesh (L203).
+// DefaultAlltoall is the paper's 8×8×8 mesh (L203), 952-byte messages:
+// four full packets each (232 bytes in the first, after the message
+// header, and 3 × 240), so that the bound's payload rate is the wire's.
+// (A run is about a million packets: minutes.)
 func DefaultAlltoall() Alltoall {
-	return Alltoall{Dims: [3]int{8, 8, 8}, Sizes: []int{240, 960}, Seed: 1}
+	return Alltoall{Dims: [3]int{8, 8, 8}, Sizes: []int{952}, Seed: 1}
 }
 
-// ReducedAlltoall: a 4×4×4 mesh.
+// ReducedAlltoall: a 4×4×4 mesh, one-packet and four-packet messages.
 func ReducedAlltoall() Alltoall {
-	return Alltoall{Dims: [3]int{4, 4, 4}, Sizes: []int{240, 960}, Seed: 1}
+	return Alltoall{Dims: [3]int{4, 4, 4}, Sizes: []int{232, 952}, Seed: 1}
 }
 
 // mpich2Order is the algorithm MPICH2's alltoall takes for a message
@@ -118,7 +121,17 @@ func Fig6(a Alltoall) *paper.Figure {
 			{Text: "B14 optimised alltoall efficiency", Paper: "≈100 %", Tolerance: "≥ 85 %",
 				Measure: func(pts []paper.Point) (string, bool) {
 					v := top(pts, a2aOptimised)
-					return fmt.Sprintf("%.1f %%", v), v >= 85
+					if v >= 85 {
+						return fmt.Sprintf("%.1f %%", v), true
+					}
+					mu.Lock()
+					r, ok := heat[a2aOptimised]
+					mu.Unlock()
+					if !ok {
+						return fmt.Sprintf("%.1f %%", v), false
+					}
+					cut, hi := cutUtil(r, a.Dims), maxUtil(r)
+					return fmt.Sprintf("%.1f %%: in aaemu's run of %d B the links across the middle of x were %.0f %% busy on average, the busiest link %.0f %%: adaptive routing does not keep the cut busy all the time", v, largest, 100*cut, 100*hi), false
 				}},
 			{Text: "B14 MPICH2 alltoall efficiency", Paper: "≤ 30 %", Tolerance: "≤ 40 %",
 				Measure: func(pts []paper.Point) (string, bool) {
@@ -156,6 +169,23 @@ func (g linkGrid) Dims() (c, r int)   { return len(g.v[0]), len(g.v) }
 func (g linkGrid) Z(c, r int) float64 { return g.v[r][c] }
 func (g linkGrid) X(c int) float64    { return float64(c) }
 func (g linkGrid) Y(r int) float64    { return float64(r) }
+
+// cutUtil is the mean utilisation of the links that cross the middle of
+// the mesh's x dimension (both ways).
+func cutUtil(r bglml.AlltoallResult, dims [3]int) float64 {
+	mid := dims[0]/2 - 1
+	sum, n := 0.0, 0
+	for _, l := range r.Links {
+		if l.Port == 0 && l.At[0] == mid || l.Port == 1 && l.At[0] == mid+1 {
+			sum += float64(l.Busy) / float64(r.Time)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
 
 func maxUtil(r bglml.AlltoallResult) float64 {
 	hi := 0.0

@@ -32,7 +32,7 @@ func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
 			continue
 		}
 		p.Doze(p.Now()-t0, int(p.Ops()-ops), l.nd.Torus.NextVisible)
-		clear(l.full)
+		l.clearFull()
 		l.looks = 0
 		l.afterLook(p, l.nd.PL.Seen())
 	}
