@@ -136,7 +136,16 @@ func Fig6(a Alltoall) *paper.Figure {
 			{Text: "B14 MPICH2 alltoall efficiency", Paper: "≤ 30 %", Tolerance: "≤ 40 %",
 				Measure: func(pts []paper.Point) (string, bool) {
 					v := top(pts, a2aMPICH2)
-					return fmt.Sprintf("%.1f %%", v), v <= 40
+					if v <= 40 {
+						return fmt.Sprintf("%.1f %%", v), true
+					}
+					at := 0
+					for _, p := range series(pts, a2aMPICH2) {
+						if p.Y == v {
+							at = p.X
+						}
+					}
+					return fmt.Sprintf("%.1f %% (at %d B, %v): aaemu's MPICH2 is its algorithm's injection order on the message layer, without MPICH2's per-message software (Table 1) or its Bruck algorithm for ≤ 256 B", v, at, mpich2Order(at)), false
 				}},
 		},
 		ExtraFiles: files,
