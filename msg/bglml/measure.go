@@ -237,6 +237,11 @@ func Links(spec bgl.Spec, params Params, costs Costs, centre torus.Coord, k int,
 // returns when the last node had the whole message. check, if not nil, is
 // given each node's received bytes and the root's.
 func BcastTime(spec bgl.Spec, params Params, costs Costs, routes, size int, check func(node int, got, want []byte)) (sim.Tick, error) {
+	return BcastTimeFrom(spec, params, costs, torus.Coord{}, routes, size, check)
+}
+
+// BcastTimeFrom is BcastTime from the node at root (Layer.BcastFrom).
+func BcastTimeFrom(spec bgl.Spec, params Params, costs Costs, root torus.Coord, routes, size int, check func(node int, got, want []byte)) (sim.Tick, error) {
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		return 0, err
@@ -252,7 +257,7 @@ func BcastTime(spec bgl.Spec, params Params, costs Costs, routes, size int, chec
 		i := i
 		nd := m.Nodes[i]
 		bufs[i] = nd.Alloc(size)
-		if i == 0 {
+		if nd.Torus.At == root {
 			nd.Mem.Write(bufs[i], want)
 		}
 		l, err := New(m, i, params, costs, nil)
@@ -261,7 +266,7 @@ func BcastTime(spec bgl.Spec, params Params, costs Costs, routes, size int, chec
 		}
 		nd.Cores[0].Spawn("bcast", func(p *cpu.Proc) {
 			have := false
-			if err := l.Bcast(p, bufs[i], size, routes, func() { have = true }); err != nil {
+			if err := l.BcastFrom(p, root, bufs[i], size, routes, func() { have = true }); err != nil {
 				failed = err
 				return
 			}
