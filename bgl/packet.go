@@ -94,6 +94,11 @@ func (pl *PacketLayer) Pending(p *cpu.Proc) int {
 	return pl.pending()
 }
 
+// Seen is what a look at the reception FIFOs' status sees now (Pending
+// without its cost): for a caller that spent the look's time already, as
+// a loop dozed through by cpu.Proc.Doze has.
+func (pl *PacketLayer) Seen() int { return pl.pending() }
+
 func (pl *PacketLayer) pending() int {
 	for f := 0; f < torus.NumRecFIFOs; f++ {
 		if pl.nd.Peek(f) != nil {

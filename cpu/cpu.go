@@ -59,6 +59,7 @@ type Core struct {
 	smpID       int             // the core's cache in it
 	req         *pcie.Requester // tags of uncached reads (made on the first)
 	reading     *Proc           // the process whose uncached read stalls the core
+	dozing      *Proc           // the process dozing through a polling loop (Doze)
 
 	stOps, stIrqs, stBusy *sim.Counter
 	stReads, stReadURs    *sim.Counter // declared on the first uncached read
@@ -94,6 +95,10 @@ type Proc struct {
 	// (Core.spinLoad): the word, its predicate, the value of the load in
 	// flight, and what the process does when it resumes.
 	lspin *loadSpin
+	// A polling loop the process dozes through (Doze), and the costed
+	// operations it has run.
+	doze *doze
+	ops  uint64
 
 	// An uncached read the process waits for: issued at since; the
 	// completion's data or error.
@@ -187,6 +192,9 @@ func (c *Core) OnInterrupt(addr uint64, data uint32, name string, handler func(p
 
 // Tick resumes the first runnable process for one operation.
 func (c *Core) Tick(now sim.Tick) bool {
+	if c.dozing != nil && !c.wake(now) {
+		return false
+	}
 	if c.Irq != nil {
 		for c.Irq.Valid() {
 			m := c.Irq.Recv()
@@ -262,8 +270,15 @@ func (c *Core) Tick(now sim.Tick) bool {
 			c.stOps.Inc()
 			run.wakeAt, c.busyUntil, run.cplSince = sim.Never, sim.Never, now
 			c.reading = run
+		case run.doze != nil:
+			// Doze: the core stays the process's until the pass that
+			// sees a change ends (wake).
+			run.wakeAt, c.busyUntil = sim.Never, sim.Never
+			c.dozing = run
+			c.wake(now) // a change already on its way: its pass's end
 		default:
 			c.stOps.Inc()
+			run.ops++
 			d = max(d, c.spec.PeriodPS)
 			run.wakeAt = now + d
 			if !run.idle {
@@ -572,6 +587,65 @@ func (p *Proc) spin(cond func() bool, d sim.Tick) {
 	p.poll, p.pollEvery = cond, d
 	p.wait(d)
 }
+
+// doze is a polling loop whose passes the process does not run: each
+// costs ops operations and every, the first began at from, and each ends
+// with a look at something that next says when it changes.
+type doze struct {
+	from, every sim.Tick
+	ops         int
+	next        func() sim.Tick
+}
+
+// Doze is a polling loop run without running it. The process has just
+// ended a pass of a loop that found nothing: ops costed operations that
+// took every, the pass's last operation a look whose result only changes
+// at the times next reports (the earliest time the looked-at state
+// differs, sim.Never while nothing is coming). The loop would repeat
+// that pass unchanged until the first pass whose look is at or after
+// that time; Doze returns at the end of that pass's look, with the
+// core's operations and busy time counted as if every pass had run, so
+// the run is the same to the byte as the loop's. Whatever changes the
+// looked-at state must wake the core (Unit) at the time it becomes
+// visible, so that Doze learns of it; next is asked on every wake.
+func (p *Proc) Doze(every sim.Tick, ops int, next func() sim.Tick) {
+	if every <= 0 || ops < 1 {
+		panic(fmt.Sprintf("cpu: process %s: doze through passes of %d ps and %d operations", p.name, every, ops))
+	}
+	p.doze = &doze{from: p.Now(), every: every, ops: ops, next: next}
+	p.wait(0)
+}
+
+// wake decides at now whether the dozing process's loop has reached the
+// pass that sees a change; it reports whether the core goes on with this
+// edge (the process runnable again, the skipped passes counted).
+func (c *Core) wake(now sim.Tick) bool {
+	p := c.dozing
+	d := p.doze
+	e := d.next()
+	if e == sim.Never {
+		return false
+	}
+	k := max(1, (e-d.from+d.every-1)/d.every)
+	at := d.from + k*d.every
+	if now < at {
+		c.u.WakeAt(at)
+		return false
+	}
+	if now > at {
+		panic(fmt.Sprintf("cpu: process %s: a change visible at %d reached its dozing core only at %d", p.name, e, now))
+	}
+	// The passes that would have run: their operations and busy time.
+	c.stOps.Add(uint64(k) * uint64(d.ops))
+	c.stBusy.Add(uint64(k * d.every))
+	p.ops += uint64(k) * uint64(d.ops)
+	p.doze, c.dozing = nil, nil
+	p.wakeAt, c.busyUntil = now, now
+	return true
+}
+
+// Ops is the number of costed operations the process has run.
+func (p *Proc) Ops() uint64 { return p.ops }
 
 // Op starts a new operation of the process (a put, an insert): its
 // transaction becomes the cause of what the process does next.

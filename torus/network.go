@@ -263,6 +263,20 @@ func (nd *Node) NotifyReceive(u *sim.Unit) {
 	}
 }
 
+// NextVisible is the time from which the earliest packet held in one of
+// the node's reception FIFOs is visible to the message layer (sim.Never:
+// they are empty). A layer that sleeps while it has nothing to do asks
+// it when NotifyReceive wakes it.
+func (nd *Node) NextVisible() sim.Tick {
+	t := sim.Never
+	for _, f := range nd.Router.Rec {
+		if f.q.Len() > 0 {
+			t = min(t, f.q.Front().vis)
+		}
+	}
+	return t
+}
+
 // NotifyRoom wakes u whenever the router frees space in one of the node's
 // injection FIFOs.
 func (nd *Node) NotifyRoom(u *sim.Unit) {

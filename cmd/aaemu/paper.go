@@ -200,7 +200,7 @@ func listPapers(w io.Writer) error {
 func figureOutputs(f *paper.Figure) []string {
 	base := "fig" + f.Name
 	if f.Custom != nil {
-		return []string{"points.csv", base + ".png", base + ".svg"}
+		return append([]string{"points.csv", base + ".png", base + ".svg"}, f.ExtraFiles...)
 	}
 	return sweepOutputs(base)
 }
@@ -419,6 +419,14 @@ func runCustomFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Fig
 	plots, err := sweep.SaveFigure(pl, leg, filepath.Join(dir, "fig"+f.Name))
 	if err != nil {
 		return err
+	}
+	if f.Extra != nil {
+		if err := f.Extra(dir); err != nil {
+			return fmt.Errorf("figure %s: %w", f.Name, err)
+		}
+		for _, x := range f.ExtraFiles {
+			plots = append(plots, filepath.Join(dir, x))
+		}
 	}
 	fmt.Fprintf(stdout, "Figure %s: %s\n", f.Name, f.Title)
 	fmt.Fprintf(stdout, "(%d experiments in %v; %s/: points.csv", len(pts), wall.Round(time.Millisecond), dir)

@@ -38,3 +38,23 @@ func TestPaperBGL(t *testing.T) {
 		t.Errorf("points.csv has %d lines:\n%s", lines, csv)
 	}
 }
+
+// TestPaperBGLAlltoall runs `aaemu paper bgl 6 --reduced`: Figure 6's
+// efficiencies, B14's verdicts and the two link heat maps.
+func TestPaperBGLAlltoall(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "bgl", "6", "--reduced", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"Figure 6", "B14 optimised alltoall efficiency", "B14 MPICH2 alltoall efficiency", "heat-optimised.png"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"points.csv", "fig6.png", "fig6.svg", "heat-optimised.png", "heat-optimised.svg", "heat-mpich2.png", "heat-mpich2.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, "bgl", "fig6", f)); err != nil || st.Size() == 0 {
+			t.Errorf("bgl/fig6/%s: %v", f, err)
+		}
+	}
+}

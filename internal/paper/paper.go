@@ -37,6 +37,11 @@ type Figure struct {
 	// Scenario, when set, is the base scenario the sweep names (on a
 	// machine preset, aaemu paper --machine).
 	Scenario *Preset
+	// Extra draws pictures of a custom figure's runs besides its plot
+	// (a link heat map), into dir, after its points; ExtraFiles names
+	// them.
+	Extra      func(dir string) error
+	ExtraFiles []string
 }
 
 // Claim is one qualitative statement of the paper and how to measure it.

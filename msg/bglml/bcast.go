@@ -74,6 +74,51 @@ type bcast struct {
 	size, got int
 	routes    int
 	done      func()
+	root      torus.Coord
+}
+
+// frame maps the routes, built from the origin, onto a broadcast from
+// root: along a dimension that wraps around, which looks the same from
+// every node, by translation; along one that does not (a mesh's, a
+// torus's of two nodes), where the root must then be at an end, by
+// reflection if it is at the far end.
+type frame struct {
+	dims, root torus.Coord
+	mesh       bool
+}
+
+// wraps reports whether dimension d has wrap-around links (a torus's
+// dimension of more than two nodes); the others are reflected.
+func (f frame) wraps(d int) bool { return !f.mesh && f.dims[d] > 2 }
+
+// rel is node c's coordinates as the routes from the origin see them.
+func (f frame) rel(c torus.Coord) (r torus.Coord) {
+	for d := 0; d < 3; d++ {
+		switch {
+		case f.wraps(d):
+			r[d] = (c[d] - f.root[d] + f.dims[d]) % f.dims[d]
+		case f.root[d] == 0:
+			r[d] = c[d]
+		default:
+			r[d] = f.dims[d] - 1 - c[d]
+		}
+	}
+	return r
+}
+
+// abs is the inverse of rel, and a hop's hint turned with it.
+func (f frame) abs(h bcastHop) bcastHop {
+	out := h
+	for d := 0; d < 3; d++ {
+		switch {
+		case f.wraps(d):
+			out.to[d] = (h.to[d] + f.root[d]) % f.dims[d]
+		case f.root[d] != 0:
+			out.to[d] = f.dims[d] - 1 - h.to[d]
+			out.hint[d] = -h.hint[d]
+		}
+	}
+	return out
 }
 
 // Bcast takes part in a torus broadcast of size bytes at addr from node
@@ -83,6 +128,12 @@ type bcast struct {
 // its route; done is called when the node has the whole message (at the
 // root, when its packets are written). One broadcast at a time.
 func (l *Layer) Bcast(p *cpu.Proc, addr uint64, size, routes int, done func()) error {
+	return l.BcastFrom(p, torus.Coord{}, addr, size, routes, done)
+}
+
+// BcastFrom is Bcast from the node at root: any node of a torus, a
+// corner of a mesh (the routes turned to start there).
+func (l *Layer) BcastFrom(p *cpu.Proc, root torus.Coord, addr uint64, size, routes int, done func()) error {
 	if routes < 1 || routes > 3 || size < 1 || size > MaxMessage {
 		return fmt.Errorf("bglml: broadcast of %d bytes over %d routes (1 to 3)", size, routes)
 	}
@@ -95,15 +146,22 @@ func (l *Layer) Bcast(p *cpu.Proc, addr uint64, size, routes int, done func()) e
 			return fmt.Errorf("bglml: a torus broadcast on a %d×%d×%d machine (the routes need two nodes in every dimension)", dims[0], dims[1], dims[2])
 		}
 	}
+	for d := 0; d < 3; d++ {
+		if root[d] < 0 || root[d] >= dims[d] || l.meshed && root[d] != 0 && root[d] != dims[d]-1 {
+			return fmt.Errorf("bglml: broadcast from %v on a %d×%d×%d %s (any node of a torus, a corner of a mesh)", root, dims[0], dims[1], dims[2], map[bool]string{true: "mesh", false: "torus"}[l.meshed])
+		}
+	}
 	p.Compute(l.costs.Post)
-	l.bc = &bcast{addr: addr, size: size, routes: routes, done: done}
-	if l.nd.Torus.At != (torus.Coord{}) {
+	l.bc = &bcast{addr: addr, size: size, routes: routes, done: done, root: root}
+	if l.nd.Torus.At != root {
 		return nil
 	}
+	fr := l.frame()
 	n := (size + torus.MaxPayload - 1) / torus.MaxPayload
 	for r := 0; r < routes; r++ {
 		r := r
 		hops := bcastNext(dims, r, torus.Coord{})
+		hops[0] = fr.abs(hops[0])
 		k0 := r
 		o := &out{dst: l.nodeAt(hops[0].to), n: (n - k0 + routes - 1) / routes, from: bgl.FromMemory, ready: true,
 			build: func(j int) *torus.Packet {
@@ -132,6 +190,9 @@ func (l *Layer) endBcast(p *cpu.Proc) {
 	}
 }
 
+// frame is the current broadcast's frame.
+func (l *Layer) frame() frame { return frame{dims: l.dims(), root: l.bc.root, mesh: l.meshed} }
+
 func (l *Layer) dims() torus.Coord {
 	last := l.nodes[len(l.nodes)-1].Torus.At
 	return torus.Coord{last[0] + 1, last[1] + 1, last[2] + 1}
@@ -159,8 +220,9 @@ func (l *Layer) onBcast(p *cpu.Proc, f int, r, k int) {
 	}
 	l.nd.Mem.Write(bc.addr+uint64(k*torus.MaxPayload), pk.Payload)
 	bc.got += len(pk.Payload)
-	for _, h := range bcastNext(l.dims(), r, l.nd.Torus.At) {
-		h := h
+	fr := l.frame()
+	for _, h := range bcastNext(l.dims(), r, fr.rel(l.nd.Torus.At)) {
+		h := fr.abs(h)
 		// The forward is written from the data just read (in the cache),
 		// on the route's FIFO, so that its packets stay in order.
 		l.sendq = append(l.sendq, &out{dst: l.nodeAt(h.to), n: 1, from: bgl.FromCache, ready: true,

@@ -126,3 +126,40 @@ func TestBcastBadInput(t *testing.T) {
 	})
 	m.World.Run(sim.S)
 }
+
+// TestBcastFrom broadcasts from roots other than the origin: every node
+// of a torus (by translation of the routes) and every corner of a mesh
+// (by reflection), over three routes, every byte at every node; an
+// interior root of a mesh is refused.
+func TestBcastFrom(t *testing.T) {
+	for _, c := range []struct {
+		dims  torus.Coord
+		mesh  bool
+		roots []torus.Coord
+	}{
+		{torus.Coord{4, 4, 2}, false, []torus.Coord{{1, 2, 1}, {3, 3, 1}, {2, 0, 0}}},
+		{torus.Coord{3, 5, 2}, false, []torus.Coord{{2, 4, 1}, {1, 3, 0}}},
+		{torus.Coord{4, 4, 2}, true, []torus.Coord{{3, 0, 0}, {0, 3, 1}, {3, 3, 1}}},
+	} {
+		spec := bgl.DefaultSpec(c.dims[0], c.dims[1], c.dims[2])
+		spec.Torus.Mesh = c.mesh
+		for _, root := range c.roots {
+			for _, routes := range []int{1, 3} {
+				bad := 0
+				_, err := BcastTimeFrom(spec, DefaultParams(), DefaultCosts(), root, routes, 3000, func(node int, got, want []byte) {
+					if !bytes.Equal(got, want) {
+						bad++
+					}
+				})
+				if err != nil || bad > 0 {
+					t.Errorf("%v mesh %v, root %v, %d routes: %v, %d nodes with wrong bytes", c.dims, c.mesh, root, routes, err, bad)
+				}
+			}
+		}
+	}
+	spec := bgl.DefaultSpec(4, 4, 2)
+	spec.Torus.Mesh = true
+	if _, err := BcastTimeFrom(spec, DefaultParams(), DefaultCosts(), torus.Coord{1, 0, 0}, 3, 100, nil); err == nil || !strings.Contains(err.Error(), "a corner of a mesh") {
+		t.Errorf("interior root of a mesh: %v", err)
+	}
+}

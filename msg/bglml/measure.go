@@ -10,10 +10,31 @@ import (
 )
 
 // Until runs the advance loop in process p until cond holds: pass after
-// pass, as the paper's polling layer does (L94).
+// pass, as the paper's polling layer does (L94). cond may depend only on
+// what this layer and its callbacks change.
+//
+// A pass that found the reception FIFOs empty and had nothing it could
+// write (no look at an injection FIFO) is repeated unchanged until a
+// packet becomes visible: the core dozes through those passes
+// (cpu.Proc.Doze) and comes back at the end of the look of the first
+// pass that sees the packet, its operations and busy time counted as if
+// it had run them all. cond cannot change meanwhile, so the run is the
+// one the polling loop gives, to the byte (TestDozeMatchesSpin), at a
+// cost per packet rather than per pass. Params.Spin runs every pass.
 func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
+	if !l.params.Spin && !l.notified {
+		l.nd.Torus.NotifyReceive(p.Core().Unit())
+		l.notified = true
+	}
 	for !cond() {
-		l.Advance(p)
+		t0, ops := p.Now(), p.Ops()
+		if l.Advance(p) || l.looks > 0 || l.params.Spin {
+			continue
+		}
+		p.Doze(p.Now()-t0, int(p.Ops()-ops), l.nd.Torus.NextVisible)
+		l.clearFull()
+		l.looks = 0
+		l.afterLook(p, l.nd.PL.Seen())
 	}
 }
 
@@ -216,6 +237,11 @@ func Links(spec bgl.Spec, params Params, costs Costs, centre torus.Coord, k int,
 // returns when the last node had the whole message. check, if not nil, is
 // given each node's received bytes and the root's.
 func BcastTime(spec bgl.Spec, params Params, costs Costs, routes, size int, check func(node int, got, want []byte)) (sim.Tick, error) {
+	return BcastTimeFrom(spec, params, costs, torus.Coord{}, routes, size, check)
+}
+
+// BcastTimeFrom is BcastTime from the node at root (Layer.BcastFrom).
+func BcastTimeFrom(spec bgl.Spec, params Params, costs Costs, root torus.Coord, routes, size int, check func(node int, got, want []byte)) (sim.Tick, error) {
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		return 0, err
@@ -231,7 +257,7 @@ func BcastTime(spec bgl.Spec, params Params, costs Costs, routes, size int, chec
 		i := i
 		nd := m.Nodes[i]
 		bufs[i] = nd.Alloc(size)
-		if i == 0 {
+		if nd.Torus.At == root {
 			nd.Mem.Write(bufs[i], want)
 		}
 		l, err := New(m, i, params, costs, nil)
@@ -240,7 +266,7 @@ func BcastTime(spec bgl.Spec, params Params, costs Costs, routes, size int, chec
 		}
 		nd.Cores[0].Spawn("bcast", func(p *cpu.Proc) {
 			have := false
-			if err := l.Bcast(p, bufs[i], size, routes, func() { have = true }); err != nil {
+			if err := l.BcastFrom(p, root, bufs[i], size, routes, func() { have = true }); err != nil {
 				failed = err
 				return
 			}

@@ -83,6 +83,16 @@ type Params struct {
 	// Batch is the most packets one pass of the advance loop reads, and
 	// the most it writes (default 8).
 	Batch int
+	// Spin runs every pass of Until's advance loop, even those that can
+	// only find the reception FIFOs empty again; by default such passes
+	// are dozed through (cpu.Proc.Doze) with the same result to the byte.
+	Spin bool
+	// Interleave writes one packet of each send-queue entry in turn
+	// (round-robin from where the last pass stopped) instead of an
+	// entry's packets back to back: a node's packets then go to all its
+	// destinations at once, over all its links (the optimised alltoall's
+	// injection order, L156).
+	Interleave bool
 }
 
 // Costs are the message layer's own software steps, in core cycles. The
@@ -202,6 +212,7 @@ type Layer struct {
 	plb    uint64 // an aligned buffer first packets are read into
 
 	sendq  []*out
+	msgq   [][]*out // per destination: its messages on the send queue, in order
 	nextID uint16
 	tokens []int               // per destination: confirmations awaited
 	grants map[uint16]*Message // rendezvous sends waiting for their grant, by number
@@ -213,6 +224,13 @@ type Layer struct {
 	nextRx  uint16
 	bc      *bcast // the torus broadcast under way
 	full    []bool // injection FIFOs found full in this pass of the advance loop
+	looks   int    // looks at an injection FIFO's room in this pass
+	rr      int    // Interleave: the send-queue entry to write from next
+	nfull   int    // injection FIFOs found full in this pass
+	meshed  bool   // the torus has no wrap-around links
+	// notified: the torus wakes the core Until runs on when a packet
+	// arrives (so that it can doze).
+	notified bool
 
 	Stats Stats
 }
@@ -228,13 +246,14 @@ type Stats struct {
 
 // out is a send-queue entry: packets to one destination.
 type out struct {
-	dst     int
-	message bool // a message (gated by the tokens and the order to dst)
-	n, next int
-	build   func(k int) *torus.Packet
-	from    bgl.Source
-	ready   bool   // may start (a rendezvous's data: its grant came)
-	sent    func() // after the last packet is written
+	dst      int
+	message  bool // a message (gated by the tokens and the order to dst)
+	n, next  int
+	build    func(k int) *torus.Packet
+	from     bgl.Source
+	ready    bool   // may start (a rendezvous's data: its grant came)
+	adaptive bool   // its packets are adaptively routed
+	sent     func() // after the last packet is written
 }
 
 // rx is a message being received.
@@ -269,8 +288,8 @@ func New(m *bgl.Machine, i int, params Params, costs Costs, up Handler) (*Layer,
 		return nil, fmt.Errorf("bglml: %d nodes (the software header names at most 65,536)", len(m.Nodes))
 	}
 	nd, nodes := m.Nodes[i], m.Nodes
-	return &Layer{fifos: m.Spec.Torus.InjFIFOs, full: make([]bool, m.Spec.Torus.InjFIFOs), nd: nd, nodes: nodes, params: params, costs: costs, up: up, plb: nd.Alloc(torus.MaxPacketBytes),
-		tokens: make([]int, len(nodes)), grants: map[uint16]*Message{}, eagerIn: make([]*rx, len(nodes)),
+	return &Layer{meshed: m.Spec.Torus.Mesh, fifos: m.Spec.Torus.InjFIFOs, full: make([]bool, m.Spec.Torus.InjFIFOs), nd: nd, nodes: nodes, params: params, costs: costs, up: up, plb: nd.Alloc(torus.MaxPacketBytes),
+		tokens: make([]int, len(nodes)), msgq: make([][]*out, len(nodes)), grants: map[uint16]*Message{}, eagerIn: make([]*rx, len(nodes)),
 		adapt: map[uint32]*rx{}, rdv: map[uint16]*rx{}, early: map[uint32][]*staged{}}, nil
 }
 
@@ -312,7 +331,7 @@ func (l *Layer) Idle() bool {
 
 // pinned is the injection FIFO of the packets to dst: the one of the
 // first link of the deterministic route there (x, then y, then z, the
-// shorter way round, ties +). One FIFO per destination keeps ordered
+// shorter way round in a torus, ties +; towards it in a mesh). One FIFO per destination keeps ordered
 // packets in order (FIFO pinning, L101); one per direction keeps packets
 // for different links from blocking each other at the heads of shared
 // FIFOs. Adaptive packets take the same FIFO (any will do, L100).
@@ -326,12 +345,41 @@ func (l *Layer) pinned(dst int) int {
 		delta := b[d] - a[d]
 		fwd := (delta + dims[d]) % dims[d]
 		neg := 0
-		if fwd > dims[d]-fwd {
+		if l.meshed && delta < 0 || !l.meshed && fwd > dims[d]-fwd {
 			neg = 1
 		}
 		return (2*d + neg) % l.fifos
 	}
 	return 0
+}
+
+// spread is the injection FIFO of an adaptive packet with
+// Params.Interleave: the k-th packet to dst takes the FIFO of the k-th
+// (mod their number) of the first links of minimal routes there, so that
+// a node's packets leave on all the links that lead towards their
+// destinations rather than on the deterministic route's first (the
+// optimised alltoall's even injection, L156).
+func (l *Layer) spread(dst, k int) int {
+	a, b := l.nd.Torus.At, l.nodes[dst].Torus.At
+	dims := l.dims()
+	var dirs [3]int
+	n := 0
+	for d := 0; d < 3; d++ {
+		if a[d] == b[d] {
+			continue
+		}
+		fwd := (b[d] - a[d] + dims[d]) % dims[d]
+		neg := 0
+		if l.meshed && b[d] < a[d] || !l.meshed && fwd > dims[d]-fwd {
+			neg = 1
+		}
+		dirs[n] = (2*d + neg) % l.fifos
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return dirs[k%n]
 }
 
 // soft is a software header: type, source node, number, packet index.
@@ -400,10 +448,11 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 				return &torus.Packet{Dst: dst, Soft: soft(tOne, l.nd.Index, 0, 0), Payload: l.first(0, m, m.Len)}
 			}}
 		// No message object: the packet goes now if it can (L132).
-		l.sendq = append(l.sendq, o)
-		clear(l.full) // a new call looks again
+		l.enqueue(o)
+		l.clearFull() // a new call looks again
 		if l.startable(o) && l.pushN(p, o, 1) == 1 {
 			l.sendq = l.sendq[:len(l.sendq)-1]
+			l.msgq[o.dst] = l.msgq[o.dst][1:]
 			l.finish(p, o)
 			return nil
 		}
@@ -412,7 +461,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		p.Compute(l.costs.Post)
 		n := 1 + max(0, (m.Len-min(room, m.Len)+torus.MaxPayload-1)/torus.MaxPayload)
 		id := l.id()
-		l.sendq = append(l.sendq, &out{dst: m.Dst, message: true, n: n, from: from, ready: true, sent: m.Done,
+		l.enqueue(&out{dst: m.Dst, message: true, n: n, from: from, ready: true, sent: m.Done,
 			build: func(k int) *torus.Packet {
 				if k == 0 {
 					return &torus.Packet{Dst: dst, Soft: soft(tEagerFirst, l.nd.Index, id, 0), Payload: l.first(id, m, min(room, m.Len))}
@@ -426,7 +475,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		n := 1 + max(0, (m.Len-min(room, m.Len)+torus.MaxPayload-1)/torus.MaxPayload)
 		id := l.id()
 		done := m.Done
-		l.sendq = append(l.sendq, &out{dst: m.Dst, message: true, n: n, from: from, ready: true,
+		l.enqueue(&out{dst: m.Dst, message: true, n: n, from: from, ready: true, adaptive: true,
 			sent: func() {
 				l.tokens[m.Dst]++ // the next message to dst waits for the confirmation
 				if done != nil {
@@ -449,7 +498,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		l.grants[id] = m
 		scout := *m
 		scout.Len = 0
-		l.sendq = append(l.sendq, &out{dst: m.Dst, message: true, n: 1, from: bgl.FromCache, ready: true,
+		l.enqueue(&out{dst: m.Dst, message: true, n: 1, from: bgl.FromCache, ready: true,
 			build: func(int) *torus.Packet {
 				pl := l.first(id, &scout, 0)
 				binary.LittleEndian.PutUint32(pl, uint32(m.Len))
@@ -469,6 +518,22 @@ func (l *Layer) id() uint16 {
 	return l.nextID
 }
 
+// enqueue appends message entry o to the send queue and to its
+// destination's queue of messages.
+func (l *Layer) enqueue(o *out) {
+	l.sendq = append(l.sendq, o)
+	l.msgq[o.dst] = append(l.msgq[o.dst], o)
+}
+
+// remove takes entry i (all written) off the send queue.
+func (l *Layer) remove(i int) {
+	o := l.sendq[i]
+	l.sendq = append(l.sendq[:i], l.sendq[i+1:]...)
+	if o.message {
+		l.msgq[o.dst] = l.msgq[o.dst][1:]
+	}
+}
+
 // startable reports whether o may write its next packet now: its data
 // was granted, and a message waits for the confirmations awaited from its
 // destination and for the messages queued before it to the same
@@ -483,15 +548,7 @@ func (l *Layer) startable(o *out) bool {
 	if l.tokens[o.dst] > 0 {
 		return false
 	}
-	for _, q := range l.sendq {
-		if q == o {
-			break
-		}
-		if q.message && q.dst == o.dst {
-			return false
-		}
-	}
-	return true
+	return l.msgq[o.dst][0] == o
 }
 
 // pushN writes o's packets while its FIFO has room, up to budget
@@ -505,13 +562,18 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 	n := 0
 	for o.next < o.n && n < budget {
 		fifo := l.pinned(o.dst)
+		if l.params.Interleave && o.adaptive {
+			fifo = l.spread(o.dst, o.next)
+		}
 		if l.full[fifo] {
 			break
 		}
 		pk := o.build(o.next)
+		l.looks++
 		room, err := l.nd.PL.Room(p, fifo)
 		if err == nil && room < pk.Chunks() {
 			l.full[fifo] = true
+			l.nfull++
 			l.Stats.FullPolls++
 			break
 		}
@@ -591,15 +653,27 @@ func (l *Layer) grant(p *cpu.Proc, to int, id, rid uint16, addr uint64, n int) {
 // reports whether it did anything.
 func (l *Layer) Advance(p *cpu.Proc) bool {
 	p.Compute(l.costs.Pass)
-	clear(l.full)
+	l.clearFull()
+	l.looks = 0
+	return l.afterLook(p, l.nd.PL.Pending(p))
+}
+
+// afterLook is the rest of a pass once its first look at the reception
+// FIFOs found f (−1: none).
+func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 	did := false
 	for k := 0; k < l.params.Batch; k++ {
-		f := l.nd.PL.Pending(p)
+		if k > 0 {
+			f = l.nd.PL.Pending(p)
+		}
 		if f < 0 {
 			break
 		}
 		l.receive(p, f)
 		did = true
+	}
+	if l.params.Interleave {
+		return l.interleave(p) || did
 	}
 	budget := l.params.Batch
 	for i := 0; i < len(l.sendq) && budget > 0; i++ {
@@ -613,11 +687,42 @@ func (l *Layer) Advance(p *cpu.Proc) bool {
 			did = true
 		}
 		if o.next == o.n {
-			l.sendq = append(l.sendq[:i], l.sendq[i+1:]...)
+			l.remove(i)
 			i--
 			l.finish(p, o)
 		}
 	}
+	return did
+}
+
+// interleave is the send half of a pass with Params.Interleave: one
+// packet of each startable entry in turn, from entry rr on, up to Batch
+// packets, once round the queue at most.
+func (l *Layer) interleave(p *cpu.Proc) bool {
+	did := false
+	budget := l.params.Batch
+	n := len(l.sendq)
+	if l.rr >= n {
+		l.rr = 0
+	}
+	i := l.rr
+	for seen := 0; seen < n && budget > 0 && len(l.sendq) > 0 && l.nfull < l.fifos; seen++ {
+		o := l.sendq[i]
+		i++
+		if l.startable(o) && l.pushN(p, o, 1) == 1 {
+			budget--
+			did = true
+			if o.next == o.n {
+				i--
+				l.remove(i)
+				l.finish(p, o)
+			}
+		}
+		if i >= len(l.sendq) {
+			i = 0
+		}
+	}
+	l.rr = i
 	return did
 }
 
@@ -751,7 +856,7 @@ func (l *Layer) stream(dst int, rid uint16, addr uint64, n int, sent func()) {
 		return
 	}
 	to := l.coord(dst)
-	l.sendq = append(l.sendq, &out{dst: dst, n: (n + torus.MaxPayload - 1) / torus.MaxPayload, from: bgl.FromMemory, ready: true, sent: sent,
+	l.sendq = append(l.sendq, &out{dst: dst, n: (n + torus.MaxPayload - 1) / torus.MaxPayload, from: bgl.FromMemory, ready: true, adaptive: true, sent: sent,
 		build: func(k int) *torus.Packet {
 			off := k * torus.MaxPayload
 			return &torus.Packet{Dst: to, Dynamic: true, Soft: soft(tData, l.nd.Index, rid, k),
@@ -814,4 +919,10 @@ func (l *Layer) complete(p *cpu.Proc, r *rx) {
 	if r.token {
 		l.control(p, r.src, &torus.Packet{Dst: l.coord(r.src), Dynamic: true, Soft: soft(tToken, l.nd.Index, r.id, 0)})
 	}
+}
+
+// clearFull forgets the FIFOs found full: a new pass or call looks again.
+func (l *Layer) clearFull() {
+	clear(l.full)
+	l.nfull = 0
 }
