@@ -111,19 +111,7 @@ func IsAPIReplay(data []byte) bool {
 // stimulus's, every value of its type and in its range (ValidateAPI), each
 // mistake "file:line: key: what is wrong (what is allowed)".
 func ParseAPI(name string, data []byte) (*APIStimulus, error) {
-	root, err := input.JSONTree(name, data)
-	if err != nil {
-		return nil, err
-	}
-	var s APIStimulus
-	dec := &input.Decoder{File: name, Tag: "json", Allowed: func(key string) string { return apiAllowed[key] }}
-	if err := dec.Decode(root, "", &s); err != nil {
-		return nil, err
-	}
-	if err := s.Validate(); err != nil {
-		return nil, input.Place(err, name, "", dec.Line)
-	}
-	return &s, nil
+	return parseReplay[APIStimulus](name, data, apiAllowed)
 }
 
 var apiAllowed = map[string]string{

@@ -70,16 +70,25 @@ func Load(path string) (*Stimulus, error) {
 // each mistake is an error "file:line: key: what is wrong (what is
 // allowed)", list elements named key[i] (ops[3].tlp.Addr).
 func Parse(name string, data []byte) (*Stimulus, error) {
+	return parseReplay[Stimulus](name, data, replayAllowed)
+}
+
+// parseReplay decodes a replay file of either level into a T, naming the
+// allowed values of a key from allowed, and validates it.
+func parseReplay[T any, PT interface {
+	*T
+	Validate() error
+}](name string, data []byte, allowed map[string]string) (*T, error) {
 	root, err := input.JSONTree(name, data)
 	if err != nil {
 		return nil, err
 	}
-	var s Stimulus
-	dec := &input.Decoder{File: name, Tag: "json", Allowed: func(key string) string { return replayAllowed[key] }}
+	var s T
+	dec := &input.Decoder{File: name, Tag: "json", Allowed: func(key string) string { return allowed[key] }}
 	if err := dec.Decode(root, "", &s); err != nil {
 		return nil, err
 	}
-	if err := s.Validate(); err != nil {
+	if err := PT(&s).Validate(); err != nil {
 		return nil, input.Place(err, name, "", dec.Line)
 	}
 	return &s, nil
