@@ -66,7 +66,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 15s ./internal/sweep
 	$(GO) test -run '^$$' -fuzz FuzzScenario -fuzztime 30s ./scenario
 	$(GO) test -run '^$$' -fuzz FuzzSweep -fuzztime 30s ./internal/sweep
-	$(GO) test -run '^$$' -fuzz FuzzReplay -fuzztime 30s ./internal/conformance
+	$(GO) test -run '^$$' -fuzz '^FuzzReplay$$' -fuzztime 30s ./internal/conformance
+	$(GO) test -run '^$$' -fuzz FuzzReplayAPI -fuzztime 30s ./internal/conformance
+	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 15s ./nic
+	$(GO) test -run '^$$' -fuzz FuzzDecodePacket -fuzztime 15s ./torus
+	$(GO) test -run '^$$' -fuzz FuzzReadMapping -fuzztime 15s ./bgl
 
 # Single-rule mutants of the blocks (tools/mutants/mutants.py), each
 # applied to a temporary copy of the tree and run against `aaemu verify`
