@@ -147,7 +147,7 @@ fewer than 32 cores is taken the same way.`,
 				}
 				mpistart.Machine = &sc
 			}
-			if pp != paper.AA {
+			if pp.Name != paper.AA.Name {
 				out = filepath.Join(out, pp.Name) // the Active Access paper's figures keep their place
 			}
 			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), pp, figs, out, jobs, partitions)
@@ -157,7 +157,7 @@ fewer than 32 cores is taken the same way.`,
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
 	partitionsFlag(cmd.Flags(), &partitions, 1) // the points already fill the cores
 	cmd.Flags().BoolVar(&list, "list", false, "list the papers and their figures")
-	cmd.Flags().BoolVar(&reduced, "reduced", false, "run the figures on the reduced sizes of the test suite (papers that have them: mpi-start, am2, bgl)")
+	cmd.Flags().BoolVar(&reduced, "reduced", false, "run the figures on the reduced sizes of the test suite (papers that have them: aa (7c on two IOTLB sizes), mpi-start, am2, bgl)")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 0, "run 7a, 7b, 7d and 9a on 2, 4, … up to this many nodes × 32 processes over srd (0: the figures' own 2 to 8 nodes)")
 	cmd.Flags().StringVar(&fragment, "fragment", "1MB", "multirail: the rendezvous's fragment size, in bytes or with KB, MB, GB (powers of 1024); a multiple of the path MTU (the paper's: 64MB)")
 	cmd.Flags().StringVar(&matching, "matching", "on-poll", "multirail: when the NICs' matching units match a message: on-poll (when the rank takes it) or on-arrival (in the NIC as it arrives, eager data delivered in place, as BXI does)")
