@@ -518,6 +518,14 @@ func (n *Node) addNIC(r int) error {
 	if size := ns.BARSize(); size > BARStride {
 		return fmt.Errorf("nic: a BAR of %d bytes is more than the %d a NIC has", size, BARStride)
 	}
+	if d := ns.Descriptors; d != nil {
+		// The e1000-like rings of this NIC, in the node's memory,
+		// registered for it once its domain is attached (below).
+		rings := *d
+		rings.TX = n.Alloc(uint64(rings.Entries * nic.DescSize))
+		rings.RX = n.Alloc(uint64(rings.Entries * nic.DescSize))
+		ns.Descriptors = &rings
+	}
 	x, err := nic.NewNIC(n.Fabric, fmt.Sprintf("%snic%d", p, r), ns)
 	if err != nil {
 		return err
@@ -543,6 +551,14 @@ func (n *Node) addNIC(r int) error {
 	n.IOMMU.SetBAR(port, ns.BAR, x.Spec().BARSize())
 	if err := n.Driver.Attach(ns.ID, nicDomain); err != nil {
 		return err
+	}
+	if d := ns.Descriptors; d != nil {
+		rw := iommu.Perm{Bits: pte.R | pte.W}
+		for _, ring := range []uint64{d.TX, d.RX} {
+			if err := n.Register(ring, uint64(d.Entries*nic.DescSize), rw); err != nil {
+				return fmt.Errorf("nic descriptor ring: %w", err)
+			}
+		}
 	}
 	n.NICs, n.Ups, n.Downs = append(n.NICs, x), append(n.Ups, up), append(n.Downs, downDir)
 	return nil

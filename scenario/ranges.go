@@ -50,6 +50,7 @@ var ranges = []keyRange{
 	{key: "machine.nic.pmtu", lo: 256, hi: 4096, allowed: "256, 512, 1024, 2048 or 4096 bytes"},
 	{key: "machine.nic.retransmit_us", lo: 1, hi: 1_000_000, unit: "µs"},
 	{key: "machine.nic.sram_access_ns", lo: 0, hi: 1_000_000, unit: "ns", note: "an uncached access of the NIC's device memory; 0: 50 ns"},
+	{key: "machine.nic.descriptor_ring", lo: 0, hi: 65536, note: "descriptors a ring, a multiple of 8; 0: 256"},
 	{key: "machine.nic.active_w", lo: 0, hi: 1000, unit: "W", note: "at least machine.nic.idle_w"},
 	{key: "machine.nic.idle_w", lo: 0, hi: 1000, unit: "W"},
 	{key: "machine.network.nodes_per_leaf", lo: 1, hi: 64},

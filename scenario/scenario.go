@@ -71,6 +71,12 @@ type MachineSpec struct {
 		// SRAMAccessNS: the NIC's time to serve a host access of its
 		// device memory (mmio.go).
 		SRAMAccessNS uint64 `yaml:"sram_access_ns" json:"sram_access_ns,omitempty"`
+		// Descriptors: e1000 adds an Intel 8254x's descriptor DMAs to
+		// every packet (a 16-byte descriptor read and write-back, on rings
+		// of DescriptorRing entries, default 256: the Linux e1000
+		// driver's); "" none (descriptors.go).
+		Descriptors    string `yaml:"descriptors" json:"descriptors,omitempty"`
+		DescriptorRing int    `yaml:"descriptor_ring" json:"descriptor_ring,omitempty"`
 	} `yaml:"nic" json:"nic"`
 	Network struct {
 		// Topology of more than two nodes (two share a direct link): star,
@@ -386,6 +392,7 @@ func (s *Scenario) Validate() (string, error) {
 		},
 		s.checkSMP,
 		s.checkMMIO,
+		s.checkDescriptors,
 		s.checkStartX,
 		func() (string, error) {
 			for _, t := range []struct{ key, v string }{{"outputs.trace_from", s.Outputs.TraceFrom}, {"outputs.trace_to", s.Outputs.TraceTo}} {
@@ -539,6 +546,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.CPU.InterruptPS, c.CPU.ScratchpadPS = sim.Tick(m.CPU.InterruptNS)*sim.NS, sim.Tick(m.CPU.ScratchpadNS)*sim.NS
 	s.smpSpec(&c)
 	s.mmioSpec(&c)
+	s.descriptorSpec(&c)
 	s.startXSpec(&c)
 	return c
 }
