@@ -62,6 +62,10 @@ type Spec struct {
 	// dimensions, zero for the near-cube TorusDims of Nodes, or giving
 	// Nodes nodes.
 	Torus torus.Spec
+	// NodesPerRouter is the nodes on each torus router (0 or 1: one; 2:
+	// as a Gemini ASIC serves two nodes): the torus has Nodes /
+	// NodesPerRouter routers, nodes k·r … k·r+k−1 on router r.
+	NodesPerRouter int
 	// Power: the NICs' and routers' power figures, for the energy a run
 	// reports (assumptions; see energy.DefaultParams).
 	Power energy.Params

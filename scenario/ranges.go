@@ -61,6 +61,7 @@ var ranges = []keyRange{
 	{key: "machine.network.torus.clock_mhz", lo: 1, hi: 10_000, unit: "MHz"},
 	{key: "machine.network.torus.bytes_per_cycle", lo: 1, hi: 32, allowed: "1, 2, 4, 8, 16 or 32 bytes a cycle (a divisor of the 32-byte chunk)"},
 	{key: "machine.network.torus.wire_cycles", lo: 1, hi: 1 << 20, unit: "cycles"},
+	{key: "machine.network.torus.nodes_per_router", lo: 0, hi: 2, note: "a Gemini ASIC serves two; 0: 1"},
 	{key: "machine.network.torus.router_cycles", lo: 0, hi: 1 << 20, unit: "cycles"},
 	{key: "machine.iommu.iotlb_sets", lo: 1, hi: maxIOTLBEntries, note: "sets × ways at most 65536"},
 	{key: "machine.iommu.iotlb_ways", lo: 0, hi: 256, note: "sets × ways at most 65536; 0: fully associative, with iotlb_entries"},

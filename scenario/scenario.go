@@ -537,6 +537,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.Topology, c.NodesPerLeaf, c.Spines = m.Network.Topology, m.Network.NodesPerLeaf, m.Network.Spines
 	c.SwitchLatencyPS = sim.Tick(m.Network.SwitchLatencyNS) * sim.NS
 	c.Torus = s.torusSpec()
+	c.NodesPerRouter = m.Network.Torus.NodesPerRouter
 	c.IOMMU.Bypass = m.IOMMU.Mode == workload.IOMMUNone
 	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = s.IOTLBShape()
 	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)
