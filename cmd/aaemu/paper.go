@@ -48,7 +48,8 @@ Modelled: 6a and 6b (streaming RDMA WRITEs with no IOMMU and with the
 extended IOMMU against the message size, over 1 GbE and over 10 GbE),
 6c (two-node DHT, AA vs RMA over collisions), 6d (AM-Onload's best
 C), 7a and 7b (every scheme as the machine grows, 5 % and 25 % collisions),
-7c (IOTLB associativity and eviction), 7d (the access counter), 8a and 8b
+7c (the IOTLB's hit rate against its entries, a1 to af, lru and random,
+under random keys and keys with locality), 7d (the access counter), 8a and 8b
 (the NICs' and the routers' energy of the fault-tolerant sort), 9a (logging
 of gets) and 9b (the sort's communication time). 6d, 7a and 7b use the
 paper's 32 processes per node on up to 8 nodes; 7c uses 8 and 7d, 8a, 8b, 9a
