@@ -82,7 +82,9 @@ func (n *NIC) descPacket(ring uint64, next *uint64, length int, status byte, cau
 	ds.stWB.Inc()
 }
 
-// descFetches issues the descriptor reads a free tag allows.
+// descFetches issues the descriptor reads a free tag allows. A read that
+// waits for a tag goes after its write-back (counted: desc_fetch_waits;
+// the costs on the link are the same, the order is not the device's).
 func (n *NIC) descFetches(cause sim.TxnID) {
 	ds := n.desc
 	for len(ds.waiting) > 0 {
