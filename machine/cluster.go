@@ -62,6 +62,10 @@ type Spec struct {
 	// dimensions, zero for the near-cube TorusDims of Nodes, or giving
 	// Nodes nodes.
 	Torus torus.Spec
+	// NodesPerRouter is the nodes on each torus router (0 or 1: one; 2:
+	// as a Gemini ASIC serves two nodes): the torus has Nodes /
+	// NodesPerRouter routers, nodes k·r … k·r+k−1 on router r.
+	NodesPerRouter int
 	// Power: the NICs' and routers' power figures, for the energy a run
 	// reports (assumptions; see energy.DefaultParams).
 	Power energy.Params
@@ -518,6 +522,14 @@ func (n *Node) addNIC(r int) error {
 	if size := ns.BARSize(); size > BARStride {
 		return fmt.Errorf("nic: a BAR of %d bytes is more than the %d a NIC has", size, BARStride)
 	}
+	if d := ns.Descriptors; d != nil {
+		// The e1000-like rings of this NIC, in the node's memory,
+		// registered for it once its domain is attached (below).
+		rings := *d
+		rings.TX = n.Alloc(uint64(rings.Entries * nic.DescSize))
+		rings.RX = n.Alloc(uint64(rings.Entries * nic.DescSize))
+		ns.Descriptors = &rings
+	}
 	x, err := nic.NewNIC(n.Fabric, fmt.Sprintf("%snic%d", p, r), ns)
 	if err != nil {
 		return err
@@ -543,6 +555,14 @@ func (n *Node) addNIC(r int) error {
 	n.IOMMU.SetBAR(port, ns.BAR, x.Spec().BARSize())
 	if err := n.Driver.Attach(ns.ID, nicDomain); err != nil {
 		return err
+	}
+	if d := ns.Descriptors; d != nil {
+		rw := iommu.Perm{Bits: pte.R | pte.W}
+		for _, ring := range []uint64{d.TX, d.RX} {
+			if err := n.Register(ring, uint64(d.Entries*nic.DescSize), rw); err != nil {
+				return fmt.Errorf("nic descriptor ring: %w", err)
+			}
+		}
 	}
 	n.NICs, n.Ups, n.Downs = append(n.NICs, x), append(n.Ups, up), append(n.Downs, downDir)
 	return nil

@@ -57,18 +57,26 @@ func TorusDims(nodes int) [3]int {
 }
 
 // torusNetwork builds the torus and a network adapter at every router,
-// with a wire each way between it and the node's NIC: the wire into the
-// adapter runs in the node's domain, the one back in the router's.
+// with a wire each way between it and each of its nodes' NICs: the wire
+// into the adapter runs in the node's domain, the one back in the
+// router's.
 func (c *Cluster) torusNetwork() error {
 	s := c.Spec
 	if s.Rails() > 1 {
 		return fmt.Errorf("nics: %d NICs a node on a %s network (one)", s.NICs, TopologyTorus)
 	}
+	k := max(s.NodesPerRouter, 1)
+	if k > MaxNodesPerRouter || s.Nodes%k != 0 {
+		return fmt.Errorf("torus: %d nodes a router for %d nodes (1..%d, dividing the nodes)", k, s.Nodes, MaxNodesPerRouter)
+	}
 	spec := s.Torus
 	if spec.Dims == [3]int{} {
-		spec.Dims = TorusDims(s.Nodes)
+		spec.Dims = TorusDims(s.Nodes / k)
 	}
-	if n := spec.Nodes(); n != s.Nodes {
+	if n := spec.Nodes(); n*k != s.Nodes {
+		if k > 1 {
+			return fmt.Errorf("torus.dims: %d×%d×%d is %d routers of %d nodes, the cluster has %d", spec.Dims[0], spec.Dims[1], spec.Dims[2], n, k, s.Nodes)
+		}
 		return fmt.Errorf("torus.dims: %d×%d×%d is %d nodes, the cluster has %d", spec.Dims[0], spec.Dims[1], spec.Dims[2], n, s.Nodes)
 	}
 	net, err := torus.New(c.Eng.World(), "net.torus", spec)
@@ -76,36 +84,46 @@ func (c *Cluster) torusNetwork() error {
 		return err
 	}
 	c.Torus = net
-	for _, n := range c.Nodes {
-		nd := net.Nodes[n.ID]
-		a := &torusAdapter{nd: nd, net: net, seq: map[int]uint32{}, rx: map[int]*reassembly{}}
-		name := fmt.Sprintf("net.torus.node[%d].adapter", n.ID)
+	for r, nd := range net.Nodes {
+		a := &torusAdapter{nd: nd, net: net, k: k, seq: map[int]uint32{}, rx: map[int]*reassembly{}}
+		name := fmt.Sprintf("net.torus.node[%d].adapter", r)
 		a.u = nd.Clk.Add(name, a)
-		up, err := nic.NewWire(n.Fabric, fmt.Sprintf("net.up%d", n.ID), s.Wire, n.NIC.Unit(), a.u)
-		if err != nil {
-			return err
+		a.ready, a.held = make([]sim.Queue[nic.Frame], k), make([]*nic.Frame, k)
+		for slot := range k {
+			n := c.Nodes[r*k+slot]
+			up, err := nic.NewWire(n.Fabric, fmt.Sprintf("net.up%d", n.ID), s.Wire, n.NIC.Unit(), a.u)
+			if err != nil {
+				return err
+			}
+			down, err := nic.NewWire(nd.Clk, fmt.Sprintf("net.down%d", n.ID), s.Wire, a.u, n.NIC.Unit())
+			if err != nil {
+				return err
+			}
+			n.NIC.NetOut, n.NIC.NetIn = up.In, down.Out
+			n.outs[0] = up
+			a.in, a.out = append(a.in, up.Out), append(a.out, down.In)
+			c.Wires = append(c.Wires, up, down)
 		}
-		down, err := nic.NewWire(nd.Clk, fmt.Sprintf("net.down%d", n.ID), s.Wire, a.u, n.NIC.Unit())
-		if err != nil {
-			return err
-		}
-		n.NIC.NetOut, n.NIC.NetIn = up.In, down.Out
-		n.outs[0] = up
-		a.in, a.out = up.Out, down.In
 		nd.NotifyReceive(a.u)
 		nd.NotifyRoom(a.u)
 		st := nd.Eng.Stats()
-		a.framesIn = st.Counter(name+".frames_in", "frames", "frames from the NIC cut into torus packets")
-		a.framesOut = st.Counter(name+".frames_out", "frames", "frames put back together and sent to the NIC")
+		a.framesIn = st.Counter(name+".frames_in", "frames", "frames from the NICs cut into torus packets (or, between two nodes of the router, passed across)")
+		a.framesOut = st.Counter(name+".frames_out", "frames", "frames put back together and sent to the NICs")
 		a.packets = st.Counter(name+".packets", "packets", "torus packets injected")
 		a.dropped = st.Counter(name+".dropped", "frames", "frames to a node the torus does not have, dropped as a switch drops them")
 		a.waits = st.Counter(name+".fifo_full", "edges", "edges at which the next packet found its injection FIFO full (the frames behind it wait on the wire)")
 		a.broken = st.Counter(name+".broken", "packets", "packets out of order for their frame (none with deterministic routing)")
-		c.Wires = append(c.Wires, up, down)
+		if k > 1 {
+			a.local = st.Counter(name+".local", "frames", "frames between two nodes of this router, passed across without the torus")
+		}
 		c.adapters = append(c.adapters, a)
 	}
 	return nil
 }
+
+// MaxNodesPerRouter is the most nodes a torus router serves (a Gemini
+// ASIC serves two).
+const MaxNodesPerRouter = 2
 
 // TorusErrors is the packets the torus's adapters found out of order for
 // their frame, over every node: a frame they could not put back together
@@ -139,21 +157,31 @@ type torusAdapter struct {
 	u   *sim.Unit
 	nd  *torus.Node
 	net *torus.Network
-	in  *sim.Chan[nic.Frame] // from the NIC's wire
-	out *sim.Chan[nic.Frame] // into the wire to the NIC
+	k   int                    // nodes on this router: node k·router + slot
+	in  []*sim.Chan[nic.Frame] // from each node's NIC's wire, by slot
+	out []*sim.Chan[nic.Frame] // into the wire to each node's NIC
+	// nextIn is the slot whose wire is looked at first for a new frame
+	// (round-robin over the nodes).
+	nextIn int
+	held   []*nic.Frame // by slot: a frame for the other node, waiting for room (k > 1)
 
 	// The frame being cut: its length and the bytes already sent.
 	cur     nic.Frame
 	cutting bool
 	curLen  int
 	sent    int
+	curSlot int // the slot of the node the frame came from
 	curSeq  uint32
-	seq     map[int]uint32 // the next frame's number to each node (looked up only)
+	// seq is the next frame's number from each slot to each node (slot ·
+	// nodes + node; looked up only), rx what is expected next from each
+	// source node to each slot (source · k + slot).
+	seq     map[int]uint32
 	rx      map[int]*reassembly
-	ready   sim.Queue[nic.Frame] // put together, for the NIC
-	nextRec int                  // the reception FIFO looked at first
+	ready   []sim.Queue[nic.Frame] // put together, for each slot's NIC
+	nextRec int                    // the reception FIFO looked at first
 
 	framesIn, framesOut, packets, dropped, broken, waits *sim.Counter
+	local                                                *sim.Counter // k > 1
 }
 
 // reassembly is what the adapter expects next from one source node.
@@ -167,7 +195,8 @@ type reassembly struct {
 const outFrames = 8
 
 // soft header: the frame's number (4 bytes), the packet's offset in it
-// (2), flags (1: bit 0 the frame's last packet).
+// (2), flags (1: bit 0 the frame's last packet), the source node's and
+// the destination node's slots on their routers (1: source · 16 + slot).
 const lastPacket = 1
 
 // zeros is the payload of every packet: its length is what it stands
@@ -177,21 +206,49 @@ var zeros = make([]byte, torus.MaxPayload)
 // Tick moves frames both ways: to the NIC what is put together, from the
 // router what it delivered, and the next packet of the frame being cut.
 func (a *torusAdapter) Tick(now sim.Tick) bool {
-	for a.ready.Len() > 0 && a.out.Ready() {
-		a.out.Send(a.ready.Pop())
-		a.framesOut.Inc()
+	a.deliver()
+	if a.k > 1 {
+		a.passHeld()
 	}
 	a.receive()
 	more := a.inject()
-	return more || a.ready.Len() > 0 && a.out.Ready()
+	a.deliver() // a frame passed across between two nodes of the router
+	for slot := range a.ready {
+		more = more || a.ready[slot].Len() > 0 && a.out[slot].Ready()
+		if f := a.held[slot]; f != nil && a.ready[f.DstNode%a.k].Len() < outFrames {
+			more = true
+		}
+	}
+	return more
+}
+
+// deliver sends the frames put together to their NICs.
+func (a *torusAdapter) deliver() {
+	for slot := range a.ready {
+		for a.ready[slot].Len() > 0 && a.out[slot].Ready() {
+			a.out[slot].Send(a.ready[slot].Pop())
+			a.framesOut.Inc()
+		}
+	}
+}
+
+// room says every slot's NIC can take another frame: the router's
+// packets are taken only then (a packet may be for any of them).
+func (a *torusAdapter) room() bool {
+	for slot := range a.ready {
+		if a.ready[slot].Len() >= outFrames {
+			return false
+		}
+	}
+	return true
 }
 
 // receive takes the packets the router delivered, round the reception
 // FIFOs, while fewer than outFrames frames wait for the wire.
 func (a *torusAdapter) receive() {
-	for k := 0; k < torus.NumRecFIFOs && a.ready.Len() < outFrames; k++ {
+	for k := 0; k < torus.NumRecFIFOs && a.room(); k++ {
 		f := (a.nextRec + k) % torus.NumRecFIFOs
-		for a.ready.Len() < outFrames {
+		for a.room() {
 			p := a.nd.Receive(f)
 			if p == nil {
 				break
@@ -205,11 +262,16 @@ func (a *torusAdapter) receive() {
 // take adds packet p to its source's frame, and queues the frame for the
 // NIC when p is its last packet.
 func (a *torusAdapter) take(p *torus.Packet) {
-	src := a.net.IndexOf(p.Src)
-	r := a.rx[src]
+	srcSlot, slot := int(p.Soft[7]>>4), int(p.Soft[7]&0xf)
+	if slot >= a.k {
+		a.broken.Inc()
+		return
+	}
+	src := a.net.IndexOf(p.Src)*a.k + srcSlot // the source node
+	r := a.rx[src*a.k+slot]
 	if r == nil {
 		r = &reassembly{}
-		a.rx[src] = r
+		a.rx[src*a.k+slot] = r
 	}
 	seq := binary.LittleEndian.Uint32(p.Soft[0:4])
 	off := int(binary.LittleEndian.Uint16(p.Soft[4:6]))
@@ -223,35 +285,74 @@ func (a *torusAdapter) take(p *torus.Packet) {
 		return
 	}
 	f, ok := p.Tag.(nic.Frame)
-	if !ok || r.off != f.Len() {
+	if !ok || r.off != f.Len() || f.DstNode%a.k != slot {
 		a.broken.Inc()
 	} else {
-		a.ready.Push(f)
+		a.ready[slot].Push(f)
 	}
 	r.seq, r.off = seq+1, 0
+}
+
+// nextFrame is the slot whose wire has the next frame to take, round
+// the slots from nextIn, or −1 for none. A slot whose frame for the other
+// node of this router waits for room (held) takes no other.
+func (a *torusAdapter) nextFrame() int {
+	for i := range a.k {
+		slot := (a.nextIn + i) % a.k
+		if a.k > 1 && a.held[slot] != nil || !a.in[slot].Valid() {
+			continue
+		}
+		a.nextIn = (slot + 1) % a.k
+		return slot
+	}
+	return -1
+}
+
+// passHeld moves the frames held for the other node of this router into
+// its queue as it has room.
+func (a *torusAdapter) passHeld() {
+	for slot, f := range a.held {
+		if f != nil && a.ready[f.DstNode%a.k].Len() < outFrames {
+			a.ready[f.DstNode%a.k].Push(*f)
+			a.local.Inc()
+			a.held[slot] = nil
+		}
+	}
 }
 
 // inject writes the next packet of the frame being cut, taking a frame
 // from the wire when none is; it reports whether it wrote one.
 func (a *torusAdapter) inject() bool {
 	if !a.cutting {
-		if !a.in.Valid() {
+		slot := a.nextFrame()
+		if slot < 0 {
 			return false
 		}
-		f := a.in.Recv()
+		f := a.in[slot].Recv()
 		a.framesIn.Inc()
-		if f.DstNode < 0 || f.DstNode >= len(a.net.Nodes) || f.DstNode == a.nd.Index {
+		self := a.nd.Index*a.k + slot
+		if f.DstNode < 0 || f.DstNode >= len(a.net.Nodes)*a.k || f.DstNode == self {
 			a.dropped.Inc()
-			return a.in.Valid()
+			return a.nextFrame() >= 0
 		}
-		a.cur, a.cutting, a.curLen, a.sent = f, true, f.Len(), 0
-		a.curSeq = a.seq[f.DstNode]
-		a.seq[f.DstNode] = a.curSeq + 1
+		if f.DstNode/a.k == a.nd.Index {
+			// To the other node of this router: across, in order; while
+			// that NIC's queue is full the frame is held and the wire
+			// from its sender waits behind it.
+			a.held[slot] = &f
+			a.passHeld()
+			return true
+		}
+		a.cur, a.cutting, a.curLen, a.sent, a.curSlot = f, true, f.Len(), 0, slot
+		key := slot*len(a.net.Nodes)*a.k + f.DstNode
+		a.curSeq = a.seq[key]
+		a.seq[key] = a.curSeq + 1
 	}
 	n := min(a.curLen-a.sent, torus.MaxPayload)
-	p := &torus.Packet{Src: a.nd.At, Dst: a.net.CoordOf(a.cur.DstNode), Payload: zeros[:n]}
+	p := &torus.Packet{Src: a.nd.At, Dst: a.net.CoordOf(a.cur.DstNode / a.k), Payload: zeros[:n]}
 	binary.LittleEndian.PutUint32(p.Soft[0:4], a.curSeq)
 	binary.LittleEndian.PutUint16(p.Soft[4:6], uint16(a.sent))
+	p.Soft[7] = byte(a.curSlot<<4 | a.cur.DstNode%a.k)
 	last := a.sent+n == a.curLen
 	if last {
 		p.Soft[6] = lastPacket

@@ -37,25 +37,40 @@ type frameKey struct {
 // the NIC it was for exactly once, whole and in the order sent between the
 // two nodes, and that the data landed: on tori, meshes and uneven shapes,
 // on both transports; and on links 80 times slower than the host wires,
-// where the injection FIFOs fill and hold the NICs back.
+// where the injection FIFOs fill and hold the NICs back. With two nodes a
+// router (as a Gemini ASIC has) the same holds, frames between the two
+// nodes of a router passing across it without the torus.
 func TestTorusAllToAll(t *testing.T) {
 	for _, tc := range []struct {
 		nodes     int
 		dims      [3]int
 		transport string
 		slow      bool
+		perRouter int
 	}{
-		{8, [3]int{2, 2, 2}, machine.TransportRC, false},
-		{12, [3]int{3, 2, 2}, machine.TransportSRD, false},
-		{9, [3]int{0, 0, 0}, machine.TransportRC, false}, // chosen: 3×3×1
-		{5, [3]int{5, 1, 1}, machine.TransportSRD, false},
-		{8, [3]int{4, 2, 1}, machine.TransportRC, true},
+		{8, [3]int{2, 2, 2}, machine.TransportRC, false, 1},
+		{12, [3]int{3, 2, 2}, machine.TransportSRD, false, 1},
+		{9, [3]int{0, 0, 0}, machine.TransportRC, false, 1}, // chosen: 3×3×1
+		{5, [3]int{5, 1, 1}, machine.TransportSRD, false, 1},
+		{8, [3]int{4, 2, 1}, machine.TransportRC, true, 1},
+		{8, [3]int{2, 2, 1}, machine.TransportRC, false, 2},
+		{12, [3]int{0, 0, 0}, machine.TransportSRD, false, 2}, // chosen: 3×2×1 routers
+		{8, [3]int{2, 2, 1}, machine.TransportRC, true, 2},
 	} {
-		t.Run(fmt.Sprintf("%d nodes %v %s slow %v", tc.nodes, tc.dims, tc.transport, tc.slow), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d nodes %v %s slow %v per router %d", tc.nodes, tc.dims, tc.transport, tc.slow, tc.perRouter), func(t *testing.T) {
 			const cores, size = 2, 3 << 10
 			s := torusSpec(tc.nodes, cores, tc.dims, tc.transport)
+			s.NodesPerRouter = tc.perRouter
 			if tc.slow {
 				s.Torus.CyclesPerByte, s.Torus.BytesPerCycle = 8, 0 // 125 MB/s
+				if tc.perRouter > 1 {
+					// A router injects two nodes' frames: on links this
+					// slow an ACK waits longer than the 200 µs default
+					// (the same happens on an 8×1×1 ring of one node a
+					// router), so the timeout is one that congestion
+					// does not reach.
+					s.NIC.RetransmitPS = 5 * sim.MS
+				}
 			}
 			c := newCluster(t, s)
 			// Frames per (source, destination) as they go up to the
@@ -158,12 +173,22 @@ func TestTorusAllToAll(t *testing.T) {
 				t.Fatal("node 0's router delivered nothing")
 			}
 			// On slow links frames waited for room in the injection FIFOs.
-			full := uint64(0)
+			full, local := uint64(0), uint64(0)
 			for i := range c.Nodes {
-				full += statValue(c, fmt.Sprintf("net.torus.node[%d].adapter.fifo_full", i))
+				if i < tc.nodes/tc.perRouter {
+					full += statValue(c, fmt.Sprintf("net.torus.node[%d].adapter.fifo_full", i))
+					if tc.perRouter > 1 {
+						local += statValue(c, fmt.Sprintf("net.torus.node[%d].adapter.local", i))
+					}
+				}
 			}
 			if tc.slow && full == 0 {
 				t.Fatal("slow links, and no frame ever waited for an injection FIFO")
+			}
+			// Two nodes a router: the frames between router-mates (both
+			// ways, requests and ACKs) crossed it, none over the torus.
+			if want := len(sent[[2]int{0, 1}]) + len(sent[[2]int{1, 0}]); tc.perRouter > 1 && (local == 0 || local < uint64(want)) {
+				t.Fatalf("%d frames passed across routers, node 0 ↔ 1 alone sent %d", local, want)
 			}
 			t.Logf("%d frames, %v", frames, c.Now())
 		})
@@ -202,6 +227,8 @@ func TestTorusBadSpec(t *testing.T) {
 		{"dims not the nodes", func(s *machine.Spec) { s.Torus.Dims = [3]int{2, 2, 1} }, "torus.dims: 2×2×1 is 4 nodes, the cluster has 8"},
 		{"two NICs", func(s *machine.Spec) { s.NICs = 2 }, "nics: 2 NICs a node on a torus network"},
 		{"bad link", func(s *machine.Spec) { s.Torus.BytesPerCycle = 3 }, "torus.bytes_per_cycle: 3"},
+		{"two a router, dims of nodes", func(s *machine.Spec) { s.NodesPerRouter = 2; s.Torus.Dims = [3]int{2, 2, 2} }, "torus.dims: 2×2×2 is 8 routers of 2 nodes, the cluster has 8"},
+		{"three a router", func(s *machine.Spec) { s.NodesPerRouter = 3 }, "torus: 3 nodes a router for 8 nodes (1..2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := torusSpec(8, 1, [3]int{}, machine.TransportRC)

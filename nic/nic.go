@@ -36,6 +36,10 @@ type Spec struct {
 	// is answered when it ends.
 	SRAMBytes    int
 	SRAMAccessPS sim.Tick
+	// Descriptors, if not nil, adds an e1000's descriptor DMAs to every
+	// packet sent and received (desc.go); nil, the RDMA NIC's own queues
+	// only.
+	Descriptors *Descriptors
 }
 
 // DefaultSpec is a 1 GbE RoCE NIC on PCIe.
@@ -68,6 +72,9 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("device memory of %d bytes: want a multiple of 4 in 0..%d", s.SRAMBytes, MaxSRAMBytes)
 	case s.BAR%s.BARSize() != 0:
 		return fmt.Errorf("BAR %#x is not aligned to its size %#x", s.BAR, s.BARSize())
+	}
+	if s.Descriptors != nil {
+		return s.Descriptors.Validate()
 	}
 	return nil
 }
@@ -167,6 +174,8 @@ type NIC struct {
 	stTLPs, stRNR                                                    *sim.Counter
 	stTimeouts, stRetryExceeded, stFlushed                           *sim.Counter
 
+	desc *descState // Spec.Descriptors: the rings' state (nil without)
+
 	// Completion queues with events (cq.go), in creation order.
 	cqs                  map[uint32]*cq
 	cqOrder              []*cq
@@ -195,6 +204,7 @@ const (
 	serveRead
 	serveAtomic
 	fetchRWQE
+	fetchDesc // an e1000 descriptor's read: its data is not used
 )
 
 type dmaPurpose struct {
@@ -241,6 +251,7 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	n.stTimeouts = c("timeouts", "timeouts", "retransmission timer expiries: each sends a QP's unacknowledged packets again, or fails its oldest work request once retry_cnt retries are used")
 	n.stRetryExceeded = c("retry_exceeded", "work requests", "work requests failed after their QP's retry_cnt or rnr_retry ran out (the QP enters the error state)")
 	n.stFlushed = c("flushed", "work requests", "send and receive work requests completed with a flush error (their QP was in the error state)")
+	n.newDescState()
 	n.u.Probe("sq_pending", 16, func() (uint64, bool) { return uint64(n.pendingWQEs()), true })
 	n.u.Probe("tlp_queue", 16, func() (uint64, bool) { return uint64(n.tlpQ.Len()), true })
 	n.u.Probe("tags_outstanding", 11, func() (uint64, bool) { return uint64(n.req.Outstanding()), true })
@@ -412,6 +423,12 @@ func (n *NIC) Tick(now sim.Tick) bool {
 		n.stFramesIn.Inc()
 		n.busy = now + n.spec.ProcessPS
 		n.fromNet(&f, now)
+		if n.desc != nil {
+			n.rxPacket(&f)
+		}
+	}
+	if n.desc != nil && len(n.desc.waiting) > 0 {
+		n.descFetches(0)
 	}
 	n.progressAll(now)
 	n.cqTimers(now)
@@ -420,6 +437,9 @@ func (n *NIC) Tick(now sim.Tick) bool {
 	if n.NetOut.Ready() {
 		if len(n.respQPs) > 0 {
 			q := n.respQPs[0]
+			if n.desc != nil {
+				n.txPacket(&q.resp[0])
+			}
 			n.NetOut.Send(q.resp[0])
 			q.resp = slices.Delete(q.resp, 0, 1)
 			n.respQPs = slices.Delete(n.respQPs, 0, 1)
@@ -429,6 +449,9 @@ func (n *NIC) Tick(now sim.Tick) bool {
 			n.stFrames.Inc()
 		} else if q := n.nextRequester(); q != nil {
 			f, _ := q.nextRequest(now)
+			if n.desc != nil {
+				n.txPacket(&f)
+			}
 			n.NetOut.Send(f)
 			n.stFrames.Inc()
 			n.refresh(q)

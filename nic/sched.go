@@ -198,6 +198,9 @@ func (n *NIC) schedule(now sim.Tick) bool {
 	// creation order asked it, when a QP with a request comes before every
 	// QP that could fetch (that one alone would ask for the next edge).
 	tagFree := n.req.Outstanding() < n.req.Tags()
+	if tagFree && n.desc != nil && len(n.desc.waiting) > 0 {
+		return true
+	}
 	r, f := n.ready.min(), -1
 	if tagFree {
 		f = n.fetch.min()

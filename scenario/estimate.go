@@ -56,11 +56,12 @@ func qpTerm(m *MachineSpec, n, cores float64) MemTerm {
 func (s *Scenario) MemoryEstimate() (uint64, []MemTerm) {
 	m := &s.Machine
 	n, cores := float64(m.Nodes), float64(m.Cores)
+	tlbSets, tlbWays := s.IOTLBShape()
 	terms := []MemTerm{
 		{"the nodes", []string{"machine.nodes", "machine.cores"}, n * (memNode + cores*memCore)},
 		qpTerm(m, n, cores),
-		{"the IOTLBs", []string{"machine.iommu.iotlb_sets", "machine.iommu.iotlb_ways", "machine.nodes"},
-			n * float64(m.IOMMU.IOTLBSets) * float64(m.IOMMU.IOTLBWays) * memTLBEntry},
+		{"the IOTLBs", []string{"machine.iommu.iotlb_sets", "machine.iommu.iotlb_ways", "machine.iommu.iotlb_entries", "machine.nodes"},
+			n * float64(tlbSets) * float64(tlbWays) * memTLBEntry},
 	}
 	if c := m.CPU.Coherence; c != nil {
 		// Every core and the polling thread has an L2 of l2_kb / line_bytes

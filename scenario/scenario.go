@@ -71,6 +71,12 @@ type MachineSpec struct {
 		// SRAMAccessNS: the NIC's time to serve a host access of its
 		// device memory (mmio.go).
 		SRAMAccessNS uint64 `yaml:"sram_access_ns" json:"sram_access_ns,omitempty"`
+		// Descriptors: e1000 adds an Intel 8254x's descriptor DMAs to
+		// every packet (a 16-byte descriptor read and write-back, on rings
+		// of DescriptorRing entries, default 256: the Linux e1000
+		// driver's); "" none (descriptors.go).
+		Descriptors    string `yaml:"descriptors" json:"descriptors,omitempty"`
+		DescriptorRing int    `yaml:"descriptor_ring" json:"descriptor_ring,omitempty"`
 	} `yaml:"nic" json:"nic"`
 	Network struct {
 		// Topology of more than two nodes (two share a direct link): star,
@@ -88,8 +94,13 @@ type MachineSpec struct {
 	} `yaml:"network" json:"network"`
 	IOMMU struct {
 		// The IOTLB: 1..65536 sets of 1..256 ways, 65536 entries at most.
-		IOTLBSets     int    `yaml:"iotlb_sets" json:"iotlb_sets"`
-		IOTLBWays     int    `yaml:"iotlb_ways" json:"iotlb_ways"`
+		IOTLBSets int `yaml:"iotlb_sets" json:"iotlb_sets"`
+		IOTLBWays int `yaml:"iotlb_ways" json:"iotlb_ways"`
+		// IOTLBEntries, if not 0, is the IOTLB's size instead: its sets
+		// are iotlb_entries / iotlb_ways, and iotlb_ways: 0 makes it fully
+		// associative (one set), as Figure 7c varies size and
+		// associativity apart.
+		IOTLBEntries  int    `yaml:"iotlb_entries" json:"iotlb_entries,omitempty"`
 		IOTLBEviction string `yaml:"iotlb_eviction" json:"iotlb_eviction"`
 		LogCAMEntries int    `yaml:"log_cam_entries" json:"log_cam_entries"` // 1..4096
 		// FlushBufferEntries: flushing pages the IOMMU holds (one per log
@@ -178,6 +189,10 @@ type DHTSpec struct {
 	// its interrupt (0..1e9; 0: 10 µs).
 	AMIntModeration int    `yaml:"am_int_moderation" json:"am_int_moderation,omitempty"`
 	AMIntPeriodNS   uint64 `yaml:"am_int_period_ns" json:"am_int_period_ns,omitempty"`
+	// PageZipf (0..10): the keys' locality, new keys falling in the pages
+	// of a shard by a Zipf law of this exponent (0: uniformly, as random
+	// keys hash).
+	PageZipf float64 `yaml:"page_zipf" json:"page_zipf,omitempty"`
 }
 
 // OutputSpec chooses what the traced experiment (the first scheme at the
@@ -332,6 +347,21 @@ func (s *Scenario) Validate() (string, error) {
 		},
 		s.checkTransport,
 		func() (string, error) {
+			io := &m.IOMMU
+			switch {
+			case io.IOTLBEntries == 0 && io.IOTLBWays == 0:
+				return "machine.iommu.iotlb_ways", input.Errorf("1..256; 0 (fully associative) only with machine.iommu.iotlb_entries", "0 ways, and no iotlb_entries to make fully associative")
+			case io.IOTLBEntries > 0 && io.IOTLBWays > io.IOTLBEntries:
+				return "machine.iommu.iotlb_ways", input.Errorf(fmt.Sprintf("0..%d: at most iotlb_entries (0: fully associative)", io.IOTLBEntries), "%d ways in an IOTLB of %d entries", io.IOTLBWays, io.IOTLBEntries)
+			case io.IOTLBEntries > 0 && io.IOTLBWays > 0 && io.IOTLBEntries%io.IOTLBWays != 0:
+				return "machine.iommu.iotlb_entries", input.Errorf(fmt.Sprintf("a multiple of iotlb_ways, %d", io.IOTLBWays), "%d entries are not sets of %d ways", io.IOTLBEntries, io.IOTLBWays)
+			}
+			return "", nil
+		},
+		func() (string, error) {
+			if m.IOMMU.IOTLBEntries > 0 {
+				return "", nil // within its range
+			}
 			if e := m.IOMMU.IOTLBSets * m.IOMMU.IOTLBWays; e > maxIOTLBEntries {
 				return "machine.iommu.iotlb_ways", input.Errorf(fmt.Sprintf("sets × ways at most %d", maxIOTLBEntries), "%d sets × %d ways is %d entries", m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays, e)
 			}
@@ -362,6 +392,7 @@ func (s *Scenario) Validate() (string, error) {
 		},
 		s.checkSMP,
 		s.checkMMIO,
+		s.checkDescriptors,
 		s.checkStartX,
 		func() (string, error) {
 			for _, t := range []struct{ key, v string }{{"outputs.trace_from", s.Outputs.TraceFrom}, {"outputs.trace_to", s.Outputs.TraceTo}} {
@@ -506,8 +537,9 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.Topology, c.NodesPerLeaf, c.Spines = m.Network.Topology, m.Network.NodesPerLeaf, m.Network.Spines
 	c.SwitchLatencyPS = sim.Tick(m.Network.SwitchLatencyNS) * sim.NS
 	c.Torus = s.torusSpec()
+	c.NodesPerRouter = m.Network.Torus.NodesPerRouter
 	c.IOMMU.Bypass = m.IOMMU.Mode == workload.IOMMUNone
-	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = m.IOMMU.IOTLBSets, m.IOMMU.IOTLBWays
+	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = s.IOTLBShape()
 	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)
 	c.IOMMU.LogCAMEntries = m.IOMMU.LogCAMEntries
 	c.IOMMU.FlushBufferEntries = m.IOMMU.FlushBufferEntries
@@ -515,8 +547,23 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.CPU.InterruptPS, c.CPU.ScratchpadPS = sim.Tick(m.CPU.InterruptNS)*sim.NS, sim.Tick(m.CPU.ScratchpadNS)*sim.NS
 	s.smpSpec(&c)
 	s.mmioSpec(&c)
+	s.descriptorSpec(&c)
 	s.startXSpec(&c)
 	return c
+}
+
+// IOTLBShape is the IOTLB's sets and ways: iotlb_sets × iotlb_ways, or
+// with iotlb_entries that many entries in sets of iotlb_ways ways (one set
+// of them all for 0 ways: fully associative).
+func (s *Scenario) IOTLBShape() (sets, ways int) {
+	io := &s.Machine.IOMMU
+	switch {
+	case io.IOTLBEntries == 0:
+		return io.IOTLBSets, io.IOTLBWays
+	case io.IOTLBWays == 0:
+		return 1, io.IOTLBEntries
+	}
+	return io.IOTLBEntries / io.IOTLBWays, io.IOTLBWays
 }
 
 // Experiment is one scheme at one collision ratio.
@@ -562,7 +609,7 @@ func (s *Scenario) DHTConfig(x Experiment) workload.DHTConfig {
 	return workload.DHTConfig{Scheme: x.Scheme, Inserts: d.Inserts, Cells: d.Cells, Collisions: x.Collisions,
 		Compute: d.ComputeCycles, PollPS: sim.Tick(d.AMPollNS) * sim.NS, Procs: d.ProcsPerNode, OnloadCores: d.AMOnloadCores,
 		Lookups: d.Lookups, Deletes: d.Deletes, LogBytes: d.LogBytes, AAIntRecords: d.AAIntRecords, ProcessLogs: d.AALogs == "process",
-		AMIntCount: d.AMIntModeration, AMIntPeriodPS: sim.Tick(d.AMIntPeriodNS) * sim.NS, Seed: s.Seed}
+		AMIntCount: d.AMIntModeration, AMIntPeriodPS: sim.Tick(d.AMIntPeriodNS) * sim.NS, PageZipf: d.PageZipf, Seed: s.Seed}
 }
 
 // Clone is a deep copy of the scenario: setting a key of the copy (a

@@ -63,6 +63,17 @@ func TestScenarioErrors(t *testing.T) {
 		{"machine:\n  network:\n    spines: 1000000000\n", "s.yaml:3: machine.network.spines: 1000000000 is out of range (1..64)"},
 		{"machine:\n  iommu: {iotlb_sets: 1048576}\n", "s.yaml:2: machine.iommu.iotlb_sets: 1048576 is out of range (1..65536; sets × ways at most 65536)"},
 		{"machine:\n  iommu: {iotlb_sets: 65536, iotlb_ways: 2}\n", "s.yaml:2: machine.iommu.iotlb_ways: 65536 sets × 2 ways is 131072 entries (sets × ways at most 65536)"},
+		{"machine:\n  nodes: 8\n  network:\n    topology: torus\n    torus: {nodes_per_router: 3}\n", "s.yaml:5: machine.network.torus.nodes_per_router: 3 is out of range (0..2; a Gemini ASIC serves two; 0: 1)"},
+		{"machine:\n  nodes: 9\n  network:\n    topology: torus\n    torus: {nodes_per_router: 2}\n", "s.yaml:5: machine.network.torus.nodes_per_router: 2 nodes a router for 9 nodes (1 or 2, dividing machine.nodes)"},
+		{"machine:\n  nodes: 8\n  network:\n    topology: torus\n    torus:\n      nodes_per_router: 2\n      dims: [2, 2, 2]\n", "s.yaml:7: machine.network.torus.dims: 2×2×2 is 8 routers (x·y·z = machine.nodes / nodes_per_router, 4: 2×2×1, say; none for that)"},
+		{"machine:\n  nic: {descriptors: e100}\n", `s.yaml:2: machine.nic.descriptors: "e100" is not a descriptor format (did you mean "e1000"? e1000: an Intel 8254x's 16-byte legacy descriptors, read and written back per packet; none: the RDMA NIC's queues only)`},
+		{"machine:\n  nic: {descriptor_ring: 64}\n", "s.yaml:2: machine.nic.descriptor_ring: a ring of 64, but no descriptors (with machine.nic.descriptors: e1000)"},
+		{"machine:\n  nic: {descriptors: e1000, descriptor_ring: 100}\n", "s.yaml:2: machine.nic.descriptor_ring: 100 is not a multiple of 8 (0..65536; descriptors a ring, a multiple of 8; 0: 256)"},
+		{"machine:\n  iommu: {iotlb_ways: 0}\n", "s.yaml:2: machine.iommu.iotlb_ways: 0 ways, and no iotlb_entries to make fully associative (1..256; 0 (fully associative) only with machine.iommu.iotlb_entries)"},
+		{"machine:\n  iommu: {iotlb_entries: 4, iotlb_ways: 8}\n", "s.yaml:2: machine.iommu.iotlb_ways: 8 ways in an IOTLB of 4 entries (0..4: at most iotlb_entries (0: fully associative))"},
+		{"machine:\n  iommu: {iotlb_entries: 12, iotlb_ways: 8}\n", "s.yaml:2: machine.iommu.iotlb_entries: 12 entries are not sets of 8 ways (a multiple of iotlb_ways, 8)"},
+		{"machine:\n  iommu: {iotlb_entries: 131072}\n", "s.yaml:2: machine.iommu.iotlb_entries: 131072 is out of range (0..65536; 0: iotlb_sets × iotlb_ways; else sets of iotlb_ways ways)"},
+		{"workload:\n  dht:\n    page_zipf: 11\n", "s.yaml:3: workload.dht.page_zipf: 11 is out of range (0..10; the Zipf exponent of the pages new keys fall in; 0: uniform)"},
 		{"machine:\n  iommu: {iotlb_eviction: lfu}\n", `s.yaml:2: machine.iommu.iotlb_eviction: "lfu" is not an eviction policy (did you mean "lru"? lru, fifo or random)`},
 		{"workload:\n  dht:\n    lookups: 1.5\n", "s.yaml:3: workload.dht.lookups: 1.5 is out of range (0..1; a fraction of each process's keys)"},
 		{"workload:\n  dht:\n    deletes: -0.1\n", "s.yaml:3: workload.dht.deletes: -0.1 is out of range (0..1; a fraction of each process's keys)"},
@@ -99,6 +110,31 @@ func TestScenarioErrors(t *testing.T) {
 
 // AM-Int's moderation comes from the scenario: an interrupt every message
 // takes more interrupts than one every 50, and both tables come out exact.
+// iotlb_entries sizes the IOTLB apart from its associativity: sets of
+// iotlb_ways ways, one set of them all for 0 ways; without it the IOTLB is
+// iotlb_sets × iotlb_ways.
+func TestIOTLBShape(t *testing.T) {
+	for _, c := range []struct {
+		yaml       string
+		sets, ways int
+	}{
+		{"machine:\n  iommu: {iotlb_sets: 8, iotlb_ways: 2}\n", 8, 2},
+		{"machine:\n  iommu: {iotlb_entries: 64, iotlb_ways: 1}\n", 64, 1},
+		{"machine:\n  iommu: {iotlb_entries: 64, iotlb_ways: 4}\n", 16, 4},
+		{"machine:\n  iommu: {iotlb_sets: 2, iotlb_entries: 64, iotlb_ways: 0}\n", 1, 64},
+		{"machine:\n  iommu: {iotlb_entries: 8, iotlb_ways: 8}\n", 1, 8},
+	} {
+		s, err := ParseScenario("s.yaml", []byte(c.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", c.yaml, err)
+		}
+		spec := s.ClusterSpec()
+		if spec.IOMMU.IOTLBSets != c.sets || spec.IOMMU.IOTLBWays != c.ways {
+			t.Errorf("%q: %d sets × %d ways, want %d × %d", c.yaml, spec.IOMMU.IOTLBSets, spec.IOMMU.IOTLBWays, c.sets, c.ways)
+		}
+	}
+}
+
 func TestScenarioAMIntModeration(t *testing.T) {
 	irqs := map[int]int{}
 	for _, k := range []int{1, 50} {

@@ -23,6 +23,9 @@ type TorusSpec struct {
 	// router's pipeline.
 	WireCycles   int `yaml:"wire_cycles" json:"wire_cycles"`
 	RouterCycles int `yaml:"router_cycles" json:"router_cycles"`
+	// NodesPerRouter is 1 or 2 nodes on each router (0: 1), as a Gemini
+	// ASIC serves two; dims then count routers, machine.nodes / it.
+	NodesPerRouter int `yaml:"nodes_per_router" json:"nodes_per_router,omitempty"`
 }
 
 // defaultTorus is machine.GeminiTorus's figures.
@@ -56,12 +59,21 @@ func (s *Scenario) checkTorus() (string, error) {
 	if m.Network.Topology != machine.TopologyTorus {
 		return "", nil
 	}
+	k := max(t.NodesPerRouter, 1)
+	if m.Nodes%k != 0 {
+		return "machine.network.torus.nodes_per_router", input.Errorf("1 or 2, dividing machine.nodes", "%d nodes a router for %d nodes", k, m.Nodes)
+	}
+	routers := m.Nodes / k
 	if n := len(t.Dims); n != 0 && n != 3 {
 		return "machine.network.torus.dims", input.Errorf("x, y and z, or none for the nearest a cube", "%d dimensions", n)
 	}
 	if len(t.Dims) == 3 {
-		if n := t.Dims[0] * t.Dims[1] * t.Dims[2]; n != m.Nodes {
-			d := machine.TorusDims(m.Nodes)
+		if n := t.Dims[0] * t.Dims[1] * t.Dims[2]; n != routers {
+			d := machine.TorusDims(routers)
+			if k > 1 {
+				return "machine.network.torus.dims", input.Errorf(fmt.Sprintf("x·y·z = machine.nodes / nodes_per_router, %d: %d×%d×%d, say; none for that", routers, d[0], d[1], d[2]),
+					"%d×%d×%d is %d routers", t.Dims[0], t.Dims[1], t.Dims[2], n)
+			}
 			return "machine.network.torus.dims", input.Errorf(fmt.Sprintf("x·y·z = machine.nodes, %d: %d×%d×%d, say; none for that", m.Nodes, d[0], d[1], d[2]),
 				"%d×%d×%d is %d nodes", t.Dims[0], t.Dims[1], t.Dims[2], n)
 		}
@@ -71,7 +83,7 @@ func (s *Scenario) checkTorus() (string, error) {
 	}
 	sp := s.torusSpec()
 	if sp.Dims == [3]int{} {
-		sp.Dims = machine.TorusDims(m.Nodes)
+		sp.Dims = machine.TorusDims(routers)
 	}
 	if err := sp.Validate(); err != nil {
 		// The torus's own checks name its keys torus.KEY.

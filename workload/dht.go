@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
@@ -106,6 +108,12 @@ type DHTConfig struct {
 	// notification interval).
 	AMIntCount    int
 	AMIntPeriodPS sim.Tick
+	// PageZipf, if above 0, gives the keys locality: a new key's cell is
+	// drawn in a page of its shard's table chosen by a Zipf law of this
+	// exponent over the pages (rank k with weight 1/(k+1)^PageZipf, the
+	// ranks scattered over the table), then uniformly in that page. 0
+	// draws the cell uniformly, as random keys hash.
+	PageZipf float64
 }
 
 // Defaults of AM-Int's moderation.
@@ -170,6 +178,7 @@ type shard struct {
 	keys                  []uint64        // inserted into this shard, in generation order
 	gen                   *cellGens       // key generation: keys drawn per cell so far
 	usedList              []int           // the cells taken, in order
+	hot                   *hotPages       // PageZipf: the pages' ranks and fill
 	del                   uint64          // AA: the delete page
 	deleted               map[uint64]bool // keys deleted from this shard
 	// verdict is verifyShard's error ("" for none) as the rank that ran the
@@ -270,6 +279,9 @@ func SetupDHT(c *aa.System, cfg DHTConfig) (*DHT, error) {
 	}
 	if cfg.AMIntPeriodPS == 0 {
 		cfg.AMIntPeriodPS = DefaultAMIntPeriod
+	}
+	if cfg.PageZipf < 0 || cfg.PageZipf > 10 || math.IsNaN(cfg.PageZipf) {
+		return nil, fmt.Errorf("dht: page Zipf exponent %v, want 0..10 (0: uniform keys)", cfg.PageZipf)
 	}
 	if cfg.AMIntCount < 1 {
 		return nil, fmt.Errorf("dht: AM-Int moderation count %d, want at least 1", cfg.AMIntCount)
@@ -407,6 +419,10 @@ func (d *DHT) makeKeys() {
 	}
 	r := sim.NewRand(d.cfg.Seed, "dht.keys")
 	cells := d.cfg.Cells
+	var zipf *zipfTable
+	if d.cfg.PageZipf > 0 {
+		zipf = newZipfTable(max(cells*cellSize/4096, 1), d.cfg.PageZipf)
+	}
 	for _, s := range d.sources {
 		for i := 0; i < d.cfg.Inserts; i++ {
 			owner := 1
@@ -420,6 +436,12 @@ func (d *DHT) makeKeys() {
 			var cell int
 			if len(sh.usedList) > 0 && (r.Float64() < d.cfg.Collisions || len(sh.usedList) == cells) {
 				cell = sh.usedList[r.IntN(len(sh.usedList))]
+			} else if d.cfg.PageZipf > 0 {
+				if sh.hot == nil {
+					sh.hot = newHotPages(zipf, cells, r)
+				}
+				cell = sh.hot.draw(r, sh.gen)
+				sh.usedList = append(sh.usedList, cell)
 			} else {
 				for {
 					cell = r.IntN(cells)
@@ -454,6 +476,63 @@ func (d *DHT) makeKeys() {
 		}
 		d.lookups += len(s.lookups)
 		d.deletes += len(s.deletes)
+	}
+}
+
+// zipfTable draws ranks 0..n-1 with weights 1/(k+1)^s: the cumulative
+// weights, searched.
+type zipfTable struct{ cum []float64 }
+
+func newZipfTable(n int, s float64) *zipfTable {
+	z := &zipfTable{cum: make([]float64, n)}
+	sum := 0.0
+	for k := range z.cum {
+		sum += math.Pow(float64(k+1), -s)
+		z.cum[k] = sum
+	}
+	return z
+}
+
+func (z *zipfTable) draw(r *sim.Rand) int {
+	u := r.Float64() * z.cum[len(z.cum)-1]
+	k, _ := slices.BinarySearch(z.cum, u)
+	return min(k, len(z.cum)-1)
+}
+
+// hotPages is a shard's pages under PageZipf: rank k is page (k·mul + off)
+// mod pages, an odd multiplier and a random offset scattering the hot
+// pages over the table (a bijection: pages is a power of two), and each
+// page's taken cells.
+type hotPages struct {
+	z              *zipfTable
+	pages, perPage int
+	mul, off       int
+	used           []uint8 // cells taken a page (perPage ≤ 128)
+}
+
+func newHotPages(z *zipfTable, cells int, r *sim.Rand) *hotPages {
+	pages := len(z.cum)
+	return &hotPages{z: z, pages: pages, perPage: cells / pages, mul: 2*r.IntN(max(pages/2, 1)) + 1, off: r.IntN(pages), used: make([]uint8, pages)}
+}
+
+// draw picks a free cell: a page by rank (the next rank's page while a
+// page is full), then a free cell of it uniformly.
+func (h *hotPages) draw(r *sim.Rand, gen *cellGens) int {
+	k := h.z.draw(r)
+	page := 0
+	for range h.pages {
+		page = (k*h.mul + h.off) % h.pages
+		if int(h.used[page]) < h.perPage {
+			break
+		}
+		k = (k + 1) % h.pages
+	}
+	h.used[page]++
+	for {
+		cell := page*h.perPage + r.IntN(h.perPage)
+		if gen.get(cell) == 0 {
+			return cell
+		}
 	}
 }
 

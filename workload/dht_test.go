@@ -377,3 +377,46 @@ func TestDHTIntLogsBeyondTheCAM(t *testing.T) {
 		}
 	}
 }
+
+// PageZipf gives the keys locality: the share of a shard's keys in its
+// busiest page grows with the exponent (uniform keys spread over the 32
+// pages), every page rank still reachable once a hot page fills, and the
+// table still holds exactly the keys, in an AA and an RMA run. An
+// exponent out of range is refused.
+func TestDHTPageZipf(t *testing.T) {
+	hottest := func(zipf float64, s Scheme) float64 {
+		spec := machine.DefaultSpec()
+		spec.Nodes, spec.Cores = 3, 2
+		c, err := aa.New(sim.NewEngine(3), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 32 pages of 128 cells: 3 × 2 × 400 inserts into 3 shards fill
+		// the hottest pages, so draws spill to the next ranks.
+		d := runChecked(t, c, DHTConfig{Scheme: s, Inserts: 400, Cells: 4096, Collisions: 0.05, Procs: 2, PageZipf: zipf, Seed: 3}, fmt.Sprint(s, " zipf ", zipf))
+		best := 0.0
+		for _, sh := range d.shards {
+			per := map[uint64]int{}
+			for _, k := range sh.keys {
+				per[(k%4096)/128]++
+			}
+			for _, n := range per {
+				best = max(best, float64(n)/float64(len(sh.keys)))
+			}
+		}
+		return best
+	}
+	for _, s := range []Scheme{AAPoll, RMA} {
+		u, z1, z2 := hottest(0, s), hottest(0.99, s), hottest(2, s)
+		t.Logf("%s: the busiest page's share of a shard's keys: uniform %.3f, Zipf 0.99 %.3f, Zipf 2 %.3f", s, u, z1, z2)
+		if !(u < 0.08 && z1 > 2*u && z2 > z1) {
+			t.Errorf("%s: busiest page %.3f (uniform), %.3f (0.99), %.3f (2): want locality growing with the exponent", s, u, z1, z2)
+		}
+	}
+	c := newCluster(t, nil)
+	for _, z := range []float64{-1, 11, math.NaN()} {
+		if _, err := SetupDHT(c, DHTConfig{Scheme: AAPoll, Inserts: 1, Cells: 64, PageZipf: z}); err == nil {
+			t.Errorf("page Zipf %v accepted", z)
+		}
+	}
+}

@@ -32,7 +32,7 @@ func TestPaperMPIStart(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(csv), "ranks_per_SMP,scheme,round_time\n1,\"original, block\",") || strings.Count(string(csv), "\n") != 1+3*4 {
 		t.Fatalf("points.csv: %v\n%s", err, csv)
 	}
-	for _, args := range [][]string{{"paper", "aa", "6c", "--reduced"}, {"paper", "mpi-start", "table9", "--reduced"}} {
+	for _, args := range [][]string{{"paper", "multirail", "5a", "--reduced"}, {"paper", "mpi-start", "table9", "--reduced"}} {
 		if out, err := aaemu(t, append(args, "--out", dir)...); err == nil {
 			t.Fatalf("%v ran:\n%s", args, out)
 		} else if !strings.Contains(err.Error(), "reduced") && !strings.Contains(err.Error(), "table9") {

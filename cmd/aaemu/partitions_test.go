@@ -38,6 +38,21 @@ outputs:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The torus example with two nodes a router (a Gemini's): the
+	// adapter of a router takes two nodes' wires, each node its own
+	// domain.
+	torus2 := filepath.Join(dir, "torus2.yaml")
+	ex, err := os.ReadFile("../../examples/dht-torus.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := bytes.Replace(ex, []byte("torus: {dims: [3, 2, 2]}"), []byte("torus: {dims: [3, 2, 1], nodes_per_router: 2}"), 1)
+	if bytes.Equal(two, ex) {
+		t.Fatal("examples/dht-torus.yaml: no torus line to change")
+	}
+	if err := os.WriteFile(torus2, two, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		args []string
@@ -48,6 +63,7 @@ outputs:
 		{"counter", []string{"run", "../../examples/counter.yaml"}},
 		{"lossy", []string{"run", "../../examples/dht-lossy-10g.yaml"}},
 		{"torus", []string{"run", "../../examples/dht-torus.yaml", "--txn-log"}},
+		{"torus two a router", []string{"run", torus2, "--txn-log"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var ref map[string][]byte

@@ -234,35 +234,97 @@ func TestCustomCategories(t *testing.T) {
 	}
 }
 
-// Figure 7c's mechanism claim compares lru with random at the same
-// associative IOTLB and scale, and leaves the direct-mapped one out (it has
-// no choice of victim).
-func TestIOTLBMechanismClaim(t *testing.T) {
-	var f *Figure
-	for _, g := range Figures() {
-		if g.Name == "7c" {
-			f = g
-		}
+// Figure 7c's claims read the hit rate by (key stream, eviction, ways,
+// entries): lru against random at the same associative IOTLB and size only
+// (a direct-mapped one has no choice of victim, so a tie there is no
+// failure), associativity in the order a1, a2, a4, af (ways 0), and the
+// sweep parses into the full grid.
+func TestIOTLBClaims(t *testing.T) {
+	f := iotlbFigure([]int{16, 64}, 10)
+	s, err := sweep.Parse("7c", []byte(f.Sweep), ".")
+	if err != nil {
+		t.Fatal(err)
 	}
-	claim := f.Claims[len(f.Claims)-1]
-	mk := func(lru4, rnd4, lruF, rndF float64) []sweep.Row {
+	if n := len(s.Points()); n != 2*2*4*2 {
+		t.Fatalf("7c: %d points", n)
+	}
+	// hit(keys, ev, ways, entries) builds rows from a rule.
+	mk := func(hit func(k, ev, ways, e string) float64) []sweep.Row {
 		var rows []sweep.Row
-		add := func(iommu string, rate float64) {
-			rows = append(rows, sweep.Row{Point: sweep.Point{iommu, "4"}, Result: workload.DHTResult{IOTLBHitRate: rate}})
+		for _, k := range []string{keysUniform, keysZipf} {
+			for _, ev := range []string{"lru", "random"} {
+				for _, w := range []string{"1", "2", "4", "0"} {
+					for _, e := range []string{"16", "64"} {
+						rows = append(rows, sweep.Row{Point: sweep.Point{k, ev, w, e}, Result: workload.DHTResult{IOTLBHitRate: hit(k, ev, w, e), InsertsPerSec: 1e6}})
+					}
+				}
+			}
 		}
-		add("{iotlb_sets: 64, iotlb_ways: 1, iotlb_eviction: lru}", 0.5)
-		add("{iotlb_sets: 64, iotlb_ways: 1, iotlb_eviction: random}", 0.5)
-		add("{iotlb_sets: 16, iotlb_ways: 4, iotlb_eviction: lru}", lru4)
-		add("{iotlb_sets: 16, iotlb_ways: 4, iotlb_eviction: random}", rnd4)
-		add("{iotlb_sets: 1, iotlb_ways: 64, iotlb_eviction: lru}", lruF)
-		add("{iotlb_sets: 1, iotlb_ways: 64, iotlb_eviction: random}", rndF)
 		return rows
 	}
-	if m, ok := claim.Measure(mk(0.8, 0.7, 0.9, 0.8)); !ok || !strings.Contains(m, "2 of 2") {
-		t.Errorf("lru ahead everywhere: %q %v", m, ok)
+	assoc := map[string]float64{"1": 0, "2": 0.01, "4": 0.02, "0": 0.03}
+	good := func(k, ev, w, e string) float64 {
+		h := 0.3 + assoc[w]
+		if e == "64" {
+			h += 0.4
+		}
+		if ev == "lru" && w != "1" {
+			h += 0.05
+		}
+		return h
 	}
-	if m, ok := claim.Measure(mk(0.8, 0.85, 0.9, 0.8)); ok || !strings.Contains(m, "1 of 2") {
-		t.Errorf("random ahead once: %q %v", m, ok)
+	byText := func(text string) Claim {
+		for _, c := range f.Claims {
+			if strings.HasPrefix(c.Text, text) {
+				return c
+			}
+		}
+		t.Fatalf("no claim %q", text)
+		return Claim{}
+	}
+	for _, c := range []struct {
+		claim string
+		hit   func(k, ev, w, e string) float64
+		holds bool
+		want  string
+	}{
+		{"lru's hit rate above random's, every associativity and size (random keys)", good, true, "higher in 6 of 6"},
+		{"lru's hit rate above random's, every associativity and size (Zipf", good, true, "higher in 6 of 6"},
+		{"lru's hit rate above random's, every associativity and size (Zipf", func(k, ev, w, e string) float64 {
+			if k == keysZipf && ev == "random" && w == "0" && e == "16" {
+				return 0.9
+			}
+			return good(k, ev, w, e)
+		}, false, "higher in 5 of 6; not at af 16"},
+		{"a larger IOTLB helps", good, true, "largest drop 0.0 points"},
+		{"a larger IOTLB helps", func(k, ev, w, e string) float64 {
+			if e == "64" && w == "2" && ev == "random" {
+				return 0.1
+			}
+			return good(k, ev, w, e)
+		}, false, "random_a2 at 64 entries"},
+		{"higher associativity helps", good, true, "in 0 of 12 steps"},
+		{"higher associativity helps", func(k, ev, w, e string) float64 {
+			if w == "0" && ev == "lru" && e == "16" && k == keysUniform {
+				return 0.2
+			}
+			return good(k, ev, w, e)
+		}, false, "in 1 of 12 steps"},
+	} {
+		m, ok := byText(c.claim).Measure(mk(c.hit))
+		if ok != c.holds || !strings.Contains(m, c.want) {
+			t.Errorf("%s: %q holds %v, want %v and %q", c.claim, m, ok, c.holds, c.want)
+		}
+	}
+	// The rate claim: lru_af over lru_a4 in each key stream.
+	rows := mk(good)
+	for i := range rows {
+		if p := rows[i].Point; p[axEviction] == "lru" && p[axWays] == "0" && p[axEntries] == "16" {
+			rows[i].Result.InsertsPerSec = 1.16e6
+		}
+	}
+	if m, ok := byText("lru_af vs lru_a4").Measure(rows); !ok || !strings.Contains(m, "random keys up to +16.0 % (16 entries); Zipf 0.99 up to +16.0 %") {
+		t.Errorf("rate claim: %q %v", m, ok)
 	}
 }
 
