@@ -1,7 +1,5 @@
 package nic
 
-import "github.com/aaemu/aaemu/pcie"
-
 // HostBulk is a NIC's bulk DMA path to host memory, given by the machine
 // that places the NIC. A work request marked bulk (WQE.Bulk) has its
 // payload read, and the data of its frames written at the other end, by
@@ -63,14 +61,4 @@ func (n *NIC) countBulk(b int) {
 		n.stBulk = n.u.Engine().Stats().Counter(n.name+".bulk_bytes", "bytes", "bytes moved by the bulk DMA path (one copy; their TLPs counted in tlps)")
 	}
 	n.stBulk.Add(uint64(b))
-}
-
-// BulkTLPs is the TLPs a transfer of n bytes at addr becomes under sizes
-// s: reads split at MRRS, writes at MPS, as the NIC segments them. The
-// machine's bulk path counts its link and memory statistics with it.
-func BulkTLPs(s pcie.Sizes, addr uint64, n int, write bool) uint64 {
-	if write {
-		return segments(addr, n, s.MPS)
-	}
-	return segments(addr, n, s.MRRS)
 }

@@ -3,8 +3,10 @@ package lcp
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -133,5 +135,49 @@ func TestBulkMatchesCycle(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Batched on a machine whose IOMMU is on the DMA path: the run goes TLP by
+// TLP, says why, and takes the per-TLP time.
+func TestBulkFallsBack(t *testing.T) {
+	run := func(b Bulk) (sim.Tick, *Result) {
+		c, err := machine.New(sim.NewEngine(1), MultirailSpec(1, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := DefaultConfig()
+		cfg.FragmentBytes, cfg.Bulk = 1<<20, b
+		res, err := Run(c, cfg, func(p *Proc) {
+			b := p.Alloc(1 << 20)
+			if p.Rank() == 0 {
+				if err := p.Send(b, 1, 1); err != nil {
+					t.Error(err)
+				}
+			} else if _, err := p.Recv(b, 0, 1); err != nil {
+				t.Error(err)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Finish[1], res
+	}
+	cyc, _ := run(Cycle)
+	bat, res := run(Batched)
+	if !strings.Contains(res.BulkOff, "the IOMMU is on the DMA path") {
+		t.Errorf("BulkOff %q", res.BulkOff)
+	}
+	if bat != cyc {
+		t.Errorf("batched %v, cycle %v", bat, cyc)
+	}
+}
+
+// A bulk mode that does not exist is refused.
+func TestBulkBadMode(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Bulk = 9
+	if _, err := Run(newCluster(t, 1), cfg, func(*Proc) {}); err == nil || !strings.Contains(err.Error(), "bulk mode 9, want cycle or batched") {
+		t.Errorf("got %v", err)
 	}
 }
