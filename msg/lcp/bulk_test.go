@@ -86,13 +86,10 @@ func exchange(t *testing.T, nics, size int, pingping bool, cfg Config) (sim.Tick
 }
 
 // bulkBound is how far the batched path's time may be from the per-TLP
-// path's, as a fraction of it, where it is not exact: a READ responder's
-// reads fill its NIC's TLP queue and, per TLP, hold back the frames its
-// receive side takes (nic.Spec.QueueTLPs), and several NICs' TLPs take
-// turns at the root complex; the bulk path's TLPs take neither, so
-// PingPing runs (a NIC serves reads while it receives) and runs over
-// several NICs end up to 1.8 % sooner (measured: 3.4 µs of 190 µs, 2
-// NICs, 3 MB PingPing RGET; PingPong over 2–4 NICs at most 0.44 %).
+// path's, as a fraction of it, where it is not exact (docs/multirail.md):
+// PingPing RGET, where each NIC serves reads while it receives, ends 3.4
+// µs sooner (up to 1.8 %); RPUT over 3–4 NICs, whose rails' TLPs take
+// turns at the root complex, up to 0.53 % sooner.
 const bulkBound = 0.02
 
 // The bulk path against the per-TLP one on 1–4 NICs, three sizes,
