@@ -263,3 +263,22 @@ func (c *Controller) atomic(t *tlp.TLP) tlp.TLP {
 	copy(data, old)
 	return tlp.NewCompletion(t, c.spec.CompleterID, tlp.SC, size, uint8(t.Addr&0x7f), data)
 }
+
+// BulkRead reads len(b) bytes at addr for a device's bulk DMA path,
+// counting the reqs read requests it stands for.
+func (c *Controller) BulkRead(addr uint64, b []byte, reqs uint64) {
+	c.Store.Read(addr, b)
+	c.reads.Add(reqs)
+	c.bytesRd.Add(uint64(len(b)))
+}
+
+// BulkWrite writes data at addr for a device's bulk DMA path, counting the
+// writes it stands for; the write observers see it as one range.
+func (c *Controller) BulkWrite(addr uint64, data []byte, writes uint64) {
+	c.Store.Write(addr, data)
+	c.writes.Add(writes)
+	c.bytesWr.Add(uint64(len(data)))
+	if c.onWrite != nil {
+		c.onWrite(addr, uint64(len(data)))
+	}
+}

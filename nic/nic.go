@@ -194,6 +194,11 @@ type NIC struct {
 	// the NIC does on arrival (a tag-matching unit) at that time; it must
 	// not change the NIC.
 	OnReceive func(qpn uint32, wrid uint64, at sim.Tick)
+
+	// Bulk, if set, is the NIC's bulk DMA path (bulk.go), used for work
+	// requests marked WQE.Bulk and the frames they make.
+	Bulk   HostBulk
+	stBulk *sim.Counter // declared on first use
 }
 
 type purposeKind uint8

@@ -134,6 +134,7 @@ type readResp struct {
 	issued bool
 	to     int // how far the issued reads reach
 	cause  sim.TxnID
+	bulk   bool // the READ's data goes by the bulk paths (WQE.Bulk)
 }
 
 type atomicServe struct {
@@ -318,6 +319,7 @@ func (q *qp) packetize(w *wqeState) {
 		p.PSN = q.nextPSN
 		q.nextPSN = (q.nextPSN + 1) & 0xffffff
 		f := n.frame(q, p, w.txn.ID, kind)
+		f.Bulk = w.w.Bulk && w.w.Opcode != OpSend
 		if q.kind == srdPeer {
 			f.Packet.DestQP, f.SrcPort = w.w.DstQPN&0xffffff, srcPort(w.sq.cfg.QPN)
 		}
@@ -441,6 +443,9 @@ func (q *qp) wqeFetched(data []byte, err error, fetch sim.Txn, now sim.Tick) {
 	}
 	if wq.Opcode == OpWrite || wq.Opcode == OpSend {
 		w.payload = make([]byte, wq.Length)
+		if wq.Bulk && wq.Opcode == OpWrite && n.bulkRead(wq.Local, w.payload) {
+			w.got, w.issued, w.issuedTo = len(w.payload), true, len(w.payload)
+		}
 	}
 	q.wqes = append(q.wqes, w)
 }
@@ -637,7 +642,7 @@ func (q *qp) onReadResponse(f *Frame, now sim.Tick) {
 	q.progressed(now)
 	q.ackThrough((w.firstPSN-1)&0xffffff, now)
 	off := int((p.PSN-w.firstPSN)&0xffffff) * q.n.spec.PMTU
-	if len(p.Payload) > 0 {
+	if len(p.Payload) > 0 && (!f.Bulk || !q.n.bulkWrite(w.w.Local+uint64(off), p.Payload)) {
 		q.n.dmaWrite(w.w.Local+uint64(off), p.Payload, f.ID)
 	}
 	w.nextResp = (w.nextResp + 1) & 0xffffff
@@ -699,7 +704,9 @@ func (q *qp) onRequest(f *Frame, now sim.Tick) {
 			q.writeVA, q.writeOff = p.RETH.VA, 0
 		}
 		if len(p.Payload) > 0 {
-			n.dmaWrite(q.writeVA+q.writeOff, p.Payload, f.ID)
+			if !f.Bulk || !n.bulkWrite(q.writeVA+q.writeOff, p.Payload) {
+				n.dmaWrite(q.writeVA+q.writeOff, p.Payload, f.ID)
+			}
 			q.writeOff += uint64(len(p.Payload))
 		}
 		q.expPSN = (q.expPSN + 1) & 0xffffff
@@ -715,9 +722,14 @@ func (q *qp) onRequest(f *Frame, now sim.Tick) {
 		}
 	case roce.ReadRequest:
 		count := max((int(p.RETH.DMALen)+n.spec.PMTU-1)/n.spec.PMTU, 1)
-		r := &readResp{q: q, psn: p.PSN, va: p.RETH.VA, n: int(p.RETH.DMALen), buf: make([]byte, p.RETH.DMALen), cause: f.ID}
+		r := &readResp{q: q, psn: p.PSN, va: p.RETH.VA, n: int(p.RETH.DMALen), buf: make([]byte, p.RETH.DMALen), cause: f.ID, bulk: f.Bulk}
 		q.reads = append(q.reads, r)
-		r.serve(f.Txn)
+		if r.bulk && n.bulkRead(r.va, r.buf) {
+			r.got, r.issued, r.to = r.n, true, r.n
+			q.respondWhole()
+		} else {
+			r.serve(f.Txn)
+		}
 		q.expPSN = (q.expPSN + uint32(count)) & 0xffffff
 	case roce.CmpSwap, roce.FetchAdd:
 		a := &atomicServe{psn: p.PSN, p: *p, cause: f.ID}
@@ -896,7 +908,11 @@ func (r *readResp) arrived(off int, data []byte, err error) {
 	if err != nil {
 		r.got = r.n
 	}
-	q := r.q
+	r.q.respondWhole()
+}
+
+// respondWhole sends the responses of the leading reads that are whole.
+func (q *qp) respondWhole() {
 	for len(q.reads) > 0 && q.reads[0].got >= q.reads[0].n {
 		q.respond(q.reads[0])
 		q.reads = slices.Delete(q.reads, 0, 1)
@@ -933,7 +949,9 @@ func (q *qp) respond(r *readResp) {
 		}
 		p.PSN = psn
 		p.Payload = r.buf[off:end]
-		n.send(q, n.frame(q, p, r.cause, "frame.READ_RESPONSE"))
+		f := n.frame(q, p, r.cause, "frame.READ_RESPONSE")
+		f.Bulk = r.bulk
+		n.send(q, f)
 		psn = (psn + 1) & 0xffffff
 		if end == r.n {
 			break

@@ -15,6 +15,9 @@ type Frame struct {
 	sim.Txn
 	roce.Frame
 	SrcNode, DstNode int
+	// Bulk: the frame carries data of a bulk work request (WQE.Bulk), which
+	// the receiving NIC may place by its bulk DMA path. Not on the wire.
+	Bulk bool
 }
 
 // Len is the frame's size without FCS: Ethernet, IPv4, UDP, the transport

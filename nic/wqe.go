@@ -29,7 +29,7 @@ const (
 // (little-endian):
 //
 //	0  opcode      1   (OpWrite, OpRead, OpCAS, OpFetchOp)
-//	1  flags       1   (bit 0: signaled, a completion entry is written)
+//	1  flags       1   (bit 0: signaled, a completion entry is written; bit 1: bulk, see NIC.Bulk)
 //	4  length      4   bytes
 //	8  local addr  8   IOVA of the local buffer (read: destination; atomics: where the original value goes, 0 for none)
 //	16 remote VA   8
@@ -48,13 +48,16 @@ const (
 type WQE struct {
 	Opcode   uint8
 	Signaled bool
-	Length   uint32
-	Local    uint64
-	Remote   uint64
-	RKey     uint32
-	Compare  uint64
-	Swap     uint64
-	WRID     uint64
+	// Bulk asks the NIC to move a WRITE's payload, or a READ's data at
+	// both ends, by its bulk DMA path (NIC.Bulk) where it has one.
+	Bulk    bool
+	Length  uint32
+	Local   uint64
+	Remote  uint64
+	RKey    uint32
+	Compare uint64
+	Swap    uint64
+	WRID    uint64
 	// srd only (bytes 56-62).
 	DstQPN  uint32
 	DstNode int // 0..65535
@@ -67,6 +70,9 @@ func (w *WQE) Put(b []byte) {
 	b[0] = w.Opcode
 	if w.Signaled {
 		b[1] = 1
+	}
+	if w.Bulk {
+		b[1] |= 2
 	}
 	binary.LittleEndian.PutUint32(b[4:], w.Length)
 	binary.LittleEndian.PutUint64(b[8:], w.Local)
@@ -82,7 +88,7 @@ func (w *WQE) Put(b []byte) {
 
 // ParseWQE decodes a work request and checks it.
 func ParseWQE(b []byte) (WQE, error) {
-	w := WQE{Opcode: b[0], Signaled: b[1]&1 != 0, Length: binary.LittleEndian.Uint32(b[4:]),
+	w := WQE{Opcode: b[0], Signaled: b[1]&1 != 0, Bulk: b[1]&2 != 0, Length: binary.LittleEndian.Uint32(b[4:]),
 		Local: binary.LittleEndian.Uint64(b[8:]), Remote: binary.LittleEndian.Uint64(b[16:]),
 		RKey: binary.LittleEndian.Uint32(b[24:]), Compare: binary.LittleEndian.Uint64(b[32:]),
 		Swap: binary.LittleEndian.Uint64(b[40:]), WRID: binary.LittleEndian.Uint64(b[48:]),

@@ -434,3 +434,14 @@ func (d *Dir) schedule(now sim.Tick) bool {
 	}
 	return false
 }
+
+// CountBulk adds to the direction's counters the TLPs a bulk transfer
+// stands for (n TLPs, their payload and wire bytes), as if they had
+// crossed it: a device's bulk DMA path moves the bytes with one copy and
+// keeps the link's statistics what the per-TLP path gives. The DLLPs the
+// link would have exchanged for them are not counted.
+func (d *Dir) CountBulk(n, payload, wire uint64) {
+	d.tlps.Add(n)
+	d.payload.Add(payload)
+	d.wireBytes.Add(wire)
+}

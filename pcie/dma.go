@@ -120,3 +120,28 @@ func ErrorCompletion(req *tlp.TLP, completer tlp.ID, st tlp.Status) tlp.TLP {
 	la := uint8((req.Addr + uint64(req.FirstByteOffset())) & 0x7f)
 	return tlp.NewCompletion(req, completer, st, req.EnabledBytes(), la, nil)
 }
+
+// CompletionPayloads calls f with the payload bytes of each completion
+// SplitCompletions builds for the read request req, in order, without
+// building them: a bulk DMA path counts a link's statistics with it.
+func (s Sizes) CompletionPayloads(req *tlp.TLP, f func(payload int)) {
+	first := req.Addr + uint64(req.FirstByteOffset())
+	total := req.EnabledBytes()
+	if req.FirstBE == 0 && req.Length == 1 {
+		f(4)
+		return
+	}
+	addr, remaining := first, total
+	endAll := first + uint64(total)
+	for remaining > 0 {
+		dwStart := addr &^ 3
+		span := int((endAll+3)&^3 - dwStart)
+		if span > s.MPS {
+			span = int((dwStart+uint64(s.MPS))&^uint64(s.RCB-1) - dwStart)
+		}
+		f(span)
+		here := min(int(dwStart+uint64(span)-addr), remaining)
+		remaining -= here
+		addr += uint64(here)
+	}
+}

@@ -242,6 +242,13 @@ func (c *Ctx) Put(dst int, local, remote uint64, size int) WR {
 	return c.post(dst, nic.WQE{Opcode: nic.OpWrite, Length: uint32(size), Local: local, Remote: remote})
 }
 
+// PutBulk is Put marked for the NICs' bulk DMA paths (nic.WQE.Bulk): the
+// payload is read, and written at dst, by one copy each where the NICs
+// have the path, TLP by TLP where not.
+func (c *Ctx) PutBulk(dst int, local, remote uint64, size int) WR {
+	return c.post(dst, nic.WQE{Opcode: nic.OpWrite, Bulk: true, Length: uint32(size), Local: local, Remote: remote})
+}
+
 // Send sends size bytes at local to dst, into the next receive buffer the
 // peer's process posted on its connection to this one.
 func (c *Ctx) Send(dst int, local uint64, size int) WR {
@@ -314,6 +321,11 @@ func (c *Ctx) TryRecv(src int) (nic.CQE, bool) {
 // Get reads size bytes at remote on node dst into local (an RDMA READ).
 func (c *Ctx) Get(dst int, local, remote uint64, size int) WR {
 	return c.post(dst, nic.WQE{Opcode: nic.OpRead, Length: uint32(size), Local: local, Remote: remote})
+}
+
+// GetBulk is Get marked for the NICs' bulk DMA paths (see PutBulk).
+func (c *Ctx) GetBulk(dst int, local, remote uint64, size int) WR {
+	return c.post(dst, nic.WQE{Opcode: nic.OpRead, Bulk: true, Length: uint32(size), Local: local, Remote: remote})
 }
 
 // CAS compares the 64-bit word at remote on dst with cmp and, if equal,

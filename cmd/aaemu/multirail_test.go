@@ -55,9 +55,11 @@ func TestPaperMultirailFragment(t *testing.T) {
 		{"multirail --fragments 0", "--fragments 0: want a power of two in 1..64"},
 		{"multirail --fragments 128", "--fragments 128: want a power of two in 1..64"},
 		{"multirail --fragment 128MB --fragments 64", "messages of 8589934592 bytes, want at most 4294967296"},
-		{"6c --fragment 64MB", "--fragment, --fragments and --matching apply to the multirail paper's own figures"},
-		{"6c --matching on-arrival", "--fragment, --fragments and --matching apply to the multirail paper's own figures"},
+		{"6c --fragment 64MB", "--fragment, --fragments, --matching and --bulk apply to the multirail paper's own figures"},
+		{"6c --matching on-arrival", "--fragment, --fragments, --matching and --bulk apply to the multirail paper's own figures"},
+		{"6c --bulk batched", "--fragment, --fragments, --matching and --bulk apply to the multirail paper's own figures"},
 		{"multirail --matching sometimes", "--matching \"sometimes\": want on-poll or on-arrival"},
+		{"multirail --bulk fast", "--bulk \"fast\": want cycle or batched"},
 		{"multirail 5c --fragment 64MB", "5c"},
 	} {
 		if out, err := aaemu(t, append(strings.Fields("paper "+tc.args), "--out", dir)...); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -147,4 +149,29 @@ func mrPoints(t *testing.T, data string) map[string]float64 {
 		out[r[0]+","+r[1]] = v
 	}
 	return out
+}
+
+// `aaemu paper multirail --bulk batched` runs the fragments' middle work
+// requests by the bulk DMA path: Figure 5b (PingPong over one NIC, where
+// the path is exact) writes the same points as TLP by TLP, to the byte.
+func TestPaperMultirailBulk(t *testing.T) {
+	var pts []string
+	for _, mode := range []string{"cycle", "batched"} {
+		dir := t.TempDir()
+		out, err := aaemu(t, "paper", "multirail", "5b", "--fragment", "1MB", "--fragments", "4", "--bulk", mode, "-j", "1", "--out", dir)
+		if err != nil {
+			t.Fatalf("--bulk %s: %v\n%s", mode, err, out)
+		}
+		if batched := strings.Contains(out, "fragments by the bulk DMA path"); batched != (mode == "batched") {
+			t.Errorf("--bulk %s: the title says batched %v\n%s", mode, batched, out)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "multirail", "fig5b", "points.csv"))
+		if err != nil || !strings.Contains(string(b), "\n4194304,") {
+			t.Fatalf("--bulk %s: fig5b/points.csv: %v\n%s", mode, err, b)
+		}
+		pts = append(pts, string(b))
+	}
+	if pts[0] != pts[1] {
+		t.Errorf("5b's points differ:\ncycle:\n%s\nbatched:\n%s", pts[0], pts[1])
+	}
 }

@@ -30,7 +30,7 @@ import (
 )
 
 func newPaperCmd() *cobra.Command {
-	var out, scenarioFile, machineName, fragment, matching string
+	var out, scenarioFile, machineName, fragment, matching, bulk string
 	var jobs, partitions, maxNodes, fragments int
 	var list, reduced bool
 	cmd := &cobra.Command{
@@ -133,11 +133,11 @@ fewer than 32 cores is taken the same way.`,
 					return err
 				}
 			}
-			if cmd.Flags().Changed("fragment") || cmd.Flags().Changed("fragments") || cmd.Flags().Changed("matching") {
+			if cmd.Flags().Changed("fragment") || cmd.Flags().Changed("fragments") || cmd.Flags().Changed("matching") || cmd.Flags().Changed("bulk") {
 				if pp != paper.Multirail || reduced {
-					return fmt.Errorf("--fragment, --fragments and --matching apply to the multirail paper's own figures (aaemu paper multirail --fragment 64MB)")
+					return fmt.Errorf("--fragment, --fragments, --matching and --bulk apply to the multirail paper's own figures (aaemu paper multirail --fragment 64MB)")
 				}
-				if pp, figs, err = multirailAt(args, fragment, fragments, matching); err != nil {
+				if pp, figs, err = multirailAt(args, fragment, fragments, matching, bulk); err != nil {
 					return err
 				}
 			}
@@ -162,6 +162,7 @@ fewer than 32 cores is taken the same way.`,
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 0, "run 7a, 7b, 7d and 9a on 2, 4, … up to this many nodes × 32 processes over srd (0: the figures' own 2 to 8 nodes)")
 	cmd.Flags().StringVar(&fragment, "fragment", "1MB", "multirail: the rendezvous's fragment size, in bytes or with KB, MB, GB (powers of 1024); a multiple of the path MTU (the paper's: 64MB)")
 	cmd.Flags().StringVar(&matching, "matching", "on-poll", "multirail: when the NICs' matching units match a message: on-poll (when the rank takes it) or on-arrival (in the NIC as it arrives, eager data delivered in place, as BXI does)")
+	cmd.Flags().StringVar(&bulk, "bulk", "cycle", "multirail: how fragments cross the NICs' host side: cycle (TLP by TLP) or batched (a fragment's work requests but its first and last by the bulk DMA path: one copy, the TLPs counted; frames still per packet)")
 	cmd.Flags().IntVar(&fragments, "fragments", 64, "multirail: the largest message in fragments, a power of two up to 64 (the paper's 4 GB is 64 of 64 MB)")
 	cmd.Flags().StringVar(&machineName, "machine", "", "run 7a, 7b, 7d and 9a at scale (--max-nodes, 8 by default) on a machine preset: gemini (a Cray XE6-like machine on a Gemini-class 3D torus, one access log a process) or a scenario file; gem5 (or a file of two nodes): 6a, 6b and 6c on the paper's two-node gem5 set-up")
 	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's); for mpi-start, the machine with machine.startx the figures run on (default: two E5000s)")
@@ -457,7 +458,7 @@ func printClaims(stdout io.Writer, name string, rs []paper.Result, md *strings.B
 
 // multirailAt is the multirail paper with fragments of the flag's size and
 // messages up to fragments of them, and the named figures of it.
-func multirailAt(args []string, fragment string, fragments int, matching string) (*paper.Paper, []*paper.Figure, error) {
+func multirailAt(args []string, fragment string, fragments int, matching, bulk string) (*paper.Paper, []*paper.Figure, error) {
 	frag, err := parseBytes(fragment)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--fragment %q: %w", fragment, err)
@@ -471,7 +472,16 @@ func multirailAt(args []string, fragment string, fragments int, matching string)
 	default:
 		return nil, nil, fmt.Errorf("--matching %q: want %s or %s", matching, lcp.OnPoll, lcp.OnArrival)
 	}
-	pp, err := paper.MultirailAt(frag, fragments, m)
+	var b lcp.Bulk
+	switch bulk {
+	case lcp.Cycle.String():
+		b = lcp.Cycle
+	case lcp.Batched.String():
+		b = lcp.Batched
+	default:
+		return nil, nil, fmt.Errorf("--bulk %q: want %s or %s", bulk, lcp.Cycle, lcp.Batched)
+	}
+	pp, err := paper.MultirailAt(frag, fragments, m, b)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -28,7 +28,7 @@ import (
 // scaled by 1/64) and messages up to 64 of them (the paper's 4 GB),
 // which simulates in minutes. Sizes below a fragment are the paper's own.
 var Multirail = &Paper{Name: "multirail", Title: "Multirail MPC over BXI: LCP striping one rendezvous over up to four NICs (seed 003)",
-	Figures: func() []*Figure { return multirailFigures(MultirailFragment, 64, lcp.OnPoll) }}
+	Figures: func() []*Figure { return multirailFigures(MultirailFragment, 64, lcp.OnPoll, lcp.Cycle) }}
 
 // MultirailFragment is the fragment size of the multirail figures.
 const MultirailFragment = 1 << 20
@@ -43,11 +43,12 @@ const MultirailMaxMessage = 4 << 30
 
 // MultirailAt is the multirail paper with fragments of frag bytes,
 // messages up to maxFrags of them, and the NICs' matching units matching
-// at m (aaemu paper multirail --fragment, --fragments, --matching). frag
+// at m, fragments crossing the host side as bulk says (aaemu paper
+// multirail --fragment, --fragments, --matching, --bulk). frag
 // must be a positive multiple of the path MTU, as every fragment but the
 // last fills whole packets; maxFrags a power of two in
 // 1..MultirailMaxFragments, so that the sizes double up to it.
-func MultirailAt(frag, maxFrags int, m lcp.Matching) (*Paper, error) {
+func MultirailAt(frag, maxFrags int, m lcp.Matching, bulk lcp.Bulk) (*Paper, error) {
 	mtu := lcp.MultirailSpec(1, true).NIC.PMTU
 	switch {
 	case frag <= 0:
@@ -58,11 +59,13 @@ func MultirailAt(frag, maxFrags int, m lcp.Matching) (*Paper, error) {
 		return nil, fmt.Errorf("--fragments %d: want a power of two in 1..%d", maxFrags, MultirailMaxFragments)
 	case m != lcp.OnPoll && m != lcp.OnArrival:
 		return nil, fmt.Errorf("--matching %s: want %s or %s", m, lcp.OnPoll, lcp.OnArrival)
+	case bulk != lcp.Cycle && bulk != lcp.Batched:
+		return nil, fmt.Errorf("--bulk %s: want %s or %s", bulk, lcp.Cycle, lcp.Batched)
 	case int64(frag)*int64(maxFrags) > MultirailMaxMessage:
 		return nil, fmt.Errorf("--fragment %d × --fragments %d: messages of %d bytes, want at most %d (4 GB, the paper's largest)", frag, maxFrags, int64(frag)*int64(maxFrags), MultirailMaxMessage)
 	}
 	q := *Multirail
-	q.Figures = func() []*Figure { return multirailFigures(frag, maxFrags, m) }
+	q.Figures = func() []*Figure { return multirailFigures(frag, maxFrags, m, bulk) }
 	return &q, nil
 }
 
@@ -123,7 +126,7 @@ func mrSizes(frag, maxFrags int) []int {
 // multirailFigures builds Figures 5a and 5b and the rails figure with
 // fragments of frag bytes, messages up to maxFrags fragments, and the
 // matching units matching at m.
-func multirailFigures(frag, maxFrags int, m lcp.Matching) []*Figure {
+func multirailFigures(frag, maxFrags int, m lcp.Matching, bulk lcp.Bulk) []*Figure {
 	var a []mrSeries
 	for _, b := range []string{"PingPong", "PingPing"} {
 		for n := 1; n <= 4; n++ {
@@ -146,6 +149,9 @@ func multirailFigures(frag, maxFrags int, m lcp.Matching) []*Figure {
 	if m == lcp.OnArrival {
 		scale += ", matching on arrival in the NIC"
 	}
+	if bulk == lcp.Batched {
+		scale += ", fragments by the bulk DMA path"
+	}
 	names := func(ss []mrSeries) []workload.Scheme {
 		var out []workload.Scheme
 		for _, s := range ss {
@@ -156,7 +162,7 @@ func multirailFigures(frag, maxFrags int, m lcp.Matching) []*Figure {
 	sizes := mrSizes(frag, maxFrags)
 	run := func(all []mrSeries) func(ctx context.Context, x int, _ string, s workload.Scheme) (float64, error) {
 		return func(ctx context.Context, x int, _ string, s workload.Scheme) (float64, error) {
-			return imbBandwidth(ctx, parseSeries(s, all), frag, m, x)
+			return imbBandwidth(ctx, parseSeries(s, all), frag, m, bulk, x)
 		}
 	}
 	fa := &Figure{
@@ -166,14 +172,20 @@ func multirailFigures(frag, maxFrags int, m lcp.Matching) []*Figure {
 			YLabel: "bandwidth", YUnit: "MB/s", run: run(a)},
 		PointClaims: mrClaimsA(frag, maxFrags),
 	}
+	// 5b goes to four fragments TLP by TLP (its curves meet well before);
+	// through the bulk path, to the largest message, as the paper's.
+	bFrags := min(maxFrags, 4)
+	if bulk == lcp.Batched {
+		bFrags = maxFrags
+	}
 	fb := &Figure{
 		Name:  "5b",
 		Title: "LCP's RPUT against the previous MPC's RGET, IMB PingPong over one NIC, " + scale,
-		Custom: &Custom{X: mrSizes(frag, min(maxFrags, 4)), Schemes: names(b), XLabel: "message size", XUnit: "bytes", LogX: true,
+		Custom: &Custom{X: mrSizes(frag, bFrags), Schemes: names(b), XLabel: "message size", XUnit: "bytes", LogX: true,
 			YLabel: "bandwidth", YUnit: "MB/s", run: run(b)},
 		PointClaims: mrClaimsB(),
 	}
-	return []*Figure{fa, fb, railsFigure(frag, m)}
+	return []*Figure{fa, fb, railsFigure(frag, m, bulk)}
 }
 
 // The rails figure: one message of railsFragments fragments from node 0
@@ -201,7 +213,7 @@ func railName(r int) workload.Scheme { return workload.Scheme(fmt.Sprintf("NIC %
 // striped over four: the rails busy together. It is not one of the
 // paper's figures but the mechanism behind Figure 5a's scaling. Every
 // point is a window of one run, simulated once (the first point asks).
-func railsFigure(frag int, m lcp.Matching) *Figure {
+func railsFigure(frag int, m lcp.Matching, bulk lcp.Bulk) *Figure {
 	win := railsWindow(frag)
 	var xsNS []int
 	for k := 1; k <= railsWindows; k++ {
@@ -220,7 +232,7 @@ func railsFigure(frag int, m lcp.Matching) *Figure {
 		mu.Lock()
 		defer mu.Unlock()
 		if samples == nil && runErr == nil {
-			samples, runErr = railsRun(ctx, frag, m, win)
+			samples, runErr = railsRun(ctx, frag, m, bulk, win)
 		}
 		if runErr != nil {
 			return 0, runErr
@@ -266,14 +278,14 @@ func railsFigure(frag int, m lcp.Matching) *Figure {
 // rank 1 over railsNICs NICs and samples node 0's per-NIC wire byte
 // counters (machine.Node.RailBytes) at every window boundary, from the
 // run's start, by a sampler on node 0's polling thread.
-func railsRun(ctx context.Context, frag int, m lcp.Matching, win sim.Tick) ([][]uint64, error) {
+func railsRun(ctx context.Context, frag int, m lcp.Matching, bulk lcp.Bulk, win sim.Tick) ([][]uint64, error) {
 	c, err := machine.New(sim.NewEngine(1), lcp.MultirailSpec(railsNICs, true))
 	if err != nil {
 		return nil, err
 	}
 	c.SetPartitions(Partitions)
 	cfg := lcp.DefaultConfig()
-	cfg.FragmentBytes, cfg.Matching = frag, m
+	cfg.FragmentBytes, cfg.Matching, cfg.Bulk = frag, m, bulk
 	size := railsFragments * frag
 	var samples [][]uint64
 	n0 := c.Nodes[0]
@@ -309,8 +321,10 @@ func railsRun(ctx context.Context, frag int, m lcp.Matching, win sim.Tick) ([][]
 	if _, stopped := runctl.Run(ctx, c, name, cfg.Limit, nil); stopped {
 		return nil, runctl.ErrInterrupted
 	}
-	if _, err := ses.Result(); err != nil {
+	if res, err := ses.Result(); err != nil {
 		return nil, err
+	} else if res.BulkOff != "" {
+		return nil, fmt.Errorf("--bulk batched: %s", res.BulkOff)
 	}
 	if sendErr != nil {
 		return nil, sendErr
@@ -344,14 +358,14 @@ func mrSize(n int) string {
 // PingPing (both send and receive at once; size / the iteration's time),
 // in MB/s (10^6 bytes). Small messages are the mean of 8 iterations after
 // a warm-up one; from 64 KB on, one iteration (the transfer dominates).
-func imbBandwidth(ctx context.Context, s mrSeries, frag int, m lcp.Matching, size int) (float64, error) {
+func imbBandwidth(ctx context.Context, s mrSeries, frag int, m lcp.Matching, bulk lcp.Bulk, size int) (float64, error) {
 	c, err := machine.New(sim.NewEngine(1), lcp.MultirailSpec(s.nics, true))
 	if err != nil {
 		return 0, err
 	}
 	c.SetPartitions(Partitions)
 	cfg := lcp.DefaultConfig()
-	cfg.FragmentBytes, cfg.Protocol, cfg.Registration, cfg.Matching = frag, s.proto, s.reg, m
+	cfg.FragmentBytes, cfg.Protocol, cfg.Registration, cfg.Matching, cfg.Bulk = frag, s.proto, s.reg, m, bulk
 	warm, iters := 1, 8
 	if size >= 64<<10 {
 		warm, iters = 0, 1
@@ -398,8 +412,10 @@ func imbBandwidth(ctx context.Context, s mrSeries, frag int, m lcp.Matching, siz
 	if _, stopped := runctl.Run(ctx, c, name, cfg.Limit, nil); stopped {
 		return 0, runctl.ErrInterrupted
 	}
-	if _, err := ses.Result(); err != nil {
+	if res, err := ses.Result(); err != nil {
 		return 0, err
+	} else if res.BulkOff != "" {
+		return 0, fmt.Errorf("--bulk batched: %s", res.BulkOff)
 	}
 	if runErr != nil {
 		return 0, runErr

@@ -15,7 +15,7 @@ import (
 // PingPing no faster than PingPong); every claim is measured.
 func TestMultirailReduced(t *testing.T) {
 	const frag, maxFrags = 64 << 10, 32
-	figs := multirailFigures(frag, maxFrags, lcp.OnPoll)
+	figs := multirailFigures(frag, maxFrags, lcp.OnPoll, lcp.Cycle)
 	if len(figs) != 3 || figs[0].Name != "5a" || figs[1].Name != "5b" || figs[2].Name != "rails" {
 		t.Fatalf("figures %v", figs)
 	}
@@ -110,7 +110,7 @@ func TestMultirailAt(t *testing.T) {
 		{1 << 20, 128, "--fragments 128"},
 		{128 << 20, 64, "want at most 4294967296"},
 	} {
-		p, err := MultirailAt(tc.frag, tc.frags, lcp.OnPoll)
+		p, err := MultirailAt(tc.frag, tc.frags, lcp.OnPoll, lcp.Cycle)
 		switch {
 		case tc.want == "" && (err != nil || p.Name != "multirail"):
 			t.Errorf("MultirailAt(%d, %d): %v", tc.frag, tc.frags, err)
@@ -118,7 +118,7 @@ func TestMultirailAt(t *testing.T) {
 			t.Errorf("MultirailAt(%d, %d): %v, want %q", tc.frag, tc.frags, err, tc.want)
 		}
 	}
-	if _, err := MultirailAt(1<<20, 64, 7); err == nil || !strings.Contains(err.Error(), "--matching matching7: want on-poll or on-arrival") {
+	if _, err := MultirailAt(1<<20, 64, 7, lcp.Cycle); err == nil || !strings.Contains(err.Error(), "--matching matching7: want on-poll or on-arrival") {
 		t.Errorf("matching 7: %v", err)
 	}
 	// Fragments below IMB's 16 KB: the sizes stay distinct and increasing.
@@ -126,6 +126,47 @@ func TestMultirailAt(t *testing.T) {
 	for i := 1; i < len(sz); i++ {
 		if sz[i] <= sz[i-1] {
 			t.Fatalf("sizes %v", sz)
+		}
+	}
+}
+
+// A reduced Figure 5a through the bulk DMA path: fragments of 1 MB (four
+// work requests, the middle two by the bulk path), messages up to 8 of
+// them, every series and size; every point runs, every claim is measured,
+// and the mechanisms hold as TLP by TLP (TestMultirailReduced).
+func TestMultirailReducedBulk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 300 MB through the NICs")
+	}
+	const frag, maxFrags = 1 << 20, 8
+	f := multirailFigures(frag, maxFrags, lcp.OnPoll, lcp.Batched)[0]
+	if !strings.Contains(f.Title, "fragments by the bulk DMA path") {
+		t.Fatalf("title %q", f.Title)
+	}
+	pts, err := f.Custom.Run(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != f.Custom.Experiments() {
+		t.Fatalf("%d points of %d", len(pts), f.Custom.Experiments())
+	}
+	for _, p := range pts {
+		if !(p.Y > 0) {
+			t.Errorf("%s at %d bytes: %v MB/s", p.Scheme, p.X, p.Y)
+		}
+	}
+	for _, r := range f.CheckPoints(pts) {
+		if r.Measured == "" {
+			t.Errorf("claim %q measured nothing", r.Claim.Text)
+		}
+		if (strings.HasPrefix(r.Claim.Text, "M4") || strings.HasPrefix(r.Claim.Text, "M9")) && !r.Holds {
+			t.Errorf("%s: %s", r.Claim.Text, r.Measured)
+		}
+	}
+	big := frag * maxFrags
+	for n := 2; n <= 4; n++ {
+		if a, b := pp(pts, big, n), pp(pts, big, n-1); a <= 1.1*b {
+			t.Errorf("%d fragments: %d NICs %.0f MB/s, not 10 %% above %d NICs' %.0f", maxFrags, n, a, n-1, b)
 		}
 	}
 }

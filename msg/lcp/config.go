@@ -106,6 +106,34 @@ func (m Matching) String() string {
 	return fmt.Sprintf("matching%d", uint8(m))
 }
 
+// Bulk is how a rendezvous's fragments cross the host side of the NICs.
+type Bulk uint8
+
+// The bulk modes.
+const (
+	// Cycle: every fragment TLP by TLP through the PCIe links, the root
+	// complex and the memory controller.
+	Cycle Bulk = 1 + iota
+	// Batched: a fragment's work requests but its first and last are
+	// marked bulk, and the NICs move their payload by the machine's bulk
+	// DMA path (machine.Cluster.EnableBulk): one copy, the TLPs counted,
+	// no time of its own, while the frames stay per packet on the wires.
+	// On a machine whose host side could be the bottleneck
+	// (machine.BulkHostFits) the run goes TLP by TLP and
+	// Result.BulkOff says why.
+	Batched
+)
+
+func (b Bulk) String() string {
+	switch b {
+	case Cycle:
+		return "cycle"
+	case Batched:
+		return "batched"
+	}
+	return fmt.Sprintf("bulk%d", uint8(b))
+}
+
 // Place is where a rank runs: a core of a node.
 type Place struct{ Node, Core int }
 
@@ -158,6 +186,8 @@ type Config struct {
 	Places []Place
 	// Limit bounds the simulated time of a run (default 10 s).
 	Limit sim.Tick
+	// Bulk is how fragments cross the host side (default Cycle).
+	Bulk Bulk
 }
 
 // MaxEager bounds EagerLimit: an eager packet is one SEND of a header and
@@ -168,7 +198,7 @@ const MaxEager = 64 << 10
 // fragments over every NIC, a descriptor per fragment.
 func DefaultConfig() Config {
 	return Config{EagerLimit: 8192, FragmentBytes: 64 << 20, ChunkBytes: 256 << 10, Protocol: RPUT, Registration: PerFragment,
-		RegCycles: 2000, MatchPS: 2 * sim.NS, Matching: OnPoll, CallCycles: 100, Slots: 16, Bounces: 16, Limit: 10 * sim.S}
+		RegCycles: 2000, MatchPS: 2 * sim.NS, Matching: OnPoll, CallCycles: 100, Slots: 16, Bounces: 16, Limit: 10 * sim.S, Bulk: Cycle}
 }
 
 func (c Config) withDefaults() Config {
@@ -206,6 +236,9 @@ func (c Config) withDefaults() Config {
 	if c.Limit == 0 {
 		c.Limit = d.Limit
 	}
+	if c.Bulk == 0 {
+		c.Bulk = d.Bulk
+	}
 	return c
 }
 
@@ -229,6 +262,8 @@ func (c Config) validate(m *machine.Cluster) error {
 		return fmt.Errorf("lcp: registration %d, want per-fragment or per-nic", c.Registration)
 	case c.Matching != OnPoll && c.Matching != OnArrival:
 		return fmt.Errorf("lcp: matching %d, want on-poll or on-arrival", c.Matching)
+	case c.Bulk != Cycle && c.Bulk != Batched:
+		return fmt.Errorf("lcp: bulk mode %d, want cycle or batched", c.Bulk)
 	case c.RegCycles < 0 || c.CallCycles < 0 || c.MatchPS < 0:
 		return fmt.Errorf("lcp: negative cost (reg %d cycles, call %d cycles, match %d ps)", c.RegCycles, c.CallCycles, c.MatchPS)
 	case c.Slots < 2 || c.Slots > m.Spec.SQSize:

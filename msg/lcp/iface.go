@@ -230,20 +230,22 @@ func (t *Iface) RecvTag(tag, ign uint64, ctx *Request) *unexpected {
 // node; Get an RDMA READ from remote in rank dst's node to local. nil when
 // the rail has no send slot now.
 func (t *Iface) Put(dst int, local, remote uint64, n int) *verbs.Posted {
-	d := t.p.w.places[dst]
-	if !t.room(d) {
-		return nil
-	}
-	return t.tr.Track(verbs.Conn{Node: d.Node, Core: d.Core}, t.on(d.Core).Put(d.Node, local, remote, n), 0)
+	return t.rdma(dst, local, remote, n, (*verbs.Ctx).Put)
 }
 
 // Get: see Put.
 func (t *Iface) Get(dst int, local, remote uint64, n int) *verbs.Posted {
+	return t.rdma(dst, local, remote, n, (*verbs.Ctx).Get)
+}
+
+// rdma posts one RDMA work request by post (Put, Get, or their bulk
+// forms), or returns nil when the rail has no send slot now.
+func (t *Iface) rdma(dst int, local, remote uint64, n int, post func(*verbs.Ctx, int, uint64, uint64, int) verbs.WR) *verbs.Posted {
 	d := t.p.w.places[dst]
 	if !t.room(d) {
 		return nil
 	}
-	return t.tr.Track(verbs.Conn{Node: d.Node, Core: d.Core}, t.on(d.Core).Get(d.Node, local, remote, n), 0)
+	return t.tr.Track(verbs.Conn{Node: d.Node, Core: d.Core}, post(t.on(d.Core), d.Node, local, remote, n), 0)
 }
 
 // poll reaps completions and hands arrived messages (at most batch) to

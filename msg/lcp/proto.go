@@ -527,12 +527,20 @@ func (p *Proc) postFragments(q *Request) bool {
 		off, n := p.fragment(q, i)
 		c := min(p.w.cfg.ChunkBytes, n-q.nextOff)
 		at := uint64(off + q.nextOff)
-		var op *verbs.Posted
-		if q.send {
-			op = t.Put(peer, q.buf.Addr+at, q.remote+at, c)
-		} else {
-			op = t.Get(peer, q.buf.Addr+at, q.remote+at, c)
+		// Batched: a fragment's work requests but its first and last go by
+		// the NICs' bulk paths; the first brings the rail's pipeline to its
+		// steady state and the last ends it, on the blocks.
+		bulk := p.w.bulk && q.nextOff > 0 && q.nextOff+c < n
+		post := (*verbs.Ctx).Get
+		switch {
+		case q.send && bulk:
+			post = (*verbs.Ctx).PutBulk
+		case q.send:
+			post = (*verbs.Ctx).Put
+		case bulk:
+			post = (*verbs.Ctx).GetBulk
 		}
+		op := t.rdma(peer, q.buf.Addr+at, q.remote+at, c, post)
 		if op == nil {
 			return worked
 		}

@@ -24,6 +24,10 @@ type world struct {
 	// arrived, with matching on arrival: [node][rail], when each receive
 	// (QPN and index) completed in the NIC, until its rank polls it.
 	arrived [][]map[recvKey]sim.Tick
+	// bulk: fragments go by the NICs' bulk paths (Config.Bulk, the
+	// machine allowing it); bulkOff: why not, when Batched was asked for.
+	bulk    bool
+	bulkOff string
 }
 
 type recvKey struct {
@@ -36,6 +40,9 @@ type recvKey struct {
 type Result struct {
 	Finish []sim.Tick
 	Stats  []Stats
+	// BulkOff says why a run asked to batch (Config.Bulk) went TLP by
+	// TLP: the machine's host side could be a bottleneck.
+	BulkOff string
 }
 
 // Run runs body as every rank of cfg.Places on the cluster, until each
@@ -96,6 +103,13 @@ func Start(c *machine.Cluster, cfg Config, body func(p *Proc)) (*Session, error)
 			}
 		}
 	}
+	if cfg.Bulk == Batched {
+		if err := c.EnableBulk(); err != nil {
+			w.bulkOff = err.Error()
+		} else {
+			w.bulk = true
+		}
+	}
 	if cfg.Matching == OnArrival {
 		// The NICs tell when each receive completes: the matching unit,
 		// part of the NIC, searches then (the hook runs in the node's own
@@ -151,7 +165,7 @@ func Start(c *machine.Cluster, cfg Config, body func(p *Proc)) (*Session, error)
 // Result is what the run measured; an error names the ranks that have
 // not finished.
 func (s *Session) Result() (*Result, error) {
-	res := &Result{}
+	res := &Result{BulkOff: s.w.bulkOff}
 	var stuck []string
 	for _, p := range s.w.procs {
 		res.Finish = append(res.Finish, p.finish)
