@@ -64,6 +64,9 @@ func AllBins() []string {
 	for _, k := range []string{"setbits", "unmap", "map", "detach", "attach"} {
 		out = append(out, "change/"+k+"/stale")
 	}
+	out = append(out, "change/unregister/no-log", "change/register/records",
+		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared",
+		"iuid/0", "iuid/1023", "iuid/other")
 	return out
 }
 
@@ -204,6 +207,22 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 		}
 	}
 	p := Predict(s, o.Accepted)
+	hit["change/unregister/no-log"] = p.NoLogAfterRemoval
+	hit["change/register/records"] = p.RecordAfterRegister
+	hit["change/clearfaults/event-again"] = p.FaultEvents > 1
+	hit["change/clearfaults/overflow-cleared"] = p.FaultAfterOverflowCleared
+	// Logs that got records, by IUID: the ends of the 10-bit range and
+	// the values between.
+	for iuid, recs := range o.Logs {
+		if len(recs) > 0 {
+			switch iuid {
+			case 0, maxIUID:
+				hit[fmt.Sprintf("iuid/%d", iuid)] = true
+			default:
+				hit["iuid/other"] = true
+			}
+		}
+	}
 	for _, f := range p.Flushes {
 		if f.Target > 0 {
 			hit["flush/waited"] = true
@@ -211,8 +230,10 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 			hit["flush/immediate"] = true
 		}
 	}
-	for b := range hit {
-		c.bins[b]++
+	for b, h := range hit {
+		if h {
+			c.bins[b]++
+		}
 	}
 }
 

@@ -58,16 +58,20 @@ type Op struct {
 // Change is a driver call made during the run, once every TLP before op
 // After has been taken and completed and its records consumed (the IOMMU
 // quiet, as after a driver's invalidation wait): SetBits, Unmap or Map of
-// a page of domain 1, Detach or Attach of a device. The IOMMU must use the
-// new tables for every TLP after it (a stale IOTLB or context-cache entry
+// a page of domain 1, Detach or Attach of a device, the removal of a Poll
+// log (unregister) and its registration again with a ring of Size bytes
+// (register), or software reading and clearing every pending fault record
+// and the overflow flag (clearfaults). The IOMMU must use the new tables
+// for every TLP after it (a stale IOTLB, context-cache or log-table entry
 // shows as the old decision) and the old ones for every TLP before.
 type Change struct {
 	After int    `json:"after"` // ops[:after] are done when it is made
-	Kind  string `json:"kind"`  // setbits, unmap, map, detach, attach
+	Kind  string `json:"kind"`  // setbits, unmap, map, detach, attach, unregister, register, clearfaults
 	IOVA  uint64 `json:"iova,omitempty"`
 	Bits  uint64 `json:"bits,omitempty"` // setbits, map
-	IUID  uint16 `json:"iuid,omitempty"` // setbits, map
+	IUID  uint16 `json:"iuid,omitempty"` // setbits, map, unregister, register
 	Dev   int    `json:"dev,omitempty"`  // detach, attach
+	Size  uint64 `json:"size,omitempty"` // register: the new ring's bytes
 }
 
 // Stimulus is one test: the set-up and the TLPs every device sends in order.
@@ -145,7 +149,45 @@ func Generate(seed uint64) *Stimulus {
 		burst(r, s, ndev)
 	}
 	changes(seed, s, npages, nops)
+	iuids(seed, s)
 	return s
+}
+
+// iuids gives the logs and the pages' IUIDs values over the whole 10-bit
+// range, 0 and 1023 included, drawn from a stream of their own (the rest
+// of the stimulus stays the seed's): the generator numbers logs 1, 2, ...
+// and the IUID without a log after them; each number becomes another
+// value. (IUID 0 of the pages that log nothing stays 0: its bits log
+// nothing whatever log IUID 0 has.)
+func iuids(seed uint64, s *Stimulus) {
+	r := rand.New(rand.NewPCG(seed, 0x1d1d))
+	used := map[uint16]bool{}
+	val := map[uint16]uint16{0: 0}
+	for k := uint16(1); int(k) <= len(s.Logs)+1; k++ {
+		v := uint16(1 + r.IntN(maxIUID-1))
+		switch r.IntN(4) {
+		case 0:
+			v = 0
+		case 1:
+			v = maxIUID
+		}
+		for used[v] {
+			v = uint16(1 + r.IntN(maxIUID-1))
+		}
+		used[v], val[k] = true, v
+	}
+	for i := range s.Logs {
+		s.Logs[i].IUID = val[s.Logs[i].IUID]
+	}
+	for i := range s.Pages {
+		s.Pages[i].IUID = val[s.Pages[i].IUID]
+	}
+	for i := range s.Flushes {
+		s.Flushes[i].IUID = val[s.Flushes[i].IUID]
+	}
+	for i := range s.Changes {
+		s.Changes[i].IUID = val[s.Changes[i].IUID]
+	}
 }
 
 // changes draws, from a stream of its own (the rest of the stimulus stays
@@ -166,17 +208,42 @@ func changes(seed uint64, s *Stimulus, npages, nops int) {
 	for i, d := range s.Devices {
 		attached[i] = d.Attached
 	}
+	// Poll logs without a flushing page may be removed and registered
+	// again (the notification checks follow one ring per log; a flush
+	// waits on a log that stays).
+	var poll []int
+	registered := make([]bool, len(s.Logs))
+	for i, l := range s.Logs {
+		registered[i] = true
+		flushed := false
+		for _, f := range s.Flushes {
+			flushed = flushed || f.IUID == l.IUID
+		}
+		if l.Mode == 0 && !flushed {
+			poll = append(poll, i)
+		}
+	}
 	after := 1 + r.IntN(nops/2+1)
-	for n := 1 + r.IntN(4); n > 0 && after < nops; n-- {
+	for n := 1 + r.IntN(6); n > 0 && after < nops; n-- {
 		c := Change{After: after}
-		if r.IntN(4) == 0 {
+		switch k := r.IntN(8); {
+		case k == 0:
+			c.Kind = "clearfaults"
+		case k == 1 && len(poll) > 0:
+			i := poll[r.IntN(len(poll))]
+			c.IUID, c.Kind = s.Logs[i].IUID, "unregister"
+			if !registered[i] {
+				c.Kind, c.Size = "register", []uint64{256, 512, 1024, 8192, 65536}[r.IntN(5)]
+			}
+			registered[i] = !registered[i]
+		case k < 4:
 			c.Dev = r.IntN(len(s.Devices))
 			c.Kind = "detach"
 			if !attached[c.Dev] {
 				c.Kind = "attach"
 			}
 			attached[c.Dev] = !attached[c.Dev]
-		} else {
+		default:
 			// Half the time a page a later TLP uses, so the change shows.
 			pg := r.IntN(npages)
 			if r.IntN(2) == 0 {
@@ -420,8 +487,8 @@ func (s *Stimulus) Validate() error {
 	for i, l := range s.Logs {
 		k := fmt.Sprintf("logs[%d]", i)
 		switch {
-		case l.IUID < 1 || l.IUID > maxIUID:
-			return bad(k+".iuid", "1..1023: 10 bits", "%d is out of range", l.IUID)
+		case l.IUID > maxIUID:
+			return bad(k+".iuid", "0..1023: 10 bits", "%d is out of range", l.IUID)
 		case l.Size < 64 || l.Size > MaxLogSize || l.Size%8 != 0:
 			return bad(k+".size", fmt.Sprintf("a multiple of 8 from 64 to %d bytes", MaxLogSize), "%d is out of range", l.Size)
 		case l.Mode > 2:
@@ -469,7 +536,7 @@ func (s *Stimulus) Validate() error {
 			return bad(key, "a TLP that encodes", "%v", err)
 		}
 	}
-	if err := s.validateChanges(iovas, flushes); err != nil {
+	if err := s.validateChanges(iovas, flushes, logs); err != nil {
 		return err
 	}
 	if s.ConsumerNS < 1 || s.ConsumerNS > MaxConsumerNS {
@@ -482,8 +549,10 @@ func (s *Stimulus) Validate() error {
 }
 
 // validateChanges checks the driver calls in order, following which pages
-// are mapped: SetBits and Unmap of a mapped page, Map of an unmapped one.
-func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int) error {
+// are mapped and which logs registered: SetBits and Unmap of a mapped
+// page, Map of an unmapped one; unregister of a registered Poll log
+// without a flushing page, register of one unregistered.
+func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int, logs map[uint16]int) error {
 	if len(s.Changes) > MaxChanges {
 		return &input.Error{Key: "changes", Problem: fmt.Sprintf("%d changes", len(s.Changes)), Allowed: fmt.Sprintf("0..%d changes", MaxChanges)}
 	}
@@ -492,6 +561,11 @@ func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int)
 		mapped[p.IOVA] = p.Mapped
 	}
 	const bits = pte.R | pte.W | pte.WL | pte.WLD | pte.RL | pte.RLD | pte.E
+	flushed := map[uint16]bool{}
+	for _, f := range s.Flushes {
+		flushed[f.IUID] = true
+	}
+	unregistered := map[uint16]bool{}
 	prev := 0
 	for i, c := range s.Changes {
 		k := fmt.Sprintf("changes[%d]", i)
@@ -508,9 +582,27 @@ func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int)
 				return bad(".dev", fmt.Sprintf("0..%d: an index into devices", len(s.Devices)-1), "%d is no device", c.Dev)
 			}
 			continue
+		case "clearfaults":
+			continue
+		case "unregister", "register":
+			l, ok := logs[c.IUID]
+			switch {
+			case !ok:
+				return bad(".iuid", "the IUID of one of logs", "%d has no log", c.IUID)
+			case s.Logs[l].Mode != 0 || flushed[c.IUID]:
+				return bad(".iuid", "a Poll log without a flushing page", "IUID %d's log is %s", c.IUID,
+					map[bool]string{true: "flushed", false: "not in Poll mode"}[flushed[c.IUID]])
+			case (c.Kind == "register") != unregistered[c.IUID]:
+				return bad(".kind", "unregister of a registered log, register of an unregistered one", "%s of a log that is %s", c.Kind,
+					map[bool]string{true: "unregistered", false: "registered"}[unregistered[c.IUID]])
+			case c.Kind == "register" && (c.Size < 64 || c.Size > MaxLogSize || c.Size%8 != 0):
+				return bad(".size", fmt.Sprintf("a multiple of 8 from 64 to %d bytes", MaxLogSize), "%d is out of range", c.Size)
+			}
+			unregistered[c.IUID] = c.Kind == "unregister"
+			continue
 		case "setbits", "unmap", "map":
 		default:
-			return bad(".kind", "setbits, unmap, map, detach or attach", "%q is no driver call", c.Kind)
+			return bad(".kind", "setbits, unmap, map, detach, attach, unregister, register or clearfaults", "%q is no driver call", c.Kind)
 		}
 		if _, ok := iovas[c.IOVA]; !ok {
 			return bad(".iova", "the iova of one of pages", "%#x is no page", c.IOVA)
