@@ -78,6 +78,14 @@ MUTANTS = [
      "nic/qp.go", "\t\tpsn = (psn + 1) & 0xffffff\n\t\tif end == r.n {", "\t\tif end == r.n {"),
     ("nic: a read answered before all its data came from the host",
      "nic/qp.go", "for len(q.reads) > 0 && q.reads[0].got >= q.reads[0].n {", "for len(q.reads) > 0 && q.reads[0].got > 0 {"),
+    # Only driver calls that remove a log or clear the fault records see
+    # these.
+    ("iommu: a log's cached entry kept when the driver invalidates it",
+     "iommu/accesslog.go", "func (m *IOMMU) InvalidateLog(iuid uint16) { m.logs.Remove(iuid) }", "func (m *IOMMU) InvalidateLog(iuid uint16) {}"),
+    ("iommu: software's write to clear the fault overflow flag (PFO) ignored",
+     "iommu/faults.go", "func (m *IOMMU) ClearOverflow() { m.faults.pfo = false }", "func (m *IOMMU) ClearOverflow() {}"),
+    ("iommu: a fault pending while the record index has moved on (no fault event after software clears)",
+     "iommu/faults.go", "\twasPending := f.ppf()\n", "\twasPending := f.ppf() || f.fri != f.next\n"),
     # The CPU: local atomics, interrupts and uncached reads.
     ("cpu: a local CAS that swaps when the compare fails",
      "cpu/cpu.go", "\tif old == cmp {\n\t\tp.core.mem.Store64(addr, swap)", "\tif old != cmp {\n\t\tp.core.mem.Store64(addr, swap)",
