@@ -66,7 +66,8 @@ func AllBins() []string {
 	}
 	out = append(out, "change/unregister/no-log", "change/register/records",
 		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared",
-		"iuid/0", "iuid/1023", "iuid/other")
+		"iuid/0", "iuid/1023", "iuid/other",
+		"page/2MB/allowed", "page/2MB/denied", "page/1GB/allowed", "page/1GB/denied")
 	return out
 }
 
@@ -118,11 +119,11 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 				hit["align/"+name+"/unaligned"] = true
 			}
 		}
-		pg, ok := pages[t.Addr&^0xfff]
+		pg := pageOf(pages, t.Addr)
 		if !devices[op.Dev].Attached {
 			continue
 		}
-		if !ok || !pg.Mapped {
+		if pg == nil || !pg.Mapped {
 			hit["decision/"+name+"/not-present"] = true
 			continue
 		}
@@ -149,6 +150,9 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 			e = "E1"
 		}
 		hit[fmt.Sprintf("decision/%s/%s/%s/%s", name, perm, lg, e)] = true
+		if size := pg.Bytes(); size != 4096 {
+			hit[fmt.Sprintf("page/%s/%s", map[uint64]string{Page2M: "2MB", Page1G: "1GB"}[size], perm)] = true
+		}
 	}
 	// A driver call whose page (or device) TLPs used before it and after
 	// it: the IOTLB or the context cache held an entry it made stale.

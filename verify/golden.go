@@ -123,11 +123,13 @@ func Predict(s *Stimulus, order []int) *Prediction {
 		pg := new(Page)
 		*pg = s.Pages[i] // a copy: driver calls change it
 		pages[pg.IOVA] = pg
+	}
+	for _, pa := range Frames(s) {
 		m := make([]byte, 4096)
 		for k := range m {
-			m[k] = Pattern(pg.PA + uint64(k))
+			m[k] = Pattern(pa + uint64(k))
 		}
-		p.Memory[pg.PA] = m
+		p.Memory[pa] = m
 	}
 	logs := map[uint16]*goldLog{}
 	for _, l := range s.Logs {
@@ -186,7 +188,7 @@ func Predict(s *Stimulus, order []int) *Prediction {
 			}
 			continue
 		}
-		pg := pages[t.Addr&^0xfff]
+		pg := pageOf(pages, t.Addr)
 		if pg == nil || !pg.Mapped {
 			fr := uint8(frWrite)
 			if read {
@@ -198,7 +200,7 @@ func Predict(s *Stimulus, order []int) *Prediction {
 			}
 			continue
 		}
-		mem := p.Memory[pg.PA]
+		mem := p.Memory[pg.PA+t.Addr&^0xfff-pg.IOVA] // the 4 KB frame, in a large page too
 		b := pg.Bits
 		r, w := b&pte.R != 0, b&pte.W != 0
 		e := b&pte.E != 0

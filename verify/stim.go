@@ -26,13 +26,79 @@ type Device struct {
 	Attached bool   `json:"attached"` // has a context entry (domain 1)
 }
 
-// Page is a 4 KB page of domain 1's IO address space.
+// Page is a page of domain 1's IO address space: 4 KB, or a large page
+// of 2 MB or 1 GB (Size), which has R and W only (the AA bits live in 4 KB
+// leaves).
 type Page struct {
 	IOVA   uint64 `json:"iova"`
 	PA     uint64 `json:"pa"`
 	Mapped bool   `json:"mapped"`
 	Bits   uint64 `json:"bits"` // pte.R, W, WL, WLD, RL, RLD, E
 	IUID   uint16 `json:"iuid"`
+	Size   uint64 `json:"size,omitempty"` // 4096 (or 0), 2 MB or 1 GB
+}
+
+// Large page sizes.
+const (
+	Page2M = 2 << 20
+	Page1G = 1 << 30
+)
+
+// Bytes is the page's size.
+func (p *Page) Bytes() uint64 {
+	if p.Size == 0 {
+		return 4096
+	}
+	return p.Size
+}
+
+// pageOf finds the page that holds iova: a 4 KB page at its address, or
+// a large page around it.
+func pageOf[P interface{ *Page }](pages map[uint64]P, iova uint64) P {
+	if pg := pages[iova&^0xfff]; pg != nil {
+		return pg
+	}
+	for _, size := range []uint64{Page2M, Page1G} {
+		if pg := pages[iova&^(size-1)]; pg != nil && (*Page)(pg).Bytes() == size {
+			return pg
+		}
+	}
+	return nil
+}
+
+// Frames lists the 4 KB frames whose memory a run sets up and compares:
+// every 4 KB page's, and of each large page the frames an op addresses
+// (a 1 GB page is not copied whole). Both the harness and the golden model
+// take this list, a function of the stimulus alone.
+func Frames(s *Stimulus) []uint64 {
+	var out []uint64
+	seen := map[uint64]bool{}
+	add := func(pa uint64) {
+		if !seen[pa] {
+			seen[pa] = true
+			out = append(out, pa)
+		}
+	}
+	large := map[uint64]*Page{}
+	for i := range s.Pages {
+		pg := &s.Pages[i]
+		if pg.Bytes() == 4096 {
+			add(pg.PA)
+		} else {
+			large[pg.IOVA] = pg
+		}
+	}
+	if len(large) == 0 {
+		return out
+	}
+	for _, op := range s.Ops {
+		for _, size := range []uint64{Page2M, Page1G} {
+			if pg := large[op.TLP.Addr&^(size-1)]; pg != nil && pg.Bytes() == size {
+				add(pg.PA + (op.TLP.Addr-pg.IOVA)&^0xfff)
+			}
+		}
+	}
+	return out
 }
 
 // Log is an access log: ring size in bytes and notification mode (0 Poll,
@@ -150,7 +216,62 @@ func Generate(seed uint64) *Stimulus {
 	}
 	changes(seed, s, npages, nops)
 	iuids(seed, s)
+	largePages(seed, s)
 	return s
+}
+
+// Where large pages are: 2 MB pages of IOVA from Large2MBase on frames
+// from Large2MFrames, the 1 GB page at Large1GBase on a frame at the
+// same address.
+const (
+	Large2MBase   = 0x8000_0000
+	Large2MFrames = 0x6000_0000
+	Large1GBase   = 0x1_0000_0000
+)
+
+// largePages adds, from a stream of its own (the rest of the stimulus
+// stays the seed's), a 2 MB page or two and a 1 GB page with R, W or
+// both, and puts, gets and atomics through them after the other ops: at
+// their first and last 4 KB and between, so that the frame is the large
+// page's frame plus the offset within it.
+func largePages(seed uint64, s *Stimulus) {
+	r := rand.New(rand.NewPCG(seed, 0x1a9e))
+	if r.IntN(2) == 0 {
+		return
+	}
+	perm := func() uint64 { return []uint64{pte.R | pte.W, pte.R, pte.W}[r.IntN(3)] }
+	var large []Page
+	for k := uint64(0); k < uint64(1+r.IntN(2)); k++ {
+		large = append(large, Page{IOVA: Large2MBase + k*Page2M, PA: Large2MFrames + k*Page2M, Mapped: true, Bits: perm(), Size: Page2M})
+	}
+	if r.IntN(2) == 0 {
+		large = append(large, Page{IOVA: Large1GBase, PA: Large1GBase, Mapped: true, Bits: perm(), Size: Page1G})
+	}
+	s.Pages = append(s.Pages, large...)
+	count := 4 + r.IntN(12)
+	for n := 0; n < count; n++ {
+		pg := large[r.IntN(len(large))]
+		frames := pg.Size / 4096
+		frame := []uint64{0, frames - 1, uint64(r.IntN(int(frames)))}[r.IntN(3)]
+		dev := r.IntN(len(s.Devices))
+		id := s.Devices[dev].ID
+		size := sizes[r.IntN(len(sizes))]
+		addr := pg.IOVA + frame*4096 + uint64(r.IntN(4096-size+1))
+		tag := uint16(0x100 + n) // apart from randomOp's and the burst's
+		switch k := r.IntN(8); {
+		case k < 4:
+			data := make([]byte, size)
+			for i := range data {
+				data[i] = byte(r.Uint32())
+			}
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemWrite(id, tag, addr, data)})
+		case k < 7:
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemRead(id, tag, addr, size)})
+		default:
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.TLP{Kind: tlp.FetchAdd, Length: 2, RequesterID: id, Tag: tag,
+				Addr: addr &^ 7, Addr64: addr >= 1<<32, Data: []byte{byte(r.Uint32()), 0, 0, 0, 0, 0, 0, 0}}})
+		}
+	}
 }
 
 // iuids gives the logs and the pages' IUIDs values over the whole 10-bit
@@ -464,15 +585,20 @@ func (s *Stimulus) Validate() error {
 	iovas := map[uint64]int{}
 	for i, p := range s.Pages {
 		k := fmt.Sprintf("pages[%d]", i)
+		n := p.Bytes()
 		switch {
-		case p.IOVA%4096 != 0 || p.IOVA >= 1<<48:
-			return bad(k+".iova", "a multiple of 4096 below 2^48", "%#x", p.IOVA)
-		case p.PA%4096 != 0 || p.PA >= 1<<52:
-			return bad(k+".pa", "a multiple of 4096 below 2^52", "%#x", p.PA)
-		case p.PA < pageTablesEnd && p.PA+4096 > pageTables:
+		case n != 4096 && n != Page2M && n != Page1G:
+			return bad(k+".size", "4096, 2097152 (2 MB) or 1073741824 (1 GB)", "%d is no page size", p.Size)
+		case p.IOVA%n != 0 || p.IOVA+n > 1<<48:
+			return bad(k+".iova", "a multiple of the page's size below 2^48", "%#x", p.IOVA)
+		case p.PA%n != 0 || p.PA+n > 1<<52:
+			return bad(k+".pa", "a multiple of the page's size below 2^52", "%#x", p.PA)
+		case p.PA < pageTablesEnd && p.PA+n > pageTables:
 			return bad(k+".pa", fmt.Sprintf("outside the IOMMU's tables, %#x..%#x", pageTables, pageTablesEnd), "%#x is in the IOMMU's tables", p.PA)
-		case p.PA < logsEnd && p.PA+4096 > LogBase:
+		case p.PA < logsEnd && p.PA+n > LogBase:
 			return bad(k+".pa", fmt.Sprintf("outside the logs, %#x..%#x", LogBase, logsEnd), "%#x is in the access logs", p.PA)
+		case n != 4096 && (p.Bits&^(pte.R|pte.W) != 0 || p.IUID != 0):
+			return bad(k+".bits", "R and W only, IUID 0, on a large page (the AA bits live in 4 KB leaves)", "%#x, IUID %d", p.Bits, p.IUID)
 		case p.Bits&^bits != 0:
 			return bad(k+".bits", "R, W, WL, WLD, RL, RLD and E only", "%#x has other bits", p.Bits)
 		case p.IUID > maxIUID:
@@ -482,6 +608,17 @@ func (s *Stimulus) Validate() error {
 			return bad(k+".iova", "a page once", "%#x is pages[%d]'s too", p.IOVA, j)
 		}
 		iovas[p.IOVA] = i
+	}
+	// A large page holds no other page (its table entry is the leaf).
+	for i, p := range s.Pages {
+		if p.Bytes() == 4096 {
+			continue
+		}
+		for j, q := range s.Pages {
+			if j != i && q.IOVA+q.Bytes() > p.IOVA && q.IOVA < p.IOVA+p.Bytes() {
+				return bad(fmt.Sprintf("pages[%d].iova", j), "outside every large page", "%#x is inside pages[%d], a page of %d bytes at %#x", q.IOVA, i, p.Bytes(), p.IOVA)
+			}
+		}
 	}
 	logs := map[uint16]int{}
 	for i, l := range s.Logs {

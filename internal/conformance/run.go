@@ -198,13 +198,13 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	}
 	drv := iommu.NewDriver(m, 0x100_0000, 0x100_0000)
 	m.SetFaultEvent(verify.FaultMSIAddr, verify.FaultMSIData, false)
-	for i := range s.Pages {
-		pg := &s.Pages[i]
+	frames := verify.Frames(s)
+	for _, pa := range frames {
 		b := make([]byte, 4096)
 		for k := range b {
-			b[k] = verify.Pattern(pg.PA + uint64(k))
+			b[k] = verify.Pattern(pa + uint64(k))
 		}
-		mem.Write(pg.PA, b)
+		mem.Write(pa, b)
 	}
 	var devs []*device
 	// Ops from gate on wait for the next driver call; with none, none wait.
@@ -233,7 +233,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	}
 	for _, pg := range s.Pages {
 		if pg.Mapped {
-			if err := drv.Map(1, pg.IOVA, pg.PA, 4096, 4096, iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
+			if err := drv.Map(1, pg.IOVA, pg.PA, pg.Bytes(), pg.Bytes(), iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
 				return nil, err
 			}
 		}
@@ -363,10 +363,10 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	if c.err != nil {
 		return obs, c.err
 	}
-	for _, pg := range s.Pages {
+	for _, pa := range frames {
 		b := make([]byte, 4096)
-		mem.Read(pg.PA, b)
-		obs.Memory[pg.PA] = b
+		mem.Read(pa, b)
+		obs.Memory[pa] = b
 	}
 	for _, f := range m.FaultRecords() {
 		if f.F {

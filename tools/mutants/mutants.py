@@ -86,6 +86,9 @@ MUTANTS = [
      "iommu/faults.go", "func (m *IOMMU) ClearOverflow() { m.faults.pfo = false }", "func (m *IOMMU) ClearOverflow() {}"),
     ("iommu: a fault pending while the record index has moved on (no fault event after software clears)",
      "iommu/faults.go", "\twasPending := f.ppf()\n", "\twasPending := f.ppf() || f.fri != f.next\n"),
+    # Only large pages see this (in a 4 KB page the offset is nothing).
+    ("iommu: a large page's frame without the 4 KB frame's offset within it",
+     "iommu/translate.go", "frame := e&pte.AddrMask&^(size-1) | iova&(size-1)&^0xfff", "frame := e&pte.AddrMask&^(size-1)"),
     # The CPU: local atomics, interrupts and uncached reads.
     ("cpu: a local CAS that swaps when the compare fails",
      "cpu/cpu.go", "\tif old == cmp {\n\t\tp.core.mem.Store64(addr, swap)", "\tif old != cmp {\n\t\tp.core.mem.Store64(addr, swap)",
