@@ -175,3 +175,43 @@ func TestLogAndFaultChangesPredicted(t *testing.T) {
 		})
 	}
 }
+
+// twoDomains has a device in each domain and a page at the same IOVA in
+// each: read and write in domain 1, read only in domain 2, on other
+// frames.
+func twoDomains() *Stimulus {
+	d1, d2 := tlp.NewID(1, 0, 0), tlp.NewID(12, 0, 0)
+	return &Stimulus{Seed: 1, FaultRecords: 4, ConsumerNS: 100,
+		Devices: []Device{{ID: d1, Attached: true}, {ID: d2, Attached: true, Domain: 2}},
+		Pages: []Page{
+			{IOVA: PageBase, PA: FrameBase, Mapped: true, Bits: pte.R | pte.W},
+			{IOVA: PageBase, PA: Domain2Frames, Mapped: true, Bits: pte.R, Domain: 2},
+		},
+		Ops: []Op{
+			{Dev: 0, TLP: tlp.NewMemWrite(d1, 0, PageBase+8, []byte("abcd"))},
+			{Dev: 1, TLP: tlp.NewMemRead(d2, 1, PageBase+8, 4)},
+			{Dev: 1, TLP: tlp.NewMemWrite(d2, 2, PageBase+8, []byte("wxyz"))}, // no W in domain 2
+			{Dev: 0, TLP: tlp.NewMemRead(d1, 3, PageBase+8, 4)},
+		},
+	}
+}
+
+// The same IOVA in two domains is two pages: each device sees its
+// domain's frame and permissions.
+func TestDomainsKeptApart(t *testing.T) {
+	s := twoDomains()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := Predict(s, []int{0, 1, 2, 3})
+	want1 := []byte{Pattern(Domain2Frames + 8), Pattern(Domain2Frames + 9), Pattern(Domain2Frames + 10), Pattern(Domain2Frames + 11)}
+	if string(p.Completions[1].Data) != string(want1) || string(p.Completions[3].Data) != "abcd" ||
+		string(p.Memory[Domain2Frames][8:12]) != string(want1) || string(p.Memory[FrameBase][8:12]) != "abcd" {
+		t.Fatalf("domain 2 read %q, domain 1 read %q", p.Completions[1].Data, p.Completions[3].Data)
+	}
+	// A page twice in one domain is refused; in two it is not.
+	s.Pages[1].Domain = 0
+	if err := s.Validate(); err == nil || err.Error() != "pages[1].iova: 0x40000000 is pages[0]'s too (a page once in its domain)" {
+		t.Fatalf("%v", err)
+	}
+}

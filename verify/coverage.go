@@ -67,7 +67,7 @@ func AllBins() []string {
 	out = append(out, "change/unregister/no-log", "change/register/records",
 		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared",
 		"iuid/0", "iuid/1023", "iuid/other",
-		"page/2MB/allowed", "page/2MB/denied", "page/1GB/allowed", "page/1GB/denied")
+		"page/2MB/allowed", "page/2MB/denied", "page/1GB/allowed", "page/1GB/denied", "domain/same-iova")
 	return out
 }
 
@@ -90,11 +90,14 @@ func sizeClass(n int) string {
 // Add counts the bins one run hit.
 func (c *Coverage) Add(s *Stimulus, o *Observation) {
 	hit := map[string]bool{}
-	pages := map[uint64]*Page{}
+	doms := map[uint16]map[uint64]*Page{1: {}, 2: {}}
 	for _, p := range s.Pages {
 		pg := p
-		pages[p.IOVA] = &pg
+		doms[pg.Dom()][p.IOVA] = &pg
 	}
+	pages := doms[1] // the driver calls change domain 1's
+	// IOVAs mapped in both domains that devices of each accessed.
+	used := map[uint16]map[uint64]bool{1: {}, 2: {}}
 	devices := append([]Device(nil), s.Devices...)
 	buses := map[uint8]bool{}
 	next := 0
@@ -119,7 +122,8 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 				hit["align/"+name+"/unaligned"] = true
 			}
 		}
-		pg := pageOf(pages, t.Addr)
+		dom := devices[op.Dev].Dom()
+		pg := pageOf(doms[dom], t.Addr)
 		if !devices[op.Dev].Attached {
 			continue
 		}
@@ -150,6 +154,12 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 			e = "E1"
 		}
 		hit[fmt.Sprintf("decision/%s/%s/%s/%s", name, perm, lg, e)] = true
+		if other := doms[3-dom][pg.IOVA]; other != nil && other.Mapped && pg.Bytes() == 4096 {
+			used[dom][pg.IOVA] = true
+			if used[3-dom][pg.IOVA] {
+				hit["domain/same-iova"] = true
+			}
+		}
 		if size := pg.Bytes(); size != 4096 {
 			hit[fmt.Sprintf("page/%s/%s", map[uint64]string{Page2M: "2MB", Page1G: "1GB"}[size], perm)] = true
 		}

@@ -118,12 +118,13 @@ type goldLog struct {
 // order in which the DUT accepted them: op indices).
 func Predict(s *Stimulus, order []int) *Prediction {
 	p := &Prediction{Memory: map[uint64][]byte{}, Logs: map[uint16][]Record{}, Completions: map[int]Completion{}}
-	pages := map[uint64]*Page{}
+	doms := map[uint16]map[uint64]*Page{1: {}, 2: {}} // each domain's page table
 	for i := range s.Pages {
 		pg := new(Page)
 		*pg = s.Pages[i] // a copy: driver calls change it
-		pages[pg.IOVA] = pg
+		doms[pg.Dom()][pg.IOVA] = pg
 	}
+	pages := doms[1] // the driver calls change domain 1's
 	for _, pa := range Frames(s) {
 		m := make([]byte, 4096)
 		for k := range m {
@@ -188,7 +189,7 @@ func Predict(s *Stimulus, order []int) *Prediction {
 			}
 			continue
 		}
-		pg := pageOf(pages, t.Addr)
+		pg := pageOf(doms[dev.Dom()], t.Addr)
 		if pg == nil || !pg.Mapped {
 			fr := uint8(frWrite)
 			if read {

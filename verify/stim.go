@@ -23,8 +23,12 @@ import (
 // Device is a requester behind the IOMMU.
 type Device struct {
 	ID       tlp.ID `json:"id"`
-	Attached bool   `json:"attached"` // has a context entry (domain 1)
+	Attached bool   `json:"attached"`         // has a context entry
+	Domain   uint16 `json:"domain,omitempty"` // 1 (or 0) or 2: whose page table its context entry points to
 }
+
+// Dom is the device's domain.
+func (d *Device) Dom() uint16 { return max(d.Domain, 1) }
 
 // Page is a page of domain 1's IO address space: 4 KB, or a large page
 // of 2 MB or 1 GB (Size), which has R and W only (the AA bits live in 4 KB
@@ -35,8 +39,12 @@ type Page struct {
 	Mapped bool   `json:"mapped"`
 	Bits   uint64 `json:"bits"` // pte.R, W, WL, WLD, RL, RLD, E
 	IUID   uint16 `json:"iuid"`
-	Size   uint64 `json:"size,omitempty"` // 4096 (or 0), 2 MB or 1 GB
+	Size   uint64 `json:"size,omitempty"`   // 4096 (or 0), 2 MB or 1 GB
+	Domain uint16 `json:"domain,omitempty"` // 1 (or 0) or 2
 }
+
+// Dom is the page's domain.
+func (p *Page) Dom() uint16 { return max(p.Domain, 1) }
 
 // Large page sizes.
 const (
@@ -217,7 +225,55 @@ func Generate(seed uint64) *Stimulus {
 	changes(seed, s, npages, nops)
 	iuids(seed, s)
 	largePages(seed, s)
+	domains(seed, s, npages)
 	return s
+}
+
+// Domain2Frames is where the frames of domain 2's pages are.
+const Domain2Frames = 0x5800_0000
+
+// domains adds, from a stream of its own, a device in domain 2 and pages
+// of domain 2 at IOVAs of domain 1's pages (other frames, other bits),
+// and accesses to those IOVAs from the devices of both domains in turn
+// after the other ops: the IOTLB and the context cache must keep the
+// domains apart.
+func domains(seed uint64, s *Stimulus, npages int) {
+	r := rand.New(rand.NewPCG(seed, 0xd0a2))
+	if r.IntN(2) == 0 {
+		return
+	}
+	s.Devices = append(s.Devices, Device{ID: tlp.NewID(12, 0, 0), Attached: true, Domain: 2})
+	d2 := len(s.Devices) - 1
+	var iovas []uint64
+	for _, i := range r.Perm(npages)[:min(npages, 2+r.IntN(3))] {
+		iuid := uint16(0)
+		if len(s.Logs) > 0 {
+			iuid = s.Logs[r.IntN(len(s.Logs))].IUID
+		}
+		s.Pages = append(s.Pages, Page{IOVA: s.Pages[i].IOVA, PA: Domain2Frames + uint64(i)*4096, Mapped: true,
+			Bits: randomBits(r), IUID: iuid, Domain: 2})
+		iovas = append(iovas, s.Pages[i].IOVA)
+	}
+	count := 6 + r.IntN(11)
+	for n := 0; n < count; n++ {
+		dev := d2
+		if n%2 == 1 {
+			dev = r.IntN(d2) // a device of domain 1 (or one without a context entry)
+		}
+		id := s.Devices[dev].ID
+		size := sizes[r.IntN(len(sizes))]
+		addr := iovas[r.IntN(len(iovas))] + uint64(r.IntN(4096-size+1))
+		tag := uint16(0x120 + n) // apart from the other ops' tags
+		if r.IntN(2) == 0 {
+			data := make([]byte, size)
+			for i := range data {
+				data[i] = byte(r.Uint32())
+			}
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemWrite(id, tag, addr, data)})
+		} else {
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemRead(id, tag, addr, size)})
+		}
+	}
 }
 
 // Where large pages are: 2 MB pages of IOVA from Large2MBase on frames
@@ -569,6 +625,9 @@ func (s *Stimulus) Validate() error {
 	}
 	ids := map[tlp.ID]int{}
 	for i, d := range s.Devices {
+		if d.Domain > 2 {
+			return bad(fmt.Sprintf("devices[%d].domain", i), "1 (or 0) or 2", "%d is no domain", d.Domain)
+		}
 		if j, ok := ids[d.ID]; ok {
 			return bad(fmt.Sprintf("devices[%d].id", i), "a requester ID once", "%v is devices[%d]'s too", d.ID, j)
 		}
@@ -582,11 +641,14 @@ func (s *Stimulus) Validate() error {
 	}
 	logsEnd := uint64(LogBase) + uint64(len(s.Logs))*MaxLogSize
 	const bits = pte.R | pte.W | pte.WL | pte.WLD | pte.RL | pte.RLD | pte.E
-	iovas := map[uint64]int{}
+	iovas := map[uint64]int{}  // domain 1's pages
+	iovas2 := map[uint64]int{} // domain 2's
 	for i, p := range s.Pages {
 		k := fmt.Sprintf("pages[%d]", i)
 		n := p.Bytes()
 		switch {
+		case p.Domain > 2:
+			return bad(k+".domain", "1 (or 0) or 2", "%d is no domain", p.Domain)
 		case n != 4096 && n != Page2M && n != Page1G:
 			return bad(k+".size", "4096, 2097152 (2 MB) or 1073741824 (1 GB)", "%d is no page size", p.Size)
 		case p.IOVA%n != 0 || p.IOVA+n > 1<<48:
@@ -604,10 +666,14 @@ func (s *Stimulus) Validate() error {
 		case p.IUID > maxIUID:
 			return bad(k+".iuid", "0..1023: 10 bits", "%d is out of range", p.IUID)
 		}
-		if j, ok := iovas[p.IOVA]; ok {
-			return bad(k+".iova", "a page once", "%#x is pages[%d]'s too", p.IOVA, j)
+		in := iovas
+		if p.Dom() == 2 {
+			in = iovas2
 		}
-		iovas[p.IOVA] = i
+		if j, ok := in[p.IOVA]; ok {
+			return bad(k+".iova", "a page once in its domain", "%#x is pages[%d]'s too", p.IOVA, j)
+		}
+		in[p.IOVA] = i
 	}
 	// A large page holds no other page (its table entry is the leaf).
 	for i, p := range s.Pages {
@@ -615,7 +681,7 @@ func (s *Stimulus) Validate() error {
 			continue
 		}
 		for j, q := range s.Pages {
-			if j != i && q.IOVA+q.Bytes() > p.IOVA && q.IOVA < p.IOVA+p.Bytes() {
+			if j != i && q.Dom() == p.Dom() && q.IOVA+q.Bytes() > p.IOVA && q.IOVA < p.IOVA+p.Bytes() {
 				return bad(fmt.Sprintf("pages[%d].iova", j), "outside every large page", "%#x is inside pages[%d], a page of %d bytes at %#x", q.IOVA, i, p.Bytes(), p.IOVA)
 			}
 		}
@@ -695,7 +761,9 @@ func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int,
 	}
 	mapped := map[uint64]bool{}
 	for _, p := range s.Pages {
-		mapped[p.IOVA] = p.Mapped
+		if p.Dom() == 1 { // the driver calls change domain 1's pages
+			mapped[p.IOVA] = p.Mapped
+		}
 	}
 	const bits = pte.R | pte.W | pte.WL | pte.WLD | pte.RL | pte.RLD | pte.E
 	flushed := map[uint16]bool{}

@@ -225,7 +225,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		m.AddPort(d.out, d.in)
 		links = append(links, watchDevice(mlog, e, i, d.out, d.in))
 		if dv.Attached {
-			if err := drv.Attach(dv.ID, 1); err != nil {
+			if err := drv.Attach(dv.ID, dv.Dom()); err != nil {
 				return nil, err
 			}
 		}
@@ -233,7 +233,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	}
 	for _, pg := range s.Pages {
 		if pg.Mapped {
-			if err := drv.Map(1, pg.IOVA, pg.PA, pg.Bytes(), pg.Bytes(), iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
+			if err := drv.Map(pg.Dom(), pg.IOVA, pg.PA, pg.Bytes(), pg.Bytes(), iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
 				return nil, err
 			}
 		}
@@ -418,13 +418,13 @@ func driverCall(drv *iommu.Driver, m *iommu.IOMMU, cons *consumer, obs *verify.O
 		return drv.Unmap(1, c.IOVA, 4096)
 	case "map":
 		for _, pg := range s.Pages {
-			if pg.IOVA == c.IOVA {
+			if pg.IOVA == c.IOVA && pg.Dom() == 1 {
 				return drv.Map(1, c.IOVA, pg.PA, 4096, 4096, iommu.Perm{Bits: c.Bits, IUID: c.IUID})
 			}
 		}
 		return fmt.Errorf("map: %#x is no page", c.IOVA)
 	case "attach":
-		return drv.Attach(s.Devices[c.Dev].ID, 1)
+		return drv.Attach(s.Devices[c.Dev].ID, s.Devices[c.Dev].Dom())
 	case "detach":
 		drv.Detach(s.Devices[c.Dev].ID)
 		return nil

@@ -89,6 +89,10 @@ MUTANTS = [
     # Only large pages see this (in a 4 KB page the offset is nothing).
     ("iommu: a large page's frame without the 4 KB frame's offset within it",
      "iommu/translate.go", "frame := e&pte.AddrMask&^(size-1) | iova&(size-1)&^0xfff", "frame := e&pte.AddrMask&^(size-1)"),
+    # Only accesses to the same IOVA from devices of two domains see this.
+    ("iommu: the IOTLB tagged without the domain",
+     "iommu/translate.go", "\tkey := makeTLBKey(c.did, iova>>12)\n\tif e, ok := m.iotlb.Lookup(key); ok {",
+     "\tkey := makeTLBKey(1, iova>>12)\n\tif e, ok := m.iotlb.Lookup(key); ok {"),
     # The CPU: local atomics, interrupts and uncached reads.
     ("cpu: a local CAS that swaps when the compare fails",
      "cpu/cpu.go", "\tif old == cmp {\n\t\tp.core.mem.Store64(addr, swap)", "\tif old != cmp {\n\t\tp.core.mem.Store64(addr, swap)",
