@@ -42,9 +42,12 @@ func New() *cobra.Command {
 		Use:   "verify",
 		Short: "Check the cycle-level IOMMU against the golden model on random stimuli",
 		Long: `Verify generates seeded, constrained-random stimuli (page set-ups over every
-combination of control bits, E and IUIDs, unmapped pages, devices without a
-context entry, puts, gets, AtomicOps and flushes of 1 B to 4 KB from several
-devices, small logs that overflow, slow and fast consumers), runs each through
+combination of control bits, E and IUIDs from 0 to 1023, 2 MB and 1 GB pages,
+a second domain at the same IOVAs, unmapped pages, devices without a context
+entry, puts, gets, AtomicOps and flushes of 1 B to 4 KB from several devices,
+small logs that overflow, slow and fast consumers, and driver calls during
+the run: permissions, mappings, devices and logs changed, fault records
+cleared), runs each through
 the cycle-level IOMMU and through the golden model of DESIGN.md §2, and
 compares every observable effect: memory, each record's header and data and
 their order, completion status and data, fault records, and that a flush
