@@ -72,9 +72,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodePacket -fuzztime 15s ./torus
 	$(GO) test -run '^$$' -fuzz FuzzReadMapping -fuzztime 15s ./bgl
 
-# Single-rule mutants of the blocks (tools/mutants/mutants.py), each
-# applied to a temporary copy of the tree and run against `aaemu verify`
-# alone: which were killed, and the kill rate. A few minutes; not part of test.
+# Single-rule mutants of the blocks and the message layers
+# (tools/mutants/mutants.py), each built as a file overlay of the verify
+# command linked alone and run against `aaemu verify` (and `verify mpi`):
+# which were killed, and the kill rate. A few CPU minutes; not part of test.
 mutants:
 	GO=$(GO) python3 tools/mutants/mutants.py
 

@@ -152,3 +152,49 @@ func TestCloseEndsWaitingProcesses(t *testing.T) {
 		t.Errorf("%d goroutines after Close, %d before the processes", n, before)
 	}
 }
+
+// A local CAS swaps only when the word equals the compare value, a
+// fetch-and-add adds; both return the word as it was, on a core alone and
+// on an SMP.
+func TestLocalAtomicsReturnTheOldWord(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		op               string
+		word, arg1, arg2 uint64
+		wantOld, wantNew uint64
+	}{
+		{"cas equal", "cas", 42, 42, 7, 42, 7},
+		{"cas differs", "cas", 42, 41, 7, 42, 42},
+		{"fetch-and-add", "fadd", 40, 2, 0, 40, 42},
+		{"fetch-and-add wraps", "fadd", ^uint64(0), 3, 0, ^uint64(0), 2},
+	} {
+		for _, smp := range []bool{false, true} {
+			e := sim.NewEngine(1)
+			clk := e.NewClock("clk", 500, 0)
+			mem := memory.NewStore()
+			c := NewCore(clk, "cpu0", DefaultSpec(), mem)
+			if smp {
+				s, err := NewSMP(e, "smp", SMPSpec{L2Bytes: 1 << 20})
+				if err == nil {
+					err = s.Attach(c)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			mem.Store64(0x1000, tc.word)
+			var old uint64
+			c.Spawn("p", func(p *Proc) {
+				if tc.op == "cas" {
+					old = p.CAS(0x1000, tc.arg1, tc.arg2)
+				} else {
+					old = p.FetchAdd(0x1000, tc.arg1)
+				}
+			})
+			e.Run(sim.MS)
+			if old != tc.wantOld || mem.Load64(0x1000) != tc.wantNew {
+				t.Errorf("%s (SMP %v): returned %d, word %d; want %d, %d", tc.name, smp, old, mem.Load64(0x1000), tc.wantOld, tc.wantNew)
+			}
+		}
+	}
+}

@@ -286,6 +286,23 @@ func (d *Driver) RegisterLog(iuid uint16, c LogConfig) error {
 	return nil
 }
 
+// UnregisterLog removes IUID's access log: its size becomes 0 (no log), and
+// the IOMMU drops its cached entry, so that later accesses that would log
+// into it fault (no log) rather than write a ring the driver took away.
+// The caller makes sure no record is in flight (the log drained), as a
+// driver does before it frees the ring.
+func (d *Driver) UnregisterLog(iuid uint16) error {
+	if d.mmu.spec.Bypass {
+		return fmt.Errorf("access log of IUID %d: %w", iuid, ErrBypassed)
+	}
+	if iuid > 0x3ff {
+		return fmt.Errorf("IUID %d needs more than 10 bits", iuid)
+	}
+	d.mem.Store64(d.LogEntryAddr(iuid)+offSize, 0)
+	d.mmu.InvalidateLog(iuid)
+	return nil
+}
+
 // RegisterFlushPage makes the page at iova (in the address space of the
 // devices that use it) the flushing page of IUID's log: an active get to it
 // completes only when the log has been consumed up to where it stood when

@@ -3,6 +3,7 @@ package verify
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/aaemu/aaemu/iommu/pte"
@@ -69,7 +70,9 @@ func TestChangeErrors(t *testing.T) {
 	}{
 		{"after beyond the ops", []Change{{After: 8, Kind: "detach"}}, "changes[0].after: 8 is out of range (0..7: an op index, in order)"},
 		{"out of order", []Change{{After: 5, Kind: "detach"}, {After: 4, Kind: "attach"}}, "changes[1].after: 4 is out of range (5..7: an op index, in order)"},
-		{"no such kind", []Change{{After: 1, Kind: "remap", IOVA: PageBase}}, `changes[0].kind: "remap" is no driver call (setbits, unmap, map, detach or attach)`},
+		{"no such kind", []Change{{After: 1, Kind: "remap", IOVA: PageBase}}, `changes[0].kind: "remap" is no driver call (setbits, unmap, map, detach, attach, unregister, register or clearfaults)`},
+		{"unregister of a log with a flushing page", []Change{{After: 1, Kind: "unregister", IUID: 1}}, "changes[0].iuid: IUID 1's log is flushed (a Poll log without a flushing page)"},
+		{"unregister of no log", []Change{{After: 1, Kind: "unregister", IUID: 7}}, "changes[0].iuid: 7 has no log (the IUID of one of logs)"},
 		{"no such device", []Change{{After: 1, Kind: "detach", Dev: 2}}, "changes[0].dev: 2 is no device (0..1: an index into devices)"},
 		{"no such page", []Change{{After: 1, Kind: "unmap", IOVA: PageBase + 0x9000}}, "changes[0].iova: 0x40009000 is no page (the iova of one of pages)"},
 		{"a flushing page", []Change{{After: 1, Kind: "unmap", IOVA: PageBase + 0x1000}}, "changes[0].iova: 0x40001000 is a flushing page (a page that is no flushing page)"},
@@ -106,5 +109,109 @@ func TestShrinkKeepsChanges(t *testing.T) {
 	})
 	if len(small.Ops) != 1 || small.Ops[0].TLP.Tag != 5 || small.Changes[0].After != 0 || small.Changes[1].After != 1 {
 		t.Fatalf("%+v %+v", small.Ops, small.Changes)
+	}
+}
+
+// logged is a stimulus for the log and fault calls: a Poll log of IUID 0,
+// two fault recording registers, and writes to a page that logs into it
+// (ops 0 and 4) and to an unmapped page (ops 1, 2, 3 and 5: faults).
+func logged(cs ...Change) *Stimulus {
+	id := tlp.NewID(1, 0, 0)
+	s := &Stimulus{Seed: 1, FaultRecords: 2, ConsumerNS: 100,
+		Devices: []Device{{ID: id, Attached: true}},
+		Logs:    []Log{{IUID: 0, Size: 4096, Mode: 0}},
+		Pages: []Page{
+			{IOVA: PageBase, PA: FrameBase, Mapped: true, Bits: pte.R | pte.W | pte.WL | pte.E},
+			{IOVA: PageBase + 0x1000, PA: FrameBase + 0x1000},
+		},
+		Changes: cs,
+	}
+	for i, pg := range []uint64{0, 1, 1, 1, 0, 1} {
+		s.Ops = append(s.Ops, Op{Dev: 0, TLP: tlp.NewMemWrite(id, uint16(i), PageBase+pg*0x1000+8, []byte("abcd"))})
+	}
+	return s
+}
+
+// The golden model follows a log removed and registered again (records
+// after its removal fault for want of a log; sequence numbers start again
+// in a new ring) and software clearing the fault records (VT-d's registers
+// used round robin, PFO dropping faults until cleared, a fault event for
+// the first fault recorded while none is pending).
+func TestLogAndFaultChangesPredicted(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		changes  []Change
+		seqs     []uint64 // IUID 0's records
+		faults   []uint8  // the reasons software read, in order
+		overflow bool
+		cleared  int
+		events   int
+	}{
+		{"none", nil, []uint64{0, 1}, []uint8{5, 5}, true, 0, 1},
+		{"cleared before the overflow", []Change{{After: 3, Kind: "clearfaults"}}, []uint64{0, 1}, []uint8{5, 5, 5, 5}, false, 0, 2},
+		{"cleared after the overflow", []Change{{After: 4, Kind: "clearfaults"}}, []uint64{0, 1}, []uint8{5, 5, 5}, false, 1, 2},
+		{"cleared twice", []Change{{After: 2, Kind: "clearfaults"}, {After: 5, Kind: "clearfaults"}}, []uint64{0, 1}, []uint8{5, 5, 5, 5}, false, 0, 3},
+		{"log removed", []Change{{After: 4, Kind: "unregister"}, {After: 4, Kind: "clearfaults"}}, []uint64{0}, []uint8{5, 5, frNoLog, 5}, false, 1, 2},
+		{"log registered again", []Change{{After: 1, Kind: "unregister"}, {After: 4, Kind: "register", Size: 1024}}, []uint64{0, 0}, []uint8{5, 5}, true, 0, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := logged(c.changes...)
+			if err := s.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			p := Predict(s, []int{0, 1, 2, 3, 4, 5})
+			var seqs []uint64
+			for _, r := range p.Logs[0] {
+				seqs = append(seqs, r.Seq)
+			}
+			var frs []uint8
+			for _, f := range p.Faults {
+				frs = append(frs, f.FR)
+			}
+			if !slices.Equal(seqs, c.seqs) || !slices.Equal(frs, c.faults) || p.Overflow != c.overflow || p.Cleared != c.cleared || p.FaultEvents != c.events {
+				t.Fatalf("records %v, faults %#x, overflow %v, cleared %d, %d events; want %v, %#x, %v, %d, %d",
+					seqs, frs, p.Overflow, p.Cleared, p.FaultEvents, c.seqs, c.faults, c.overflow, c.cleared, c.events)
+			}
+		})
+	}
+}
+
+// twoDomains has a device in each domain and a page at the same IOVA in
+// each: read and write in domain 1, read only in domain 2, on other
+// frames.
+func twoDomains() *Stimulus {
+	d1, d2 := tlp.NewID(1, 0, 0), tlp.NewID(12, 0, 0)
+	return &Stimulus{Seed: 1, FaultRecords: 4, ConsumerNS: 100,
+		Devices: []Device{{ID: d1, Attached: true}, {ID: d2, Attached: true, Domain: 2}},
+		Pages: []Page{
+			{IOVA: PageBase, PA: FrameBase, Mapped: true, Bits: pte.R | pte.W},
+			{IOVA: PageBase, PA: Domain2Frames, Mapped: true, Bits: pte.R, Domain: 2},
+		},
+		Ops: []Op{
+			{Dev: 0, TLP: tlp.NewMemWrite(d1, 0, PageBase+8, []byte("abcd"))},
+			{Dev: 1, TLP: tlp.NewMemRead(d2, 1, PageBase+8, 4)},
+			{Dev: 1, TLP: tlp.NewMemWrite(d2, 2, PageBase+8, []byte("wxyz"))}, // no W in domain 2
+			{Dev: 0, TLP: tlp.NewMemRead(d1, 3, PageBase+8, 4)},
+		},
+	}
+}
+
+// The same IOVA in two domains is two pages: each device sees its
+// domain's frame and permissions.
+func TestDomainsKeptApart(t *testing.T) {
+	s := twoDomains()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := Predict(s, []int{0, 1, 2, 3})
+	want1 := []byte{Pattern(Domain2Frames + 8), Pattern(Domain2Frames + 9), Pattern(Domain2Frames + 10), Pattern(Domain2Frames + 11)}
+	if string(p.Completions[1].Data) != string(want1) || string(p.Completions[3].Data) != "abcd" ||
+		string(p.Memory[Domain2Frames][8:12]) != string(want1) || string(p.Memory[FrameBase][8:12]) != "abcd" {
+		t.Fatalf("domain 2 read %q, domain 1 read %q", p.Completions[1].Data, p.Completions[3].Data)
+	}
+	// A page twice in one domain is refused; in two it is not.
+	s.Pages[1].Domain = 0
+	if err := s.Validate(); err == nil || err.Error() != "pages[1].iova: 0x40000000 is pages[0]'s too (a page once in its domain)" {
+		t.Fatalf("%v", err)
 	}
 }

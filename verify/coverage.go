@@ -64,6 +64,10 @@ func AllBins() []string {
 	for _, k := range []string{"setbits", "unmap", "map", "detach", "attach"} {
 		out = append(out, "change/"+k+"/stale")
 	}
+	out = append(out, "change/unregister/no-log", "change/register/records",
+		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared",
+		"iuid/0", "iuid/1023", "iuid/other",
+		"page/2MB/allowed", "page/2MB/denied", "page/1GB/allowed", "page/1GB/denied", "domain/same-iova")
 	return out
 }
 
@@ -86,11 +90,14 @@ func sizeClass(n int) string {
 // Add counts the bins one run hit.
 func (c *Coverage) Add(s *Stimulus, o *Observation) {
 	hit := map[string]bool{}
-	pages := map[uint64]*Page{}
+	doms := map[uint16]map[uint64]*Page{1: {}, 2: {}}
 	for _, p := range s.Pages {
 		pg := p
-		pages[p.IOVA] = &pg
+		doms[pg.Dom()][p.IOVA] = &pg
 	}
+	pages := doms[1] // the driver calls change domain 1's
+	// IOVAs mapped in both domains that devices of each accessed.
+	used := map[uint16]map[uint64]bool{1: {}, 2: {}}
 	devices := append([]Device(nil), s.Devices...)
 	buses := map[uint8]bool{}
 	next := 0
@@ -115,11 +122,12 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 				hit["align/"+name+"/unaligned"] = true
 			}
 		}
-		pg, ok := pages[t.Addr&^0xfff]
+		dom := devices[op.Dev].Dom()
+		pg := pageOf(doms[dom], t.Addr)
 		if !devices[op.Dev].Attached {
 			continue
 		}
-		if !ok || !pg.Mapped {
+		if pg == nil || !pg.Mapped {
 			hit["decision/"+name+"/not-present"] = true
 			continue
 		}
@@ -146,6 +154,15 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 			e = "E1"
 		}
 		hit[fmt.Sprintf("decision/%s/%s/%s/%s", name, perm, lg, e)] = true
+		if other := doms[3-dom][pg.IOVA]; other != nil && other.Mapped && pg.Bytes() == 4096 {
+			used[dom][pg.IOVA] = true
+			if used[3-dom][pg.IOVA] {
+				hit["domain/same-iova"] = true
+			}
+		}
+		if size := pg.Bytes(); size != 4096 {
+			hit[fmt.Sprintf("page/%s/%s", map[uint64]string{Page2M: "2MB", Page1G: "1GB"}[size], perm)] = true
+		}
 	}
 	// A driver call whose page (or device) TLPs used before it and after
 	// it: the IOTLB or the context cache held an entry it made stale.
@@ -204,6 +221,22 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 		}
 	}
 	p := Predict(s, o.Accepted)
+	hit["change/unregister/no-log"] = p.NoLogAfterRemoval
+	hit["change/register/records"] = p.RecordAfterRegister
+	hit["change/clearfaults/event-again"] = p.FaultEvents > 1
+	hit["change/clearfaults/overflow-cleared"] = p.FaultAfterOverflowCleared
+	// Logs that got records, by IUID: the ends of the 10-bit range and
+	// the values between.
+	for iuid, recs := range o.Logs {
+		if len(recs) > 0 {
+			switch iuid {
+			case 0, maxIUID:
+				hit[fmt.Sprintf("iuid/%d", iuid)] = true
+			default:
+				hit["iuid/other"] = true
+			}
+		}
+	}
 	for _, f := range p.Flushes {
 		if f.Target > 0 {
 			hit["flush/waited"] = true
@@ -211,8 +244,10 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 			hit["flush/immediate"] = true
 		}
 	}
-	for b := range hit {
-		c.bins[b]++
+	for b, h := range hit {
+		if h {
+			c.bins[b]++
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
@@ -55,9 +56,58 @@ type Prediction struct {
 	Memory      map[uint64][]byte   // frame PA → its 4 KB at the end
 	Logs        map[uint16][]Record // per IUID, every record in order (PAD included)
 	Completions map[int]Completion  // by op index
-	Faults      []Fault             // the fault recording registers, in order
-	Overflow    bool                // PFO
+	Faults      []Fault             // the fault records software read: at each clearfaults and at the end, each time in register order
+	Overflow    bool                // PFO at the end
+	Cleared     int                 // clearfaults calls that found PFO set (and cleared it)
+	FaultEvents int                 // fault event MSIs: a fault recorded while none was pending
 	Flushes     []FlushWait
+	// What the driver calls led to (coverage): an access that would have
+	// logged into a log unregistered before it, a record in a log
+	// registered again, a fault recorded after software cleared PFO.
+	NoLogAfterRemoval, RecordAfterRegister, FaultAfterOverflowCleared bool
+}
+
+// faultRegs are VT-d's fault recording registers as software sees them: a
+// fixed set used round robin; a fault that finds the next one pending is
+// dropped and sets PFO, and none is recorded until software clears PFO; a
+// fault recorded while none is pending raises the fault event.
+type faultRegs struct {
+	recs    []Fault
+	pending []bool
+	next    int
+	pfo     bool
+	cleared bool // software cleared PFO at least once
+}
+
+func (f *faultRegs) record(p *Prediction, r Fault) {
+	if f.pfo {
+		return
+	}
+	if f.pending[f.next] {
+		f.pfo = true
+		return
+	}
+	if !slices.Contains(f.pending, true) {
+		p.FaultEvents++
+	}
+	p.FaultAfterOverflowCleared = p.FaultAfterOverflowCleared || f.cleared
+	f.recs[f.next], f.pending[f.next] = r, true
+	f.next = (f.next + 1) % len(f.recs)
+}
+
+// read is software reading every pending record, in register order, and
+// (clear) writing 1 to each F and to PFO.
+func (f *faultRegs) read(p *Prediction, clear bool) {
+	for i, r := range f.recs {
+		if f.pending[i] {
+			p.Faults = append(p.Faults, r)
+			f.pending[i] = !clear
+		}
+	}
+	if clear && f.pfo {
+		p.Cleared++
+		f.pfo, f.cleared = false, true
+	}
 }
 
 type goldLog struct {
@@ -68,16 +118,19 @@ type goldLog struct {
 // order in which the DUT accepted them: op indices).
 func Predict(s *Stimulus, order []int) *Prediction {
 	p := &Prediction{Memory: map[uint64][]byte{}, Logs: map[uint16][]Record{}, Completions: map[int]Completion{}}
-	pages := map[uint64]*Page{}
+	doms := map[uint16]map[uint64]*Page{1: {}, 2: {}} // each domain's page table
 	for i := range s.Pages {
 		pg := new(Page)
 		*pg = s.Pages[i] // a copy: driver calls change it
-		pages[pg.IOVA] = pg
+		doms[pg.Dom()][pg.IOVA] = pg
+	}
+	pages := doms[1] // the driver calls change domain 1's
+	for _, pa := range Frames(s) {
 		m := make([]byte, 4096)
 		for k := range m {
-			m[k] = Pattern(pg.PA + uint64(k))
+			m[k] = Pattern(pa + uint64(k))
 		}
-		p.Memory[pg.PA] = m
+		p.Memory[pa] = m
 	}
 	logs := map[uint16]*goldLog{}
 	for _, l := range s.Logs {
@@ -94,21 +147,28 @@ func Predict(s *Stimulus, order []int) *Prediction {
 			buses[d.ID.Bus()] = true
 		}
 	}
-	fault := func(f Fault) {
-		if len(p.Faults) < s.FaultRecords && !p.Overflow {
-			p.Faults = append(p.Faults, f)
-		} else {
-			p.Overflow = true
-		}
-	}
+	regs := &faultRegs{recs: make([]Fault, s.FaultRecords), pending: make([]bool, s.FaultRecords)}
+	fault := func(f Fault) { regs.record(p, f) }
 	devices := append([]Device(nil), s.Devices...)
+	removed, again := map[uint16]bool{}, map[uint16]bool{}
 	next := 0 // the next driver call
 	for _, i := range order {
 		// The driver calls made before this TLP: the harness makes each
 		// once every earlier TLP is done, so they are visible to every
 		// later one and to no earlier one.
 		for ; next < len(s.Changes) && s.Changes[next].After <= i; next++ {
-			applyChange(s.Changes[next], pages, devices, buses)
+			switch c := s.Changes[next]; c.Kind {
+			case "clearfaults":
+				regs.read(p, true)
+			case "unregister":
+				delete(logs, c.IUID)
+				removed[c.IUID] = true
+			case "register":
+				logs[c.IUID] = &goldLog{size: c.Size}
+				again[c.IUID] = true
+			default:
+				applyChange(c, pages, devices, buses)
+			}
 		}
 		op := s.Ops[i]
 		t := op.TLP
@@ -129,7 +189,7 @@ func Predict(s *Stimulus, order []int) *Prediction {
 			}
 			continue
 		}
-		pg := pages[t.Addr&^0xfff]
+		pg := pageOf(doms[dev.Dom()], t.Addr)
 		if pg == nil || !pg.Mapped {
 			fr := uint8(frWrite)
 			if read {
@@ -141,7 +201,7 @@ func Predict(s *Stimulus, order []int) *Prediction {
 			}
 			continue
 		}
-		mem := p.Memory[pg.PA]
+		mem := p.Memory[pg.PA+t.Addr&^0xfff-pg.IOVA] // the 4 KB frame, in a large page too
 		b := pg.Bits
 		r, w := b&pte.R != 0, b&pte.W != 0
 		e := b&pte.E != 0
@@ -206,9 +266,11 @@ func Predict(s *Stimulus, order []int) *Prediction {
 		}
 		l := logs[pg.IUID]
 		if l == nil {
+			p.NoLogAfterRemoval = p.NoLogAfterRemoval || removed[pg.IUID]
 			fault(Fault{SID: dev.ID, FR: frNoLog, Read: read || atomic, Page: first &^ 0xfff})
 			continue
 		}
+		p.RecordAfterRegister = p.RecordAfterRegister || again[pg.IUID]
 		dataLen := 0
 		if data {
 			dataLen = len(logData)
@@ -232,6 +294,14 @@ func Predict(s *Stimulus, order []int) *Prediction {
 		}
 		p.Logs[pg.IUID] = l.append(p.Logs[pg.IUID], h, d)
 	}
+	// The calls after the last TLP (the harness makes them too).
+	for ; next < len(s.Changes); next++ {
+		if s.Changes[next].Kind == "clearfaults" {
+			regs.read(p, true)
+		}
+	}
+	regs.read(p, false)
+	p.Overflow = regs.pfo
 	return p
 }
 

@@ -16,9 +16,10 @@ type Observation struct {
 	Logs        map[uint16][]Record // records the consumer read, in order
 	Completions map[int]Completion  // by op index
 	CompletedAt map[int]uint64      // ps
-	Faults      []Fault
-	Overflow    bool
-	Heads       []HeadMove // every move of a log's head by the consumer
+	Faults      []Fault             // the pending records software read: at each clearfaults and at the end
+	Overflow    bool                // PFO at the end
+	Cleared     int                 // clearfaults calls that found PFO set
+	Heads       []HeadMove          // every move of a log's head by the consumer
 	EndPS       uint64
 	LogFull     bool      // the IOMMU held a TLP back because its log was full
 	Skipped     bool      // a reader skipped the end of a ring too short for a PAD
@@ -153,6 +154,9 @@ func Compare(s *Stimulus, p *Prediction, o *Observation) *Mismatch {
 	if o.Overflow != p.Overflow {
 		return &Mismatch{Block: "iommu.faults", Op: -1, At: o.EndPS, What: fmt.Sprintf("overflow flag %v, want %v", o.Overflow, p.Overflow)}
 	}
+	if o.Cleared != p.Cleared {
+		return &Mismatch{Block: "iommu.faults", Op: -1, At: o.EndPS, What: fmt.Sprintf("software found the overflow flag set at %d of its clears, want %d", o.Cleared, p.Cleared)}
+	}
 	// Memory.
 	pas := make([]uint64, 0, len(p.Memory))
 	for pa := range p.Memory {
@@ -205,7 +209,8 @@ func firstDiff(a, b []byte) int {
 
 // compareNotifications checks what the CPUs saw: an Int log that got
 // records got an MSI with its vector at its address, and no other log did;
-// a fault event came when a fault was recorded and not otherwise; an SP
+// a fault event came for each fault recorded while none was pending, and
+// not otherwise; an SP
 // log's scratchpad slot was written with its IUID's tail only, rising, and
 // ending at the bytes the golden model placed in the ring (every record
 // and PAD); no other log's was.
@@ -224,10 +229,10 @@ func compareNotifications(s *Stimulus, p *Prediction, o *Observation) *Mismatch 
 		}
 		msis[m.Data]++
 	}
-	// Software never clears a fault record here: the first fault's event
-	// is the only one (the others find a fault pending).
-	if n := msis[FaultMSIData]; n != min(len(p.Faults), 1) {
-		return &Mismatch{Block: "iommu.msi", Op: -1, At: o.EndPS, What: fmt.Sprintf("%d fault events for %d fault records, none cleared: want one for the first", n, len(p.Faults))}
+	// A fault event for each fault recorded while none was pending: the
+	// first, and the first after each time software cleared them all.
+	if n := msis[FaultMSIData]; n != p.FaultEvents {
+		return &Mismatch{Block: "iommu.msi", Op: -1, At: o.EndPS, What: fmt.Sprintf("%d fault events for %d fault records, want %d", n, len(p.Faults), p.FaultEvents)}
 	}
 	tails := map[uint16]uint64{}
 	for _, w := range o.SP {

@@ -98,7 +98,8 @@ func parseReplay[T any, PT interface {
 // the errors of values of the wrong type (Validate checks the ranges).
 var replayAllowed = map[string]string{
 	"pages[].iuid":       "0..1023: 10 bits",
-	"logs[].iuid":        "1..1023: 10 bits",
+	"logs[].iuid":        "0..1023: 10 bits",
+	"pages[].size":       "4096, 2097152 (2 MB) or 1073741824 (1 GB)",
 	"logs[].size":        fmt.Sprintf("a multiple of 8 from 64 to %d bytes", MaxLogSize),
 	"logs[].mode":        "0: Poll, 1: Int, 2: SP",
 	"ops[].dev":          "an index into devices",

@@ -23,16 +23,90 @@ import (
 // Device is a requester behind the IOMMU.
 type Device struct {
 	ID       tlp.ID `json:"id"`
-	Attached bool   `json:"attached"` // has a context entry (domain 1)
+	Attached bool   `json:"attached"`         // has a context entry
+	Domain   uint16 `json:"domain,omitempty"` // 1 (or 0) or 2: whose page table its context entry points to
 }
 
-// Page is a 4 KB page of domain 1's IO address space.
+// Dom is the device's domain.
+func (d *Device) Dom() uint16 { return max(d.Domain, 1) }
+
+// Page is a page of domain 1's IO address space: 4 KB, or a large page
+// of 2 MB or 1 GB (Size), which has R and W only (the AA bits live in 4 KB
+// leaves).
 type Page struct {
 	IOVA   uint64 `json:"iova"`
 	PA     uint64 `json:"pa"`
 	Mapped bool   `json:"mapped"`
 	Bits   uint64 `json:"bits"` // pte.R, W, WL, WLD, RL, RLD, E
 	IUID   uint16 `json:"iuid"`
+	Size   uint64 `json:"size,omitempty"`   // 4096 (or 0), 2 MB or 1 GB
+	Domain uint16 `json:"domain,omitempty"` // 1 (or 0) or 2
+}
+
+// Dom is the page's domain.
+func (p *Page) Dom() uint16 { return max(p.Domain, 1) }
+
+// Large page sizes.
+const (
+	Page2M = 2 << 20
+	Page1G = 1 << 30
+)
+
+// Bytes is the page's size.
+func (p *Page) Bytes() uint64 {
+	if p.Size == 0 {
+		return 4096
+	}
+	return p.Size
+}
+
+// pageOf finds the page that holds iova: a 4 KB page at its address, or
+// a large page around it.
+func pageOf[P interface{ *Page }](pages map[uint64]P, iova uint64) P {
+	if pg := pages[iova&^0xfff]; pg != nil {
+		return pg
+	}
+	for _, size := range []uint64{Page2M, Page1G} {
+		if pg := pages[iova&^(size-1)]; pg != nil && (*Page)(pg).Bytes() == size {
+			return pg
+		}
+	}
+	return nil
+}
+
+// Frames lists the 4 KB frames whose memory a run sets up and compares:
+// every 4 KB page's, and of each large page the frames an op addresses
+// (a 1 GB page is not copied whole). Both the harness and the golden model
+// take this list, a function of the stimulus alone.
+func Frames(s *Stimulus) []uint64 {
+	var out []uint64
+	seen := map[uint64]bool{}
+	add := func(pa uint64) {
+		if !seen[pa] {
+			seen[pa] = true
+			out = append(out, pa)
+		}
+	}
+	large := map[uint64]*Page{}
+	for i := range s.Pages {
+		pg := &s.Pages[i]
+		if pg.Bytes() == 4096 {
+			add(pg.PA)
+		} else {
+			large[pg.IOVA] = pg
+		}
+	}
+	if len(large) == 0 {
+		return out
+	}
+	for _, op := range s.Ops {
+		for _, size := range []uint64{Page2M, Page1G} {
+			if pg := large[op.TLP.Addr&^(size-1)]; pg != nil && pg.Bytes() == size {
+				add(pg.PA + (op.TLP.Addr-pg.IOVA)&^0xfff)
+			}
+		}
+	}
+	return out
 }
 
 // Log is an access log: ring size in bytes and notification mode (0 Poll,
@@ -58,16 +132,20 @@ type Op struct {
 // Change is a driver call made during the run, once every TLP before op
 // After has been taken and completed and its records consumed (the IOMMU
 // quiet, as after a driver's invalidation wait): SetBits, Unmap or Map of
-// a page of domain 1, Detach or Attach of a device. The IOMMU must use the
-// new tables for every TLP after it (a stale IOTLB or context-cache entry
+// a page of domain 1, Detach or Attach of a device, the removal of a Poll
+// log (unregister) and its registration again with a ring of Size bytes
+// (register), or software reading and clearing every pending fault record
+// and the overflow flag (clearfaults). The IOMMU must use the new tables
+// for every TLP after it (a stale IOTLB, context-cache or log-table entry
 // shows as the old decision) and the old ones for every TLP before.
 type Change struct {
 	After int    `json:"after"` // ops[:after] are done when it is made
-	Kind  string `json:"kind"`  // setbits, unmap, map, detach, attach
+	Kind  string `json:"kind"`  // setbits, unmap, map, detach, attach, unregister, register, clearfaults
 	IOVA  uint64 `json:"iova,omitempty"`
 	Bits  uint64 `json:"bits,omitempty"` // setbits, map
-	IUID  uint16 `json:"iuid,omitempty"` // setbits, map
+	IUID  uint16 `json:"iuid,omitempty"` // setbits, map, unregister, register
 	Dev   int    `json:"dev,omitempty"`  // detach, attach
+	Size  uint64 `json:"size,omitempty"` // register: the new ring's bytes
 }
 
 // Stimulus is one test: the set-up and the TLPs every device sends in order.
@@ -145,7 +223,148 @@ func Generate(seed uint64) *Stimulus {
 		burst(r, s, ndev)
 	}
 	changes(seed, s, npages, nops)
+	iuids(seed, s)
+	largePages(seed, s)
+	domains(seed, s, npages)
 	return s
+}
+
+// Domain2Frames is where the frames of domain 2's pages are.
+const Domain2Frames = 0x5800_0000
+
+// domains adds, from a stream of its own, a device in domain 2 and pages
+// of domain 2 at IOVAs of domain 1's pages (other frames, other bits),
+// and accesses to those IOVAs from the devices of both domains in turn
+// after the other ops: the IOTLB and the context cache must keep the
+// domains apart.
+func domains(seed uint64, s *Stimulus, npages int) {
+	r := rand.New(rand.NewPCG(seed, 0xd0a2))
+	if r.IntN(2) == 0 {
+		return
+	}
+	s.Devices = append(s.Devices, Device{ID: tlp.NewID(12, 0, 0), Attached: true, Domain: 2})
+	d2 := len(s.Devices) - 1
+	var iovas []uint64
+	for _, i := range r.Perm(npages)[:min(npages, 2+r.IntN(3))] {
+		iuid := uint16(0)
+		if len(s.Logs) > 0 {
+			iuid = s.Logs[r.IntN(len(s.Logs))].IUID
+		}
+		s.Pages = append(s.Pages, Page{IOVA: s.Pages[i].IOVA, PA: Domain2Frames + uint64(i)*4096, Mapped: true,
+			Bits: randomBits(r), IUID: iuid, Domain: 2})
+		iovas = append(iovas, s.Pages[i].IOVA)
+	}
+	count := 6 + r.IntN(11)
+	for n := 0; n < count; n++ {
+		dev := d2
+		if n%2 == 1 {
+			dev = r.IntN(d2) // a device of domain 1 (or one without a context entry)
+		}
+		id := s.Devices[dev].ID
+		size := sizes[r.IntN(len(sizes))]
+		addr := iovas[r.IntN(len(iovas))] + uint64(r.IntN(4096-size+1))
+		tag := uint16(0x120 + n) // apart from the other ops' tags
+		if r.IntN(2) == 0 {
+			data := make([]byte, size)
+			for i := range data {
+				data[i] = byte(r.Uint32())
+			}
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemWrite(id, tag, addr, data)})
+		} else {
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemRead(id, tag, addr, size)})
+		}
+	}
+}
+
+// Where large pages are: 2 MB pages of IOVA from Large2MBase on frames
+// from Large2MFrames, the 1 GB page at Large1GBase on a frame at the
+// same address.
+const (
+	Large2MBase   = 0x8000_0000
+	Large2MFrames = 0x6000_0000
+	Large1GBase   = 0x1_0000_0000
+)
+
+// largePages adds, from a stream of its own (the rest of the stimulus
+// stays the seed's), a 2 MB page or two and a 1 GB page with R, W or
+// both, and puts, gets and atomics through them after the other ops: at
+// their first and last 4 KB and between, so that the frame is the large
+// page's frame plus the offset within it.
+func largePages(seed uint64, s *Stimulus) {
+	r := rand.New(rand.NewPCG(seed, 0x1a9e))
+	if r.IntN(2) == 0 {
+		return
+	}
+	perm := func() uint64 { return []uint64{pte.R | pte.W, pte.R, pte.W}[r.IntN(3)] }
+	var large []Page
+	for k := uint64(0); k < uint64(1+r.IntN(2)); k++ {
+		large = append(large, Page{IOVA: Large2MBase + k*Page2M, PA: Large2MFrames + k*Page2M, Mapped: true, Bits: perm(), Size: Page2M})
+	}
+	if r.IntN(2) == 0 {
+		large = append(large, Page{IOVA: Large1GBase, PA: Large1GBase, Mapped: true, Bits: perm(), Size: Page1G})
+	}
+	s.Pages = append(s.Pages, large...)
+	count := 4 + r.IntN(12)
+	for n := 0; n < count; n++ {
+		pg := large[r.IntN(len(large))]
+		frames := pg.Size / 4096
+		frame := []uint64{0, frames - 1, uint64(r.IntN(int(frames)))}[r.IntN(3)]
+		dev := r.IntN(len(s.Devices))
+		id := s.Devices[dev].ID
+		size := sizes[r.IntN(len(sizes))]
+		addr := pg.IOVA + frame*4096 + uint64(r.IntN(4096-size+1))
+		tag := uint16(0x100 + n) // apart from randomOp's and the burst's
+		switch k := r.IntN(8); {
+		case k < 4:
+			data := make([]byte, size)
+			for i := range data {
+				data[i] = byte(r.Uint32())
+			}
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemWrite(id, tag, addr, data)})
+		case k < 7:
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemRead(id, tag, addr, size)})
+		default:
+			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.TLP{Kind: tlp.FetchAdd, Length: 2, RequesterID: id, Tag: tag,
+				Addr: addr &^ 7, Addr64: addr >= 1<<32, Data: []byte{byte(r.Uint32()), 0, 0, 0, 0, 0, 0, 0}}})
+		}
+	}
+}
+
+// iuids gives the logs and the pages' IUIDs values over the whole 10-bit
+// range, 0 and 1023 included, drawn from a stream of their own (the rest
+// of the stimulus stays the seed's): the generator numbers logs 1, 2, ...
+// and the IUID without a log after them; each number becomes another
+// value. (IUID 0 of the pages that log nothing stays 0: its bits log
+// nothing whatever log IUID 0 has.)
+func iuids(seed uint64, s *Stimulus) {
+	r := rand.New(rand.NewPCG(seed, 0x1d1d))
+	used := map[uint16]bool{}
+	val := map[uint16]uint16{0: 0}
+	for k := uint16(1); int(k) <= len(s.Logs)+1; k++ {
+		v := uint16(1 + r.IntN(maxIUID-1))
+		switch r.IntN(4) {
+		case 0:
+			v = 0
+		case 1:
+			v = maxIUID
+		}
+		for used[v] {
+			v = uint16(1 + r.IntN(maxIUID-1))
+		}
+		used[v], val[k] = true, v
+	}
+	for i := range s.Logs {
+		s.Logs[i].IUID = val[s.Logs[i].IUID]
+	}
+	for i := range s.Pages {
+		s.Pages[i].IUID = val[s.Pages[i].IUID]
+	}
+	for i := range s.Flushes {
+		s.Flushes[i].IUID = val[s.Flushes[i].IUID]
+	}
+	for i := range s.Changes {
+		s.Changes[i].IUID = val[s.Changes[i].IUID]
+	}
 }
 
 // changes draws, from a stream of its own (the rest of the stimulus stays
@@ -166,17 +385,42 @@ func changes(seed uint64, s *Stimulus, npages, nops int) {
 	for i, d := range s.Devices {
 		attached[i] = d.Attached
 	}
+	// Poll logs without a flushing page may be removed and registered
+	// again (the notification checks follow one ring per log; a flush
+	// waits on a log that stays).
+	var poll []int
+	registered := make([]bool, len(s.Logs))
+	for i, l := range s.Logs {
+		registered[i] = true
+		flushed := false
+		for _, f := range s.Flushes {
+			flushed = flushed || f.IUID == l.IUID
+		}
+		if l.Mode == 0 && !flushed {
+			poll = append(poll, i)
+		}
+	}
 	after := 1 + r.IntN(nops/2+1)
-	for n := 1 + r.IntN(4); n > 0 && after < nops; n-- {
+	for n := 1 + r.IntN(6); n > 0 && after < nops; n-- {
 		c := Change{After: after}
-		if r.IntN(4) == 0 {
+		switch k := r.IntN(8); {
+		case k == 0:
+			c.Kind = "clearfaults"
+		case k == 1 && len(poll) > 0:
+			i := poll[r.IntN(len(poll))]
+			c.IUID, c.Kind = s.Logs[i].IUID, "unregister"
+			if !registered[i] {
+				c.Kind, c.Size = "register", []uint64{256, 512, 1024, 8192, 65536}[r.IntN(5)]
+			}
+			registered[i] = !registered[i]
+		case k < 4:
 			c.Dev = r.IntN(len(s.Devices))
 			c.Kind = "detach"
 			if !attached[c.Dev] {
 				c.Kind = "attach"
 			}
 			attached[c.Dev] = !attached[c.Dev]
-		} else {
+		default:
 			// Half the time a page a later TLP uses, so the change shows.
 			pg := r.IntN(npages)
 			if r.IntN(2) == 0 {
@@ -381,6 +625,9 @@ func (s *Stimulus) Validate() error {
 	}
 	ids := map[tlp.ID]int{}
 	for i, d := range s.Devices {
+		if d.Domain > 2 {
+			return bad(fmt.Sprintf("devices[%d].domain", i), "1 (or 0) or 2", "%d is no domain", d.Domain)
+		}
 		if j, ok := ids[d.ID]; ok {
 			return bad(fmt.Sprintf("devices[%d].id", i), "a requester ID once", "%v is devices[%d]'s too", d.ID, j)
 		}
@@ -394,34 +641,57 @@ func (s *Stimulus) Validate() error {
 	}
 	logsEnd := uint64(LogBase) + uint64(len(s.Logs))*MaxLogSize
 	const bits = pte.R | pte.W | pte.WL | pte.WLD | pte.RL | pte.RLD | pte.E
-	iovas := map[uint64]int{}
+	iovas := map[uint64]int{}  // domain 1's pages
+	iovas2 := map[uint64]int{} // domain 2's
 	for i, p := range s.Pages {
 		k := fmt.Sprintf("pages[%d]", i)
+		n := p.Bytes()
 		switch {
-		case p.IOVA%4096 != 0 || p.IOVA >= 1<<48:
-			return bad(k+".iova", "a multiple of 4096 below 2^48", "%#x", p.IOVA)
-		case p.PA%4096 != 0 || p.PA >= 1<<52:
-			return bad(k+".pa", "a multiple of 4096 below 2^52", "%#x", p.PA)
-		case p.PA < pageTablesEnd && p.PA+4096 > pageTables:
+		case p.Domain > 2:
+			return bad(k+".domain", "1 (or 0) or 2", "%d is no domain", p.Domain)
+		case n != 4096 && n != Page2M && n != Page1G:
+			return bad(k+".size", "4096, 2097152 (2 MB) or 1073741824 (1 GB)", "%d is no page size", p.Size)
+		case p.IOVA%n != 0 || p.IOVA+n > 1<<48:
+			return bad(k+".iova", "a multiple of the page's size below 2^48", "%#x", p.IOVA)
+		case p.PA%n != 0 || p.PA+n > 1<<52:
+			return bad(k+".pa", "a multiple of the page's size below 2^52", "%#x", p.PA)
+		case p.PA < pageTablesEnd && p.PA+n > pageTables:
 			return bad(k+".pa", fmt.Sprintf("outside the IOMMU's tables, %#x..%#x", pageTables, pageTablesEnd), "%#x is in the IOMMU's tables", p.PA)
-		case p.PA < logsEnd && p.PA+4096 > LogBase:
+		case p.PA < logsEnd && p.PA+n > LogBase:
 			return bad(k+".pa", fmt.Sprintf("outside the logs, %#x..%#x", LogBase, logsEnd), "%#x is in the access logs", p.PA)
+		case n != 4096 && (p.Bits&^(pte.R|pte.W) != 0 || p.IUID != 0):
+			return bad(k+".bits", "R and W only, IUID 0, on a large page (the AA bits live in 4 KB leaves)", "%#x, IUID %d", p.Bits, p.IUID)
 		case p.Bits&^bits != 0:
 			return bad(k+".bits", "R, W, WL, WLD, RL, RLD and E only", "%#x has other bits", p.Bits)
 		case p.IUID > maxIUID:
 			return bad(k+".iuid", "0..1023: 10 bits", "%d is out of range", p.IUID)
 		}
-		if j, ok := iovas[p.IOVA]; ok {
-			return bad(k+".iova", "a page once", "%#x is pages[%d]'s too", p.IOVA, j)
+		in := iovas
+		if p.Dom() == 2 {
+			in = iovas2
 		}
-		iovas[p.IOVA] = i
+		if j, ok := in[p.IOVA]; ok {
+			return bad(k+".iova", "a page once in its domain", "%#x is pages[%d]'s too", p.IOVA, j)
+		}
+		in[p.IOVA] = i
+	}
+	// A large page holds no other page (its table entry is the leaf).
+	for i, p := range s.Pages {
+		if p.Bytes() == 4096 {
+			continue
+		}
+		for j, q := range s.Pages {
+			if j != i && q.Dom() == p.Dom() && q.IOVA+q.Bytes() > p.IOVA && q.IOVA < p.IOVA+p.Bytes() {
+				return bad(fmt.Sprintf("pages[%d].iova", j), "outside every large page", "%#x is inside pages[%d], a page of %d bytes at %#x", q.IOVA, i, p.Bytes(), p.IOVA)
+			}
+		}
 	}
 	logs := map[uint16]int{}
 	for i, l := range s.Logs {
 		k := fmt.Sprintf("logs[%d]", i)
 		switch {
-		case l.IUID < 1 || l.IUID > maxIUID:
-			return bad(k+".iuid", "1..1023: 10 bits", "%d is out of range", l.IUID)
+		case l.IUID > maxIUID:
+			return bad(k+".iuid", "0..1023: 10 bits", "%d is out of range", l.IUID)
 		case l.Size < 64 || l.Size > MaxLogSize || l.Size%8 != 0:
 			return bad(k+".size", fmt.Sprintf("a multiple of 8 from 64 to %d bytes", MaxLogSize), "%d is out of range", l.Size)
 		case l.Mode > 2:
@@ -469,7 +739,7 @@ func (s *Stimulus) Validate() error {
 			return bad(key, "a TLP that encodes", "%v", err)
 		}
 	}
-	if err := s.validateChanges(iovas, flushes); err != nil {
+	if err := s.validateChanges(iovas, flushes, logs); err != nil {
 		return err
 	}
 	if s.ConsumerNS < 1 || s.ConsumerNS > MaxConsumerNS {
@@ -482,16 +752,25 @@ func (s *Stimulus) Validate() error {
 }
 
 // validateChanges checks the driver calls in order, following which pages
-// are mapped: SetBits and Unmap of a mapped page, Map of an unmapped one.
-func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int) error {
+// are mapped and which logs registered: SetBits and Unmap of a mapped
+// page, Map of an unmapped one; unregister of a registered Poll log
+// without a flushing page, register of one unregistered.
+func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int, logs map[uint16]int) error {
 	if len(s.Changes) > MaxChanges {
 		return &input.Error{Key: "changes", Problem: fmt.Sprintf("%d changes", len(s.Changes)), Allowed: fmt.Sprintf("0..%d changes", MaxChanges)}
 	}
 	mapped := map[uint64]bool{}
 	for _, p := range s.Pages {
-		mapped[p.IOVA] = p.Mapped
+		if p.Dom() == 1 { // the driver calls change domain 1's pages
+			mapped[p.IOVA] = p.Mapped
+		}
 	}
 	const bits = pte.R | pte.W | pte.WL | pte.WLD | pte.RL | pte.RLD | pte.E
+	flushed := map[uint16]bool{}
+	for _, f := range s.Flushes {
+		flushed[f.IUID] = true
+	}
+	unregistered := map[uint16]bool{}
 	prev := 0
 	for i, c := range s.Changes {
 		k := fmt.Sprintf("changes[%d]", i)
@@ -508,9 +787,27 @@ func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int)
 				return bad(".dev", fmt.Sprintf("0..%d: an index into devices", len(s.Devices)-1), "%d is no device", c.Dev)
 			}
 			continue
+		case "clearfaults":
+			continue
+		case "unregister", "register":
+			l, ok := logs[c.IUID]
+			switch {
+			case !ok:
+				return bad(".iuid", "the IUID of one of logs", "%d has no log", c.IUID)
+			case s.Logs[l].Mode != 0 || flushed[c.IUID]:
+				return bad(".iuid", "a Poll log without a flushing page", "IUID %d's log is %s", c.IUID,
+					map[bool]string{true: "flushed", false: "not in Poll mode"}[flushed[c.IUID]])
+			case (c.Kind == "register") != unregistered[c.IUID]:
+				return bad(".kind", "unregister of a registered log, register of an unregistered one", "%s of a log that is %s", c.Kind,
+					map[bool]string{true: "unregistered", false: "registered"}[unregistered[c.IUID]])
+			case c.Kind == "register" && (c.Size < 64 || c.Size > MaxLogSize || c.Size%8 != 0):
+				return bad(".size", fmt.Sprintf("a multiple of 8 from 64 to %d bytes", MaxLogSize), "%d is out of range", c.Size)
+			}
+			unregistered[c.IUID] = c.Kind == "unregister"
+			continue
 		case "setbits", "unmap", "map":
 		default:
-			return bad(".kind", "setbits, unmap, map, detach or attach", "%q is no driver call", c.Kind)
+			return bad(".kind", "setbits, unmap, map, detach, attach, unregister, register or clearfaults", "%q is no driver call", c.Kind)
 		}
 		if _, ok := iovas[c.IOVA]; !ok {
 			return bad(".iova", "the iova of one of pages", "%#x is no page", c.IOVA)

@@ -187,3 +187,8 @@ func short(t sim.Tick) string {
 	}
 	return strconv.FormatUint(uint64(t), 10) + "ps"
 }
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

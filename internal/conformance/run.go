@@ -90,7 +90,8 @@ type consumer struct {
 	u      *sim.Unit
 	mem    *memory.Store
 	drv    *iommu.Driver
-	logs   []verify.Log
+	logs   []verify.Log // sizes as registered now (a log registered again may have another)
+	off    []bool       // unregistered
 	bases  []uint64
 	heads  []uint64
 	period sim.Tick
@@ -100,6 +101,9 @@ type consumer struct {
 
 func (c *consumer) Tick(now sim.Tick) bool {
 	for i, l := range c.logs {
+		if c.off[i] {
+			continue
+		}
 		entry := c.drv.LogEntryAddr(l.IUID)
 		tail := c.mem.Load64(entry + 24)
 		moved := false
@@ -194,13 +198,13 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	}
 	drv := iommu.NewDriver(m, 0x100_0000, 0x100_0000)
 	m.SetFaultEvent(verify.FaultMSIAddr, verify.FaultMSIData, false)
-	for i := range s.Pages {
-		pg := &s.Pages[i]
+	frames := verify.Frames(s)
+	for _, pa := range frames {
 		b := make([]byte, 4096)
 		for k := range b {
-			b[k] = verify.Pattern(pg.PA + uint64(k))
+			b[k] = verify.Pattern(pa + uint64(k))
 		}
-		mem.Write(pg.PA, b)
+		mem.Write(pa, b)
 	}
 	var devs []*device
 	// Ops from gate on wait for the next driver call; with none, none wait.
@@ -221,7 +225,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		m.AddPort(d.out, d.in)
 		links = append(links, watchDevice(mlog, e, i, d.out, d.in))
 		if dv.Attached {
-			if err := drv.Attach(dv.ID, 1); err != nil {
+			if err := drv.Attach(dv.ID, dv.Dom()); err != nil {
 				return nil, err
 			}
 		}
@@ -229,12 +233,12 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	}
 	for _, pg := range s.Pages {
 		if pg.Mapped {
-			if err := drv.Map(1, pg.IOVA, pg.PA, 4096, 4096, iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
+			if err := drv.Map(pg.Dom(), pg.IOVA, pg.PA, pg.Bytes(), pg.Bytes(), iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
 				return nil, err
 			}
 		}
 	}
-	c := &consumer{mem: mem, drv: drv, logs: s.Logs, period: sim.Tick(max(s.ConsumerNS, 1)) * sim.NS, obs: obs}
+	c := &consumer{mem: mem, drv: drv, logs: append([]verify.Log(nil), s.Logs...), off: make([]bool, len(s.Logs)), period: sim.Tick(max(s.ConsumerNS, 1)) * sim.NS, obs: obs}
 	for i, l := range s.Logs {
 		base := uint64(verify.LogBase) + uint64(i)*0x10_0000
 		if err := drv.RegisterLog(l.IUID, iommu.LogConfig{Base: base, Size: l.Size, Mode: iommu.Notify(l.Mode), MSIAddr: verify.LogMSIAddr, MSIData: uint32(l.IUID), SPSlot: uint32(l.IUID)}); err != nil {
@@ -290,7 +294,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 				return nil
 			}
 			for ; nextChange < len(s.Changes) && s.Changes[nextChange].After == gate; nextChange++ {
-				if err := driverCall(drv, s, s.Changes[nextChange]); err != nil {
+				if err := driverCall(drv, m, c, obs, s, s.Changes[nextChange]); err != nil {
 					return fmt.Errorf("changes[%d]: %w", nextChange, err)
 				}
 			}
@@ -359,10 +363,10 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	if c.err != nil {
 		return obs, c.err
 	}
-	for _, pg := range s.Pages {
+	for _, pa := range frames {
 		b := make([]byte, 4096)
-		mem.Read(pg.PA, b)
-		obs.Memory[pg.PA] = b
+		mem.Read(pa, b)
+		obs.Memory[pa] = b
 	}
 	for _, f := range m.FaultRecords() {
 		if f.F {
@@ -376,22 +380,51 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	return obs, nil
 }
 
-// driverCall makes a change's driver call on domain 1.
-func driverCall(drv *iommu.Driver, s *verify.Stimulus, c verify.Change) error {
+// driverCall makes a change's driver call on domain 1, or software's
+// clearing of the fault records (noting what it read), or the removal or
+// registration again of a log (whose consumer stops, or starts again from
+// an empty ring).
+func driverCall(drv *iommu.Driver, m *iommu.IOMMU, cons *consumer, obs *verify.Observation, s *verify.Stimulus, c verify.Change) error {
 	switch c.Kind {
+	case "clearfaults":
+		for i, f := range m.FaultRecords() {
+			if f.F {
+				obs.Faults = append(obs.Faults, verify.Fault{SID: f.SID, FR: f.FR, Read: f.Read, Page: f.FI})
+				m.ClearFault(i)
+			}
+		}
+		if pfo, _, _ := m.FaultStatus(); pfo {
+			obs.Cleared++
+			m.ClearOverflow()
+		}
+		return nil
+	case "unregister", "register":
+		for i, l := range cons.logs {
+			if l.IUID != c.IUID {
+				continue
+			}
+			cons.off[i] = c.Kind == "unregister"
+			if c.Kind == "unregister" {
+				return drv.UnregisterLog(c.IUID)
+			}
+			cons.logs[i].Size, cons.heads[i] = c.Size, 0
+			return drv.RegisterLog(c.IUID, iommu.LogConfig{Base: cons.bases[i], Size: c.Size, Mode: iommu.Notify(l.Mode),
+				MSIAddr: verify.LogMSIAddr, MSIData: uint32(l.IUID), SPSlot: uint32(l.IUID)})
+		}
+		return fmt.Errorf("%s: IUID %d has no log", c.Kind, c.IUID)
 	case "setbits":
 		return drv.SetBits(1, c.IOVA, iommu.Perm{Bits: c.Bits, IUID: c.IUID})
 	case "unmap":
 		return drv.Unmap(1, c.IOVA, 4096)
 	case "map":
 		for _, pg := range s.Pages {
-			if pg.IOVA == c.IOVA {
+			if pg.IOVA == c.IOVA && pg.Dom() == 1 {
 				return drv.Map(1, c.IOVA, pg.PA, 4096, 4096, iommu.Perm{Bits: c.Bits, IUID: c.IUID})
 			}
 		}
 		return fmt.Errorf("map: %#x is no page", c.IOVA)
 	case "attach":
-		return drv.Attach(s.Devices[c.Dev].ID, 1)
+		return drv.Attach(s.Devices[c.Dev].ID, s.Devices[c.Dev].Dom())
 	case "detach":
 		drv.Detach(s.Devices[c.Dev].ID)
 		return nil

@@ -2,9 +2,12 @@ package conformance
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/pcie/tlp"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/verify"
 )
@@ -90,4 +93,71 @@ func FuzzReplay(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// Driver calls that remove a log, register it again and clear the fault
+// records run on the IOMMU as the golden model predicts: records after the
+// removal fault for want of a log, the new ring starts at sequence 0,
+// software reads and clears the records and PFO, and faults after the
+// clear raise the fault event again.
+func TestLogAndFaultCallsAgree(t *testing.T) {
+	id := tlp.NewID(1, 0, 0)
+	s := &verify.Stimulus{Seed: 1, FaultRecords: 2, ConsumerNS: 100,
+		Devices: []verify.Device{{ID: id, Attached: true}},
+		Logs:    []verify.Log{{IUID: 0, Size: 4096, Mode: 0}},
+		Pages: []verify.Page{
+			{IOVA: verify.PageBase, PA: verify.FrameBase, Mapped: true, Bits: pte.R | pte.W | pte.WL | pte.E},
+			{IOVA: verify.PageBase + 0x1000, PA: verify.FrameBase + 0x1000},
+		},
+		Changes: []verify.Change{{After: 4, Kind: "unregister"}, {After: 4, Kind: "clearfaults"},
+			{After: 6, Kind: "register", Size: 512}},
+	}
+	// Records of IUID 0 (ops 0, 4, 6), faults (ops 1, 2, 3 overflowing
+	// two registers, 5).
+	for i, pg := range []uint64{0, 1, 1, 1, 0, 1, 0} {
+		s.Ops = append(s.Ops, verify.Op{Dev: 0, TLP: tlp.NewMemWrite(id, uint16(i), verify.PageBase+pg*0x1000+8, []byte("abcd"))})
+	}
+	mm, obs, err := Check(s, Options{})
+	if err != nil || mm != nil {
+		t.Fatalf("%v %v", err, mm)
+	}
+	var seqs []uint64
+	for _, r := range obs.Logs[0] {
+		seqs = append(seqs, r.Seq)
+	}
+	events := 0
+	for _, m := range obs.MSIs {
+		if m.Data == verify.FaultMSIData {
+			events++
+		}
+	}
+	if !slices.Equal(seqs, []uint64{0, 0}) || len(obs.Faults) != 4 || obs.Faults[2].FR != 0x82 || obs.Cleared != 1 || obs.Overflow || events != 2 {
+		t.Fatalf("records %v, faults %+v, cleared %d, overflow %v, %d fault events", seqs, obs.Faults, obs.Cleared, obs.Overflow, events)
+	}
+}
+
+// Devices of two domains reach the same IOVA on their own frames with
+// their own permissions, one after the other, as the golden model says:
+// neither the IOTLB nor the context cache lets one domain see the other's.
+func TestDomainsAgree(t *testing.T) {
+	d1, d2 := tlp.NewID(1, 0, 0), tlp.NewID(12, 0, 0)
+	s := &verify.Stimulus{Seed: 1, FaultRecords: 4, ConsumerNS: 100,
+		Devices: []verify.Device{{ID: d1, Attached: true}, {ID: d2, Attached: true, Domain: 2}},
+		Pages: []verify.Page{
+			{IOVA: verify.PageBase, PA: verify.FrameBase, Mapped: true, Bits: pte.R | pte.W},
+			{IOVA: verify.PageBase, PA: verify.Domain2Frames, Mapped: true, Bits: pte.R, Domain: 2},
+		},
+	}
+	for i, d := range []int{0, 1, 0, 1} {
+		id := s.Devices[d].ID
+		s.Ops = append(s.Ops, verify.Op{Dev: d, TLP: tlp.NewMemWrite(id, uint16(2*i), verify.PageBase+8, []byte("abcd"))},
+			verify.Op{Dev: d, TLP: tlp.NewMemRead(id, uint16(2*i+1), verify.PageBase+8, 4)})
+	}
+	mm, obs, err := Check(s, Options{})
+	if err != nil || mm != nil {
+		t.Fatalf("%v %v", err, mm)
+	}
+	if string(obs.Completions[1].Data) != "abcd" || string(obs.Completions[3].Data) == "abcd" {
+		t.Fatalf("domain 1 read %q, domain 2 %q", obs.Completions[1].Data, obs.Completions[3].Data)
+	}
 }

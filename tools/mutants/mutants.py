@@ -1,10 +1,16 @@
-#!/usr/bin/env python3
 """Mutation testing of `aaemu verify`: each mutant is one broken rule applied
-as a file overlay (`go build -overlay`: the tree is never touched, and the
-shared build cache rebuilds only what depends on the mutated file; JOBS
-mutants at a time, default 2); `aaemu verify` with its default seed counts runs against it, and a
-mutant is killed when verify fails. Prints each mutant's fate and the kill
-rate; exits non-zero if a non-equivalent mutant survives.
+as a file overlay (`go build -overlay`: the tree is never touched); JOBS
+mutants at a time, default 2. The verify command is built alone
+(tools/mutants/verifier: `aaemu verify` and `aaemu verify mpi`, the same code,
+without the rest of aaemu), so a mutant's build compiles only the packages
+the verifier runs; and without inlining in aaemu's own packages, which
+halves what a mutant costs to compile and leaves verify as fast. `aaemu
+verify` with its default seed counts runs against each mutant (and `verify
+mpi` against those of the message layers and the CPU), and a mutant is
+killed when one fails. A mutant the verifier cannot see may name an
+existing test instead (`go test -run` of its package, with the same
+overlay). Prints each mutant's fate and the kill rate; exits non-zero if a
+non-equivalent mutant survives.
 
 Equivalent mutants (argued, so not in the list): making the up link's
 transmit queue deeper (QueueTLPs) changes timing only, never a rule; a
@@ -72,43 +78,142 @@ MUTANTS = [
      "nic/qp.go", "\t\tpsn = (psn + 1) & 0xffffff\n\t\tif end == r.n {", "\t\tif end == r.n {"),
     ("nic: a read answered before all its data came from the host",
      "nic/qp.go", "for len(q.reads) > 0 && q.reads[0].got >= q.reads[0].n {", "for len(q.reads) > 0 && q.reads[0].got > 0 {"),
+    # Only driver calls that remove a log or clear the fault records see
+    # these.
+    ("iommu: a log's cached entry kept when the driver invalidates it",
+     "iommu/accesslog.go", "func (m *IOMMU) InvalidateLog(iuid uint16) { m.logs.Remove(iuid) }", "func (m *IOMMU) InvalidateLog(iuid uint16) {}"),
+    ("iommu: software's write to clear the fault overflow flag (PFO) ignored",
+     "iommu/faults.go", "func (m *IOMMU) ClearOverflow() { m.faults.pfo = false }", "func (m *IOMMU) ClearOverflow() {}"),
+    ("iommu: a fault pending while the record index has moved on (no fault event after software clears)",
+     "iommu/faults.go", "\twasPending := f.ppf()\n", "\twasPending := f.ppf() || f.fri != f.next\n"),
+    # Only large pages see this (in a 4 KB page the offset is nothing).
+    ("iommu: a large page's frame without the 4 KB frame's offset within it",
+     "iommu/translate.go", "frame := e&pte.AddrMask&^(size-1) | iova&(size-1)&^0xfff", "frame := e&pte.AddrMask&^(size-1)"),
+    # Only accesses to the same IOVA from devices of two domains see this.
+    ("iommu: the IOTLB tagged without the domain",
+     "iommu/translate.go", "\tkey := makeTLBKey(c.did, iova>>12)\n\tif e, ok := m.iotlb.Lookup(key); ok {",
+     "\tkey := makeTLBKey(1, iova>>12)\n\tif e, ok := m.iotlb.Lookup(key); ok {"),
+    # The CPU: local atomics, interrupts and uncached reads.
+    ("cpu: a local CAS that swaps when the compare fails",
+     "cpu/cpu.go", "\tif old == cmp {\n\t\tp.core.mem.Store64(addr, swap)", "\tif old != cmp {\n\t\tp.core.mem.Store64(addr, swap)",
+     # (verify mpi never finishes on it: a lock taken with CAS spins.)
+     ("test", "./cpu", "TestLocalAtomicsReturnTheOldWord")),
+    ("cpu: a local fetch-and-add that returns the new value",
+     "cpu/cpu.go", "\told := p.core.mem.Load64(addr)\n\tp.core.mem.Store64(addr, old+v)", "\told := p.core.mem.Load64(addr) + v\n\tp.core.mem.Store64(addr, old)",
+     ("test", "./cpu", "TestLocalAtomicsReturnTheOldWord")),
+    ("cpu: an interrupt handler run for an MSI of another vector (address only)",
+     "cpu/cpu.go", "if h.addr == t.Addr && h.data == data {", "if h.addr == t.Addr && (h.data == data || true) {",
+     ("test", "./cpu", "TestInterruptLatency")),
+    ("cpu: an uncached read that failed returns its data, not all ones",
+     "cpu/cpu.go", "\tif p.cplErr != nil {\n\t\tb := make([]byte, n)", "\tif false {\n\t\tb := make([]byte, n)",
+     ("test", "./cpu", "TestUncachedReadUnsupported")),
+    # The message layers: MPI matching and completion, the shared-memory
+    # queues.
+    ("msg/mpi: a receive that ignores the tag",
+     "msg/mpi/comm.go", "(q.tag == AnyTag || q.tag == h.Tag)", "(q.tag == AnyTag || true)"),
+    ("msg/mpi: a wildcard-source receive that ignores the communicator",
+     "msg/mpi/comm.go", "return q.ctx == h.Ctx && (q.peer", "return (q.ctx == h.Ctx || q.peer == AnySource) && (q.peer"),
+    ("msg/mpi: an unexpected message queued before the earlier ones (overtaking)",
+     "msg/mpi/rank.go", "\tr.unexp = append(r.unexp, u)", "\tr.unexp = append([]*unexpected{u}, r.unexp...)"),
+    ("msg/mpi: no truncation error",
+     "msg/mpi/rank.go", "if q.size > q.buf.Len && q.err == nil {", "if false && q.size > q.buf.Len && q.err == nil {"),
+    ("msg/mpi: a receive's count the message's size, not the bytes received",
+     "msg/mpi/rank.go", "\t\tq.status.Count = q.count", "\t\tq.status.Count = q.size"),
+    ("msg/mpi: an eager payload's last byte not copied",
+     "msg/mpi/rank.go", "\t\tr.p.Write(dst, pl.Inline[:n])", "\t\tr.p.Write(dst, pl.Inline[:n-1])"),
+    ("msg/shm: a packet's bulk length one byte short",
+     "msg/shm/shm.go", "meta = uint64(block+1) | uint64(n)<<32", "meta = uint64(block+1) | uint64(n-1)<<32",
+     ("test", "./msg/shm", "TestQueueManySenders")),
+    ("msg/shm: a bulk block claimed without compare-and-swap",
+     "msg/shm/shm.go", "\t\tif p.CAS(g.flag(dst, b), 0, 1) == 0 {", "\t\tif p.Store64(g.flag(dst, b), 1); true {"),
 ]
 
-def build_and_run(root, go, tmp, idx, name, path, old, new):
-    """Builds one mutant with `go build -overlay` (the tree itself is never
-    written: the mutated file lives in tmp, and the shared build cache
-    rebuilds only the packages that depend on it), then runs verify."""
+# Flags of every build: no symbol table (a shorter link) and no inlining in
+# aaemu's packages (a mutated package's dependents compile in about half
+# the time; verify runs as fast).
+BUILD_FLAGS = ["-ldflags=-s -w", "-gcflags=github.com/aaemu/aaemu/...=-l"]
+VERIFIER = "./tools/mutants/verifier"
+
+
+def run_verify(exe, d, args):
+    """Runs one verify command; returns (failed, the lines it printed). The
+    time limits are ten times what the tree takes on a loaded machine: a
+    mutant that hangs the machine fails there."""
+    limit = 60 if args == ["verify", "mpi"] else 120
+    cmd = [exe] + args
+    if args == ["verify"]:
+        cmd += ["--out", os.path.join(d, "out")]  # the replay files of a failure
+    try:
+        r = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=limit)
+        return r.returncode != 0, (r.stdout + r.stderr).strip().splitlines()
+    except subprocess.TimeoutExpired:
+        return True, [f"{' '.join(args)} did not finish in {limit} s"]
+
+
+def build_and_run(root, go, tmp, idx, name, path, old, new, how=None):
+    """Builds one mutant's verifier with `go build -overlay` (the tree itself
+    is never written: the mutated file lives in tmp), then runs verify; or,
+    for a mutant with how = ("test", package, regexp), runs that package's
+    tests with the overlay."""
     src = open(os.path.join(root, path)).read()
     if src.count(old) != 1:
-        return ("STALE", name, f"the original text is not in {path} exactly once", 0.0)
+        return ("STALE", name, f"the original text is not in {path} exactly once", 0.0, 0.0)
     d = os.path.join(tmp, str(idx))
     os.makedirs(d)
     mutated = os.path.join(d, os.path.basename(path))
     open(mutated, "w").write(src.replace(old, new))
     overlay = os.path.join(d, "overlay.json")
     json.dump({"Replace": {os.path.join(root, path): mutated}}, open(overlay, "w"))
+    t0 = time.time()
+    if how and how[0] == "test":
+        r = subprocess.run([go, "test", "-count=1", "-overlay", overlay, "-run", how[2], how[1]],
+                           cwd=root, capture_output=True, text=True, timeout=600)
+        why = (r.stdout + r.stderr).strip().splitlines()
+        if r.returncode != 0 and any("build failed" in l or "setup failed" in l for l in why):
+            return ("NOBUILD", name, "\n".join(why[-5:]), 0.0, 0.0)
+        first = next((l.strip() for l in why if l.strip().startswith("--- FAIL") or "panic:" in l), why[0] if why else "")
+        return ("KILLED" if r.returncode != 0 else "SURVIVED", name, f"go test {how[1]}: {first[:200]}", time.time() - t0, 0.0)
     exe = os.path.join(d, "aaemu")
-    # Without the symbol table and DWARF the link, most of a mutant's
-    # build, takes about half as long.
-    b = subprocess.run([go, "build", "-overlay", overlay, "-ldflags=-s -w", "-o", exe, "./cmd/aaemu"],
+    # The message layers and the CPU: verify mpi too (the MPI core's
+    # delivery against its golden model); the blocks' verifier does not
+    # compile the message layers.
+    mpi = path.startswith(("msg/", "cpu/"))
+    b = subprocess.run([go, "build", "-overlay", overlay] + BUILD_FLAGS + (["-tags", "mpiverify"] if mpi else []) + ["-o", exe, VERIFIER],
                        cwd=root, capture_output=True, text=True)
     if b.returncode != 0:
-        return ("NOBUILD", name, b.stderr.strip(), 0.0)
+        return ("NOBUILD", name, b.stderr.strip(), 0.0, 0.0)
+    built = time.time() - t0
     t0 = time.time()
-    try:
-        r = subprocess.run([exe, "verify", "--out", os.path.join(d, "out")], cwd=d, capture_output=True, text=True, timeout=120)
-        dead, why = r.returncode != 0, (r.stdout + r.stderr).strip().splitlines()
-    except subprocess.TimeoutExpired:
-        dead, why = True, ["verify did not finish in 120 s"]
-    first = next((l for l in why if "MISMATCH" in l or "panic:" in l or "aaemu:" in l), why[-1] if why else "")
-    return ("KILLED" if dead else "SURVIVED", name, first[:220], time.time() - t0)
+    runs = [["verify"]] + ([["verify", "mpi"]] if mpi else [])
+    for args in runs:
+        dead, why = run_verify(exe, d, args)
+        if dead:
+            first = next((l for l in why if "MISMATCH" in l or "panic:" in l or "aaemu:" in l or "fabric" in l and "seed" in l),
+                         why[-1] if why else "")
+            return ("KILLED", name, f"aaemu {' '.join(args)}: {first[:200]}", time.time() - t0, built)
+    return ("SURVIVED", name, "", time.time() - t0, built)
+
+
+def baseline(root, go, tmp):
+    """Builds the verifier of the tree as it is (warming the build cache
+    with the flags every mutant uses) and checks that it passes: a
+    mutant's kill means something only if the tree itself passes."""
+    exe = os.path.join(tmp, "aaemu")
+    for tags in ([], ["-tags", "mpiverify"]):  # both builds warm the cache
+        b = subprocess.run([go, "build"] + BUILD_FLAGS + tags + ["-o", exe, VERIFIER], cwd=root, capture_output=True, text=True)
+        if b.returncode != 0:
+            sys.exit(f"the verifier does not build:\n{b.stderr}")
+    for args in (["verify"], ["verify", "mpi"]):
+        dead, why = run_verify(exe, tmp, args)
+        if dead:
+            sys.exit(f"aaemu {' '.join(args)} fails on the tree itself:\n" + "\n".join(why[-10:]))
 
 
 def check(root):
     """--check: every mutant's original text is in its file exactly once
     (a mutant gone stale with the code it breaks), without building."""
     stale = 0
-    for name, path, old, _ in MUTANTS:
+    for name, path, old, *_ in MUTANTS:
         n = open(os.path.join(root, path)).read().count(old)
         if n != 1:
             stale += 1
@@ -124,23 +229,28 @@ def main():
     go = os.environ.get("GO", "go")
     jobs = int(os.environ.get("JOBS", "2"))
     start = time.time()
-    with tempfile.TemporaryDirectory(prefix="aaemu-mutants-") as tmp, \
-            concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        # Arguments keep only the mutants whose names contain one of them.
-        chosen = [m for m in MUTANTS if len(sys.argv) < 2 or any(a in m[0] for a in sys.argv[1:])]
-        futs = [pool.submit(build_and_run, root, go, tmp, i, *m) for i, m in enumerate(chosen)]
-        killed = run = 0
-        stale = []
-        for f in futs:  # in the list's order, whatever order they finish in
-            fate, name, why, secs = f.result()
-            if fate in ("STALE", "NOBUILD"):
-                stale.append(name)
-                print(f"{fate:9} {name}\n          {why}", flush=True)
-                continue
-            run += 1
-            killed += fate == "KILLED"
-            print(f"{fate:9} {name} ({secs:.1f}s)" + (f"\n          {why}" if fate == "KILLED" else ""), flush=True)
-    print(f"\n{killed} of {run} mutants killed by `aaemu verify` ({100*killed/max(run,1):.0f} %) in {time.time()-start:.0f}s"
+    with tempfile.TemporaryDirectory(prefix="aaemu-mutants-") as tmp:
+        baseline(root, go, tmp)
+        print(f"the tree itself passes `aaemu verify` and `aaemu verify mpi` ({time.time()-start:.0f}s to build and run)", flush=True)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            # Arguments keep only the mutants whose names contain one of them.
+            chosen = [m for m in MUTANTS if len(sys.argv) < 2 or any(a in m[0] for a in sys.argv[1:])]
+            futs = [pool.submit(build_and_run, root, go, tmp, i, *m) for i, m in enumerate(chosen)]
+            killed = run = 0
+            stale = []
+            building = 0.0
+            for f in futs:  # in the list's order, whatever order they finish in
+                fate, name, why, secs, built = f.result()
+                building += built
+                if fate in ("STALE", "NOBUILD"):
+                    stale.append(name)
+                    print(f"{fate:9} {name}\n          {why}", flush=True)
+                    continue
+                run += 1
+                killed += fate == "KILLED"
+                print(f"{fate:9} {name} (build {built:.1f}s, run {secs:.1f}s)" + (f"\n          {why}" if why else ""), flush=True)
+    print(f"\n{killed} of {run} mutants killed (100 % wanted: {100*killed/max(run,1):.0f} %) in {time.time()-start:.0f}s"
+          f" ({building:.0f}s of builds across {jobs} jobs; load average {os.getloadavg()[0]:.1f} at the end)"
           + (f"; {len(stale)} stale" if stale else ""))
     sys.exit(0 if killed == run and not stale else 1)
 

@@ -1,4 +1,6 @@
-package main
+// Package mpicmd is aaemu's verify mpi command: the MPI core's delivery on
+// random traffic against an independent model of MPI delivery.
+package mpicmd
 
 import (
 	"fmt"
@@ -10,7 +12,8 @@ import (
 	"github.com/aaemu/aaemu/msg/mpi/mpiverify"
 )
 
-func newVerifyMPICmd() *cobra.Command {
+// New returns the verify mpi command.
+func New() *cobra.Command {
 	var seeds int
 	var from uint64
 	var fabrics []string
