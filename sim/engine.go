@@ -327,7 +327,7 @@ func (u *Unit) wakeEdge(edge Tick) {
 // when it is near, else in the heap (as is one for the current time, which
 // the step still running takes from the heap alone).
 func (e *Engine) pushTimer(tm timer) {
-	if e.cal.w == 0 || tm.at <= e.now || e.noCal || !e.cal.push(e.now, tm) {
+	if e.cal.w == 0 || tm.at <= e.now || e.noCal || !e.cal.push(e.now, &tm) {
 		e.timers.push(tm)
 	}
 }
@@ -336,16 +336,8 @@ func (e *Engine) pushTimer(tm timer) {
 // period), moving what it holds to the heap: their order is the same
 // there.
 func (e *Engine) setSlotWidth(w Tick) {
-	for s := range e.cal.slots {
-		for _, tm := range e.cal.slots[s] {
-			e.timers.push(tm)
-		}
-		clear(e.cal.slots[s])
-		e.cal.slots[s] = e.cal.slots[s][:0]
-	}
-	e.cal.used = [calSlots / 64]uint64{}
-	e.cal.n, e.cal.stale, e.cal.w = 0, false, w
-	e.cal.base = e.now - e.now%w
+	e.cal.each(func(tm *timer) { e.timers.push(*tm) })
+	e.cal = calendar{w: w, base: e.now - e.now%w}
 }
 
 // enqueue puts u on the list for the clock's next edge, once. That list only
