@@ -61,6 +61,7 @@ type Core struct {
 	reading     *Proc           // the process whose uncached read stalls the core
 	dozing      *Proc           // the process dozing through a polling loop (Doze)
 	loadEvery   bool            // PollWord loads its word on every check (SetPollWatch)
+	generalOnly bool            // no fast path for a lone polling process (tests)
 
 	stOps, stIrqs, stBusy *sim.Counter
 	stReads, stReadURs    *sim.Counter // declared on the first uncached read
@@ -218,6 +219,21 @@ func (c *Core) Tick(now sim.Tick) bool {
 			c.u.WakeAt(c.busyUntil)
 		}
 		return false
+	}
+	// The common edge of a core that runs one process, polling: a check
+	// that finds the condition false is counted and the next one set, as
+	// the general path below does.
+	if len(c.procs) == 1 && c.reading == nil && !c.generalOnly {
+		if p := c.procs[0]; p.poll != nil && !p.done && !p.handler && p.wakeAt <= now && !c.checkPoll(p) {
+			d := max(p.pollEvery, c.spec.PeriodPS)
+			c.rr = 0
+			c.stOps.Inc()
+			p.ops++
+			p.wakeAt, c.busyUntil = now+d, now+d
+			c.stBusy.Add(uint64(d))
+			c.u.WakeAt(now + d)
+			return false
+		}
 	}
 	// Handlers first, oldest first (nested interrupts finish in order);
 	// among processes, round-robin from the one after the last that ran,
