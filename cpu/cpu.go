@@ -60,6 +60,8 @@ type Core struct {
 	req         *pcie.Requester // tags of uncached reads (made on the first)
 	reading     *Proc           // the process whose uncached read stalls the core
 	dozing      *Proc           // the process dozing through a polling loop (Doze)
+	loadEvery   bool            // PollWord loads its word on every check (SetPollWatch)
+	generalOnly bool            // no fast path for a lone polling process (tests)
 
 	stOps, stIrqs, stBusy *sim.Counter
 	stReads, stReadURs    *sim.Counter // declared on the first uncached read
@@ -90,6 +92,11 @@ type Proc struct {
 	// and the time between checks.
 	poll      func() bool
 	pollEvery sim.Tick
+	// The word a PollWord loop looks at: its watch and the value last
+	// loaded.
+	watch   *memory.Watch
+	word    uint64
+	wordVal uint64
 
 	// A PollLoad64 the core runs for the process while its loads hit
 	// (Core.spinLoad): the word, its predicate, the value of the load in
@@ -212,6 +219,21 @@ func (c *Core) Tick(now sim.Tick) bool {
 			c.u.WakeAt(c.busyUntil)
 		}
 		return false
+	}
+	// The common edge of a core that runs one process, polling: a check
+	// that finds the condition false is counted and the next one set, as
+	// the general path below does.
+	if len(c.procs) == 1 && c.reading == nil && !c.generalOnly {
+		if p := c.procs[0]; p.poll != nil && !p.done && !p.handler && p.wakeAt <= now && !c.checkPoll(p) {
+			d := max(p.pollEvery, c.spec.PeriodPS)
+			c.rr = 0
+			c.stOps.Inc()
+			p.ops++
+			p.wakeAt, c.busyUntil = now+d, now+d
+			c.stBusy.Add(uint64(d))
+			c.u.WakeAt(now + d)
+			return false
+		}
 	}
 	// Handlers first, oldest first (nested interrupts finish in order);
 	// among processes, round-robin from the one after the last that ran,
@@ -571,6 +593,40 @@ func (p *Proc) MMIORead64(addr uint64) uint64 {
 // until it holds. cond must only look (it runs on the core's edges, outside
 // the process): calling the process's costed operations in it panics.
 func (p *Proc) Poll(cond func() bool) { p.spin(cond, p.core.spec.PollIntervalPS) }
+
+// PollWord is Poll for a condition on the 64-bit word at addr of the
+// core's memory (and on Go state): cond gets the word's value. The core
+// loads the word again only after a write touched its line
+// (memory.Watch), so a check that finds the word unchanged costs no page
+// lookup; what each check sees, and when, is what Poll's would.
+func (p *Proc) PollWord(addr uint64, cond func(v uint64) bool) {
+	c := p.core
+	v := c.mem.Load64(addr)
+	if cond(v) {
+		return
+	}
+	if p.watch == nil {
+		p.watch = c.mem.Watch(addr)
+	} else {
+		p.watch.Move(addr)
+	}
+	p.watch.Written = false
+	p.word, p.wordVal = addr, v
+	p.poll = func() bool {
+		if p.watch.Written || c.loadEvery {
+			p.watch.Written = false
+			p.wordVal = c.mem.Load64(p.word)
+		}
+		return cond(p.wordVal)
+	}
+	p.pollEvery = c.spec.PollIntervalPS
+	p.wait(p.pollEvery)
+}
+
+// SetPollWatch chooses whether the core's PollWord loops load their word
+// only after a write to its line (on, the default) or on every check, as
+// Poll does: the outputs are the same; tests compare the two.
+func (c *Core) SetPollWatch(on bool) { c.loadEvery = !on }
 
 // ScratchpadPoll checks cond every scratchpad access time until it holds:
 // the polling hyperthread of the SP notification mode.

@@ -26,6 +26,72 @@ type Store struct {
 	pages map[uint64]*[1 << pageBits]byte
 	last  uint64 // page number of the last access (a one-entry lookup cache)
 	lastP *[1 << pageBits]byte
+	// watches are the Watches by 64-byte line.
+	watches map[uint64][]*Watch
+}
+
+// A Watch tells a reader that polls a word whether it may have changed
+// since the reader last loaded it: every write that touches the word's
+// 64-byte line sets Written. A polling loop loads the word again only then.
+type Watch struct {
+	s       *Store
+	line    uint64
+	on      bool
+	Written bool
+}
+
+// Watch returns a watch on the line of addr, Written until cleared.
+func (s *Store) Watch(addr uint64) *Watch {
+	w := &Watch{s: s}
+	w.Move(addr)
+	return w
+}
+
+// Move makes w watch the line of addr instead, Written until cleared.
+func (w *Watch) Move(addr uint64) {
+	w.Written = true
+	if w.on && w.line == addr>>6 {
+		return
+	}
+	w.Stop()
+	if w.s.watches == nil {
+		w.s.watches = map[uint64][]*Watch{}
+	}
+	w.line, w.on = addr>>6, true
+	w.s.watches[w.line] = append(w.s.watches[w.line], w)
+}
+
+// Stop ends the watch.
+func (w *Watch) Stop() {
+	if !w.on {
+		return
+	}
+	ws := w.s.watches[w.line]
+	for i, x := range ws {
+		if x == w {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(w.s.watches, w.line)
+	} else {
+		w.s.watches[w.line] = ws
+	}
+	w.on = false
+}
+
+// written tells the watches of the lines of [addr, addr+n) that they were
+// written.
+func (s *Store) written(addr uint64, n int) {
+	if n == 0 {
+		return
+	}
+	for l := addr >> 6; l <= (addr+uint64(n)-1)>>6; l++ {
+		for _, w := range s.watches[l] {
+			w.Written = true
+		}
+	}
 }
 
 const (
@@ -109,6 +175,9 @@ func (s *Store) Read(addr uint64, b []byte) {
 
 // Write copies data to addr.
 func (s *Store) Write(addr uint64, data []byte) {
+	if len(s.watches) > 0 {
+		s.written(addr, len(data))
+	}
 	if f := s.flat; addr < uint64(len(f)) && uint64(len(f))-addr >= uint64(len(data)) {
 		copy(f[addr:], data)
 		return

@@ -70,3 +70,75 @@ func TestFlatStore(t *testing.T) {
 		}
 	}
 }
+
+// A watch is told of every write that touches its word's 64-byte line,
+// in a paged or a flat store, and of no other.
+func TestWatchSeesWritesToItsLine(t *testing.T) {
+	cases := []struct {
+		name    string
+		flat    bool
+		watch   uint64
+		addr    uint64 // the write
+		n       int
+		written bool
+	}{
+		{"the word", false, 0x1008, 0x1008, 8, true},
+		{"a neighbour in the line", false, 0x1008, 0x1030, 8, true},
+		{"the line before", false, 0x1008, 0xfc0, 64, false},
+		{"ending on the line's first byte", false, 0x1008, 0xfc1, 64, true},
+		{"the next line", false, 0x1008, 0x1040, 8, false},
+		{"a long write across it", false, 0x1008, 0x0, 0x3000, true},
+		{"an empty write", false, 0x1008, 0x1008, 0, false},
+		{"another page", false, 0x1008, 0x2008, 8, false},
+		{"flat: the word", true, 0x1008, 0x1008, 8, true},
+		{"flat: elsewhere", true, 0x1008, 0x1808, 8, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore()
+			if tc.flat {
+				s = NewFlatStore(1 << 20)
+			}
+			w := s.Watch(tc.watch)
+			if !w.Written {
+				t.Fatal("a new watch is not Written: its first look would be skipped")
+			}
+			w.Written = false
+			s.Write(tc.addr, make([]byte, tc.n))
+			if w.Written != tc.written {
+				t.Fatalf("Written = %v after a write of %d bytes at %#x, want %v", w.Written, tc.n, tc.addr, tc.written)
+			}
+		})
+	}
+}
+
+// Moving a watch leaves its old line; stopping it leaves the store without
+// watches (writes skip the lookup again); two watches on one line both see
+// a write.
+func TestWatchMoveAndStop(t *testing.T) {
+	s := NewStore()
+	a, b := s.Watch(0x1000), s.Watch(0x1010)
+	a.Move(0x2000)
+	a.Written, b.Written = false, false
+	s.Store64(0x1000, 1)
+	if a.Written || !b.Written {
+		t.Fatalf("after a write to the old line: moved watch %v, other %v; want false, true", a.Written, b.Written)
+	}
+	s.Store64(0x2038, 1)
+	if !a.Written {
+		t.Fatal("the moved watch missed a write to its new line")
+	}
+	c := s.Watch(0x2000)
+	a.Written, c.Written = false, false
+	s.Store64(0x2000, 2)
+	if !a.Written || !c.Written {
+		t.Fatalf("two watches of a line: %v, %v", a.Written, c.Written)
+	}
+	a.Stop()
+	b.Stop()
+	c.Stop()
+	a.Stop()
+	if len(s.watches) != 0 {
+		t.Fatalf("%d lines still watched after every watch stopped", len(s.watches))
+	}
+}

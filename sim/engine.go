@@ -55,8 +55,11 @@ type Engine struct {
 	clks  []*Clock
 	units []*Unit
 
-	timers  timerHeap
+	timers  timerHeap // the far future, and the links' events
+	cal     calendar  // the near future (push order is seq order)
 	timerSq uint64
+	due     []timer // the calendar's timers of the current step
+	noCal   bool    // every timer in the heap (tests compare the two)
 	dirty   []committer
 	running []*Clock // clocks evaluated in the current time step
 
@@ -187,6 +190,9 @@ func (e *Engine) NewClock(name string, period, phase Tick) *Clock {
 	}
 	c := &Clock{eng: e, name: name, path: path, period: period, phase: phase, lastEdge: phase}
 	e.clks = append(e.clks, c)
+	if e.cal.w == 0 || period < e.cal.w {
+		e.setSlotWidth(period)
+	}
 	return c
 }
 
@@ -314,7 +320,24 @@ func (u *Unit) wakeEdge(edge Tick) {
 	}
 	u.timerAt = edge
 	e.timerSq++
-	e.timers.push(timer{at: edge, seq: e.timerSq, u: u})
+	e.pushTimer(timer{at: edge, seq: e.timerSq, u: u})
+}
+
+// pushTimer schedules tm, whose seq is the latest taken: in the calendar
+// when it is near, else in the heap (as is one for the current time, which
+// the step still running takes from the heap alone).
+func (e *Engine) pushTimer(tm timer) {
+	if e.cal.w == 0 || tm.at <= e.now || e.noCal || !e.cal.push(e.now, &tm) {
+		e.timers.push(tm)
+	}
+}
+
+// setSlotWidth makes w the calendar's slot width (the shortest clock
+// period), moving what it holds to the heap: their order is the same
+// there.
+func (e *Engine) setSlotWidth(w Tick) {
+	e.cal.each(func(tm *timer) { e.timers.push(*tm) })
+	e.cal = calendar{w: w, base: e.now - e.now%w}
 }
 
 // enqueue puts u on the list for the clock's next edge, once. That list only
@@ -333,8 +356,8 @@ func (c *Clock) enqueue(u *Unit, edge Tick) {
 // Next is the time of the next step: the earliest timer or clock edge with
 // a block due; Never when nothing is left to do.
 func (e *Engine) Next() Tick {
-	t := Never
-	if len(e.timers) > 0 {
+	t := e.cal.next()
+	if len(e.timers) > 0 && e.timers[0].at < t {
 		t = e.timers[0].at
 	}
 	for _, c := range e.clks {
@@ -362,9 +385,23 @@ func (e *Engine) runUntil(end Tick) {
 func (e *Engine) step(t Tick) {
 	e.now = t
 	e.steps++
-	// Timers due now join their clock's list for this edge.
-	for len(e.timers) > 0 && e.timers[0].at == t {
-		tm := e.timers.pop()
+	// Timers due now join their clock's list for this edge: the heap's and
+	// the calendar's merged by seq.
+	due := e.due[:0]
+	if e.cal.n > 0 && e.cal.next() == t {
+		due = e.cal.take(t, due)
+	}
+	for i := 0; ; {
+		var tm timer
+		if len(e.timers) > 0 && e.timers[0].at == t && (i == len(due) || e.timers[0].seq < due[i].seq) {
+			tm = e.timers.pop()
+		} else if i < len(due) {
+			tm = due[i]
+			due[i] = timer{}
+			i++
+		} else {
+			break
+		}
 		if tm.fn != nil {
 			// A traced value that changes with no block running, or a
 			// link's arrival hook (OnArrive) ahead of waking its consumer.
@@ -379,6 +416,7 @@ func (e *Engine) step(t Tick) {
 		}
 		u.clk.enqueue(u, t)
 	}
+	e.due = due[:0]
 	// Phase 1: take every clock's due units off its list, so that wakes made
 	// while evaluating go to the next edge.
 	e.running = e.running[:0]

@@ -84,7 +84,7 @@ func (e *Engine) startPulse(s *signal, d Tick) {
 // traceAt runs fn at time t: a trace update with no block evaluation.
 func (e *Engine) traceAt(t Tick, fn func()) {
 	e.timerSq++
-	e.timers.push(timer{at: t, seq: e.timerSq, fn: fn})
+	e.pushTimer(timer{at: t, seq: e.timerSq, fn: fn})
 }
 
 type probe struct {

@@ -126,7 +126,7 @@ func (c *Ctx) pollCQ(base uint64, size int, done *uint64) nic.CQE {
 func (c *Ctx) pollCQOnce(base uint64, size int, done *uint64) (nic.CQE, bool) {
 	want := *done + 1
 	addr := base + (*done%uint64(size))*nic.CQESize
-	c.P.Poll(func() bool { return *done+1 != want || c.N.Mem.Load64(addr+24) == want })
+	c.P.PollWord(addr+24, func(v uint64) bool { return *done+1 != want || v == want })
 	if *done+1 != want {
 		return nic.CQE{}, false
 	}

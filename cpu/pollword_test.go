@@ -1,0 +1,125 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/aaemu/aaemu/memory"
+	"github.com/aaemu/aaemu/pcie"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// PollWord sees what Poll sees, when Poll sees it, and the core's fast
+// path for a lone polling process does what its general path does: a process waits for a
+// word to reach 1, 2, 3, … while a DMA engine on another clock and a
+// process on a second core of the poller's clock write it (and its
+// neighbours in the line, and words elsewhere) at random times, some on
+// the very edges of the checks. Every poll returns at the same time, and
+// the cores' statistics end the same.
+func TestPollWordMatchesPoll(t *testing.T) {
+	const word = 0x4008
+	cases := []struct {
+		name      string
+		dmaPeriod sim.Tick
+		dmaPhase  sim.Tick
+		coreWrite bool // the second core writes the word too
+		maxGap    sim.Tick
+		irqs      bool // MSIs run handlers on the poller's core now and then
+	}{
+		{"dma on a slower clock", 1000, 0, false, 300 * sim.NS, false},
+		{"dma on an offset clock", 800, 300, false, 200 * sim.NS, false},
+		{"dma on the poll's edges", 50 * sim.NS, 0, false, sim.US, false},
+		{"a core of the same clock too", 1000, 0, true, 300 * sim.NS, false},
+		{"interrupts between the checks", 1000, 0, false, 300 * sim.NS, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(byWord, fast bool) string {
+				e := sim.NewEngine(3)
+				cpuClk := e.NewClock("clk_cpu", 500, 0)
+				dmaClk := e.NewClock("clk_dma", tc.dmaPeriod, tc.dmaPhase)
+				mem := memory.NewStore()
+				var log []string
+				next := uint64(1) // the value the next write of the word stores
+				poller := NewCore(cpuClk, "cpu0", DefaultSpec(), mem)
+				writer := NewCore(cpuClk, "cpu1", DefaultSpec(), mem)
+				poller.generalOnly = !fast
+				poller.Spawn("p", func(p *Proc) {
+					for k := uint64(1); k <= 40; k++ {
+						if byWord {
+							p.PollWord(word, func(v uint64) bool { return v >= k })
+						} else {
+							p.Poll(func() bool { return mem.Load64(word) >= k })
+						}
+						log = append(log, fmt.Sprintf("%d saw %d at %d", k, mem.Load64(word), p.Now()))
+						p.Compute(int(k % 7))
+					}
+				})
+				if tc.irqs {
+					// A handler that runs now and then takes the core from the
+					// lone poller: the general path's turn, then the fast again.
+					src := &msiSource{}
+					ri := e.Rand("irq")
+					var su *sim.Unit
+					su = cpuClk.Add("ioapic", sim.BlockFunc(func(now sim.Tick) bool {
+						if src.out.Ready() {
+							src.sent = false
+							src.Tick(now)
+						}
+						su.WakeIn(sim.Tick(1 + ri.Int64N(int64(2*sim.US))))
+						return false
+					}))
+					poller.Irq = sim.NewChan[pcie.Packet](su, poller.Unit(), "irq", 2)
+					src.out = poller.Irq
+					poller.OnInterrupt(0xfee0_0000, 0x41, "h", func(p *Proc) {
+						log = append(log, fmt.Sprintf("handler at %d", p.Now()))
+						p.Compute(20)
+					})
+				}
+				r := e.Rand("dma")
+				var dma *sim.Unit
+				dma = dmaClk.Add("dma", sim.BlockFunc(func(now sim.Tick) bool {
+					switch r.IntN(4) {
+					case 0, 1:
+						mem.Store64(word, next)
+						next++
+					case 2:
+						mem.Store64(word+0x30, uint64(now)) // the same line
+					default:
+						mem.Store64(word+0x1000, uint64(now)) // elsewhere
+					}
+					if next <= 45 {
+						dma.WakeIn(sim.Tick(1 + r.Int64N(int64(tc.maxGap))))
+					}
+					return false
+				}))
+				if tc.coreWrite {
+					rw := e.Rand("cpu1")
+					writer.Spawn("w", func(p *Proc) {
+						for next <= 45 {
+							p.Sleep(sim.Tick(1+rw.Int64N(int64(tc.maxGap/500))) * 500)
+							p.Store64(word, next)
+							next++
+						}
+					})
+				}
+				e.Run(sim.MS)
+				for _, name := range []string{"cpu0.ops", "cpu0.busy_ps", "cpu1.ops"} {
+					v, _ := e.Stats().Get(name)
+					log = append(log, fmt.Sprintf("%s %d", name, v.(*sim.Counter).Value()))
+				}
+				log = append(log, fmt.Sprintf("end %d", e.Now()))
+				if len(log) < 44 {
+					t.Fatalf("only %d polls", len(log)-4)
+				}
+				return fmt.Sprint(log)
+			}
+			ref := run(false, false)
+			for _, v := range []struct{ byWord, fast bool }{{false, true}, {true, false}, {true, true}} {
+				if got := run(v.byWord, v.fast); got != ref {
+					t.Fatalf("Poll on the general path:\n%s\nPollWord %v, fast path %v:\n%s", ref, v.byWord, v.fast, got)
+				}
+			}
+		})
+	}
+}
