@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aaemu/aaemu/scenario"
 )
 
 // `aaemu paper am2 --reduced` runs seed 000's figures on reduced sizes
@@ -71,5 +75,55 @@ func TestPaperAM2Apps(t *testing.T) {
 	out, err = aaemu(t, "paper", "--list")
 	if err != nil || !strings.Contains(out, "table4 table5 table6") {
 		t.Fatalf("paper --list: %v\n%s", err, out)
+	}
+}
+
+// `aaemu run examples/am2-clump.yaml` runs seed 000's EM3D over AM-II on
+// two E5000s with three Myrinet-like NIUs each, once per polling policy:
+// every result checked against the serial computation, the messages
+// network and local, stats.json byte-identical on a rerun with the
+// scenario's AM-II keys in it.
+func TestRunAM2Scenario(t *testing.T) {
+	var stats [2][]byte
+	for i := range stats {
+		dir := t.TempDir()
+		out, err := aaemu(t, "run", "../../examples/am2-clump.yaml", "--out", dir, "--no-host-stats")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, want := range []string{"workload splitc", "adaptive", "1/8", "1/32", "messages/s", "EM3D/good on a Clump of 2 × 4", "network and"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if stats[i], err = os.ReadFile(filepath.Join(dir, "stats.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(stats[0], stats[1]) {
+		t.Fatal("stats.json differs between two runs of one scenario")
+	}
+	var st struct {
+		Config struct {
+			Machine struct {
+				StartX scenario.StartXSpec `json:"startx"`
+			} `json:"machine"`
+			Workload map[string]json.RawMessage `json:"workload"`
+		} `json:"config"`
+		Results []scenario.WorkloadResult `json:"results"`
+	}
+	if err := json.Unmarshal(stats[0], &st); err != nil {
+		t.Fatal(err)
+	}
+	if x := st.Config.Machine.StartX; x.NIUs != 3 || x.Network != "crossbar" || x.DMAMBps != 38 || x.RDMAFrameBytes != 8256 {
+		t.Fatalf("config's startx %+v", x)
+	}
+	if _, ok := st.Config.Workload["splitc"]; !ok || len(st.Results) != 3 {
+		t.Fatalf("config %v, %d results", st.Config.Workload, len(st.Results))
+	}
+	for _, r := range st.Results {
+		if r.Workload != "splitc" || !r.Verified || r.Rate <= 0 || r.SimTimePS == 0 {
+			t.Fatalf("result %+v", r)
+		}
 	}
 }
