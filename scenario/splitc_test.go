@@ -132,7 +132,8 @@ func TestSplitCErrors(t *testing.T) {
 		{w("slots: 5000"), "s.yaml:8: workload.splitc.slots: 5000 is out of range (0..4096; packets of a shared-memory queue; 0: 256)"},
 		{w("poll_gap: -1"), "s.yaml:8: workload.splitc.poll_gap: -1 is out of range (0..100000 cycles; between two empty polls of a waiting rank; 0: 32)"},
 		{w("{app: em3d-naive, em3d_nodes: 1}"), "s.yaml:8: workload.splitc.em3d_nodes: 1 is out of range (2..1048576; per rank)"},
-		{"machine: {nodes: 2, cores: 4}\nworkload:\n  kind: splitc\n", "s.yaml:1: machine.startx: absent, but workload.splitc runs on 2 nodes under adaptive (a machine.startx section (the NIUs AM-II's network protocol runs on; docs/am2.md))"},
+		{"machine: {nodes: 2, cores: 4}\nworkload:\n  kind: splitc\n", "s.yaml:1: machine.startx: absent, but workload.splitc polls the network under adaptive (a machine.startx section (the NIUs AM-II's network protocol runs on; docs/am2.md), or only shm-only on one node)"},
+		{"workload:\n  kind: splitc\n  splitc: {nodes: 1, schemes: [shm-only, 1/8]}\n", "s.yaml:1: machine.startx: absent, but workload.splitc polls the network under 1/8 (a machine.startx section (the NIUs AM-II's network protocol runs on; docs/am2.md), or only shm-only on one node)"},
 		{"machine:\n  startx: {nius: 3}\n", "s.yaml:2: machine.startx.nius: 3 NIUs a node, but the Arctic network joins one a node (1 with the Arctic network; 1..4 with machine.startx.network: crossbar)"},
 		{"machine:\n  startx: {nius: 5, network: crossbar}\n", "s.yaml:2: machine.startx.nius: 5 is out of range (0..4; NIUs a node, each on a PCIe link of its own; more than 1 needs network: crossbar; 0: 1)"},
 		{"machine:\n  startx: {network: mesh}\n", `s.yaml:2: machine.startx.network: "mesh" is not a StarT-X network (arctic: Arctic lines and 4-port routers, one NIU a node, up to 8 nodes; crossbar: one crossbar switch, a port a NIU)`},
@@ -148,8 +149,12 @@ func TestSplitCErrors(t *testing.T) {
 			t.Errorf("%q:\n got %v\nwant %s", tc.yaml, err, tc.want)
 		}
 	}
-	// The NOW of 32 on a crossbar is a valid machine: more nodes than the
+	// One SMP without NIUs under shared memory only is a valid run; the
+	// NOW of 32 on a crossbar is a valid machine: more nodes than the
 	// Arctic network's 8.
+	if _, err := ParseScenario("s.yaml", []byte("machine: {cores: 8}\nworkload:\n  kind: splitc\n  splitc: {nodes: 1, schemes: [shm-only]}\n")); err != nil {
+		t.Error(err)
+	}
 	if _, err := ParseScenario("s.yaml", []byte("machine:\n  nodes: 32\n  cores: 1\n  startx: {network: crossbar}\nworkload:\n  kind: splitc\n  splitc: {app: em3d-good, schemes: [net-only]}\n")); err != nil {
 		t.Error(err)
 	}
