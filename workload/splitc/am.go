@@ -91,7 +91,7 @@ func RunAM(c *machine.Cluster, l Layout, cfg AMConfig, prog Program) (*AMResult,
 			stopped = true
 			return true
 		}
-		return a.failed != nil || a.done == len(a.ranks)
+		return a.Done()
 	})
 	defer c.Close()
 	if stopped && a.failed == nil && a.done < len(a.ranks) {
@@ -184,15 +184,6 @@ func (a *AMRun) Done() bool { return a.failed != nil || a.done == len(a.ranks) }
 
 // Finished is the ranks that have returned.
 func (a *AMRun) Finished() int { return a.done }
-
-// Sent is the application stores the ranks have sent so far.
-func (a *AMRun) Sent() uint64 {
-	var n uint64
-	for _, r := range a.ranks {
-		n += r.sent
-	}
-	return n
-}
 
 // Result is what the run measured, or why it did not finish: a rank's
 // error, or the ranks still running at the cluster's time.
