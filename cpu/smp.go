@@ -485,17 +485,39 @@ func (p *Proc) Memcpy(dst, src, n uint64) {
 // effects the loop's own loads would have, without switching into the
 // process for each; a load that misses the process makes itself.
 func (p *Proc) PollLoad64(addr uint64, until func(v uint64) bool) uint64 {
+	return p.pollLoad64(addr, 0, until)
+}
+
+// PollLoad64Every is PollLoad64 with cycles (at least 1) of computation
+// between a load whose value fails until and the next load: the loop
+//
+//	for v = p.Load64(addr); !until(v); v = p.Load64(addr) { p.Compute(cycles) }
+//
+// (a spin that backs off a little, as a lock's). The core runs the
+// computations too while the loads hit, each counted as the loop's
+// Compute is.
+func (p *Proc) PollLoad64Every(addr uint64, cycles int, until func(v uint64) bool) uint64 {
+	if cycles < 1 {
+		panic(fmt.Sprintf("cpu: process %s: PollLoad64Every of %d cycles, want at least 1", p.name, cycles))
+	}
+	return p.pollLoad64(addr, sim.Tick(cycles)*p.core.spec.PeriodPS, until)
+}
+
+func (p *Proc) pollLoad64(addr uint64, gap sim.Tick, until func(v uint64) bool) uint64 {
 	for {
 		v := p.Load64(addr)
 		if until(v) {
 			return v
+		}
+		if gap > 0 {
+			p.wait(gap)
 		}
 		s := p.core.smp
 		if s == nil || addr>>s.shift != (addr+7)>>s.shift {
 			continue
 		}
 		// The next load is the core's to make, at once.
-		p.lspin = &loadSpin{addr: addr, ln: addr >> s.shift, until: until, fresh: true}
+		p.lspin = &loadSpin{addr: addr, ln: addr >> s.shift, until: until, fresh: true, gap: gap}
 		p.wait(0)
 		sp := p.lspin
 		p.lspin = nil
@@ -512,19 +534,26 @@ type loadSpin struct {
 	until    func(uint64) bool
 	fresh    bool     // no load made yet: the first is due where the process stopped
 	v        uint64   // the value of the load in flight
-	d        sim.Tick // the time the load takes
+	d        sim.Tick // the time the load (or the computation) takes
 	ended    bool     // until held for v: the process returns it
+	// gap is the computation between a load that failed until and the
+	// next (PollLoad64Every; 0: none); computing says it is in flight,
+	// so the next step is a load.
+	gap       sim.Tick
+	computing bool
 }
 
 // spinLoad is the core's step of its process's PollLoad64 at now: the
 // load in flight ends (until checked on its value) and the next one is
-// issued. It reports whether the core made that load — a hit, costed and
-// counted as the process's own Load64 is — so that the process need not
-// run; false when until held or the load would miss: the process goes on
-// (returning the value, or making the load itself).
+// issued — or, with a gap, the computation after it, then the load. It
+// reports whether the core made that step — a hit or the computation,
+// costed and counted as the process's own Load64 or Compute is — so that
+// the process need not run; false when until held or the load would
+// miss: the process goes on (returning the value, or making the load
+// itself).
 func (c *Core) spinLoad(p *Proc, now sim.Tick) bool {
 	sp := p.lspin
-	if !sp.fresh {
+	if !sp.fresh && !sp.computing {
 		c.inPoll = true
 		held := sp.until(sp.v)
 		c.inPoll = false
@@ -532,12 +561,16 @@ func (c *Core) spinLoad(p *Proc, now sim.Tick) bool {
 			sp.ended = true
 			return false
 		}
+		if sp.gap > 0 {
+			sp.computing, sp.d = true, sp.gap
+			return true
+		}
 	}
 	end, ok := c.smp.hitLoad(c.smpID, sp.ln, now, c.spec.PeriodPS)
 	if !ok {
 		return false
 	}
-	sp.fresh = false
+	sp.fresh, sp.computing = false, false
 	sp.v = c.mem.Load64(sp.addr)
 	sp.d = end - now
 	return true

@@ -429,7 +429,8 @@ func TestBandwidthLateInARun(t *testing.T) {
 // exactly as its loop of Load64s: the same return times and values, the
 // same SMP counts, and the same operations and busy time of every core,
 // whoever ends the spin (a core's store, a device's write) and whatever
-// else runs on the polling core.
+// else runs on the polling core; so does PollLoad64Every, as its loop of
+// Load64s and Computes.
 func TestPollLoad64AsItsLoop(t *testing.T) {
 	const P = e5000Period
 	type writer func(nd *smpNode, p *Proc, v uint64)
@@ -444,12 +445,18 @@ func TestPollLoad64AsItsLoop(t *testing.T) {
 		pollers int        // processes polling 0x5000 until it reads 3, one per core
 		other   bool       // a second process on core 0 that computes and loads meanwhile
 		gaps    []sim.Tick // the writer's sleeps before it writes 1, 2, 3
+		every   int        // PollLoad64Every's cycles between loads (0: PollLoad64)
 	}{
-		{"core store", coreStore, 1, false, []sim.Tick{1 * sim.US, 2*sim.US + 7*P, 3 * sim.US}},
-		{"device write", deviceWrite, 1, false, []sim.Tick{1 * sim.US, 3 * P, 5*sim.US + 1}},
-		{"two pollers", deviceWrite, 2, false, []sim.Tick{2 * sim.US, 2 * sim.US, 2 * sim.US}},
-		{"a second process", coreStore, 1, true, []sim.Tick{1 * sim.US, 1 * sim.US, 4 * sim.US}},
-		{"written at once", coreStore, 1, false, []sim.Tick{P, P, P}},
+		{"core store", coreStore, 1, false, []sim.Tick{1 * sim.US, 2*sim.US + 7*P, 3 * sim.US}, 0},
+		{"device write", deviceWrite, 1, false, []sim.Tick{1 * sim.US, 3 * P, 5*sim.US + 1}, 0},
+		{"two pollers", deviceWrite, 2, false, []sim.Tick{2 * sim.US, 2 * sim.US, 2 * sim.US}, 0},
+		{"a second process", coreStore, 1, true, []sim.Tick{1 * sim.US, 1 * sim.US, 4 * sim.US}, 0},
+		{"written at once", coreStore, 1, false, []sim.Tick{P, P, P}, 0},
+		{"every 4 cycles, core store", coreStore, 1, false, []sim.Tick{1 * sim.US, 2*sim.US + 7*P, 3 * sim.US}, 4},
+		{"every 4 cycles, device write", deviceWrite, 1, false, []sim.Tick{1 * sim.US, 3 * P, 5*sim.US + 1}, 4},
+		{"every cycle, two pollers", deviceWrite, 2, false, []sim.Tick{2 * sim.US, 2 * sim.US, 2 * sim.US}, 1},
+		{"every 7 cycles, a second process", coreStore, 1, true, []sim.Tick{1 * sim.US, 1 * sim.US, 4 * sim.US}, 7},
+		{"every 4 cycles, written at once", coreStore, 1, false, []sim.Tick{P, 2 * P, P}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := func(spin bool) string {
@@ -459,10 +466,16 @@ func TestPollLoad64AsItsLoop(t *testing.T) {
 					nd.cores[i].Spawn("poller", func(p *Proc) {
 						until := func(v uint64) bool { return v == 3 }
 						var v uint64
-						if spin {
+						switch {
+						case spin && tc.every > 0:
+							v = p.PollLoad64Every(0x5000, tc.every, until)
+						case spin:
 							v = p.PollLoad64(0x5000, until)
-						} else {
+						default:
 							for v = p.Load64(0x5000); !until(v); v = p.Load64(0x5000) {
+								if tc.every > 0 {
+									p.Compute(tc.every)
+								}
 							}
 						}
 						out = append(out, fmt.Sprintf("poller %d: %d at %v", i, v, p.Now()))

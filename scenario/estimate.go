@@ -154,6 +154,8 @@ func (s *Scenario) MemoryEstimate() (uint64, []MemTerm) {
 				keys * (8*12 + 16.0/float64(max(m.NIC.PMTU, 1))*memFrame)},
 			MemTerm{"the sort's samples (every process gathers every process's)", []string{"workload.sort.procs_per_node", "machine.nodes"},
 				p * p * p * 8 * 3})
+	case KindSplitC:
+		terms = append(terms, s.splitCMemory()...)
 	}
 	slices.SortStableFunc(terms, func(a, b MemTerm) int {
 		switch {

@@ -130,7 +130,7 @@ type MachineSpec struct {
 // WorkloadSpec selects the workload.
 type WorkloadSpec struct {
 	// Kind is the workload the scenario runs (dht, counter, getlog,
-	// checkpoint, xor, stream, sort): its section below says how.
+	// checkpoint, xor, stream, sort, splitc): its section below says how.
 	Kind       string         `yaml:"kind"`
 	DHT        DHTSpec        `yaml:"dht"`
 	Counter    CounterSpec    `yaml:"counter"`
@@ -139,13 +139,14 @@ type WorkloadSpec struct {
 	XOR        XORSpec        `yaml:"xor"`
 	Stream     StreamSpec     `yaml:"stream"`
 	Sort       SortSpec       `yaml:"sort"`
+	SplitC     SplitCSpec     `yaml:"splitc"`
 }
 
 // MarshalJSON writes the kind and its section only: stats.json records the
 // workload that ran.
 func (w WorkloadSpec) MarshalJSON() ([]byte, error) {
 	sections := map[string]any{KindDHT: w.DHT, KindCounter: w.Counter, KindGetLog: w.GetLog, KindCheckpoint: w.Checkpoint,
-		KindXOR: w.XOR, KindStream: w.Stream, KindSort: w.Sort}
+		KindXOR: w.XOR, KindStream: w.Stream, KindSort: w.Sort, KindSplitC: w.SplitC}
 	return json.Marshal(map[string]any{"kind": w.Kind, w.Kind: sections[w.Kind]})
 }
 
@@ -629,5 +630,6 @@ func (s Scenario) Clone() Scenario {
 	w.XOR.Schemes = slices.Clone(w.XOR.Schemes)
 	w.Stream.Schemes = slices.Clone(w.Stream.Schemes)
 	w.Sort.Schemes = slices.Clone(w.Sort.Schemes)
+	w.SplitC.Schemes = slices.Clone(w.SplitC.Schemes)
 	return c
 }

@@ -29,7 +29,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    schemes: [AM-Onload]\n", "s.yaml:3: workload.dht.am_onload_cores: 0, but workload.dht.schemes has AM-Onload, which needs server cores (1..procs_per_node−1 server cores)"},
 		{"machine: {cores: 4}\nworkload:\n  dht:\n    procs_per_node: 4\n    am_onload_cores: 4\n", "s.yaml:5: workload.dht.am_onload_cores: 4 is not fewer than procs_per_node, 4 (0..3: fewer than procs_per_node)"},
 		{"outputs:\n  trace_to: soon\n", `s.yaml:2: outputs.trace_to: "soon" is not a time (a whole number with unit ps, ns, us, ms or s)`},
-		{"workload:\n  kind: quicksort\n", `s.yaml:2: workload.kind: "quicksort" is not a workload (dht, counter, getlog, checkpoint, xor, stream, sort)`},
+		{"workload:\n  kind: quicksort\n", `s.yaml:2: workload.kind: "quicksort" is not a workload (dht, counter, getlog, checkpoint, xor, stream, sort, splitc)`},
 		{"workload:\n  kind: counter\n  counter: {schemes: [AA-SP]}\n", `s.yaml:3: workload.counter.schemes[0]: "AA-SP" is not a scheme of the counter workload (No-Cnt, AA-Poll, RMA, A-KV, Allreduce)`},
 		{"workload:\n  kind: getlog\n  getlog:\n    gets: 0\n", "s.yaml:4: workload.getlog.gets: 0 is out of range (1..10000000; per process)"},
 		{"workload:\n  kind: getlog\n  getlog:\n    words: 513\n", "s.yaml:4: workload.getlog.words: 513 is out of range (1..512; 64-bit words of each node's data page)"},
@@ -319,6 +319,10 @@ func FuzzScenario(f *testing.F) {
 	f.Add([]byte("a: &x [1]\nb: *x\n"))
 	f.Add([]byte("machine:\n  nodes: 6\n  network: {topology: torus, torus: {dims: [3, 2, 1], bytes_per_cycle: 8, wire_cycles: 3}}\n"))
 	f.Add([]byte("machine:\n  startx: {tx_depth: 2, rdma_packet_bytes: 80, access_bytes: 8, line: {rate_mbps: 800}}\n"))
+	f.Add([]byte("machine:\n  nodes: 4\n  cores: 8\n  startx: {nius: 3, network: crossbar, dma_mbps: 38, rdma_frame_bytes: 8256, rdma_commands: 64}\n" +
+		"workload:\n  kind: splitc\n  splitc: {app: con-comm, nodes: 1, con_comm_side: 4, schemes: [shm-only, adaptive, 1/32], slots: 4, blocks: 1, net_blocks: 1, staging: 1, pending: 1, poll_gap: 1}\n"))
+	f.Add([]byte("machine:\n  nodes: 8\n  cores: 1\n  startx: {network: crossbar}\nworkload:\n  kind: splitc\n  splitc: {app: em3d-naive, em3d_nodes: 2, em3d_steps: 1, schemes: [net-only, 1/1]}\n"))
+	f.Add([]byte("machine:\n  startx: {nius: 2, network: arctic, rdma_frame_bytes: 64}\nworkload: {kind: splitc, splitc: {app: fft, fft_n: 8}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseScenario("f.yaml", data)
 		if err != nil {

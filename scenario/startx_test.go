@@ -61,7 +61,7 @@ func TestStartXErrors(t *testing.T) {
 		{"machine:\n  startx:\n    access_bytes: 16\n", "s.yaml:3: machine.startx.access_bytes: 16 bytes is not an access the CPU makes (8 or 64 bytes (block stores and loads); 0: 64)"},
 		{"machine:\n  startx:\n    line: {rate_mbps: 2000000}\n", "s.yaml:3: machine.startx.line.rate_mbps: 2000000 is out of range (0..1000000 Mb/s; 0: 1200)"},
 		{"machine:\n  startx:\n    fifo_depth: 4\n", "s.yaml:3: machine.startx.fifo_depth: unknown key"},
-		{"machine:\n  nodes: 9\n  startx: {}\n", "s.yaml:3: machine.startx: 9 nodes: a fat tree of 4-port Arctic routers holds at most 8 (machine.nodes: 2..8 with machine.startx)"},
+		{"machine:\n  nodes: 9\n  startx: {}\n", "s.yaml:3: machine.startx: 9 nodes: a fat tree of 4-port Arctic routers holds at most 8 (machine.nodes: 2..8 with machine.startx (more with network: crossbar))"},
 	} {
 		_, err := ParseScenario("s.yaml", []byte(tc.yaml))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {

@@ -23,7 +23,7 @@ const (
 )
 
 // Kinds lists the workloads in the order the documentation gives them.
-var Kinds = []string{KindDHT, KindCounter, KindGetLog, KindCheckpoint, KindXOR, KindStream, KindSort}
+var Kinds = []string{KindDHT, KindCounter, KindGetLog, KindCheckpoint, KindXOR, KindStream, KindSort, KindSplitC}
 
 // The scenario sections of the workloads other than the DHT. Processes
 // per node default to the machine's cores.
@@ -90,6 +90,7 @@ func defaultWorkloads(w *WorkloadSpec) {
 	w.XOR = XORSpec{Words: 512}
 	w.Stream = StreamSpec{Op: "write", MsgBytes: 4096, Messages: 128, Outstanding: 1}
 	w.Sort = SortSpec{Keys: 4096}
+	w.SplitC = defaultSplitC()
 }
 
 // schemes is the workload's scheme list: the section's, or every scheme
@@ -107,6 +108,8 @@ func (w *WorkloadSpec) schemes() []string {
 		l = w.Stream.Schemes
 	case KindSort:
 		l = w.Sort.Schemes
+	case KindSplitC:
+		return w.SplitC.policies()
 	}
 	if len(l) == 0 {
 		for _, s := range workloadSchemes[w.Kind] {
@@ -121,6 +124,9 @@ func (w *WorkloadSpec) schemes() []string {
 // returns the key at fault.
 func (s *Scenario) checkWorkload() (string, error) {
 	w := &s.Workload
+	if w.Kind == KindSplitC {
+		return s.checkSplitC()
+	}
 	k := "workload." + w.Kind + "."
 	procs := func(v int) (string, error) {
 		if v > s.Machine.Cores {
@@ -334,6 +340,10 @@ func (s *Scenario) BuildWorkload(e *sim.Engine, x Experiment) (*aa.System, Workl
 				Detail: strings.TrimSpace(fmt.Sprintf("%d keys, %d bytes got from other nodes, %d on the wire (per NIC %v), %d logged %s",
 					r.Keys, r.RemoteBytes, r.WireBytes, r.SentBytes, r.LogBytes, r.Problem)),
 				Verified: r.Verified}
+		}
+	case KindSplitC:
+		if res, progress, err = s.buildSplitC(c, sch); err != nil {
+			return nil, nil, err
 		}
 	default:
 		return nil, nil, fmt.Errorf("workload %q is not one BuildWorkload runs", w.Kind)

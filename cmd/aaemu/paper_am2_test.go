@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aaemu/aaemu/scenario"
 )
 
 // `aaemu paper am2 --reduced` runs seed 000's figures on reduced sizes
@@ -43,21 +47,24 @@ func TestPaperAM2(t *testing.T) {
 	}
 }
 
-// `aaemu paper am2 table4 table5 --reduced` runs seed 000's application
-// tables on reduced sizes into OUT/am2/: the points, the plots and the
-// claims.
+// `aaemu paper am2 table4 table5 table6 --reduced` runs seed 000's
+// application tables on reduced sizes into OUT/am2/: the points, the
+// plots and the claims (Table 6: 32 processors on the Clump and on a NOW
+// of 32, about 25 s of CPU).
 func TestPaperAM2Apps(t *testing.T) {
 	dir := t.TempDir()
-	out, err := aaemu(t, "paper", "am2", "table4", "table5", "--reduced", "--out", dir, "-j", "2")
+	out, err := aaemu(t, "paper", "am2", "table4", "table5", "table6", "--reduced", "--out", dir, "-j", "2")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"Figure table4", "Table 4: messages per processor on the Clump", "48 and 14", "A16 EM3D", "Figure table5", "A13 multi-protocol against shared memory only on one SMP"} {
+	for _, want := range []string{"Figure table4", "Table 4: messages per processor on the Clump", "48 and 14", "A16 EM3D", "Figure table5", "A13 multi-protocol against shared memory only on one SMP",
+		"Figure table6", "A14 Clump against NOW, 3D FFT", "A15 EM3D on the Clump", "EM3D best against best"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, f := range []string{"figtable4/points.csv", "figtable4/figtable4.png", "figtable4/figtable4.svg", "figtable5/points.csv", "figtable5/figtable5.png", "claims.md"} {
+	for _, f := range []string{"figtable4/points.csv", "figtable4/figtable4.png", "figtable4/figtable4.svg", "figtable5/points.csv", "figtable5/figtable5.png",
+		"figtable6/points.csv", "figtable6/figtable6.png", "claims.md"} {
 		if st, err := os.Stat(filepath.Join(dir, "am2", f)); err != nil || st.Size() < 100 {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -66,10 +73,63 @@ func TestPaperAM2Apps(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(csv), "processors,run,scheme,messages_per_processor\n32,3D FFT,\"network short, mean\",") || strings.Count(string(csv), "\n") != 1+5*8 {
 		t.Fatalf("points.csv: %v\n%s", err, csv)
 	}
-	// Table 6 (32 processors, on the Clump and a NOW of 32) takes minutes
-	// even reduced: the suite lists it, docs/am2.md shows it run.
-	out, err = aaemu(t, "paper", "--list")
-	if err != nil || !strings.Contains(out, "table4 table5 table6") {
-		t.Fatalf("paper --list: %v\n%s", err, out)
+	// Table 6: every run on both platforms, its result checked (a point
+	// only when it is), and no claim left unmeasured.
+	csv6, err := os.ReadFile(filepath.Join(dir, "am2", "figtable6", "points.csv"))
+	if err != nil || strings.Count(string(csv6), "\n") != 1+5*2 || !strings.Contains(string(csv6), "EM3D/good,\"NOW of 32, Myrinet only\",") {
+		t.Fatalf("table6 points.csv: %v\n%s", err, csv6)
+	}
+	if strings.Contains(out, "not measured") {
+		t.Fatalf("a claim not measured:\n%s", out)
+	}
+}
+
+// `aaemu run examples/am2-clump.yaml` runs seed 000's EM3D over AM-II on
+// two E5000s with three Myrinet-like NIUs each, once per polling policy:
+// every result checked against the serial computation, the messages
+// network and local, stats.json byte-identical on a rerun with the
+// scenario's AM-II keys in it.
+func TestRunAM2Scenario(t *testing.T) {
+	var stats [2][]byte
+	for i := range stats {
+		dir := t.TempDir()
+		out, err := aaemu(t, "run", "../../examples/am2-clump.yaml", "--out", dir, "--no-host-stats")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, want := range []string{"workload splitc", "adaptive", "1/8", "1/32", "messages/s", "EM3D/good on a Clump of 2 × 4", "network and"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if stats[i], err = os.ReadFile(filepath.Join(dir, "stats.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(stats[0], stats[1]) {
+		t.Fatal("stats.json differs between two runs of one scenario")
+	}
+	var st struct {
+		Config struct {
+			Machine struct {
+				StartX scenario.StartXSpec `json:"startx"`
+			} `json:"machine"`
+			Workload map[string]json.RawMessage `json:"workload"`
+		} `json:"config"`
+		Results []scenario.WorkloadResult `json:"results"`
+	}
+	if err := json.Unmarshal(stats[0], &st); err != nil {
+		t.Fatal(err)
+	}
+	if x := st.Config.Machine.StartX; x.NIUs != 3 || x.Network != "crossbar" || x.DMAMBps != 38 || x.RDMAFrameBytes != 8256 {
+		t.Fatalf("config's startx %+v", x)
+	}
+	if _, ok := st.Config.Workload["splitc"]; !ok || len(st.Results) != 3 {
+		t.Fatalf("config %v, %d results", st.Config.Workload, len(st.Results))
+	}
+	for _, r := range st.Results {
+		if r.Workload != "splitc" || !r.Verified || r.Rate <= 0 || r.SimTimePS == 0 {
+			t.Fatalf("result %+v", r)
+		}
 	}
 }

@@ -54,6 +54,9 @@ func traceOp(ctx context.Context, w, stderr io.Writer, file string, op int, proc
 	if err != nil {
 		return err
 	}
+	if sc.Workload.Kind == scenario.KindSplitC {
+		return fmt.Errorf("%s: workload %s: its ranks start no traced operation (AM-II messages are the processes' loads and stores); trace a workload of the NIC's verbs", file, sc.Workload.Kind)
+	}
 	until, err := sim.ParseTick(o.until)
 	if err != nil {
 		return fmt.Errorf("--until: %w", err)

@@ -82,8 +82,8 @@ run checks its own result and fails if it is wrong.
 }
 
 func runWorkload(ctx context.Context, stdout, stderr io.Writer, kind string, o workloadOpts) error {
-	if kind == scenario.KindDHT || !slices.Contains(scenario.Kinds, kind) {
-		return fmt.Errorf("workload %q: want counter, getlog, checkpoint, xor, stream or sort (the DHT runs with aaemu run)", kind)
+	if kind == scenario.KindDHT || kind == scenario.KindSplitC || !slices.Contains(scenario.Kinds, kind) {
+		return fmt.Errorf("workload %q: want counter, getlog, checkpoint, xor, stream or sort (the DHT and splitc run with aaemu run)", kind)
 	}
 	// The flags are a scenario: the same set-up and checks as `aaemu run`
 	// with workload.kind set.

@@ -2,32 +2,30 @@ package am2
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/machine"
-	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/sim"
 )
+
+// E5000Spec is the E5000 preset's machine spec and seed. The preset is a
+// scenario file, and package scenario runs AM-II (workload.splitc), so the
+// external test package reads it (preset_test.go) and sets this.
+var E5000Spec func() (machine.Spec, uint64, error)
 
 // e5000 is a cluster of the E5000 preset (seed 000's SMP node) with cores
 // processors per node.
 func e5000(t *testing.T, cores int) *machine.Cluster {
 	t.Helper()
-	data, err := os.ReadFile("../../examples/machines/e5000.yaml")
+	spec, seed, err := E5000Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := scenario.ParseScenario("e5000.yaml", data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := s.ClusterSpec()
 	spec.Nodes = 2
 	spec.Cores = cores
-	c, err := machine.New(sim.NewEngine(s.Seed), spec)
+	c, err := machine.New(sim.NewEngine(seed), spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -296,9 +296,8 @@ func (ch *channel) slot(q, b int) uint64 { return ch.base[q] + uint64(b)*slotByt
 // core's StarT-X transport's); release passes it on.
 func (nd *netNode) acquire(p *cpu.Proc) uint64 {
 	t := p.FetchAdd(nd.lock, 1)
-	for p.Load64(nd.lock+8) != t {
-		p.Compute(4)
-	}
+	// A load and 4 cycles a turn, the core spinning while the line stays.
+	p.PollLoad64Every(nd.lock+8, 4, func(v uint64) bool { return v == t })
 	return t
 }
 

@@ -3,14 +3,12 @@ package am2
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/nic/startx"
-	"github.com/aaemu/aaemu/scenario"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -25,15 +23,10 @@ func e5000Net(t *testing.T, cores, tx, rx int) *machine.Cluster {
 // NIUs: through the NIUs' switch).
 func e5000Nodes(t *testing.T, nodes, nius, cores, tx, rx int) *machine.Cluster {
 	t.Helper()
-	data, err := os.ReadFile("../../examples/machines/e5000.yaml")
+	spec, seed, err := E5000Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := scenario.ParseScenario("e5000.yaml", data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := s.ClusterSpec()
 	spec.Nodes = nodes
 	spec.Cores = cores
 	spec = WithMyrinet(spec)
@@ -41,7 +34,7 @@ func e5000Nodes(t *testing.T, nodes, nius, cores, tx, rx int) *machine.Cluster {
 	if tx > 0 {
 		spec.StartX.TXDepth, spec.StartX.RXDepth = tx, rx
 	}
-	c, err := machine.New(sim.NewEngine(s.Seed), spec)
+	c, err := machine.New(sim.NewEngine(seed), spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,10 @@ type Switch struct {
 	out   [][2]*sim.Chan[Packet] // by port, priority: the lines out
 	next  []int                  // per output: the input to look at first
 	Lines []*Line                // the lines in and out, by port (in, out)
+	// heads counts, per priority and output, the inputs whose valid head
+	// goes to that output (Tick's, rebuilt every tick): an output none
+	// wants is not scanned, which on many ports is most of them.
+	heads [2][]int
 
 	dropped *sim.Counter
 }
@@ -32,7 +36,8 @@ const SwitchInDepth = 4
 // lines of spec each way (the lines' latency is the cable's and the
 // switch's).
 func NewSwitch(clk *sim.Clock, name string, spec LineSpec, nius []*NIU) (*Switch, error) {
-	s := &Switch{name: name, in: make([][2]*sim.Chan[Packet], len(nius)), out: make([][2]*sim.Chan[Packet], len(nius)), next: make([]int, len(nius))}
+	s := &Switch{name: name, in: make([][2]*sim.Chan[Packet], len(nius)), out: make([][2]*sim.Chan[Packet], len(nius)), next: make([]int, len(nius)),
+		heads: [2][]int{make([]int, len(nius)), make([]int, len(nius))}}
 	s.u = clk.Add(name, s)
 	s.dropped = s.u.Engine().Stats().Counter(name+".dropped", "packets", "packets for a node the switch has no port for")
 	for i, n := range nius {
@@ -74,9 +79,20 @@ func (s *Switch) Tick(now sim.Tick) bool {
 			}
 		}
 	}
+	// The heads waiting, by priority and output. Valid and Peek only look,
+	// so an output no head goes to is skipped without a scan that would
+	// find nothing; a head taken is replaced by the one behind it.
+	for p := High; p <= Low; p++ {
+		clear(s.heads[p])
+		for i := 0; i < n; i++ {
+			if h := s.in[i][p].Peek(); h != nil && h.Dst >= 0 && h.Dst < n {
+				s.heads[p][h.Dst]++
+			}
+		}
+	}
 	for o := 0; o < n; o++ {
 		for p := High; p <= Low; p++ {
-			if !s.out[o][p].Ready() {
+			if !s.out[o][p].Ready() || s.heads[p][o] == 0 {
 				continue
 			}
 			for k := 0; k < n; k++ {
@@ -88,6 +104,10 @@ func (s *Switch) Tick(now sim.Tick) bool {
 					continue
 				}
 				s.out[o][p].Send(s.in[i][p].Recv())
+				s.heads[p][o]--
+				if h := s.in[i][p].Peek(); h != nil && h.Dst >= 0 && h.Dst < n {
+					s.heads[p][h.Dst]++
+				}
 				s.next[o] = (i + 1) % n
 				progress = true
 				break

@@ -44,6 +44,7 @@ type AMResult struct {
 var ErrStopped = errors.New("splitc: stopped before the program finished")
 
 type amRun struct {
+	c      *machine.Cluster
 	l      Layout
 	cfg    AMConfig
 	ranks  []*amRank
@@ -77,10 +78,37 @@ type amRank struct {
 }
 
 // RunAM runs prog on cluster c, rank i on core i % l.PerNode of node
-// i / l.PerNode, each an AM-II endpoint. A store to a rank of another node
-// goes through AM-II's network protocol: until it exists, the run fails
-// with am2.ErrRemote (errors.Is).
+// i / l.PerNode, each an AM-II endpoint: StartAM, the cluster run until
+// every rank is done (or cfg.Limit, or cfg.Stop), then the result.
 func RunAM(c *machine.Cluster, l Layout, cfg AMConfig, prog Program) (*AMResult, error) {
+	a, err := StartAM(c, l, cfg, prog)
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	c.Run(a.cfg.Limit, func() bool {
+		if a.cfg.Stop != nil && a.cfg.Stop() {
+			stopped = true
+			return true
+		}
+		return a.Done()
+	})
+	defer c.Close()
+	if stopped && a.failed == nil && a.done < len(a.ranks) {
+		return nil, ErrStopped
+	}
+	return a.Result()
+}
+
+// AMRun is a program started on a machine by StartAM: run the cluster
+// (until Done), then read Result.
+type AMRun struct{ *amRun }
+
+// StartAM sets prog up on cluster c as RunAM does — the AM-II system, an
+// endpoint a rank, every rank's process spawned — without running the
+// cluster: a caller that runs the machine itself (aaemu run) reads Result
+// once Done holds.
+func StartAM(c *machine.Cluster, l Layout, cfg AMConfig, prog Program) (*AMRun, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -108,7 +136,7 @@ func RunAM(c *machine.Cluster, l Layout, cfg AMConfig, prog Program) (*AMResult,
 	if err != nil {
 		return nil, err
 	}
-	rt := &amRun{l: l, cfg: cfg}
+	rt := &amRun{l: l, cfg: cfg, c: c}
 	p := l.Procs()
 	for i := 0; i < p; i++ {
 		ep, err := sys.NewEndpoint(l.Node(i), 0x5c00_0000_0000+uint64(i))
@@ -148,22 +176,24 @@ func RunAM(c *machine.Cluster, l Layout, cfg AMConfig, prog Program) (*AMResult,
 			rt.done++
 		})
 	}
-	stopped := false
-	c.Run(cfg.Limit, func() bool {
-		if cfg.Stop != nil && cfg.Stop() {
-			stopped = true
-			return true
-		}
-		return rt.failed != nil || rt.done == p
-	})
-	defer c.Close()
+	return &AMRun{rt}, nil
+}
+
+// Done reports whether every rank has returned, or one has failed.
+func (a *AMRun) Done() bool { return a.failed != nil || a.done == len(a.ranks) }
+
+// Finished is the ranks that have returned.
+func (a *AMRun) Finished() int { return a.done }
+
+// Result is what the run measured, or why it did not finish: a rank's
+// error, or the ranks still running at the cluster's time.
+func (a *AMRun) Result() (*AMResult, error) {
+	rt, p := a.amRun, len(a.ranks)
 	switch {
 	case rt.failed != nil:
 		return nil, rt.failed
-	case stopped && rt.done < p:
-		return nil, ErrStopped
 	case rt.done < p:
-		return nil, fmt.Errorf("splitc: %d of %d ranks not done at %v (limit %v)", p-rt.done, p, c.Now().Human(), cfg.Limit.Human())
+		return nil, fmt.Errorf("splitc: %d of %d ranks not done at %v (limit %v)", p-rt.done, p, rt.c.Now().Human(), rt.cfg.Limit.Human())
 	}
 	res := &AMResult{Syncs: rt.ranks[0].syncs, Rounds: int(rt.ranks[0].seq)}
 	start, end := rt.ranks[0].start, sim.Tick(0)

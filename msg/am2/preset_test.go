@@ -1,0 +1,18 @@
+package am2_test
+
+import (
+	"github.com/aaemu/aaemu/examples/machines"
+	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/msg/am2"
+	"github.com/aaemu/aaemu/scenario"
+)
+
+func init() {
+	am2.E5000Spec = func() (machine.Spec, uint64, error) {
+		s, err := scenario.ParseScenario("e5000.yaml", machines.E5000)
+		if err != nil {
+			return machine.Spec{}, 0, err
+		}
+		return s.ClusterSpec(), s.Seed, nil
+	}
+}
