@@ -137,6 +137,19 @@ func (pl *PacketLayer) Pending(p *cpu.Proc) int {
 // a loop dozed through by cpu.Proc.Doze has.
 func (pl *PacketLayer) Seen() int { return pl.pending() }
 
+// SeenFrom is Seen with the FIFOs looked at round-robin: the first that
+// holds a packet from FIFO k on (wrapping), or -1. A reader that serves
+// its FIFOs in turn keeps one busy input port from starving the others.
+func (pl *PacketLayer) SeenFrom(k int) int {
+	for i := 0; i < torus.NumRecFIFOs; i++ {
+		f := (k + i) % torus.NumRecFIFOs
+		if pl.nd.Peek(pl.rec(f)) != nil {
+			return f
+		}
+	}
+	return -1
+}
+
 func (pl *PacketLayer) pending() int {
 	for f := 0; f < torus.NumRecFIFOs; f++ {
 		if pl.nd.Peek(pl.rec(f)) != nil {

@@ -58,9 +58,10 @@ type Spec struct {
 	// FlushLineCycles is one dirty 32-byte L1 line written back (dcbf)
 	// and InvalidateLineCycles one line invalidated (dcbi): the software
 	// coherence of the two non-coherent L1 caches (L74, L111). The paper
-	// gives neither: a write-back moves 32 bytes at the memory rate, 4.3
-	// B/cycle (L70), 8 cycles; an invalidation moves nothing, 2 cycles
-	// (the instruction and its address step), our estimates.
+	// gives neither: a write-back is a store of 32 bytes, half of what
+	// LineAccessCycles charges a 64-byte store (the model's memory rate,
+	// L70), 4 cycles; an invalidation moves nothing, 2 cycles (the
+	// instruction and its address step). Both are our estimates.
 	FlushLineCycles, InvalidateLineCycles int
 }
 
@@ -112,7 +113,7 @@ func DefaultSpec(x, y, z int) Spec {
 		InterruptCycles:      103,
 		LineAccessCycles:     7,
 		ScratchpadCycles:     10, LockboxCycles: 10,
-		FlushLineCycles: 8, InvalidateLineCycles: 2,
+		FlushLineCycles: 4, InvalidateLineCycles: 2,
 	}
 }
 
