@@ -3,6 +3,7 @@ package bgl
 import (
 	"fmt"
 
+	"github.com/aaemu/aaemu/collective"
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/memory"
 	"github.com/aaemu/aaemu/sim"
@@ -15,6 +16,9 @@ type Machine struct {
 	World *sim.World
 	Torus *torus.Network
 	Nodes []*Node
+	// Tree is the collective and barrier networks, once Collective has
+	// built them.
+	Tree *collective.Tree
 }
 
 // Node is one compute node: its two cores and memory in the torus node's
@@ -31,6 +35,8 @@ type Node struct {
 	// its own (L96).
 	PL  *PacketLayer
 	PLs []*PacketLayer
+	// Tree is the node's side of the collective network (Collective).
+	Tree *collective.Node
 	// Co is the second core's work-unit pool in coprocessor mode (nil
 	// otherwise).
 	Co   *Coprocessor

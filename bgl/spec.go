@@ -15,6 +15,7 @@ package bgl
 import (
 	"fmt"
 
+	"github.com/aaemu/aaemu/collective"
 	"github.com/aaemu/aaemu/torus"
 )
 
@@ -22,6 +23,9 @@ import (
 // cycles of the node clock (700 MHz).
 type Spec struct {
 	Torus torus.Spec
+	// Collective is the collective and barrier networks' (built only when
+	// a run asks for them: Machine.Collective).
+	Collective collective.Spec
 	// ReadCycles is a full 256-byte packet read from a reception FIFO
 	// into 16-byte aligned memory by sixteen 16-byte loads and stores
 	// (default 204, L67).
@@ -106,6 +110,7 @@ func (s Spec) WithMode(m Mode) Spec {
 func DefaultSpec(x, y, z int) Spec {
 	return Spec{
 		Torus:            torus.DefaultSpec(x, y, z),
+		Collective:       collective.DefaultSpec(),
 		ReadCycles:       204,
 		WriteCacheCycles: 50, WriteMemoryCycles: 100,
 		StatusCycles:         13,

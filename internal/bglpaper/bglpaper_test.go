@@ -237,10 +237,13 @@ func TestFig5b(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mp, d3 := series(pts, mpich2), series(pts, deposit3)
+	mp, d3, tn := series(pts, mpich2), series(pts, deposit3), series(pts, treeNet)
 	for i := range mp {
 		if d3[i].Y <= mp[i].Y {
 			t.Errorf("%d B: deposit %.1f MB/s, MPICH2 %.1f MB/s", mp[i].X, d3[i].Y, mp[i].Y)
+		}
+		if tn[i].Y <= mp[i].Y {
+			t.Errorf("%d B: collective network %.1f MB/s, MPICH2 %.1f MB/s", mp[i].X, tn[i].Y, mp[i].Y)
 		}
 	}
 	for i, r := range fig.CheckPoints(pts) {
