@@ -234,7 +234,21 @@ type Layer struct {
 	looks   int    // looks at an injection FIFO's room in this pass
 	rr      int    // Interleave: the send-queue entry to write from next
 	nfull   int    // injection FIFOs found full in this pass
-	meshed  bool   // the torus has no wrap-around links
+	pin     []int  // per destination: its pinned FIFO (pinned)
+	// queued is, per injection FIFO, the send-queue entries pinned to it
+	// and nqueued the FIFOs with any: once that many are found full in a
+	// pass (without Interleave), the rest of the send queue can write
+	// nothing and costs nothing to skip.
+	queued  [64]int
+	nqueued int
+	// dirs is, per destination, the FIFOs of the first links of minimal
+	// routes there (spread), and queuedAny and nqueuedAny count the
+	// entries by any of them: with Interleave, the stop's condition.
+	dirs       [][3]uint8
+	ndirs      []uint8
+	queuedAny  [64]int
+	nqueuedAny int
+	meshed     bool // the torus has no wrap-around links
 	// notified: the torus wakes the core Until runs on when a packet
 	// arrives (so that it can doze).
 	notified bool
@@ -258,6 +272,10 @@ type Stats struct {
 	FullPolls uint64    // writes that found the FIFO full
 	CoPackets uint64    // data packets the coprocessor received
 	CoRecv    uint64    // transfers the coprocessor received
+	// ScanStops counts the passes whose send half stopped before the end
+	// of the send queue, every FIFO it could write being full (work of
+	// the simulator saved; nothing simulated changes).
+	ScanStops uint64
 }
 
 // out is a send-queue entry: packets to one destination.
@@ -312,6 +330,14 @@ func New(m *bgl.Machine, i int, params Params, costs Costs, up Handler) (*Layer,
 	l := &Layer{meshed: m.Spec.Torus.Mesh, fifos: m.Spec.Torus.InjFIFOs, full: make([]bool, m.Spec.Torus.InjFIFOs), nd: nd, bs: &m.Spec, nodes: nodes, params: params, costs: costs, up: up, plb: nd.Alloc(torus.MaxPacketBytes),
 		tokens: make([]int, len(nodes)), msgq: make([][]*out, len(nodes)), grants: map[uint16]*Message{}, eagerIn: make([]*rx, len(nodes)),
 		adapt: map[uint32]*rx{}, rdv: map[uint16]*rx{}, early: map[uint32][]*staged{}}
+	l.pin = make([]int, len(nodes))
+	l.dirs, l.ndirs = make([][3]uint8, len(nodes)), make([]uint8, len(nodes))
+	for d := range nodes {
+		if d != i {
+			l.pin[d] = l.pinnedOf(d)
+			l.dirs[d], l.ndirs[d] = l.spreadOf(d)
+		}
+	}
 	if params.Coprocessor {
 		l.cpl = nd.PLs[1]
 		l.cpl.NotifyReceive(nd.Co.Core().Unit())
@@ -368,7 +394,10 @@ func (l *Layer) Idle() bool {
 // packets in order (FIFO pinning, L101); one per direction keeps packets
 // for different links from blocking each other at the heads of shared
 // FIFOs. Adaptive packets take the same FIFO (any will do, L100).
-func (l *Layer) pinned(dst int) int {
+func (l *Layer) pinned(dst int) int { return l.pin[dst] }
+
+// pinnedOf computes pinned's FIFO.
+func (l *Layer) pinnedOf(dst int) int {
 	a, b := l.nd.Torus.At, l.nodes[dst].Torus.At
 	dims := l.dims()
 	for d := 0; d < 3; d++ {
@@ -393,10 +422,17 @@ func (l *Layer) pinned(dst int) int {
 // destinations rather than on the deterministic route's first (the
 // optimised alltoall's even injection, L156).
 func (l *Layer) spread(dst, k int) int {
+	n := int(l.ndirs[dst])
+	if n == 0 {
+		return 0
+	}
+	return int(l.dirs[dst][k%n])
+}
+
+// spreadOf computes the FIFOs spread takes in turn to dst.
+func (l *Layer) spreadOf(dst int) (dirs [3]uint8, n uint8) {
 	a, b := l.nd.Torus.At, l.nodes[dst].Torus.At
 	dims := l.dims()
-	var dirs [3]int
-	n := 0
 	for d := 0; d < 3; d++ {
 		if a[d] == b[d] {
 			continue
@@ -406,13 +442,10 @@ func (l *Layer) spread(dst, k int) int {
 		if l.meshed && b[d] < a[d] || !l.meshed && fwd > dims[d]-fwd {
 			neg = 1
 		}
-		dirs[n] = (2*d + neg) % l.fifos
+		dirs[n] = uint8((2*d + neg) % l.fifos)
 		n++
 	}
-	if n == 0 {
-		return 0
-	}
-	return dirs[k%n]
+	return dirs, n
 }
 
 // soft is a software header: type, source node, number, packet index.
@@ -485,6 +518,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		l.clearFull() // a new call looks again
 		if l.startable(o) && l.pushN(p, o, 1) == 1 {
 			l.sendq = l.sendq[:len(l.sendq)-1]
+			l.unqueued(o)
 			l.msgq[o.dst] = l.msgq[o.dst][1:]
 			l.finish(p, o)
 			return nil
@@ -554,14 +588,64 @@ func (l *Layer) id() uint16 {
 // enqueue appends message entry o to the send queue and to its
 // destination's queue of messages.
 func (l *Layer) enqueue(o *out) {
-	l.sendq = append(l.sendq, o)
+	l.queue(o)
 	l.msgq[o.dst] = append(l.msgq[o.dst], o)
+}
+
+// queue appends o to the send queue.
+func (l *Layer) queue(o *out) {
+	l.sendq = append(l.sendq, o)
+	l.queued1(o)
+}
+
+// queued1 counts o on the send queue for its pinned FIFO, and for every
+// FIFO spread may give it.
+func (l *Layer) queued1(o *out) {
+	f := l.pinned(o.dst)
+	if l.queued[f]++; l.queued[f] == 1 {
+		l.nqueued++
+	}
+	l.countAny(o.dst, f, 1)
+}
+
+// unqueued uncounts o, off the send queue.
+func (l *Layer) unqueued(o *out) {
+	f := l.pinned(o.dst)
+	if l.queued[f]--; l.queued[f] == 0 {
+		l.nqueued--
+	}
+	l.countAny(o.dst, f, -1)
+}
+
+// countAny adds by to queuedAny of each distinct FIFO among dst's pinned
+// one and its spread ones.
+func (l *Layer) countAny(dst, pinned, by int) {
+	var seen [64]bool
+	add := func(f int) {
+		if seen[f] {
+			return
+		}
+		seen[f] = true
+		before := l.queuedAny[f]
+		l.queuedAny[f] += by
+		switch {
+		case before == 0 && l.queuedAny[f] > 0:
+			l.nqueuedAny++
+		case before > 0 && l.queuedAny[f] == 0:
+			l.nqueuedAny--
+		}
+	}
+	add(pinned)
+	for k := 0; k < int(l.ndirs[dst]); k++ {
+		add(int(l.dirs[dst][k]))
+	}
 }
 
 // remove takes entry i (all written) off the send queue.
 func (l *Layer) remove(i int) {
 	o := l.sendq[i]
 	l.sendq = append(l.sendq[:i], l.sendq[i+1:]...)
+	l.unqueued(o)
 	if o.message {
 		l.msgq[o.dst] = l.msgq[o.dst][1:]
 	}
@@ -640,6 +724,7 @@ func (l *Layer) control(p *cpu.Proc, dst int, pk *torus.Packet) {
 		// First in the send queue: a control packet queued behind a
 		// long stream of data to the same FIFO would wait for all of it.
 		l.sendq = append([]*out{o}, l.sendq...)
+		l.queued1(o)
 		if l.params.Interleave {
 			l.rr++
 		}
@@ -738,6 +823,10 @@ func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 	}
 	budget := l.params.Batch
 	for i := 0; i < len(l.sendq) && budget > 0; i++ {
+		if l.nfull >= l.nqueued && !scanAll {
+			l.Stats.ScanStops++
+			break
+		}
 		o := l.sendq[i]
 		if !l.startable(o) {
 			continue
@@ -756,6 +845,11 @@ func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 	return did
 }
 
+// scanAll makes the send half of a pass look at every entry of the send
+// queue even when every FIFO it could write is full (the equivalence
+// test's reference).
+var scanAll = false
+
 // interleave is the send half of a pass with Params.Interleave: one
 // packet of each startable entry in turn, from entry rr on, up to Batch
 // packets, once round the queue at most.
@@ -768,6 +862,13 @@ func (l *Layer) interleave(p *cpu.Proc) bool {
 	}
 	i := l.rr
 	for seen := 0; seen < n && budget > 0 && len(l.sendq) > 0 && l.nfull < l.fifos; seen++ {
+		if l.nfull >= l.nqueuedAny && !scanAll {
+			// Every FIFO an entry could write is full: the rest of the
+			// round would only step past the entries, to where it ends.
+			l.Stats.ScanStops++
+			i = (i + n - seen) % len(l.sendq)
+			break
+		}
 		o := l.sendq[i]
 		i++
 		if l.startable(o) && l.pushN(p, o, 1) == 1 {
@@ -919,7 +1020,7 @@ func (l *Layer) stream(dst int, rid uint16, group uint8, addr uint64, n int, sen
 		return
 	}
 	to := l.coord(dst)
-	l.sendq = append(l.sendq, &out{dst: dst, n: (n + torus.MaxPayload - 1) / torus.MaxPayload, from: bgl.FromMemory, ready: true, adaptive: true, sent: sent,
+	l.queue(&out{dst: dst, n: (n + torus.MaxPayload - 1) / torus.MaxPayload, from: bgl.FromMemory, ready: true, adaptive: true, sent: sent,
 		build: func(k int) *torus.Packet {
 			off := k * torus.MaxPayload
 			return &torus.Packet{Dst: to, Dynamic: true, Group: group, Soft: soft(tData, l.nd.Index, rid, k),

@@ -147,6 +147,7 @@ func deliverStats(t *testing.T, dims torus.Coord, params Params, sends []send) (
 		sum.Staged += l.Stats.Staged
 		sum.CoRecv += l.Stats.CoRecv
 		sum.CoPackets += l.Stats.CoPackets
+		sum.ScanStops += l.Stats.ScanStops
 	}
 	return sum
 }
