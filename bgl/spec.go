@@ -54,11 +54,10 @@ type Spec struct {
 	// a torus of two FIFO sets (WithMode sets it).
 	Mode Mode
 	// ScratchpadCycles is one access to the scratchpad, the non-L1-cached
-	// memory the two cores coordinate through (L110), and LockboxCycles
-	// one operation of a hardware lockbox (L34). The paper gives neither;
-	// 10 cycles each is our estimate of an uncached access to on-chip
+	// memory the two cores coordinate through (L110). The paper does not
+	// give it; 10 cycles is our estimate of an uncached access to on-chip
 	// SRAM.
-	ScratchpadCycles, LockboxCycles int
+	ScratchpadCycles int
 	// FlushLineCycles is one dirty 32-byte L1 line written back (dcbf)
 	// and InvalidateLineCycles one line invalidated (dcbi): the software
 	// coherence of the two non-coherent L1 caches (L74, L111). The paper
@@ -117,8 +116,8 @@ func DefaultSpec(x, y, z int) Spec {
 		CopyBytesPer10Cycles: 43,
 		InterruptCycles:      103,
 		LineAccessCycles:     7,
-		ScratchpadCycles:     10, LockboxCycles: 10,
-		FlushLineCycles: 4, InvalidateLineCycles: 2,
+		ScratchpadCycles:     10,
+		FlushLineCycles:      4, InvalidateLineCycles: 2,
 	}
 }
 
@@ -140,7 +139,6 @@ func (s Spec) Validate() error {
 		{"interrupt_cycles", s.InterruptCycles, 1, 1 << 20},
 		{"line_access_cycles", s.LineAccessCycles, 1, 1 << 20},
 		{"scratchpad_cycles", s.ScratchpadCycles, 1, 1 << 20},
-		{"lockbox_cycles", s.LockboxCycles, 1, 1 << 20},
 		{"flush_line_cycles", s.FlushLineCycles, 0, 1 << 20},
 		{"invalidate_line_cycles", s.InvalidateLineCycles, 0, 1 << 20},
 	}
