@@ -1,11 +1,13 @@
 package bgl
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/torus"
 )
 
 // TestCostartCojoin runs transient work units on the coprocessor: the
@@ -133,5 +135,44 @@ func TestModes(t *testing.T) {
 	h, _ := New(sim.NewWorld(1), "bgl", s)
 	if h.Nodes[0].Co != nil {
 		t.Error("heater mode has a coprocessor")
+	}
+}
+
+// TestSecondSetPacketLayer: the second core's packet layer writes into
+// its own injection FIFOs and reads its own reception FIFOs; the first
+// set's layer sees none of it.
+func TestSecondSetPacketLayer(t *testing.T) {
+	m, err := New(sim.NewWorld(1), "bgl", DefaultSpec(4, 2, 2).WithMode(VirtualNodeMode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := m.Nodes[0], m.Nodes[1]
+	var got *torus.Packet
+	var seen0 int
+	var failed error
+	a.Cores[1].Spawn("send", func(p *cpu.Proc) {
+		failed = a.PLs[1].Write(p, 0, &torus.Packet{Dst: b.Torus.At, Group: 1, Payload: []byte("set one")}, FromCache)
+	})
+	b.Cores[1].Spawn("recv", func(p *cpu.Proc) {
+		f := b.PLs[1].Poll(p)
+		seen0 = b.PL.Seen()
+		got, failed = b.PLs[1].Read(p, f, true)
+	})
+	m.World.Run(sim.MS)
+	if failed != nil || got == nil || string(got.Payload) != "set one" {
+		t.Fatalf("got %v, %v", got, failed)
+	}
+	if seen0 != -1 {
+		t.Fatalf("the first set's layer saw FIFO %d", seen0)
+	}
+	st := a.Torus.Eng.Stats()
+	for k, want := range map[int]uint64{0: 0, 8: 1} {
+		c, ok := st.Get(fmt.Sprintf("bgl.node[0].router.inj[%d].packets", k))
+		if !ok || c.(*sim.Counter).Value() != want {
+			t.Fatalf("injection FIFO %d: %v packets, want %d", k, c, want)
+		}
+	}
+	if err := a.PLs[1].Write(nil, m.Spec.Torus.GroupInj(), &torus.Packet{Dst: b.Torus.At}, FromCache); err == nil {
+		t.Fatal("the set's FIFO 8 accepted (a set has 8)")
 	}
 }
