@@ -721,13 +721,16 @@ func (l *Layer) finish(p *cpu.Proc, o *out) {
 func (l *Layer) control(p *cpu.Proc, dst int, pk *torus.Packet) {
 	o := &out{dst: dst, n: 1, from: bgl.FromCache, ready: true, build: func(int) *torus.Packet { return pk }}
 	if l.pushN(p, o, 1) == 0 {
-		// First in the send queue: a control packet queued behind a
-		// long stream of data to the same FIFO would wait for all of it.
+		if l.params.Interleave {
+			// A round writes a packet of every entry: it comes in turn.
+			l.queue(o)
+			return
+		}
+		// First in the send queue: behind a long stream of data to the
+		// same FIFO (whose entry takes the FIFO's room first in every
+		// pass) it would wait for all of it.
 		l.sendq = append([]*out{o}, l.sendq...)
 		l.queued1(o)
-		if l.params.Interleave {
-			l.rr++
-		}
 	}
 }
 
