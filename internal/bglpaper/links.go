@@ -151,7 +151,7 @@ func Fig4f(l Links) *paper.Figure {
 					v := top(pts, coprocessor) / link
 					m := fmt.Sprintf("%.2f links' worth (%.0f MB/s; %d sustained at 90 %% each)", v, top(pts, coprocessor), sustained(pts, coprocessor, link))
 					if v <= 3 {
-						m += ": aaemu's coprocessor reads a packet in about 345 cycles (look, peek, dispatch, scratchpad record, read, count, its share of the line write-backs), 3.1 links' worth at most"
+						m += ": aaemu's coprocessor reads a packet in about 340 cycles (look, peek, dispatch, scratchpad record, read, count, its share of the line write-backs), 3.2 links' worth at most"
 					}
 					return m, v > 3
 				}},
