@@ -3,6 +3,7 @@ package bgl
 import (
 	"fmt"
 
+	"github.com/aaemu/aaemu/collective"
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/memory"
 	"github.com/aaemu/aaemu/sim"
@@ -15,6 +16,9 @@ type Machine struct {
 	World *sim.World
 	Torus *torus.Network
 	Nodes []*Node
+	// Tree is the collective and barrier networks, once Collective has
+	// built them.
+	Tree *collective.Tree
 }
 
 // Node is one compute node: its two cores and memory in the torus node's
@@ -26,8 +30,17 @@ type Node struct {
 	// Cores are the two PowerPC 440s. Their L1 caches are not coherent
 	// with each other; the costs here are the packet layer's.
 	Cores [2]*cpu.Core
-	PL    *PacketLayer
-	heap  uint64
+	// PL is the packet layer on FIFO set 0 (the main core's), PLs one per
+	// FIFO set: in coprocessor and virtual node mode the second core has
+	// its own (L96).
+	PL  *PacketLayer
+	PLs []*PacketLayer
+	// Tree is the node's side of the collective network (Collective).
+	Tree *collective.Node
+	// Co is the second core's work-unit pool in coprocessor mode (nil
+	// otherwise).
+	Co   *Coprocessor
+	heap uint64
 }
 
 // Alloc takes n bytes of the node's memory, aligned to the 32-byte L1
@@ -61,14 +74,20 @@ func New(w *sim.World, name string, spec Spec) (*Machine, error) {
 		// 4.3 B/cycle for large buffers (L70), 64/(2 × 4.3) ≈ 7 cycles.
 		MemAccessPS: sim.Tick(spec.LineAccessCycles) * period,
 		// Atomics and MMIO are not used (the PPC440 has no atomics, L34).
-		AtomicPS: 100 * period, MMIOPS: 100 * period, ScratchpadPS: 10 * period,
+		AtomicPS: 100 * period, MMIOPS: 100 * period, ScratchpadPS: sim.Tick(spec.ScratchpadCycles) * period,
 	}
 	for i, tn := range net.Nodes {
 		nd := &Node{Index: i, Torus: tn, Mem: memory.NewStore(), heap: 1 << 20}
 		for k := range nd.Cores {
 			nd.Cores[k] = cpu.NewCore(tn.Clk, fmt.Sprintf("%s.node[%d].cpu%d", name, i, k), cs, nd.Mem)
 		}
-		nd.PL = &PacketLayer{nd: tn, spec: &m.Spec, period: period}
+		for g := 0; g < spec.Torus.Groups; g++ {
+			nd.PLs = append(nd.PLs, &PacketLayer{nd: tn, spec: &m.Spec, period: period, group: g})
+		}
+		nd.PL = nd.PLs[0]
+		if spec.Mode == CoprocessorMode {
+			nd.Co = newCoprocessor(nd, &m.Spec)
+		}
 		m.Nodes = append(m.Nodes, nd)
 	}
 	return m, nil

@@ -12,14 +12,42 @@ import (
 // moves packets between the cores and the torus's FIFOs, each step a
 // costed operation of the calling process. A FIFO has one writer and one
 // reader at a time (the message layer owns them all, L90).
+//
+// A packet layer works on one FIFO set of the node (Group): its FIFO
+// numbers are the set's (injection 0 to InjFIFOs+InjPriorityFIFOs−1,
+// reception 0 to 6).
 type PacketLayer struct {
 	nd     *torus.Node
 	spec   *Spec
 	period sim.Tick
+	group  int
 }
 
 // Torus is the node's side of the torus.
 func (pl *PacketLayer) Torus() *torus.Node { return pl.nd }
+
+// Group is the FIFO set the packet layer works on.
+func (pl *PacketLayer) Group() int { return pl.group }
+
+// inj is the node's number of the set's injection FIFO fifo (out of
+// range stays out of range).
+func (pl *PacketLayer) inj(fifo int) int {
+	if fifo < 0 || fifo >= pl.spec.Torus.GroupInj() {
+		return -1 - fifo
+	}
+	return pl.group*pl.spec.Torus.GroupInj() + fifo
+}
+
+// rec is the node's number of the set's reception FIFO fifo.
+func (pl *PacketLayer) rec(fifo int) int { return pl.group*torus.NumRecFIFOs + fifo }
+
+// NotifyReceive wakes u whenever a packet becomes visible in one of the
+// set's reception FIFOs.
+func (pl *PacketLayer) NotifyReceive(u *sim.Unit) { pl.nd.NotifyReceiveGroup(pl.group, u) }
+
+// NextVisible is when the earliest packet held in the set's reception
+// FIFOs is visible (sim.Never: none).
+func (pl *PacketLayer) NextVisible() sim.Tick { return pl.nd.NextVisibleGroup(pl.group) }
 
 // look is one access to the FIFOs' status registers, after which cond
 // is checked; while it is false the process polls (one access per look).
@@ -36,9 +64,10 @@ func (pl *PacketLayer) look(p *cpu.Proc, cond func() bool) {
 // is done. A packet or FIFO the torus refuses is an error, before any
 // cost.
 func (pl *PacketLayer) Write(p *cpu.Proc, fifo int, pkt *torus.Packet, from Source) error {
-	if err := pl.nd.Check(fifo, pkt); err != nil {
+	if err := pl.check(fifo, pkt); err != nil {
 		return err
 	}
+	fifo = pl.inj(fifo)
 	n := pkt.Chunks()
 	pl.look(p, func() bool { return pl.nd.Room(fifo) >= n })
 	p.Compute(pl.spec.WriteCost(n, from))
@@ -53,11 +82,11 @@ func (pl *PacketLayer) Write(p *cpu.Proc, fifo int, pkt *torus.Packet, from Sour
 // if it has room for the packet, the stores; false if it had none (the
 // advance loop goes on with other work).
 func (pl *PacketLayer) TryWrite(p *cpu.Proc, fifo int, pkt *torus.Packet, from Source) (bool, error) {
-	if err := pl.nd.Check(fifo, pkt); err != nil {
+	if err := pl.check(fifo, pkt); err != nil {
 		return false, err
 	}
 	p.Compute(pl.spec.StatusCycles)
-	if pl.nd.Room(fifo) < pkt.Chunks() {
+	if pl.nd.Room(pl.inj(fifo)) < pkt.Chunks() {
 		return false, nil
 	}
 	return true, pl.Store(p, fifo, pkt, from)
@@ -67,9 +96,10 @@ func (pl *PacketLayer) TryWrite(p *cpu.Proc, fifo int, pkt *torus.Packet, from S
 // that has looked at the FIFO's room already (Room); no room now is an
 // error.
 func (pl *PacketLayer) Store(p *cpu.Proc, fifo int, pkt *torus.Packet, from Source) error {
-	if err := pl.nd.Check(fifo, pkt); err != nil {
+	if err := pl.check(fifo, pkt); err != nil {
 		return err
 	}
+	fifo = pl.inj(fifo)
 	p.Compute(pl.spec.WriteCost(pkt.Chunks(), from))
 	if err := pl.nd.Inject(fifo, pkt); err != nil {
 		return fmt.Errorf("bgl: node %d: injection FIFO %d: %w (two writers?)", pl.nd.Index, fifo, err)
@@ -80,11 +110,19 @@ func (pl *PacketLayer) Store(p *cpu.Proc, fifo int, pkt *torus.Packet, from Sour
 // Room is a look at injection FIFO fifo's status: the chunks it has room
 // for (one status access).
 func (pl *PacketLayer) Room(p *cpu.Proc, fifo int) (int, error) {
-	if n := pl.spec.Torus.InjFIFOs + pl.spec.Torus.InjPriorityFIFOs; fifo < 0 || fifo >= n {
+	if n := pl.spec.Torus.GroupInj(); fifo < 0 || fifo >= n {
 		return 0, fmt.Errorf("bgl: injection FIFO %d of %d", fifo, n)
 	}
 	p.Compute(pl.spec.StatusCycles)
-	return pl.nd.Room(fifo), nil
+	return pl.nd.Room(pl.inj(fifo)), nil
+}
+
+// check is the torus's check of a packet for the set's FIFO fifo.
+func (pl *PacketLayer) check(fifo int, pkt *torus.Packet) error {
+	if n := pl.spec.Torus.GroupInj(); fifo < 0 || fifo >= n {
+		return fmt.Errorf("bgl: injection FIFO %d of %d", fifo, n)
+	}
+	return pl.nd.Check(pl.inj(fifo), pkt)
 }
 
 // Pending is a look at the reception FIFOs' status: the first FIFO that
@@ -99,9 +137,22 @@ func (pl *PacketLayer) Pending(p *cpu.Proc) int {
 // a loop dozed through by cpu.Proc.Doze has.
 func (pl *PacketLayer) Seen() int { return pl.pending() }
 
+// SeenFrom is Seen with the FIFOs looked at round-robin: the first that
+// holds a packet from FIFO k on (wrapping), or -1. A reader that serves
+// its FIFOs in turn keeps one busy input port from starving the others.
+func (pl *PacketLayer) SeenFrom(k int) int {
+	for i := 0; i < torus.NumRecFIFOs; i++ {
+		f := (k + i) % torus.NumRecFIFOs
+		if pl.nd.Peek(pl.rec(f)) != nil {
+			return f
+		}
+	}
+	return -1
+}
+
 func (pl *PacketLayer) pending() int {
 	for f := 0; f < torus.NumRecFIFOs; f++ {
-		if pl.nd.Peek(f) != nil {
+		if pl.nd.Peek(pl.rec(f)) != nil {
 			return f
 		}
 	}
@@ -123,12 +174,12 @@ func (pl *PacketLayer) Peek(p *cpu.Proc, fifo int) (*torus.Packet, error) {
 	if err := checkRec(fifo); err != nil {
 		return nil, err
 	}
-	if pl.nd.Peek(fifo) == nil {
+	if pl.nd.Peek(pl.rec(fifo)) == nil {
 		p.Compute(pl.spec.StatusCycles)
 		return nil, nil
 	}
 	p.Compute(share(pl.spec.ReadCycles, 1) / 2) // one of a chunk's two 16-byte loads
-	return pl.nd.Peek(fifo), nil
+	return pl.nd.Peek(pl.rec(fifo)), nil
 }
 
 // Read unloads the packet at the head of reception FIFO fifo with 16-byte
@@ -141,7 +192,7 @@ func (pl *PacketLayer) Read(p *cpu.Proc, fifo int, aligned bool) (*torus.Packet,
 	if err := checkRec(fifo); err != nil {
 		return nil, err
 	}
-	pkt := pl.nd.Peek(fifo)
+	pkt := pl.nd.Peek(pl.rec(fifo))
 	if pkt == nil {
 		p.Compute(pl.spec.StatusCycles)
 		return nil, nil
@@ -151,7 +202,7 @@ func (pl *PacketLayer) Read(p *cpu.Proc, fifo int, aligned bool) (*torus.Packet,
 		c += pl.spec.CopyCost(len(pkt.Payload))
 	}
 	p.Compute(c)
-	return pl.nd.Receive(fifo), nil
+	return pl.nd.Receive(pl.rec(fifo)), nil
 }
 
 func checkRec(fifo int) error {

@@ -15,6 +15,7 @@ package bgl
 import (
 	"fmt"
 
+	"github.com/aaemu/aaemu/collective"
 	"github.com/aaemu/aaemu/torus"
 )
 
@@ -22,6 +23,9 @@ import (
 // cycles of the node clock (700 MHz).
 type Spec struct {
 	Torus torus.Spec
+	// Collective is the collective and barrier networks' (built only when
+	// a run asks for them: Machine.Collective).
+	Collective collective.Spec
 	// ReadCycles is a full 256-byte packet read from a reception FIFO
 	// into 16-byte aligned memory by sixteen 16-byte loads and stores
 	// (default 204, L67).
@@ -45,18 +49,75 @@ type Spec struct {
 	// in a copy (default 7: a copy, a load and a store per 64 bytes,
 	// then runs at 4.3 B/cycle, L70).
 	LineAccessCycles int
+	// Mode is the node's operating mode (L91): heater (the second core
+	// idles; the default), coprocessor or virtual node. The last two need
+	// a torus of two FIFO sets (WithMode sets it).
+	Mode Mode
+	// ScratchpadCycles is one access to the scratchpad, the non-L1-cached
+	// memory the two cores coordinate through (L110). The paper does not
+	// give it; 10 cycles is our estimate of an uncached access to on-chip
+	// SRAM.
+	ScratchpadCycles int
+	// FlushLineCycles is one dirty 32-byte L1 line written back (dcbf)
+	// and InvalidateLineCycles one line invalidated (dcbi): the software
+	// coherence of the two non-coherent L1 caches (L74, L111). The paper
+	// gives neither: a write-back is a store of 32 bytes, half of what
+	// LineAccessCycles charges a 64-byte store (the model's memory rate,
+	// L70), 4 cycles; an invalidation moves nothing, 2 cycles (the
+	// instruction and its address step). Both are our estimates.
+	FlushLineCycles, InvalidateLineCycles int
+}
+
+// Mode is a node's operating mode (L24, L75, L91).
+type Mode uint8
+
+// The modes.
+const (
+	// HeaterMode: one process on the main core, the second core idle.
+	HeaterMode Mode = iota
+	// CoprocessorMode: one process; the second core runs the work units the
+	// main core supplies (the rendezvous helper, costart/cojoin).
+	CoprocessorMode
+	// VirtualNodeMode: a task on each core, each with its own FIFO set.
+	VirtualNodeMode
+)
+
+func (m Mode) String() string {
+	switch m {
+	case HeaterMode:
+		return "heater"
+	case CoprocessorMode:
+		return "coprocessor"
+	case VirtualNodeMode:
+		return "virtual-node"
+	}
+	return fmt.Sprintf("mode%d", uint8(m))
+}
+
+// WithMode is the spec in mode m: coprocessor and virtual node mode give
+// each core its own FIFO set (L96), heater mode has one.
+func (s Spec) WithMode(m Mode) Spec {
+	s.Mode = m
+	s.Torus.Groups = 1
+	if m != HeaterMode {
+		s.Torus.Groups = 2
+	}
+	return s
 }
 
 // DefaultSpec is a machine of x×y×z Blue Gene/L nodes.
 func DefaultSpec(x, y, z int) Spec {
 	return Spec{
 		Torus:            torus.DefaultSpec(x, y, z),
+		Collective:       collective.DefaultSpec(),
 		ReadCycles:       204,
 		WriteCacheCycles: 50, WriteMemoryCycles: 100,
 		StatusCycles:         13,
 		CopyBytesPer10Cycles: 43,
 		InterruptCycles:      103,
 		LineAccessCycles:     7,
+		ScratchpadCycles:     10,
+		FlushLineCycles:      4, InvalidateLineCycles: 2,
 	}
 }
 
@@ -77,14 +138,34 @@ func (s Spec) Validate() error {
 		{"copy_bytes_per_10_cycles", s.CopyBytesPer10Cycles, 1, 1 << 20},
 		{"interrupt_cycles", s.InterruptCycles, 1, 1 << 20},
 		{"line_access_cycles", s.LineAccessCycles, 1, 1 << 20},
+		{"scratchpad_cycles", s.ScratchpadCycles, 1, 1 << 20},
+		{"flush_line_cycles", s.FlushLineCycles, 0, 1 << 20},
+		{"invalidate_line_cycles", s.InvalidateLineCycles, 0, 1 << 20},
 	}
 	for _, c := range checks {
 		if c.v < c.min || c.v > c.mx {
 			return fmt.Errorf("bgl.%s: %d out of range (%d to %d)", c.key, c.v, c.min, c.mx)
 		}
 	}
+	switch {
+	case s.Mode > VirtualNodeMode:
+		return fmt.Errorf("bgl.mode: %d (heater, coprocessor, virtual-node)", s.Mode)
+	case s.Mode != HeaterMode && s.Torus.Groups != 2:
+		return fmt.Errorf("bgl.mode: %v needs a torus of two FIFO sets (torus.groups 2), not %d", s.Mode, s.Torus.Groups)
+	}
 	return nil
 }
+
+// Lines is the number of 32-byte L1 lines n bytes from addr touch.
+func Lines(addr uint64, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return int((addr+uint64(n)+LineBytes-1)/LineBytes - addr/LineBytes)
+}
+
+// LineBytes is the L1 line (L74).
+const LineBytes = 32
 
 // quads is the number of 16-byte accesses that move a packet of n chunks.
 func quads(chunks int) int { return chunks * torus.ChunkBytes / 16 }

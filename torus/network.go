@@ -72,19 +72,23 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 		r.chunkPS = sim.Tick(spec.ChunkCycles()) * period
 		r.localPS = sim.Tick(spec.LocalCyclesPerChunk) * period
 		st := eng.Stats()
-		for k := 0; k < spec.InjFIFOs+spec.InjPriorityFIFOs; k++ {
+		for k := 0; k < spec.Groups*spec.GroupInj(); k++ {
 			f := newFIFO(st, fmt.Sprintf("%s.inj[%d]", rname, k), spec.InjChunks)
 			f.reader = r.u
 			src := int(NumLinkPorts)*NumVCs + k
 			f.onHead = func(vis sim.Tick) { r.headAt(src, vis+r.hopDelay()) }
 			r.Inj = append(r.Inj, f)
 		}
-		for k := spec.InjFIFOs; k < len(r.Inj); k++ {
-			r.prio.add(int(NumLinkPorts)*NumVCs + k)
+		for k := range r.Inj {
+			if k%spec.GroupInj() >= spec.InjFIFOs {
+				r.prio.add(int(NumLinkPorts)*NumVCs + k)
+			}
 		}
 		for o := 0; o < int(NumLinkPorts); o++ {
 			r.prio.add(o*NumVCs + VCPriority)
 		}
+		r.Rec = make([]*FIFO, spec.Groups*NumRecFIFOs)
+		r.rec = make([]stream, len(r.Rec))
 		for k := range r.Rec {
 			r.Rec[k] = newFIFO(st, fmt.Sprintf("%s.rec[%d]", rname, k), spec.RecChunks)
 			r.Rec[k].writer = r.u
@@ -185,8 +189,9 @@ func (n *Network) Hops(a, b Coord) int {
 	return h
 }
 
-// Inject writes p into injection FIFO fifo of the node (the first
-// InjFIFOs are normal, the rest high-priority: p.Priority must match).
+// Inject writes p into injection FIFO fifo of the node (of each set of
+// Spec.GroupInj FIFOs, the first InjFIFOs are normal, the rest
+// high-priority: p.Priority must match).
 // It returns ErrFIFOFull when the FIFO has no room for the packet now,
 // and an error naming the problem for a packet the network cannot carry.
 // It must be called from a block of the node's domain (or before the
@@ -222,7 +227,7 @@ func (nd *Node) Check(fifo int, p *Packet) error {
 	if fifo < 0 || fifo >= len(r.Inj) {
 		return fmt.Errorf("torus: injection FIFO %d of %d", fifo, len(r.Inj))
 	}
-	if pri := fifo >= sp.InjFIFOs; pri != p.Priority {
+	if pri := fifo%sp.GroupInj() >= sp.InjFIFOs; pri != p.Priority {
 		kind := "normal"
 		if pri {
 			kind = "high-priority"
@@ -237,7 +242,8 @@ func (nd *Node) Room(fifo int) int { return nd.Router.Inj[fifo].Room(nd.Eng.Now(
 
 // Receive takes the packet at the head of reception FIFO fifo, or returns
 // nil when none has arrived. FIFOs 0 to 5 hold the packets that came in on
-// the ports XPlus … ZMinus; FIFO 6 the high-priority ones.
+// the ports XPlus … ZMinus; FIFO 6 the high-priority ones; on a torus of
+// two FIFO sets, FIFOs 7 to 13 are the second set's, in the same order.
 func (nd *Node) Receive(fifo int) *Packet {
 	f := nd.Router.Rec[fifo]
 	now := nd.Eng.Now()
@@ -251,25 +257,34 @@ func (nd *Node) Receive(fifo int) *Packet {
 // taking it (nil when none has arrived).
 func (nd *Node) Peek(fifo int) *Packet { return nd.Router.Rec[fifo].head(nd.Eng.Now()) }
 
-// NumRecFIFOs is the number of reception FIFOs of a node.
+// NumRecFIFOs is the number of reception FIFOs of a set.
 const NumRecFIFOs = int(NumLinkPorts) + 1
 
+// Groups is the node's number of FIFO sets.
+func (nd *Node) Groups() int { return nd.net.Spec.Groups }
+
 // NotifyReceive wakes u (a block of the node's domain) whenever a packet
-// becomes visible in one of the node's reception FIFOs: how a message
+// becomes visible in one of the reception FIFOs of set 0: how a message
 // layer avoids polling every cycle.
-func (nd *Node) NotifyReceive(u *sim.Unit) {
-	for _, f := range nd.Router.Rec {
+func (nd *Node) NotifyReceive(u *sim.Unit) { nd.NotifyReceiveGroup(0, u) }
+
+// NotifyReceiveGroup is NotifyReceive for the reception FIFOs of set g.
+func (nd *Node) NotifyReceiveGroup(g int, u *sim.Unit) {
+	for _, f := range nd.Router.Rec[g*NumRecFIFOs : (g+1)*NumRecFIFOs] {
 		f.reader = u
 	}
 }
 
 // NextVisible is the time from which the earliest packet held in one of
-// the node's reception FIFOs is visible to the message layer (sim.Never:
-// they are empty). A layer that sleeps while it has nothing to do asks
-// it when NotifyReceive wakes it.
-func (nd *Node) NextVisible() sim.Tick {
+// the node's reception FIFOs of set 0 is visible to the message layer
+// (sim.Never: they are empty). A layer that sleeps while it has nothing
+// to do asks it when NotifyReceive wakes it.
+func (nd *Node) NextVisible() sim.Tick { return nd.NextVisibleGroup(0) }
+
+// NextVisibleGroup is NextVisible for the reception FIFOs of set g.
+func (nd *Node) NextVisibleGroup(g int) sim.Tick {
 	t := sim.Never
-	for _, f := range nd.Router.Rec {
+	for _, f := range nd.Router.Rec[g*NumRecFIFOs : (g+1)*NumRecFIFOs] {
 		if f.q.Len() > 0 {
 			t = min(t, f.q.Front().vis)
 		}

@@ -36,6 +36,10 @@ type Packet struct {
 	// shorter way round (ties go +). A deposit packet sets it to cover the
 	// line it wants.
 	Hint [3]int8
+	// Group is the FIFO set the packet is received into at its
+	// destination (and, with the deposit bit, along its line): 0, or 1
+	// on a torus of two sets (Spec.Groups; the core that reads it).
+	Group uint8
 	// Soft is the software header: the 8 header bytes the router does
 	// not read.
 	Soft [SoftHeaderSize]byte
@@ -106,6 +110,9 @@ func (s Spec) checkPacket(p *Packet, src Coord) error {
 	}
 	if p.Priority && p.Dynamic {
 		return fmt.Errorf("torus packet: high-priority packets are routed deterministically")
+	}
+	if int(p.Group) >= s.Groups {
+		return fmt.Errorf("torus packet: FIFO group %d of a torus of %d (0 to %d)", p.Group, s.Groups, s.Groups-1)
 	}
 	return nil
 }

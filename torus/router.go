@@ -71,12 +71,13 @@ type Router struct {
 	in  [NumLinkPorts]*inPort
 	out [NumLinkPorts]*outPort
 	// Inj holds the injection FIFOs: InjFIFOs normal ones, then the
-	// high-priority ones. Rec holds the reception FIFOs: one per input
-	// port (packets arrive in order per port), then the high-priority one.
+	// high-priority ones (per FIFO set). Rec holds the reception FIFOs:
+	// one per input port (packets arrive in order per port), then the
+	// high-priority one, per FIFO set (Spec.Groups).
 	Inj []*FIFO
-	Rec [NumLinkPorts + 1]*FIFO
-	rec [NumLinkPorts + 1]stream // the paths into the reception FIFOs
-	rr  int                      // round-robin start among the sources
+	Rec []*FIFO
+	rec []stream // the paths into the reception FIFOs
+	rr  int      // round-robin start among the sources
 
 	// allocAt is the first edge at which allocation can grant anything:
 	// before it, nothing a head waits for can have changed.
@@ -293,7 +294,7 @@ func (r *Router) allocate(now sim.Tick) {
 	}
 	nsrc := int(NumLinkPorts)*NumVCs + len(r.Inj)
 	var taken [NumLinkPorts]bool
-	var recTaken [NumLinkPorts + 1]bool
+	var recTaken [maxRec]bool
 	var granted srcSet
 	r.stalled = false
 	for o := range r.need {
@@ -372,6 +373,10 @@ func (s *srcSet) list(from, to int, out []uint8) []uint8 {
 
 // maxSources bounds the sources: the input channels and 128 FIFOs.
 const maxSources = int(NumLinkPorts)*NumVCs + 128
+
+// maxRec bounds the reception FIFOs: one per input port and a
+// high-priority one, per FIFO set.
+const maxRec = MaxGroups * NumRecFIFOs
 
 // noNeed is a channel's need when no head waits for its tokens.
 const noNeed = 1 << 30
@@ -462,11 +467,13 @@ func (r *Router) remaining(p *Packet, d int) int {
 // destination, or onto an output with room downstream. It reports whether
 // it moved.
 func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src int,
-	taken *[NumLinkPorts]bool, recTaken *[NumLinkPorts + 1]bool) bool {
+	taken *[NumLinkPorts]bool, recTaken *[maxRec]bool) bool {
+	// The packet's reception FIFO here: its input port's, or the
+	// high-priority one, of its FIFO set.
+	ri := int(p.Group)*NumRecFIFOs + int(from)
 	if p.Dst == r.at {
-		ri := int(from)
 		if p.Priority {
-			ri = int(NumLinkPorts)
+			ri = int(p.Group)*NumRecFIFOs + int(NumLinkPorts)
 		}
 		if recTaken[ri] || r.rec[ri].busyUntil > now || r.Rec[ri].Room(now) < int(p.chunks) {
 			return false
@@ -530,7 +537,6 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 		}
 	}
 	// A deposit packet leaves a copy here on its way.
-	ri := int(from)
 	if p.Deposit && from != Local {
 		if recTaken[ri] || r.rec[ri].busyUntil > now || r.Rec[ri].Room(now) < n {
 			return false

@@ -79,6 +79,11 @@ type Spec struct {
 	// LocalCyclesPerChunk is how long the router takes to move a chunk
 	// into a reception FIFO (default 8: 4 bytes per cycle).
 	LocalCyclesPerChunk int
+	// Groups is the number of disjoint FIFO sets (default 1): with 2, as
+	// in coprocessor and virtual node mode (L96), each core has its own
+	// InjFIFOs + InjPriorityFIFOs injection FIFOs and its own reception
+	// FIFOs, and a packet's Group names the set it is received into.
+	Groups int
 }
 
 // DefaultSpec is a Blue Gene/L torus of the given size.
@@ -94,6 +99,7 @@ func DefaultSpec(x, y, z int) Spec {
 		InjFIFOs:          6, InjPriorityFIFOs: 2,
 		InjChunks: 32, RecChunks: 32,
 		LocalCyclesPerChunk: 8,
+		Groups:              1,
 	}
 }
 
@@ -131,11 +137,15 @@ func (s Spec) Validate() error {
 		{"inj_chunks", s.InjChunks, MaxChunks, 1 << 16},
 		{"rec_chunks", s.RecChunks, MaxChunks, 1 << 16},
 		{"local_cycles_per_chunk", s.LocalCyclesPerChunk, 1, 1 << 16},
+		{"groups", s.Groups, 1, MaxGroups},
 	}
 	for _, c := range checks {
 		if c.v < c.min || c.v > c.mx {
 			return fmt.Errorf("torus.%s: %d out of range (%d to %d)", c.key, c.v, c.min, c.mx)
 		}
+	}
+	if n := s.Groups * s.GroupInj(); n > 128 {
+		return fmt.Errorf("torus.groups: %d sets of %d injection FIFOs make %d (at most 128)", s.Groups, s.GroupInj(), n)
 	}
 	if b := s.BytesPerCycle; b < 0 || b > ChunkBytes || b > 0 && ChunkBytes%b != 0 {
 		return fmt.Errorf("torus.bytes_per_cycle: %d is not 0, 1, 2, 4, 8, 16 or 32 (a divisor of the 32-byte chunk)", b)
@@ -144,6 +154,12 @@ func (s Spec) Validate() error {
 	}
 	return nil
 }
+
+// MaxGroups is the most FIFO sets a node has: one per core.
+const MaxGroups = 2
+
+// GroupInj is the number of injection FIFOs of one set.
+func (s Spec) GroupInj() int { return s.InjFIFOs + s.InjPriorityFIFOs }
 
 // Nodes is the number of nodes.
 func (s Spec) Nodes() int { return s.Dims[0] * s.Dims[1] * s.Dims[2] }

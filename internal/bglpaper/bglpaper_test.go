@@ -237,15 +237,40 @@ func TestFig5b(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mp, d3 := series(pts, mpich2), series(pts, deposit3)
+	mp, d3, tn := series(pts, mpich2), series(pts, deposit3), series(pts, treeNet)
 	for i := range mp {
 		if d3[i].Y <= mp[i].Y {
 			t.Errorf("%d B: deposit %.1f MB/s, MPICH2 %.1f MB/s", mp[i].X, d3[i].Y, mp[i].Y)
+		}
+		if tn[i].Y <= mp[i].Y {
+			t.Errorf("%d B: collective network %.1f MB/s, MPICH2 %.1f MB/s", mp[i].X, tn[i].Y, mp[i].Y)
 		}
 	}
 	for i, r := range fig.CheckPoints(pts) {
 		if want := i != 1; r.Holds != want || !r.Holds && !strings.Contains(r.Measured, "aaemu's") {
 			t.Errorf("%s: %s (holds %v)", r.Claim.Text, r.Measured, r.Holds)
+		}
+		t.Logf("%s: %s", r.Claim.Text, r.Measured)
+	}
+}
+
+// TestLinks4f runs Figure 4f reduced: over one link both series move a
+// link's worth; with the coprocessor the node moves more than three
+// links' worth at four links, the main core alone about two.
+func TestLinks4f(t *testing.T) {
+	fig := Fig4f(ReducedLinks4f())
+	pts, err := fig.Custom.Run(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts {
+		if p.X == 1 && (p.Y < 0.9*311.1 || p.Y > 311.2) {
+			t.Errorf("%s over one link: %.1f MB/s, want just under 311.1", p.Scheme, p.Y)
+		}
+	}
+	for _, r := range fig.CheckPoints(pts) {
+		if !r.Holds {
+			t.Errorf("%s: %s", r.Claim.Text, r.Measured)
 		}
 		t.Logf("%s: %s", r.Claim.Text, r.Measured)
 	}

@@ -173,7 +173,7 @@ func (l *Layer) BcastFrom(p *cpu.Proc, root torus.Coord, addr uint64, size, rout
 			o.sent = func() { l.endBcast(p) }
 		}
 		if o.n > 0 {
-			l.sendq = append(l.sendq, o)
+			l.queue(o)
 		} else if r == routes-1 {
 			l.endBcast(p)
 		}
@@ -225,7 +225,7 @@ func (l *Layer) onBcast(p *cpu.Proc, f int, r, k int) {
 		h := fr.abs(h)
 		// The forward is written from the data just read (in the cache),
 		// on the route's FIFO, so that its packets stay in order.
-		l.sendq = append(l.sendq, &out{dst: l.nodeAt(h.to), n: 1, from: bgl.FromCache, ready: true,
+		l.queue(&out{dst: l.nodeAt(h.to), n: 1, from: bgl.FromCache, ready: true,
 			build: func(int) *torus.Packet { return l.bcastPacket(h, r, k, pk.Payload) }})
 	}
 	if bc.got == bc.size {

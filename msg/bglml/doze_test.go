@@ -19,9 +19,17 @@ import (
 // then waits for all it expects. It returns every completion (node,
 // time, source, size), every statistic of the run, and the kernel's unit
 // evaluations.
-func mixed(t *testing.T, dims torus.Coord, spin bool, seed int64) (string, uint64) {
+//
+// With co, the nodes are in coprocessor mode and the rendezvous messages
+// are whole lines, so that the coprocessor receives them and the main
+// core learns of their end from the scratchpad.
+func mixed(t *testing.T, dims torus.Coord, spin bool, seed int64, co bool) (string, uint64) {
 	t.Helper()
-	m, err := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(dims[0], dims[1], dims[2]))
+	spec := bgl.DefaultSpec(dims[0], dims[1], dims[2])
+	if co {
+		spec = spec.WithMode(bgl.CoprocessorMode)
+	}
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,12 +51,16 @@ func mixed(t *testing.T, dims torus.Coord, spin bool, seed int64) (string, uint6
 			if s.proto == OnePacket {
 				s.size %= torus.MaxPayload - FirstHeaderBytes + 1
 			}
+			if co && s.proto == Rendezvous {
+				s.size &^= bgl.LineBytes - 1
+			}
 			plans[i] = append(plans[i], s)
 			expect[dst]++
 		}
 	}
 	params := DefaultParams()
 	params.Spin = spin
+	params.Coprocessor = co
 	var lines []string // completions: each node's domain runs on its own, so sorted
 	var failed error
 	for i := range m.Nodes {
@@ -142,10 +154,16 @@ func TestDozeMatchesSpin(t *testing.T) {
 	for _, c := range []struct {
 		dims torus.Coord
 		seed int64
-	}{{torus.Coord{4, 2, 2}, 1}, {torus.Coord{3, 3, 2}, 2}, {torus.Coord{4, 4, 2}, 3}} {
-		t.Run(fmt.Sprintf("%dx%dx%d", c.dims[0], c.dims[1], c.dims[2]), func(t *testing.T) {
-			spin, se := mixed(t, c.dims, true, c.seed)
-			doze, de := mixed(t, c.dims, false, c.seed)
+		co   bool
+	}{{torus.Coord{4, 2, 2}, 1, false}, {torus.Coord{3, 3, 2}, 2, false}, {torus.Coord{4, 4, 2}, 3, false},
+		{torus.Coord{4, 2, 2}, 4, true}, {torus.Coord{4, 4, 2}, 5, true}} {
+		name := fmt.Sprintf("%dx%dx%d", c.dims[0], c.dims[1], c.dims[2])
+		if c.co {
+			name += " coprocessor"
+		}
+		t.Run(name, func(t *testing.T) {
+			spin, se := mixed(t, c.dims, true, c.seed, c.co)
+			doze, de := mixed(t, c.dims, false, c.seed, c.co)
 			if spin != doze {
 				a, b := strings.Split(spin, "\n"), strings.Split(doze, "\n")
 				for k := range min(len(a), len(b)) {

@@ -23,7 +23,8 @@ import (
 // cost per packet rather than per pass. Params.Spin runs every pass.
 func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
 	if !l.params.Spin && !l.notified {
-		l.nd.Torus.NotifyReceive(p.Core().Unit())
+		l.nd.PL.NotifyReceive(p.Core().Unit())
+		l.main = p.Core().Unit()
 		l.notified = true
 	}
 	for !cond() {
@@ -31,7 +32,7 @@ func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
 		if l.Advance(p) || l.looks > 0 || l.params.Spin {
 			continue
 		}
-		p.Doze(p.Now()-t0, int(p.Ops()-ops), l.nd.Torus.NextVisible)
+		p.Doze(p.Now()-t0, int(p.Ops()-ops), l.nextChange)
 		l.clearFull()
 		l.looks = 0
 		l.afterLook(p, l.nd.PL.Seen())

@@ -27,6 +27,7 @@ import (
 
 	"github.com/aaemu/aaemu/bgl"
 	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/torus"
 )
 
@@ -93,6 +94,11 @@ type Params struct {
 	// destinations at once, over all its links (the optimised alltoall's
 	// injection order, L156).
 	Interleave bool
+	// Coprocessor has the node's second core receive rendezvous (and
+	// get) data into buffers of whole L1 lines (L135–L137): the grant
+	// asks for the data in the second FIFO set, which the coprocessor's
+	// permanent work unit reads; the node must be in coprocessor mode.
+	Coprocessor bool
 }
 
 // Costs are the message layer's own software steps, in core cycles. The
@@ -205,6 +211,7 @@ const firstHdr = FirstHeaderBytes
 type Layer struct {
 	fifos  int // normal injection FIFOs
 	nd     *bgl.Node
+	bs     *bgl.Spec
 	nodes  []*bgl.Node
 	params Params
 	costs  Costs
@@ -227,10 +234,31 @@ type Layer struct {
 	looks   int    // looks at an injection FIFO's room in this pass
 	rr      int    // Interleave: the send-queue entry to write from next
 	nfull   int    // injection FIFOs found full in this pass
-	meshed  bool   // the torus has no wrap-around links
+	pin     []int  // per destination: its pinned FIFO (pinned)
+	// queued is, per injection FIFO, the send-queue entries pinned to it
+	// and nqueued the FIFOs with any: once that many are found full in a
+	// pass (without Interleave), the rest of the send queue can write
+	// nothing and costs nothing to skip.
+	queued  [64]int
+	nqueued int
+	// dirs is, per destination, the FIFOs of the first links of minimal
+	// routes there (spread), and queuedAny and nqueuedAny count the
+	// entries by any of them: with Interleave, the stop's condition.
+	dirs       [][3]uint8
+	ndirs      []uint8
+	queuedAny  [64]int
+	nqueuedAny int
+	meshed     bool // the torus has no wrap-around links
 	// notified: the torus wakes the core Until runs on when a packet
 	// arrives (so that it can doze).
 	notified bool
+	// Coprocessor mode: the second core's packet layer (FIFO set 1), the
+	// transfers it has completed (visible to the main core from their
+	// doneAt, in order), and the main core's unit to wake then.
+	cpl    *bgl.PacketLayer
+	coNext int // the coprocessor's next FIFO to look at first
+	coDone []*rx
+	main   *sim.Unit
 
 	Stats Stats
 }
@@ -242,6 +270,12 @@ type Stats struct {
 	Received  uint64    // messages completed
 	Staged    uint64    // adaptive packets that arrived before their message's first
 	FullPolls uint64    // writes that found the FIFO full
+	CoPackets uint64    // data packets the coprocessor received
+	CoRecv    uint64    // transfers the coprocessor received
+	// ScanStops counts the passes whose send half stopped before the end
+	// of the send queue, every FIFO it could write being full (work of
+	// the simulator saved; nothing simulated changes).
+	ScanStops uint64
 }
 
 // out is a send-queue entry: packets to one destination.
@@ -265,6 +299,8 @@ type rx struct {
 	first     int // data bytes in the first packet (adaptive eager)
 	done      func()
 	token     bool
+	co        bool     // received by the coprocessor
+	doneAt    sim.Tick // (co) its completion visible to the main core
 }
 
 type staged struct {
@@ -288,9 +324,32 @@ func New(m *bgl.Machine, i int, params Params, costs Costs, up Handler) (*Layer,
 		return nil, fmt.Errorf("bglml: %d nodes (the software header names at most 65,536)", len(m.Nodes))
 	}
 	nd, nodes := m.Nodes[i], m.Nodes
-	return &Layer{meshed: m.Spec.Torus.Mesh, fifos: m.Spec.Torus.InjFIFOs, full: make([]bool, m.Spec.Torus.InjFIFOs), nd: nd, nodes: nodes, params: params, costs: costs, up: up, plb: nd.Alloc(torus.MaxPacketBytes),
+	if params.Coprocessor && nd.Co == nil {
+		return nil, fmt.Errorf("bglml.coprocessor: node %d is in %v mode (coprocessor mode needed)", i, m.Spec.Mode)
+	}
+	l := &Layer{meshed: m.Spec.Torus.Mesh, fifos: m.Spec.Torus.InjFIFOs, full: make([]bool, m.Spec.Torus.InjFIFOs), nd: nd, bs: &m.Spec, nodes: nodes, params: params, costs: costs, up: up, plb: nd.Alloc(torus.MaxPacketBytes),
 		tokens: make([]int, len(nodes)), msgq: make([][]*out, len(nodes)), grants: map[uint16]*Message{}, eagerIn: make([]*rx, len(nodes)),
-		adapt: map[uint32]*rx{}, rdv: map[uint16]*rx{}, early: map[uint32][]*staged{}}, nil
+		adapt: map[uint32]*rx{}, rdv: map[uint16]*rx{}, early: map[uint32][]*staged{}}
+	l.pin = make([]int, len(nodes))
+	l.dirs, l.ndirs = make([][3]uint8, len(nodes)), make([]uint8, len(nodes))
+	for d := range nodes {
+		if d != i {
+			l.pin[d] = l.pinnedOf(d)
+			l.dirs[d], l.ndirs[d] = l.spreadOf(d)
+		}
+	}
+	if params.Coprocessor {
+		l.cpl = nd.PLs[1]
+		l.cpl.NotifyReceive(nd.Co.Core().Unit())
+		// The rendezvous helper (L110): a permanent work unit that reads
+		// the data packets of the second FIFO set.
+		err := nd.Co.AddPermanent(&bgl.Permanent{Name: "rendezvous", LookCycles: m.Spec.StatusCycles,
+			Ready: func() bool { return l.cpl.Seen() >= 0 }, Next: l.cpl.NextVisible, Run: l.coReceive})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
 }
 
 // Params are the layer's thresholds.
@@ -313,7 +372,7 @@ func (l *Layer) Choose(n, info int) Protocol {
 // Idle reports whether the layer has nothing to send and nothing under
 // way (no grant, token or data awaited).
 func (l *Layer) Idle() bool {
-	if len(l.sendq) > 0 || len(l.grants) > 0 || len(l.adapt) > 0 || len(l.rdv) > 0 || l.bc != nil {
+	if len(l.sendq) > 0 || len(l.grants) > 0 || len(l.adapt) > 0 || len(l.rdv) > 0 || l.bc != nil || len(l.coDone) > 0 {
 		return false
 	}
 	for _, t := range l.tokens {
@@ -335,7 +394,10 @@ func (l *Layer) Idle() bool {
 // packets in order (FIFO pinning, L101); one per direction keeps packets
 // for different links from blocking each other at the heads of shared
 // FIFOs. Adaptive packets take the same FIFO (any will do, L100).
-func (l *Layer) pinned(dst int) int {
+func (l *Layer) pinned(dst int) int { return l.pin[dst] }
+
+// pinnedOf computes pinned's FIFO.
+func (l *Layer) pinnedOf(dst int) int {
 	a, b := l.nd.Torus.At, l.nodes[dst].Torus.At
 	dims := l.dims()
 	for d := 0; d < 3; d++ {
@@ -360,10 +422,17 @@ func (l *Layer) pinned(dst int) int {
 // destinations rather than on the deterministic route's first (the
 // optimised alltoall's even injection, L156).
 func (l *Layer) spread(dst, k int) int {
+	n := int(l.ndirs[dst])
+	if n == 0 {
+		return 0
+	}
+	return int(l.dirs[dst][k%n])
+}
+
+// spreadOf computes the FIFOs spread takes in turn to dst.
+func (l *Layer) spreadOf(dst int) (dirs [3]uint8, n uint8) {
 	a, b := l.nd.Torus.At, l.nodes[dst].Torus.At
 	dims := l.dims()
-	var dirs [3]int
-	n := 0
 	for d := 0; d < 3; d++ {
 		if a[d] == b[d] {
 			continue
@@ -373,13 +442,10 @@ func (l *Layer) spread(dst, k int) int {
 		if l.meshed && b[d] < a[d] || !l.meshed && fwd > dims[d]-fwd {
 			neg = 1
 		}
-		dirs[n] = (2*d + neg) % l.fifos
+		dirs[n] = uint8((2*d + neg) % l.fifos)
 		n++
 	}
-	if n == 0 {
-		return 0
-	}
-	return dirs[k%n]
+	return dirs, n
 }
 
 // soft is a software header: type, source node, number, packet index.
@@ -452,6 +518,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		l.clearFull() // a new call looks again
 		if l.startable(o) && l.pushN(p, o, 1) == 1 {
 			l.sendq = l.sendq[:len(l.sendq)-1]
+			l.unqueued(o)
 			l.msgq[o.dst] = l.msgq[o.dst][1:]
 			l.finish(p, o)
 			return nil
@@ -521,14 +588,64 @@ func (l *Layer) id() uint16 {
 // enqueue appends message entry o to the send queue and to its
 // destination's queue of messages.
 func (l *Layer) enqueue(o *out) {
-	l.sendq = append(l.sendq, o)
+	l.queue(o)
 	l.msgq[o.dst] = append(l.msgq[o.dst], o)
+}
+
+// queue appends o to the send queue.
+func (l *Layer) queue(o *out) {
+	l.sendq = append(l.sendq, o)
+	l.queued1(o)
+}
+
+// queued1 counts o on the send queue for its pinned FIFO, and for every
+// FIFO spread may give it.
+func (l *Layer) queued1(o *out) {
+	f := l.pinned(o.dst)
+	if l.queued[f]++; l.queued[f] == 1 {
+		l.nqueued++
+	}
+	l.countAny(o.dst, f, 1)
+}
+
+// unqueued uncounts o, off the send queue.
+func (l *Layer) unqueued(o *out) {
+	f := l.pinned(o.dst)
+	if l.queued[f]--; l.queued[f] == 0 {
+		l.nqueued--
+	}
+	l.countAny(o.dst, f, -1)
+}
+
+// countAny adds by to queuedAny of each distinct FIFO among dst's pinned
+// one and its spread ones.
+func (l *Layer) countAny(dst, pinned, by int) {
+	var seen [64]bool
+	add := func(f int) {
+		if seen[f] {
+			return
+		}
+		seen[f] = true
+		before := l.queuedAny[f]
+		l.queuedAny[f] += by
+		switch {
+		case before == 0 && l.queuedAny[f] > 0:
+			l.nqueuedAny++
+		case before > 0 && l.queuedAny[f] == 0:
+			l.nqueuedAny--
+		}
+	}
+	add(pinned)
+	for k := 0; k < int(l.ndirs[dst]); k++ {
+		add(int(l.dirs[dst][k]))
+	}
 }
 
 // remove takes entry i (all written) off the send queue.
 func (l *Layer) remove(i int) {
 	o := l.sendq[i]
 	l.sendq = append(l.sendq[:i], l.sendq[i+1:]...)
+	l.unqueued(o)
 	if o.message {
 		l.msgq[o.dst] = l.msgq[o.dst][1:]
 	}
@@ -604,7 +721,16 @@ func (l *Layer) finish(p *cpu.Proc, o *out) {
 func (l *Layer) control(p *cpu.Proc, dst int, pk *torus.Packet) {
 	o := &out{dst: dst, n: 1, from: bgl.FromCache, ready: true, build: func(int) *torus.Packet { return pk }}
 	if l.pushN(p, o, 1) == 0 {
-		l.sendq = append(l.sendq, o)
+		if l.params.Interleave {
+			// A round writes a packet of every entry: it comes in turn.
+			l.queue(o)
+			return
+		}
+		// First in the send queue: behind a long stream of data to the
+		// same FIFO (whose entry takes the FIFO's room first in every
+		// pass) it would wait for all of it.
+		l.sendq = append([]*out{o}, l.sendq...)
+		l.queued1(o)
 	}
 }
 
@@ -618,7 +744,8 @@ func (l *Layer) Get(p *cpu.Proc, src int, remote, local uint64, n int, done func
 	p.Compute(l.costs.Post)
 	r := &rx{src: src, addr: local, size: n, done: done}
 	rid := l.rxID(r)
-	l.grant(p, src, 0, rid, remote, n)
+	l.toCoprocessor(p, r)
+	l.grant(p, src, 0, r, remote, n)
 	if n == 0 {
 		l.complete(p, r)
 		delete(l.rdv, rid)
@@ -637,11 +764,27 @@ func (l *Layer) rxID(r *rx) uint16 {
 	}
 }
 
+// toCoprocessor decides whether the coprocessor receives transfer r: in
+// coprocessor mode, a buffer of whole L1 lines (L137: aligned, contiguous,
+// so that no line is shared with data the main core writes). The main
+// core writes the transfer's record into the scratchpad.
+func (l *Layer) toCoprocessor(p *cpu.Proc, r *rx) {
+	if !l.params.Coprocessor || r.size == 0 || r.addr%bgl.LineBytes != 0 || r.size%bgl.LineBytes != 0 {
+		return
+	}
+	r.co = true
+	p.Compute(2 * l.bs.ScratchpadCycles) // the record: where and how much
+}
+
 // grant sends a grant: for the sender's rendezvous message id, or (id 0)
-// for n bytes at addr; the data comes back numbered rid.
-func (l *Layer) grant(p *cpu.Proc, to int, id, rid uint16, addr uint64, n int) {
+// for n bytes at addr; the data comes back numbered r.id, into the FIFO
+// set of the core that receives it.
+func (l *Layer) grant(p *cpu.Proc, to int, id uint16, r *rx, addr uint64, n int) {
 	pl := make([]byte, 16)
-	binary.LittleEndian.PutUint16(pl, rid)
+	binary.LittleEndian.PutUint16(pl, r.id)
+	if r.co {
+		pl[2] = 1
+	}
 	binary.LittleEndian.PutUint32(pl[4:], uint32(n))
 	binary.LittleEndian.PutUint64(pl[8:], addr)
 	l.control(p, to, &torus.Packet{Dst: l.coord(to), Soft: soft(tGrant, l.nd.Index, id, 0), Payload: pl})
@@ -652,7 +795,13 @@ func (l *Layer) grant(p *cpu.Proc, to int, id, rid uint16, addr uint64, n int) {
 // send queue holds while the FIFOs take it (up to Batch packets). It
 // reports whether it did anything.
 func (l *Layer) Advance(p *cpu.Proc) bool {
-	p.Compute(l.costs.Pass)
+	if l.cpl != nil {
+		// and a look at the scratchpad's completion words, which the
+		// pass reads with the FIFOs' status
+		p.Compute(l.costs.Pass + l.bs.ScratchpadCycles)
+	} else {
+		p.Compute(l.costs.Pass)
+	}
 	l.clearFull()
 	l.looks = 0
 	return l.afterLook(p, l.nd.PL.Pending(p))
@@ -661,7 +810,7 @@ func (l *Layer) Advance(p *cpu.Proc) bool {
 // afterLook is the rest of a pass once its first look at the reception
 // FIFOs found f (−1: none).
 func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
-	did := false
+	did := l.coComplete(p)
 	for k := 0; k < l.params.Batch; k++ {
 		if k > 0 {
 			f = l.nd.PL.Pending(p)
@@ -677,6 +826,10 @@ func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 	}
 	budget := l.params.Batch
 	for i := 0; i < len(l.sendq) && budget > 0; i++ {
+		if l.nfull >= l.nqueued && !scanAll {
+			l.Stats.ScanStops++
+			break
+		}
 		o := l.sendq[i]
 		if !l.startable(o) {
 			continue
@@ -695,6 +848,11 @@ func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 	return did
 }
 
+// scanAll makes the send half of a pass look at every entry of the send
+// queue even when every FIFO it could write is full (the equivalence
+// test's reference).
+var scanAll = false
+
 // interleave is the send half of a pass with Params.Interleave: one
 // packet of each startable entry in turn, from entry rr on, up to Batch
 // packets, once round the queue at most.
@@ -707,6 +865,13 @@ func (l *Layer) interleave(p *cpu.Proc) bool {
 	}
 	i := l.rr
 	for seen := 0; seen < n && budget > 0 && len(l.sendq) > 0 && l.nfull < l.fifos; seen++ {
+		if l.nfull >= l.nqueuedAny && !scanAll {
+			// Every FIFO an entry could write is full: the rest of the
+			// round would only step past the entries, to where it ends.
+			l.Stats.ScanStops++
+			i = (i + n - seen) % len(l.sendq)
+			break
+		}
 		o := l.sendq[i]
 		i++
 		if l.startable(o) && l.pushN(p, o, 1) == 1 {
@@ -813,7 +978,8 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 		addr, done := l.up(src, info, size)
 		r := &rx{src: src, addr: addr, size: size, done: done}
 		rid := l.rxID(r)
-		l.grant(p, src, id, rid, 0, size)
+		l.toCoprocessor(p, r)
+		l.grant(p, src, id, r, 0, size)
 		if size == 0 {
 			delete(l.rdv, rid)
 			l.complete(p, r)
@@ -821,6 +987,7 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 	case tGrant:
 		pk := l.read(p, f)
 		rid := binary.LittleEndian.Uint16(pk.Payload)
+		group := pk.Payload[2]
 		n := int(binary.LittleEndian.Uint32(pk.Payload[4:]))
 		addr := binary.LittleEndian.Uint64(pk.Payload[8:])
 		var sent func()
@@ -833,7 +1000,7 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 			delete(l.grants, id)
 			addr, n, sent = m.Addr, m.Len, m.Done
 		}
-		l.stream(src, rid, addr, n, sent)
+		l.stream(src, rid, group, addr, n, sent)
 	case tBcast:
 		l.onBcast(p, f, int(id), idx)
 	case tToken:
@@ -848,7 +1015,7 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 // stream queues the data of a rendezvous or a get: n bytes at addr to
 // node dst, adaptively routed, each packet numbered for rid and placed by
 // its index.
-func (l *Layer) stream(dst int, rid uint16, addr uint64, n int, sent func()) {
+func (l *Layer) stream(dst int, rid uint16, group uint8, addr uint64, n int, sent func()) {
 	if n == 0 {
 		if sent != nil {
 			sent()
@@ -856,10 +1023,10 @@ func (l *Layer) stream(dst int, rid uint16, addr uint64, n int, sent func()) {
 		return
 	}
 	to := l.coord(dst)
-	l.sendq = append(l.sendq, &out{dst: dst, n: (n + torus.MaxPayload - 1) / torus.MaxPayload, from: bgl.FromMemory, ready: true, adaptive: true, sent: sent,
+	l.queue(&out{dst: dst, n: (n + torus.MaxPayload - 1) / torus.MaxPayload, from: bgl.FromMemory, ready: true, adaptive: true, sent: sent,
 		build: func(k int) *torus.Packet {
 			off := k * torus.MaxPayload
-			return &torus.Packet{Dst: to, Dynamic: true, Soft: soft(tData, l.nd.Index, rid, k),
+			return &torus.Packet{Dst: to, Dynamic: true, Group: group, Soft: soft(tData, l.nd.Index, rid, k),
 				Payload: l.data(addr+uint64(off), min(torus.MaxPayload, n-off))}
 		}})
 }

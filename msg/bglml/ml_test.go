@@ -34,7 +34,18 @@ type received struct {
 // they were posted, and that done() is called once per send.
 func deliver(t *testing.T, dims torus.Coord, params Params, sends []send) (staged uint64) {
 	t.Helper()
-	m, err := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(dims[0], dims[1], dims[2]))
+	return deliverStats(t, dims, params, sends).Staged
+}
+
+// deliverStats is deliver, with the layers' statistics summed; with
+// Params.Coprocessor the nodes are in coprocessor mode.
+func deliverStats(t *testing.T, dims torus.Coord, params Params, sends []send) (sum Stats) {
+	t.Helper()
+	spec := bgl.DefaultSpec(dims[0], dims[1], dims[2])
+	if params.Coprocessor {
+		spec = spec.WithMode(bgl.CoprocessorMode)
+	}
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +144,12 @@ func deliver(t *testing.T, dims torus.Coord, params Params, sends []send) (stage
 		}
 	}
 	for _, l := range layers {
-		staged += l.Stats.Staged
+		sum.Staged += l.Stats.Staged
+		sum.CoRecv += l.Stats.CoRecv
+		sum.CoPackets += l.Stats.CoPackets
+		sum.ScanStops += l.Stats.ScanStops
 	}
-	return staged
+	return sum
 }
 
 // TestProtocolsDeliver sends a range of sizes by every protocol between
