@@ -39,8 +39,13 @@ type Node struct {
 	Tree *collective.Node
 	// Co is the second core's work-unit pool in coprocessor mode (nil
 	// otherwise).
-	Co   *Coprocessor
-	heap uint64
+	Co *Coprocessor
+	// VN is the virtual torus device between the node's two tasks in
+	// virtual node mode (nil otherwise).
+	VN *VirtualNode
+	// MemSys is the memory system (L3 and DDR) the two cores share.
+	MemSys *MemorySystem
+	heap   uint64
 }
 
 // Alloc takes n bytes of the node's memory, aligned to the 32-byte L1
@@ -88,6 +93,10 @@ func New(w *sim.World, name string, spec Spec) (*Machine, error) {
 		if spec.Mode == CoprocessorMode {
 			nd.Co = newCoprocessor(nd, &m.Spec)
 		}
+		if spec.Mode == VirtualNodeMode {
+			nd.VN = newVirtualNode(nd, &m.Spec)
+		}
+		nd.MemSys = newMemorySystem(nd, &m.Spec)
 		m.Nodes = append(m.Nodes, nd)
 	}
 	return m, nil

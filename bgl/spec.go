@@ -66,6 +66,13 @@ type Spec struct {
 	// L70), 4 cycles; an invalidation moves nothing, 2 cycles (the
 	// instruction and its address step). Both are our estimates.
 	FlushLineCycles, InvalidateLineCycles int
+	// VirtualFIFOChunks is each virtual FIFO's size in 32-byte chunks
+	// (virtual node mode, L115). The paper does not give it; 64 chunks
+	// (2 KB a direction, eight full packets) is our choice.
+	VirtualFIFOChunks int
+	// Memory is the memory system the two cores share (the kernels of
+	// Figure 5a's stand-in use it; the message layer's costs do not).
+	Memory MemorySpec
 }
 
 // Mode is a node's operating mode (L24, L75, L91).
@@ -94,6 +101,25 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode%d", uint8(m))
 }
 
+// ParseMode reads a mode's name.
+func ParseMode(name string) (Mode, error) {
+	for m := HeaterMode; m <= VirtualNodeMode; m++ {
+		if m.String() == name {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("bgl.mode: %q is not a mode (heater, coprocessor, virtual-node)", name)
+}
+
+// Tasks is the number of tasks (MPI ranks) a node runs in mode m: two in
+// virtual node mode, one otherwise (L114).
+func (m Mode) Tasks() int {
+	if m == VirtualNodeMode {
+		return 2
+	}
+	return 1
+}
+
 // WithMode is the spec in mode m: coprocessor and virtual node mode give
 // each core its own FIFO set (L96), heater mode has one.
 func (s Spec) WithMode(m Mode) Spec {
@@ -118,6 +144,8 @@ func DefaultSpec(x, y, z int) Spec {
 		LineAccessCycles:     7,
 		ScratchpadCycles:     10,
 		FlushLineCycles:      4, InvalidateLineCycles: 2,
+		VirtualFIFOChunks: 64,
+		Memory:            DefaultMemorySpec(),
 	}
 }
 
@@ -141,6 +169,7 @@ func (s Spec) Validate() error {
 		{"scratchpad_cycles", s.ScratchpadCycles, 1, 1 << 20},
 		{"flush_line_cycles", s.FlushLineCycles, 0, 1 << 20},
 		{"invalidate_line_cycles", s.InvalidateLineCycles, 0, 1 << 20},
+		{"virtual_fifo_chunks", s.VirtualFIFOChunks, torus.MaxChunks, 1 << 16},
 	}
 	for _, c := range checks {
 		if c.v < c.min || c.v > c.mx {
@@ -149,11 +178,11 @@ func (s Spec) Validate() error {
 	}
 	switch {
 	case s.Mode > VirtualNodeMode:
-		return fmt.Errorf("bgl.mode: %d (heater, coprocessor, virtual-node)", s.Mode)
+		return fmt.Errorf("bgl.mode: %d is not a mode (heater, coprocessor, virtual-node)", s.Mode)
 	case s.Mode != HeaterMode && s.Torus.Groups != 2:
 		return fmt.Errorf("bgl.mode: %v needs a torus of two FIFO sets (torus.groups 2), not %d", s.Mode, s.Torus.Groups)
 	}
-	return nil
+	return s.Memory.Validate()
 }
 
 // Lines is the number of 32-byte L1 lines n bytes from addr touch.
