@@ -140,6 +140,9 @@ func (l *Layer) BcastFrom(p *cpu.Proc, root torus.Coord, addr uint64, size, rout
 	if l.bc != nil {
 		return fmt.Errorf("bglml: node %d: a broadcast while one is under way", l.nd.Index)
 	}
+	if l.tasks > 1 {
+		return fmt.Errorf("bglml: node %d: the torus broadcast in virtual node mode (one task a node only)", l.nd.Index)
+	}
 	dims := l.dims()
 	for d := 0; d < 3; d++ {
 		if dims[d] < 2 {
@@ -214,7 +217,7 @@ func (l *Layer) onBcast(p *cpu.Proc, f int, r, k int) {
 		panic(fmt.Sprintf("bglml: node %d: a broadcast packet with no broadcast under way", l.nd.Index))
 	}
 	p.Compute(l.costs.Lookup)
-	pk, err := l.nd.PL.Read(p, f, (bc.addr+uint64(k*torus.MaxPayload))%16 == 0)
+	pk, err := l.pl.Read(p, f, (bc.addr+uint64(k*torus.MaxPayload))%16 == 0)
 	if err != nil || pk == nil {
 		panic(fmt.Sprintf("bglml: node %d: FIFO %d: %v", l.nd.Index, f, err))
 	}

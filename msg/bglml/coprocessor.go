@@ -81,7 +81,7 @@ func (l *Layer) coComplete(p *cpu.Proc) bool {
 // next changes: a packet in its reception FIFOs, or (coprocessor mode) a
 // completion word.
 func (l *Layer) nextChange() sim.Tick {
-	t := l.nd.PL.NextVisible()
+	t := l.pl.NextVisible()
 	if len(l.coDone) > 0 {
 		t = min(t, l.coDone[0].doneAt)
 	}

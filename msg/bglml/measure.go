@@ -23,7 +23,7 @@ import (
 // cost per packet rather than per pass. Params.Spin runs every pass.
 func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
 	if !l.params.Spin && !l.notified {
-		l.nd.PL.NotifyReceive(p.Core().Unit())
+		l.pl.NotifyReceive(p.Core().Unit())
 		l.main = p.Core().Unit()
 		l.notified = true
 	}
@@ -35,7 +35,7 @@ func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
 		p.Doze(p.Now()-t0, int(p.Ops()-ops), l.nextChange)
 		l.clearFull()
 		l.looks = 0
-		l.afterLook(p, l.nd.PL.Seen())
+		l.afterLook(p, l.pl.Seen())
 	}
 }
 

@@ -211,6 +211,13 @@ const firstHdr = FirstHeaderBytes
 type Layer struct {
 	fifos  int // normal injection FIFOs
 	nd     *bgl.Node
+	// pl is the packet layer the layer reads and writes: the node's first
+	// FIFO set, or in virtual node mode its task's set and the virtual
+	// FIFOs to and from the other task (vnPort). self is the layer's
+	// address (its node, or in virtual node mode its task: node × 2 +
+	// core), tasks the tasks a node and ends the addresses.
+	pl                port
+	self, tasks, ends int
 	bs     *bgl.Spec
 	nodes  []*bgl.Node
 	params Params
@@ -272,6 +279,9 @@ type Stats struct {
 	FullPolls uint64    // writes that found the FIFO full
 	CoPackets uint64    // data packets the coprocessor received
 	CoRecv    uint64    // transfers the coprocessor received
+	// Copied counts the messages and gets received from the other task
+	// of the node by copying from its memory (virtual node mode, L144).
+	Copied uint64
 	// ScanStops counts the passes whose send half stopped before the end
 	// of the send queue, every FIFO it could write being full (work of
 	// the simulator saved; nothing simulated changes).
@@ -311,6 +321,14 @@ type staged struct {
 // New makes the message layer of node i of machine m; up is its upcall
 // for arriving messages.
 func New(m *bgl.Machine, i int, params Params, costs Costs, up Handler) (*Layer, error) {
+	if m.Spec.Mode == bgl.VirtualNodeMode {
+		return nil, fmt.Errorf("bglml: node %d is in virtual node mode: a layer a task (NewTask)", i)
+	}
+	return newLayer(m, i, 0, params, costs, up)
+}
+
+// newLayer makes the layer of task t of node i.
+func newLayer(m *bgl.Machine, i, t int, params Params, costs Costs, up Handler) (*Layer, error) {
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
@@ -327,13 +345,22 @@ func New(m *bgl.Machine, i int, params Params, costs Costs, up Handler) (*Layer,
 	if params.Coprocessor && nd.Co == nil {
 		return nil, fmt.Errorf("bglml.coprocessor: node %d is in %v mode (coprocessor mode needed)", i, m.Spec.Mode)
 	}
-	l := &Layer{meshed: m.Spec.Torus.Mesh, fifos: m.Spec.Torus.InjFIFOs, full: make([]bool, m.Spec.Torus.InjFIFOs), nd: nd, bs: &m.Spec, nodes: nodes, params: params, costs: costs, up: up, plb: nd.Alloc(torus.MaxPacketBytes),
-		tokens: make([]int, len(nodes)), msgq: make([][]*out, len(nodes)), grants: map[uint16]*Message{}, eagerIn: make([]*rx, len(nodes)),
+	tasks := m.Spec.Mode.Tasks()
+	ends := len(nodes) * tasks
+	if ends > 1<<16 {
+		return nil, fmt.Errorf("bglml: %d tasks (the software header names at most 65,536)", ends)
+	}
+	l := &Layer{meshed: m.Spec.Torus.Mesh, fifos: m.Spec.Torus.InjFIFOs, full: make([]bool, m.Spec.Torus.InjFIFOs+tasks-1), nd: nd, bs: &m.Spec, nodes: nodes, params: params, costs: costs, up: up, plb: nd.Alloc(torus.MaxPacketBytes),
+		pl: nd.PL, self: i*tasks + t, tasks: tasks, ends: ends,
+		tokens: make([]int, ends), msgq: make([][]*out, ends), grants: map[uint16]*Message{}, eagerIn: make([]*rx, ends),
 		adapt: map[uint32]*rx{}, rdv: map[uint16]*rx{}, early: map[uint32][]*staged{}}
-	l.pin = make([]int, len(nodes))
-	l.dirs, l.ndirs = make([][3]uint8, len(nodes)), make([]uint8, len(nodes))
-	for d := range nodes {
-		if d != i {
+	if tasks > 1 {
+		l.pl = newVNPort(nd, t, l.fifos, &m.Spec)
+	}
+	l.pin = make([]int, ends)
+	l.dirs, l.ndirs = make([][3]uint8, ends), make([]uint8, ends)
+	for d := range ends {
+		if d != l.self {
 			l.pin[d] = l.pinnedOf(d)
 			l.dirs[d], l.ndirs[d] = l.spreadOf(d)
 		}
@@ -398,7 +425,10 @@ func (l *Layer) pinned(dst int) int { return l.pin[dst] }
 
 // pinnedOf computes pinned's FIFO.
 func (l *Layer) pinnedOf(dst int) int {
-	a, b := l.nd.Torus.At, l.nodes[dst].Torus.At
+	if l.peer(dst) {
+		return l.fifos // the virtual FIFO to the other task
+	}
+	a, b := l.nd.Torus.At, l.coord(dst)
 	dims := l.dims()
 	for d := 0; d < 3; d++ {
 		if a[d] == b[d] {
@@ -424,14 +454,14 @@ func (l *Layer) pinnedOf(dst int) int {
 func (l *Layer) spread(dst, k int) int {
 	n := int(l.ndirs[dst])
 	if n == 0 {
-		return 0
+		return l.pin[dst] // the other task of the node
 	}
 	return int(l.dirs[dst][k%n])
 }
 
 // spreadOf computes the FIFOs spread takes in turn to dst.
 func (l *Layer) spreadOf(dst int) (dirs [3]uint8, n uint8) {
-	a, b := l.nd.Torus.At, l.nodes[dst].Torus.At
+	a, b := l.nd.Torus.At, l.coord(dst)
 	dims := l.dims()
 	for d := 0; d < 3; d++ {
 		if a[d] == b[d] {
@@ -480,14 +510,14 @@ func (l *Layer) data(addr uint64, n int) []byte {
 	return b
 }
 
-func (l *Layer) coord(i int) torus.Coord { return l.nodes[i].Torus.At }
+func (l *Layer) coord(i int) torus.Coord { return l.nodes[i/l.tasks].Torus.At }
 
 // Send posts message m (non-blocking; m.Done is called when its buffer is
 // free). A one-packet message is written at once if its FIFO has room and
 // nothing is queued before it.
 func (l *Layer) Send(p *cpu.Proc, m *Message) error {
-	if m.Dst < 0 || m.Dst >= len(l.nodes) || m.Dst == l.nd.Index {
-		return fmt.Errorf("bglml: node %d: send to node %d (0 to %d, not itself)", l.nd.Index, m.Dst, len(l.nodes)-1)
+	if m.Dst < 0 || m.Dst >= l.ends || m.Dst == l.self {
+		return fmt.Errorf("bglml: %s: send to %s %d (0 to %d, not itself)", l.name(), l.unit(), m.Dst, l.ends-1)
 	}
 	if len(m.Info) > InfoMax || m.Len < 0 || m.Len > MaxMessage {
 		return fmt.Errorf("bglml: node %d: message of %d bytes with %d bytes of info (at most %d bytes and %d of info)", l.nd.Index, m.Len, len(m.Info), MaxMessage, InfoMax)
@@ -500,6 +530,9 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		return fmt.Errorf("bglml: node %d: a one-packet message of %d bytes and %d of info (at most %d together)",
 			l.nd.Index, m.Len, len(m.Info), torus.MaxPayload-firstHdr)
 	}
+	if proto == Rendezvous && l.peer(m.Dst) {
+		return l.sendCopy(p, m) // the virtual node mode protocol (L144)
+	}
 	l.Stats.Messages[proto]++
 	from := bgl.FromCache
 	if m.Len > torus.MaxPayload {
@@ -511,7 +544,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 	case OnePacket:
 		o := &out{dst: m.Dst, message: true, n: 1, from: from, ready: true, sent: m.Done,
 			build: func(int) *torus.Packet {
-				return &torus.Packet{Dst: dst, Soft: soft(tOne, l.nd.Index, 0, 0), Payload: l.first(0, m, m.Len)}
+				return &torus.Packet{Dst: dst, Soft: soft(tOne, l.self, 0, 0), Payload: l.first(0, m, m.Len)}
 			}}
 		// No message object: the packet goes now if it can (L132).
 		l.enqueue(o)
@@ -531,10 +564,10 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		l.enqueue(&out{dst: m.Dst, message: true, n: n, from: from, ready: true, sent: m.Done,
 			build: func(k int) *torus.Packet {
 				if k == 0 {
-					return &torus.Packet{Dst: dst, Soft: soft(tEagerFirst, l.nd.Index, id, 0), Payload: l.first(id, m, min(room, m.Len))}
+					return &torus.Packet{Dst: dst, Soft: soft(tEagerFirst, l.self, id, 0), Payload: l.first(id, m, min(room, m.Len))}
 				}
 				off := room + (k-1)*torus.MaxPayload
-				return &torus.Packet{Dst: dst, Soft: soft(tEagerData, l.nd.Index, id, k),
+				return &torus.Packet{Dst: dst, Soft: soft(tEagerData, l.self, id, k),
 					Payload: l.data(m.Addr+uint64(off), min(torus.MaxPayload, m.Len-off))}
 			}})
 	case AdaptiveEager:
@@ -550,7 +583,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 				}
 			},
 			build: func(k int) *torus.Packet {
-				pk := &torus.Packet{Dst: dst, Dynamic: true, Soft: soft(tAdaptive, l.nd.Index, id, k)}
+				pk := &torus.Packet{Dst: dst, Dynamic: true, Soft: soft(tAdaptive, l.self, id, k)}
 				if k == 0 {
 					pk.Payload = l.first(id, m, min(room, m.Len))
 				} else {
@@ -569,7 +602,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 			build: func(int) *torus.Packet {
 				pl := l.first(id, &scout, 0)
 				binary.LittleEndian.PutUint32(pl, uint32(m.Len))
-				return &torus.Packet{Dst: dst, Soft: soft(tScout, l.nd.Index, id, 0), Payload: pl}
+				return &torus.Packet{Dst: dst, Soft: soft(tScout, l.self, id, 0), Payload: pl}
 			}})
 	default:
 		return fmt.Errorf("bglml: protocol %v", proto)
@@ -687,7 +720,10 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 		}
 		pk := o.build(o.next)
 		l.looks++
-		room, err := l.nd.PL.Room(p, fifo)
+		if l.tasks > 1 {
+			pk.Group = uint8(o.dst % l.tasks) // the destination task's FIFO set
+		}
+		room, err := l.pl.Room(p, fifo)
 		if err == nil && room < pk.Chunks() {
 			l.full[fifo] = true
 			l.nfull++
@@ -696,7 +732,7 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 		}
 		p.Compute(l.costs.Header)
 		if err == nil {
-			err = l.nd.PL.Store(p, fifo, pk, o.from)
+			err = l.pl.Store(p, fifo, pk, o.from)
 		}
 		if err != nil {
 			panic(fmt.Sprintf("bglml: node %d: %v", l.nd.Index, err))
@@ -738,8 +774,11 @@ func (l *Layer) control(p *cpu.Proc, dst int, pk *torus.Packet) {
 // local here; done is called when they all are. The request is a grant
 // packet; src's layer streams the data adaptively (as a rendezvous's).
 func (l *Layer) Get(p *cpu.Proc, src int, remote, local uint64, n int, done func()) error {
-	if src < 0 || src >= len(l.nodes) || src == l.nd.Index || n < 0 || n > MaxMessage {
-		return fmt.Errorf("bglml: node %d: get of %d bytes from node %d", l.nd.Index, n, src)
+	if src < 0 || src >= l.ends || src == l.self || n < 0 || n > MaxMessage {
+		return fmt.Errorf("bglml: %s: get of %d bytes from %s %d", l.name(), n, l.unit(), src)
+	}
+	if l.peer(src) {
+		return l.getCopy(p, src, remote, local, n, done) // L144's copy
 	}
 	p.Compute(l.costs.Post)
 	r := &rx{src: src, addr: local, size: n, done: done}
@@ -787,7 +826,7 @@ func (l *Layer) grant(p *cpu.Proc, to int, id uint16, r *rx, addr uint64, n int)
 	}
 	binary.LittleEndian.PutUint32(pl[4:], uint32(n))
 	binary.LittleEndian.PutUint64(pl[8:], addr)
-	l.control(p, to, &torus.Packet{Dst: l.coord(to), Soft: soft(tGrant, l.nd.Index, id, 0), Payload: pl})
+	l.control(p, to, &torus.Packet{Dst: l.coord(to), Soft: soft(tGrant, l.self, id, 0), Payload: pl})
 }
 
 // Advance is one pass of the advance loop (L94): read what has arrived
@@ -804,7 +843,7 @@ func (l *Layer) Advance(p *cpu.Proc) bool {
 	}
 	l.clearFull()
 	l.looks = 0
-	return l.afterLook(p, l.nd.PL.Pending(p))
+	return l.afterLook(p, l.pl.Pending(p))
 }
 
 // afterLook is the rest of a pass once its first look at the reception
@@ -813,7 +852,7 @@ func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 	did := l.coComplete(p)
 	for k := 0; k < l.params.Batch; k++ {
 		if k > 0 {
-			f = l.nd.PL.Pending(p)
+			f = l.pl.Pending(p)
 		}
 		if f < 0 {
 			break
@@ -864,7 +903,7 @@ func (l *Layer) interleave(p *cpu.Proc) bool {
 		l.rr = 0
 	}
 	i := l.rr
-	for seen := 0; seen < n && budget > 0 && len(l.sendq) > 0 && l.nfull < l.fifos; seen++ {
+	for seen := 0; seen < n && budget > 0 && len(l.sendq) > 0 && l.nfull < len(l.full); seen++ {
 		if l.nfull >= l.nqueuedAny && !scanAll {
 			// Every FIFO an entry could write is full: the rest of the
 			// round would only step past the entries, to where it ends.
@@ -894,7 +933,7 @@ func (l *Layer) interleave(p *cpu.Proc) bool {
 // receive takes the packet at the head of reception FIFO f: a peek at its
 // header says what it is and where its data goes, then it is read there.
 func (l *Layer) receive(p *cpu.Proc, f int) {
-	hd, err := l.nd.PL.Peek(p, f)
+	hd, err := l.pl.Peek(p, f)
 	if err != nil || hd == nil {
 		panic(fmt.Sprintf("bglml: node %d: FIFO %d: %v", l.nd.Index, f, err))
 	}
@@ -946,7 +985,7 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 			l.adapt[key] = r
 			for _, s := range l.early[key] {
 				off := r.first + (s.idx-1)*torus.MaxPayload
-				p.Compute(l.nd.PL.CopyCost(len(s.data)))
+				p.Compute(l.pl.CopyCost(len(s.data)))
 				l.nd.Mem.Write(r.addr+uint64(off), s.data)
 				r.got += len(s.data)
 			}
@@ -1003,8 +1042,10 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 		l.stream(src, rid, group, addr, n, sent)
 	case tBcast:
 		l.onBcast(p, f, int(id), idx)
+	case tVNAddr, tVNFree, tVNGet, tVNFlushed:
+		l.onVirtual(p, f, t, src, id)
 	case tToken:
-		l.nd.PL.Read(p, f, true)
+		l.pl.Read(p, f, true)
 		p.Compute(l.costs.Lookup)
 		l.tokens[src]--
 	default:
@@ -1026,7 +1067,7 @@ func (l *Layer) stream(dst int, rid uint16, group uint8, addr uint64, n int, sen
 	l.queue(&out{dst: dst, n: (n + torus.MaxPayload - 1) / torus.MaxPayload, from: bgl.FromMemory, ready: true, adaptive: true, sent: sent,
 		build: func(k int) *torus.Packet {
 			off := k * torus.MaxPayload
-			return &torus.Packet{Dst: to, Dynamic: true, Group: group, Soft: soft(tData, l.nd.Index, rid, k),
+			return &torus.Packet{Dst: to, Dynamic: true, Group: group, Soft: soft(tData, l.self, rid, k),
 				Payload: l.data(addr+uint64(off), min(torus.MaxPayload, n-off))}
 		}})
 }
@@ -1034,7 +1075,7 @@ func (l *Layer) stream(dst int, rid uint16, group uint8, addr uint64, n int, sen
 // read reads the packet at the head of FIFO f into the layer's aligned
 // packet buffer.
 func (l *Layer) read(p *cpu.Proc, f int) *torus.Packet {
-	pk, err := l.nd.PL.Read(p, f, true)
+	pk, err := l.pl.Read(p, f, true)
 	if err != nil || pk == nil {
 		panic(fmt.Sprintf("bglml: node %d: FIFO %d: %v", l.nd.Index, f, err))
 	}
@@ -1054,7 +1095,7 @@ func (l *Layer) open(p *cpu.Proc, src int, pl []byte) *rx {
 	data := pl[firstHdr+ni:]
 	r := &rx{src: src, addr: addr, size: size, done: done, first: len(data)}
 	if len(data) > 0 {
-		p.Compute(l.nd.PL.CopyCost(len(data)))
+		p.Compute(l.pl.CopyCost(len(data)))
 		l.nd.Mem.Write(addr, data)
 		r.got = len(data)
 	}
@@ -1064,7 +1105,7 @@ func (l *Layer) open(p *cpu.Proc, src int, pl []byte) *rx {
 // place reads the packet at the head of FIFO f straight into r's buffer
 // at off (a realigning copy if that is not 16-byte aligned).
 func (l *Layer) place(p *cpu.Proc, f int, r *rx, off int) {
-	pk, err := l.nd.PL.Read(p, f, (r.addr+uint64(off))%16 == 0)
+	pk, err := l.pl.Read(p, f, (r.addr+uint64(off))%16 == 0)
 	if err != nil || pk == nil {
 		panic(fmt.Sprintf("bglml: node %d: FIFO %d: %v", l.nd.Index, f, err))
 	}
@@ -1084,7 +1125,7 @@ func (l *Layer) complete(p *cpu.Proc, r *rx) {
 		r.done()
 	}
 	if r.token {
-		l.control(p, r.src, &torus.Packet{Dst: l.coord(r.src), Dynamic: true, Soft: soft(tToken, l.nd.Index, r.id, 0)})
+		l.control(p, r.src, &torus.Packet{Dst: l.coord(r.src), Dynamic: true, Soft: soft(tToken, l.self, r.id, 0)})
 	}
 }
 

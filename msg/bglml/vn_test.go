@@ -1,0 +1,267 @@
+package bglml
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aaemu/aaemu/bgl"
+	"github.com/aaemu/aaemu/cpu"
+	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/torus"
+)
+
+// deliverVN is deliver in virtual node mode: src and dst are tasks (node ×
+// 2 + core), each task's layer runs on its core. Every message must arrive
+// exactly once with every byte, each pair's in order, each done() once.
+// It returns the layers' statistics summed and the packets that went
+// through the virtual FIFOs.
+func deliverVN(t *testing.T, dims torus.Coord, params Params, sends []send) (sum Stats, virtual uint64) {
+	t.Helper()
+	m, err := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(dims[0], dims[1], dims[2]).WithMode(bgl.VirtualNodeMode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 2 * len(m.Nodes)
+	want := make([]int, n)
+	data := make([][]byte, len(sends))
+	for i, s := range sends {
+		want[s.dst]++
+		data[i] = make([]byte, s.size)
+		for k := range data[i] {
+			data[i][k] = byte(i*31 + k*7 + k>>8)
+		}
+	}
+	got := make([][]*received, n)
+	sentDone := make([]int, len(sends))
+	var layers []*Layer
+	var failed []string
+	for me := 0; me < n; me++ {
+		nd := m.Nodes[me/2]
+		l, err := NewTask(m, me, params, DefaultCosts(), func(src int, info []byte, size int) (uint64, func()) {
+			seq := int(binary.LittleEndian.Uint32(info))
+			a := nd.Alloc(size+32) + uint64(sends[seq].skew)
+			r := &received{src: src, seq: seq}
+			got[me] = append(got[me], r)
+			return a, func() {
+				if r.done {
+					failed = append(failed, fmt.Sprintf("message %d: done twice", seq))
+				}
+				r.done = true
+				r.data = make([]byte, size)
+				nd.Mem.Read(a, r.data)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers = append(layers, l)
+		l.Core().Spawn("task", func(p *cpu.Proc) {
+			for i, s := range sends {
+				if s.src != me {
+					continue
+				}
+				a := nd.Alloc(s.size + 1)
+				nd.Mem.Write(a, data[i])
+				info := binary.LittleEndian.AppendUint32(nil, uint32(i))
+				if err := l.Send(p, &Message{Dst: s.dst, Info: info, Addr: a, Len: s.size, Proto: s.proto, Done: func() { sentDone[i]++ }}); err != nil {
+					failed = append(failed, err.Error())
+				}
+			}
+			l.Until(p, func() bool {
+				k := 0
+				for _, r := range got[me] {
+					if r.done {
+						k++
+					}
+				}
+				return k == want[me] && l.Idle()
+			})
+		})
+	}
+	m.World.Run(sim.S)
+	for _, f := range failed {
+		t.Error(f)
+	}
+	last := map[[2]int]int{}
+	for me := range got {
+		k := 0
+		for _, r := range got[me] {
+			if !r.done {
+				t.Errorf("task %d: message %d never completed", me, r.seq)
+				continue
+			}
+			k++
+			if s := sends[r.seq]; s.src != r.src || s.dst != me {
+				t.Errorf("message %d (%d→%d) arrived at task %d from task %d", r.seq, s.src, s.dst, me, r.src)
+			}
+			if !bytes.Equal(r.data, data[r.seq]) {
+				t.Errorf("message %d (%v, %d bytes, %d→%d): data differs", r.seq, sends[r.seq].proto, sends[r.seq].size, r.src, me)
+			}
+			pair := [2]int{r.src, me}
+			if prev, ok := last[pair]; ok && prev > r.seq {
+				t.Errorf("task %d: message %d from task %d reached the upcall after message %d", me, r.seq, r.src, prev)
+			}
+			last[pair] = r.seq
+		}
+		if k != want[me] {
+			t.Errorf("task %d: %d messages, want %d", me, k, want[me])
+		}
+	}
+	for i, c := range sentDone {
+		if c != 1 {
+			t.Errorf("message %d: done() called %d times at the sender", i, c)
+		}
+	}
+	for _, l := range layers {
+		sum.Copied += l.Stats.Copied
+		sum.Staged += l.Stats.Staged
+		sum.Packets += l.Stats.Packets
+	}
+	for _, nd := range m.Nodes {
+		virtual += nd.VN.To[0].Stats.Packets + nd.VN.To[1].Stats.Packets
+	}
+	return sum, virtual
+}
+
+// TestVirtualNodeDeliver: in virtual node mode, every protocol between the
+// two tasks of a node (through the virtual FIFOs, and a rendezvous by the
+// copy of L144) and between tasks of different nodes (each task's own
+// torus FIFO set), into aligned and misaligned buffers: every message
+// exactly once, in order, every byte.
+func TestVirtualNodeDeliver(t *testing.T) {
+	sizes := []int{0, 1, 15, 200, 228, 229, 240, 241, 468, 1000, 4097, 20000}
+	for _, pr := range Protocols {
+		t.Run(pr.String(), func(t *testing.T) {
+			var sends []send
+			for k, n := range sizes {
+				if pr == OnePacket && firstHdr+4+n > torus.MaxPayload {
+					continue
+				}
+				sends = append(sends,
+					send{src: 0, dst: 1, size: n, proto: pr, skew: k % 3 * 5},  // within node 0
+					send{src: 1, dst: 0, size: n, proto: pr, skew: k % 2 * 16}, // and back
+					send{src: 3, dst: 0, size: n, proto: pr, skew: k % 2 * 8},  // node 1 core 1 to node 0 core 0
+					send{src: 10, dst: 5, size: n, proto: pr})                  // node 5 core 0 to node 2 core 1
+			}
+			st, virtual := deliverVN(t, torus.Coord{4, 2, 1}, DefaultParams(), sends)
+			if virtual == 0 {
+				t.Error("no packet went through a virtual FIFO")
+			}
+			if (pr == Rendezvous) != (st.Copied == 2*uint64(len(sizes))) {
+				t.Errorf("%d messages copied from the other task's memory", st.Copied)
+			}
+		})
+	}
+}
+
+// TestVirtualNodeManyToOne: every task of a 4×2×2 torus in virtual node
+// mode sends three messages of mixed sizes to task 0 at once (its own
+// node's other task among them), with deterministic and adaptive eager
+// and with Interleave.
+func TestVirtualNodeManyToOne(t *testing.T) {
+	for _, params := range []Params{DefaultParams(), {EagerMax: 1200, Adaptive: true, Batch: 4}, {EagerMax: 1200, Adaptive: true, Batch: 8, Interleave: true}} {
+		var sends []send
+		for src := 1; src < 32; src++ {
+			sends = append(sends,
+				send{src: src, dst: 0, size: 700 + src},
+				send{src: src, dst: 0, size: 3000 + 17*src},
+				send{src: src, dst: 0, size: src})
+		}
+		deliverVN(t, torus.Coord{4, 2, 2}, params, sends)
+	}
+}
+
+// TestVirtualNodeGet: gets between the two tasks of a node (L144's copy
+// after the owner wrote back its lines) and across nodes, every byte.
+func TestVirtualNodeGet(t *testing.T) {
+	m, err := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(2, 1, 1).WithMode(bgl.VirtualNodeMode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 5000
+	src := make([]uint64, 4)
+	for k := range src {
+		nd := m.Nodes[k/2]
+		src[k] = nd.Alloc(size)
+		b := make([]byte, size)
+		for i := range b {
+			b[i] = byte(k*41 + i*3)
+		}
+		nd.Mem.Write(src[k], b)
+	}
+	layers := make([]*Layer, 4)
+	for k := range layers {
+		if layers[k], err = NewTask(m, k, DefaultParams(), DefaultCosts(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[int]bool{}
+	dsts := map[int]uint64{}
+	for k, l := range layers {
+		l.Core().Spawn("get", func(p *cpu.Proc) {
+			// task 0 gets from task 1 (its node's other) and task 3.
+			from := map[int][]int{0: {1, 3}, 2: {1}}[k]
+			done := 0
+			for _, f := range from {
+				dsts[k*4+f] = m.Nodes[k/2].Alloc(size)
+				if err := l.Get(p, f, src[f], dsts[k*4+f], size, func() { done++; got[k*4+f] = true }); err != nil {
+					t.Error(err)
+				}
+			}
+			l.Until(p, func() bool { return done == len(from) })
+			// serve the others' gets until everyone is done
+			l.Until(p, func() bool { return len(got) == 3 && l.Idle() })
+		})
+	}
+	m.World.Run(100 * sim.MS)
+	if len(got) != 3 {
+		t.Fatalf("%d gets done of 3", len(got))
+	}
+	for key, a := range dsts {
+		k, f := key/4, key%4
+		b := make([]byte, size)
+		m.Nodes[k/2].Mem.Read(a, b)
+		for i := range b {
+			if b[i] != byte(f*41+i*3) {
+				t.Fatalf("task %d's get from task %d: byte %d differs", k, f, i)
+			}
+		}
+	}
+	if layers[0].Stats.Copied != 1 || layers[2].Stats.Copied != 0 {
+		t.Fatalf("copies: task 0 %d (want 1: from task 1), task 2 %d (want 0: from another node)", layers[0].Stats.Copied, layers[2].Stats.Copied)
+	}
+}
+
+// TestVirtualNodeBadInput: a layer a node on a machine in virtual node
+// mode, a layer a task on one that is not, tasks out of range, a send to
+// itself, the broadcast.
+func TestVirtualNodeBadInput(t *testing.T) {
+	vn, _ := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(2, 1, 1).WithMode(bgl.VirtualNodeMode))
+	co, _ := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(2, 1, 1).WithMode(bgl.CoprocessorMode))
+	if _, err := New(vn, 0, DefaultParams(), DefaultCosts(), nil); err == nil || !strings.Contains(err.Error(), "virtual node mode: a layer a task") {
+		t.Errorf("New in virtual node mode: %v", err)
+	}
+	if _, err := NewTask(co, 0, DefaultParams(), DefaultCosts(), nil); err == nil || !strings.Contains(err.Error(), "needs virtual node mode, not coprocessor") {
+		t.Errorf("NewTask in coprocessor mode: %v", err)
+	}
+	if _, err := NewTask(vn, 4, DefaultParams(), DefaultCosts(), nil); err == nil || !strings.Contains(err.Error(), "task 4 of 4") {
+		t.Errorf("task 4 of 4: %v", err)
+	}
+	if _, err := NewTask(vn, 0, Params{EagerMax: 1200, Batch: 8, Coprocessor: true}, DefaultCosts(), nil); err == nil {
+		t.Error("coprocessor receiving in virtual node mode accepted")
+	}
+	l, _ := NewTask(vn, 1, DefaultParams(), DefaultCosts(), nil)
+	var errs []error
+	vn.Nodes[0].Cores[1].Spawn("bad", func(p *cpu.Proc) {
+		errs = append(errs, l.Send(p, &Message{Dst: 1}), l.Send(p, &Message{Dst: 4}), l.Get(p, 1, 0, 0, 8, nil), l.Bcast(p, 0, 8, 1, nil))
+	})
+	vn.World.Run(sim.MS)
+	for i, w := range []string{"task 1 (node 0 core 1): send to task 1 (0 to 3, not itself)", "send to task 4", "get of 8 bytes from task 1", "virtual node mode"} {
+		if i >= len(errs) || errs[i] == nil || !strings.Contains(errs[i].Error(), w) {
+			t.Errorf("case %d: %v, want %q", i, errs, w)
+		}
+	}
+}
