@@ -209,21 +209,14 @@ const firstHdr = FirstHeaderBytes
 // Layer is one node's message layer, run by one process (the node's main
 // core): Send and Get post, Advance makes progress.
 type Layer struct {
-	fifos int // normal injection FIFOs
-	nd    *bgl.Node
-	// pl is the packet layer the layer reads and writes: the node's first
-	// FIFO set, or in virtual node mode its task's set and the virtual
-	// FIFOs to and from the other task (vnPort). self is the layer's
-	// address (its node, or in virtual node mode its task: node × 2 +
-	// core), tasks the tasks a node and ends the addresses.
-	pl                port
-	self, tasks, ends int
-	bs                *bgl.Spec
-	nodes             []*bgl.Node
-	params            Params
-	costs             Costs
-	up                Handler
-	plb               uint64 // an aligned buffer first packets are read into
+	fifos  int // normal injection FIFOs
+	nd     *bgl.Node
+	bs     *bgl.Spec
+	nodes  []*bgl.Node
+	params Params
+	costs  Costs
+	up     Handler
+	plb    uint64 // an aligned buffer first packets are read into
 
 	sendq  []*out
 	msgq   [][]*out // per destination: its messages on the send queue, in order
@@ -266,6 +259,14 @@ type Layer struct {
 	coNext int // the coprocessor's next FIFO to look at first
 	coDone []*rx
 	main   *sim.Unit
+
+	// pl is the packet layer the layer reads and writes: the node's first
+	// FIFO set, or in virtual node mode its task's set and the virtual
+	// FIFOs to and from the other task (vnPort). self is the layer's
+	// address (its node, or in virtual node mode its task: node × 2 +
+	// core), tasks the tasks a node and ends the addresses.
+	pl                port
+	self, tasks, ends int
 
 	Stats Stats
 }
