@@ -14,8 +14,8 @@ import (
 // (seed 002, L81–L83: MPICH's device on the message layer).
 type TorusConfig struct {
 	// Machine is the Blue Gene/L machine the ranks run on (RunOn with
-	// bgl.Host{M: Machine}); one rank a node, on its first core
-	// (coprocessor mode).
+	// bgl.Host{M: Machine}); one rank a node, on its first core, or in
+	// virtual node mode one a core (a task a core, L114).
 	Machine *bgl.Machine
 	// ML is the message layer's thresholds (zero: bglml.DefaultParams);
 	// Costs its software's (zero: bglml.DefaultCosts).
@@ -74,23 +74,38 @@ func Torus(cfg TorusConfig) TransportMaker {
 		if err := cfg.Costs.Validate(); err != nil {
 			return nil, err
 		}
-		seen := make([]int, len(cfg.Machine.Nodes))
+		tasks := cfg.Machine.Spec.Mode.Tasks()
+		seen := make([]int, len(cfg.Machine.Nodes)*tasks)
 		for r, p := range s.Places {
-			if p.Node < 0 || p.Node >= len(seen) {
-				return nil, fmt.Errorf("torus: rank %d on node %d of %d", r, p.Node, len(seen))
+			if p.Node < 0 || p.Node >= len(cfg.Machine.Nodes) {
+				return nil, fmt.Errorf("torus: rank %d on node %d of %d", r, p.Node, len(cfg.Machine.Nodes))
 			}
-			if seen[p.Node]++; seen[p.Node] > 1 {
-				return nil, fmt.Errorf("torus: two ranks on node %d (one a node: coprocessor mode)", p.Node)
+			if tasks == 1 && p.Core != 0 {
+				return nil, fmt.Errorf("torus: rank %d on core %d of node %d (one rank a node, on core 0, in %v mode)", r, p.Core, p.Node, cfg.Machine.Spec.Mode)
+			}
+			if p.Core < 0 || p.Core >= tasks {
+				return nil, fmt.Errorf("torus: rank %d on core %d of node %d", r, p.Core, p.Node)
+			}
+			if seen[p.Node*tasks+p.Core]++; seen[p.Node*tasks+p.Core] > 1 {
+				if tasks == 1 {
+					return nil, fmt.Errorf("torus: two ranks on node %d (one a node: coprocessor mode)", p.Node)
+				}
+				return nil, fmt.Errorf("torus: two ranks on core %d of node %d (one a core: virtual node mode)", p.Core, p.Node)
 			}
 		}
-		return &torusTransport{cfg: cfg, places: s.Places}, nil
+		return &torusTransport{cfg: cfg, places: s.Places, tasks: tasks}, nil
 	}
 }
 
 type torusTransport struct {
 	cfg    TorusConfig
 	places []Place
+	tasks  int // a node
 }
+
+// task is rank r's address in the message layer: its node, or in virtual
+// node mode its task (node × 2 + core).
+func (t *torusTransport) task(r int) int { return t.places[r].Node*t.tasks + t.places[r].Core }
 
 func (t *torusTransport) Name() string                { return "torus" }
 func (t *torusTransport) Params() Params              { return t.cfg.Params }
@@ -98,7 +113,13 @@ func (t *torusTransport) Reaches(from, to Place) bool { return true }
 
 func (t *torusTransport) Open(e Env) (Endpoint, error) {
 	ep := &torusEP{t: t, env: e, nd: t.cfg.Machine.Nodes[e.Place.Node], pool: map[int][]uint64{}}
-	ml, err := bglml.New(t.cfg.Machine, e.Place.Node, t.cfg.ML, t.cfg.Costs, ep.upcall)
+	var ml *bglml.Layer
+	var err error
+	if t.tasks > 1 {
+		ml, err = bglml.NewTask(t.cfg.Machine, t.task(e.Rank), t.cfg.ML, t.cfg.Costs, ep.upcall)
+	} else {
+		ml, err = bglml.New(t.cfg.Machine, e.Place.Node, t.cfg.ML, t.cfg.Costs, ep.upcall)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +193,7 @@ func (e *torusEP) Send(dst int, h *Header, src uint64, n int) bool {
 		binary.LittleEndian.PutUint64(info[8*i:], w[i])
 	}
 	sent := false
-	m := &bglml.Message{Dst: e.t.places[dst].Node, Info: info, Addr: src, Len: n, Proto: e.t.cfg.Force}
+	m := &bglml.Message{Dst: e.t.task(dst), Info: info, Addr: src, Len: n, Proto: e.t.cfg.Force}
 	var copyBuf uint64
 	m.Done = func() {
 		sent = true
@@ -236,7 +257,7 @@ func (e *torusEP) Get(src int, local, remote uint64, n int) (int, bool) {
 		e.gets[id] = true
 		return id, true
 	}
-	if err := e.ml.Get(e.proc(), e.t.places[src].Node, remote, local, n, func() { e.gets[id] = true }); err != nil {
+	if err := e.ml.Get(e.proc(), e.t.task(src), remote, local, n, func() { e.gets[id] = true }); err != nil {
 		panic(fmt.Sprintf("mpi: torus: %v", err))
 	}
 	return id, true
@@ -256,16 +277,23 @@ func (e *torusEP) Busy() bool { return !e.ml.Idle() || len(e.ready) > 0 }
 // RunTorus runs body as the program of one rank on each node of machine
 // m, rank r on node nodeOf[r] (nil: rank r on node r, the XYZT order),
 // over the torus transport (cfg.Transports and cfg.Place are set here).
+// In virtual node mode there is a rank on each core, and nodeOf[r] is
+// rank r's task, node × 2 + core (bgl.XYZTTasks, bgl.ReadMappingTasks;
+// nil: XYZT).
 func RunTorus(m *bgl.Machine, cfg Config, tc TorusConfig, nodeOf []int, body func(c *Comm)) (*Result, error) {
 	tc.Machine = m
 	cfg.Transports = []TransportMaker{Torus(tc)}
+	tasks := m.Spec.Mode.Tasks()
+	if nodeOf == nil && tasks > 1 {
+		nodeOf = bgl.XYZTTasks(m.Torus.Spec.Dims, tasks)
+	}
 	cfg.Ranks = len(m.Nodes)
 	if nodeOf != nil {
 		cfg.Ranks = len(nodeOf)
 	}
 	cfg.Place = func(r int) Place {
 		if nodeOf != nil {
-			return Place{Node: nodeOf[r]}
+			return Place{Node: nodeOf[r] / tasks, Core: nodeOf[r] % tasks}
 		}
 		return Place{Node: r}
 	}
