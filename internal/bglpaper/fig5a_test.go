@@ -1,0 +1,49 @@
+package bglpaper
+
+import (
+	"testing"
+
+	"github.com/aaemu/aaemu/bgl"
+)
+
+// TestStandInModes runs the stand-in's BT-like and MG-like kernels on 8
+// nodes in both modes: virtual node mode has twice the tasks, its halos
+// between a node's two tasks go by L144's copy and its small packets
+// through the virtual FIFOs; the MG-like kernel's two arrays overflow the
+// shared L3 only in virtual node mode (misses every step), the BT-like's
+// do not; and each task is slower in virtual node mode, but by less than
+// half.
+func TestStandInModes(t *testing.T) {
+	for _, k := range []Kernel{kernels[1], kernels[3]} {
+		co, err := StandIn([3]int{2, 2, 2}, bgl.CoprocessorMode, k, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vn, err := StandIn([3]int{2, 2, 2}, bgl.VirtualNodeMode, k, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: coprocessor %v a step (%d tasks, %+v); virtual node %v (%d tasks, %+v, %d copies, %d virtual packets)",
+			k.Name, co.Step, co.Tasks, co.Memory, vn.Step, vn.Tasks, vn.Memory, vn.Copied, vn.Virtual)
+		if co.Tasks != 8 || vn.Tasks != 16 {
+			t.Fatalf("%d and %d tasks", co.Tasks, vn.Tasks)
+		}
+		if co.Copied != 0 || vn.Copied == 0 || vn.Virtual == 0 {
+			t.Fatalf("copies %d and %d, %d virtual packets", co.Copied, vn.Copied, vn.Virtual)
+		}
+		lines := uint64(k.N * k.N * k.N * k.BytesPerPoint / 128)
+		if co.Memory.Misses != 8*lines {
+			t.Errorf("%s, coprocessor mode: %d L3 misses, want the first step's %d", k.Name, co.Memory.Misses, 8*lines)
+		}
+		overflow := 2*k.N*k.N*k.N*k.BytesPerPoint > 4<<20
+		if thrash := vn.Memory.Misses > 16*lines; thrash != overflow {
+			t.Errorf("%s, virtual node mode: %d L3 misses (first step %d), two tasks' arrays overflow the L3: %v", k.Name, vn.Memory.Misses, 16*lines, overflow)
+		}
+		if vn.Step <= co.Step || vn.Step > co.Step*3/2 {
+			t.Errorf("%s: %v a step in virtual node mode against %v", k.Name, vn.Step, co.Step)
+		}
+	}
+	if _, err := StandIn([3]int{2, 2, 2}, bgl.HeaterMode, kernels[0], 1); err == nil {
+		t.Error("heater mode accepted")
+	}
+}
