@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 
@@ -262,6 +264,114 @@ func TestVirtualNodeBadInput(t *testing.T) {
 	for i, w := range []string{"task 1 (node 0 core 1): send to task 1 (0 to 3, not itself)", "send to task 4", "get of 8 bytes from task 1", "virtual node mode"} {
 		if i >= len(errs) || errs[i] == nil || !strings.Contains(errs[i].Error(), w) {
 			t.Errorf("case %d: %v, want %q", i, errs, w)
+		}
+	}
+}
+
+// mixedVN is mixed in virtual node mode: every task computes a random
+// while, advances, posts a message of a random protocol to a random task
+// (the other task of its node among them), four times, then waits for
+// what it expects. It returns every completion and every statistic.
+func mixedVN(t *testing.T, dims torus.Coord, spin bool, seed uint64) string {
+	t.Helper()
+	m, err := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(dims[0], dims[1], dims[2]).WithMode(bgl.VirtualNodeMode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 2 * len(m.Nodes)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	type post struct {
+		at, dst, size int
+		proto         Protocol
+	}
+	plans := make([][]post, n)
+	expect := make([]int, n)
+	for i := range plans {
+		for k := 0; k < 4; k++ {
+			dst := rng.IntN(n - 1)
+			if k%2 == 0 {
+				dst = i ^ 1 // the other task of the node
+			} else if dst >= i {
+				dst++
+			}
+			s := post{at: rng.IntN(8000), dst: dst, size: rng.IntN(3000), proto: Protocols[rng.IntN(len(Protocols))]}
+			if s.proto == OnePacket {
+				s.size %= torus.MaxPayload - FirstHeaderBytes + 1
+			}
+			plans[i] = append(plans[i], s)
+			expect[dst]++
+		}
+	}
+	params := DefaultParams()
+	params.Spin = spin
+	var lines []string
+	var failed error
+	for i := 0; i < n; i++ {
+		nd := m.Nodes[i/2]
+		got := 0
+		var pp *cpu.Proc
+		l, err := NewTask(m, i, params, DefaultCosts(), func(src int, _ []byte, size int) (uint64, func()) {
+			return nd.Alloc(max(size, 1)), func() {
+				got++
+				lines = append(lines, fmt.Sprintf("task %3d t %12d from %3d size %d\n", i, pp.Now(), src, size))
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Core().Spawn("mixed", func(p *cpu.Proc) {
+			pp = p
+			buf := nd.Alloc(3000)
+			for _, s := range plans[i] {
+				p.Compute(s.at)
+				for l.Advance(p) {
+				}
+				if err := l.Send(p, &Message{Dst: s.dst, Addr: buf, Len: s.size, Proto: s.proto}); err != nil {
+					failed = err
+				}
+			}
+			l.Until(p, func() bool { return got == expect[i] })
+			l.Until(p, l.Idle)
+		})
+	}
+	m.World.Run(100 * sim.MS)
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	sort.Strings(lines)
+	var log strings.Builder
+	for _, s := range lines {
+		log.WriteString(s)
+	}
+	for _, st := range m.World.Stats().All() {
+		if v, ok := st.(*sim.Counter); ok {
+			fmt.Fprintf(&log, "%s %d\n", st.Name(), v.Value())
+		}
+	}
+	fmt.Fprintf(&log, "end %d\n", m.World.Now())
+	return log.String()
+}
+
+// TestVirtualNodeDozeMatchesSpin: in virtual node mode, dozing (woken by
+// the torus and by the virtual FIFO) gives the polling loop's run to the
+// byte: every completion's time and every statistic.
+func TestVirtualNodeDozeMatchesSpin(t *testing.T) {
+	for _, c := range []struct {
+		dims torus.Coord
+		seed uint64
+	}{{torus.Coord{2, 2, 1}, 1}, {torus.Coord{4, 2, 2}, 2}} {
+		spin, doze := mixedVN(t, c.dims, true, c.seed), mixedVN(t, c.dims, false, c.seed)
+		if strings.Count(spin, " from ") != 8*c.dims[0]*c.dims[1]*c.dims[2] || !strings.Contains(spin, ".busy_ps") {
+			t.Fatal("the comparison lacks messages or the cores' statistics")
+		}
+		if spin != doze {
+			a, b := strings.Split(spin, "\n"), strings.Split(doze, "\n")
+			for k := range min(len(a), len(b)) {
+				if a[k] != b[k] {
+					t.Fatalf("%v: line %d: polling %q, dozing %q", c.dims, k, a[k], b[k])
+				}
+			}
+			t.Fatalf("%v: polling gave %d lines, dozing %d", c.dims, len(a), len(b))
 		}
 	}
 }
