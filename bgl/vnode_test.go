@@ -219,3 +219,47 @@ func TestMemorySystem(t *testing.T) {
 	}
 	t.Logf("8 MB from the DDR: %.2f ms alone, %.2f ms each of two", float64(alone)/1e9, float64(shared)/1e9)
 }
+
+// TestModeInput: the modes by name, a mode that does not exist (by name
+// and by number), the tasks a node, and what each mode builds.
+func TestModeInput(t *testing.T) {
+	for _, m := range []Mode{HeaterMode, CoprocessorMode, VirtualNodeMode} {
+		got, err := ParseMode(m.String())
+		if err != nil || got != m {
+			t.Errorf("%v: parsed as %v, %v", m, got, err)
+		}
+	}
+	if _, err := ParseMode("dual"); err == nil || err.Error() != `bgl.mode: "dual" is not a mode (heater, coprocessor, virtual-node)` {
+		t.Errorf("mode dual: %v", err)
+	}
+	s := DefaultSpec(2, 1, 1).WithMode(VirtualNodeMode)
+	s.Mode = 3
+	if err := s.Validate(); err == nil || err.Error() != "bgl.mode: 3 is not a mode (heater, coprocessor, virtual-node)" {
+		t.Errorf("mode 3: %v", err)
+	}
+	if _, err := New(sim.NewWorld(1), "bgl", s); err == nil {
+		t.Error("a machine in mode 3 built")
+	}
+	if HeaterMode.Tasks() != 1 || CoprocessorMode.Tasks() != 1 || VirtualNodeMode.Tasks() != 2 {
+		t.Error("tasks a node")
+	}
+	vn := vnMachine(t)
+	if vn.Nodes[0].VN == nil || vn.Nodes[0].Co != nil || vn.Nodes[1].VN.To[0] == vn.Nodes[1].VN.To[1] {
+		t.Fatal("virtual node mode: no virtual torus device, or a coprocessor")
+	}
+	co, _ := New(sim.NewWorld(1), "bgl", DefaultSpec(2, 1, 1).WithMode(CoprocessorMode))
+	if co.Nodes[0].VN != nil {
+		t.Error("coprocessor mode has a virtual torus device")
+	}
+	bad := DefaultSpec(2, 1, 1)
+	bad.VirtualFIFOChunks = 4
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "bgl.virtual_fifo_chunks: 4 out of range (8 to 65536)") {
+		t.Errorf("virtual FIFO of 4 chunks: %v", err)
+	}
+	bad = DefaultSpec(2, 1, 1)
+	bad.Memory.L3Bytes = 3 << 20
+	bad.Memory.L3Ways = 7
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "bgl.memory.l3_bytes: 3145728 is not a whole number of sets of 7 ways of 128-byte lines") {
+		t.Errorf("an L3 of 3 MB in 7 ways: %v", err)
+	}
+}
