@@ -66,8 +66,10 @@ func ReducedVirtualNode() VirtualNode {
 
 // StandInResult is what a run of the stand-in measured.
 type StandInResult struct {
-	// Step is the mean over the tasks of a task's time a step.
-	Step sim.Tick
+	// Step is the mean over the tasks of a task's time a step, Sweep the
+	// part of it in the kernel's sweep (computation and memory) and the
+	// rest its halo exchange (communication and waiting for neighbours).
+	Step, Sweep sim.Tick
 	// Tasks is the number of tasks; Memory the nodes' memory systems'
 	// counts summed; Copied the messages copied between the two tasks of
 	// a node (L144), Virtual the packets through the virtual FIFOs.
@@ -109,7 +111,7 @@ func StandIn(dims [3]int, mode bgl.Mode, k Kernel, steps int) (StandInResult, er
 	params.Coprocessor = mode == bgl.CoprocessorMode
 	layers := make([]*bglml.Layer, n)
 	var failed error
-	var sum sim.Tick
+	var sum, sweep sim.Tick
 	for gi := 0; gi < n; gi++ {
 		g := [3]int{gi % grid[0], gi / grid[0] % grid[1], gi / (grid[0] * grid[1])}
 		me := taskOf(g)
@@ -146,9 +148,13 @@ func StandIn(dims [3]int, mode bgl.Mode, k Kernel, steps int) (StandInResult, er
 				if s == 1 {
 					start = p.Now()
 				}
+				t0 := p.Now()
 				if err := nd.MemSys.Sweep(p, arrays, points*k.BytesPerPoint, int64(points)*int64(k.FlopsPerPoint), true); err != nil {
 					failed = err
 					return
+				}
+				if s > 0 {
+					sweep += (p.Now() - t0) / sim.Tick(steps)
 				}
 				sent := 0
 				for d := 0; d < 6; d++ {
@@ -185,7 +191,7 @@ func StandIn(dims [3]int, mode bgl.Mode, k Kernel, steps int) (StandInResult, er
 			res.Virtual += nd.VN.To[0].Stats.Packets + nd.VN.To[1].Stats.Packets
 		}
 	}
-	res.Step = sum / sim.Tick(n)
+	res.Step, res.Sweep = sum/sim.Tick(n), sweep/sim.Tick(n)
 	return res, nil
 }
 
