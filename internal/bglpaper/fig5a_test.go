@@ -47,3 +47,29 @@ func TestStandInModes(t *testing.T) {
 		t.Error("heater mode accepted")
 	}
 }
+
+// TestFig5a runs Figure 5a's stand-in reduced: every kernel's task is
+// slower in virtual node mode, and both of B15's claims hold (a slowdown
+// within 0–25 %, more than 1.6× the total throughput).
+func TestFig5a(t *testing.T) {
+	fig := Fig5a(ReducedVirtualNode())
+	pts, err := fig.Custom.Run(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 2*len(ReducedVirtualNode().Kernels) {
+		t.Fatalf("%d points", len(pts))
+	}
+	co, vn := series(pts, coMode), series(pts, vnMode)
+	for i := range co {
+		if vn[i].Y <= co[i].Y {
+			t.Errorf("%s: %.3f ms a step in virtual node mode, %.3f in coprocessor mode", co[i].Category, vn[i].Y, co[i].Y)
+		}
+	}
+	for _, r := range fig.CheckPoints(pts) {
+		if !r.Holds {
+			t.Errorf("%s: %s", r.Claim.Text, r.Measured)
+		}
+		t.Logf("%s: %s", r.Claim.Text, r.Measured)
+	}
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPaperBGLVirtualNode runs `aaemu paper bgl 5a --reduced`: Figure 5a's
+// stand-in, coprocessor against virtual node mode, with B15's claims, its
+// CSV and plots.
+func TestPaperBGLVirtualNode(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "bgl", "5a", "--reduced", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"Figure 5a", "B15 per-task slowdown in virtual node mode", "B15 total throughput", "BT-like", "MG-like"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"points.csv", "fig5a.png", "fig5a.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, "bgl", "fig5a", f)); err != nil || st.Size() == 0 {
+			t.Errorf("bgl/fig5a/%s: %v", f, err)
+		}
+	}
+	csv, _ := os.ReadFile(filepath.Join(dir, "bgl", "fig5a", "points.csv"))
+	if lines := strings.Count(string(csv), "\n"); lines != 1+4 || !strings.Contains(string(csv), "virtual node (two tasks a node)") {
+		t.Errorf("points.csv:\n%s", csv)
+	}
+}
