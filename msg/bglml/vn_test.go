@@ -375,3 +375,34 @@ func TestVirtualNodeDozeMatchesSpin(t *testing.T) {
 		}
 	}
 }
+
+// TestVirtualNodeCopyFaster: between the two tasks of a node, a message
+// of 8 KB by L144's copy (the rendezvous protocol) takes less than half
+// the time it takes through the virtual FIFOs (eager: every byte through
+// uncached scratchpad stores and loads) — the reason for the protocol
+// (L144); and a 1-byte message to the other task of the node is faster
+// than to a neighbour node (no router, no wire).
+func TestVirtualNodeCopyFaster(t *testing.T) {
+	spec := bgl.DefaultSpec(2, 1, 1)
+	params := DefaultParams()
+	params.EagerMax = 1 << 20
+	cyc := func(a, b int, pr Protocol, size int) int {
+		h, err := TaskPingPong(spec, params, DefaultCosts(), a, b, pr, size, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(h / spec.Torus.Period())
+	}
+	cp, fifo := cyc(0, 1, Rendezvous, 8192), cyc(0, 1, Eager, 8192)
+	local, remote := cyc(0, 1, OnePacket, 1), cyc(0, 2, OnePacket, 1)
+	t.Logf("8 KB to the other task: %d cycles by copy, %d through the virtual FIFOs; 1 byte: %d cycles within the node, %d to the next node", cp, fifo, local, remote)
+	if 2*cp >= fifo {
+		t.Errorf("8 KB: copy %d cycles, virtual FIFOs %d", cp, fifo)
+	}
+	if local >= remote {
+		t.Errorf("1 byte: %d cycles within the node, %d to the neighbour", local, remote)
+	}
+	if _, err := TaskPingPong(spec, params, DefaultCosts(), 1, 1, Eager, 1, 1); err == nil {
+		t.Error("a ping-pong of a task with itself accepted")
+	}
+}
