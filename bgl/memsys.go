@@ -2,6 +2,7 @@ package bgl
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/sim"
@@ -168,8 +169,11 @@ func (m *MemorySystem) Sweep(p *cpu.Proc, addr uint64, n int, flops int64, write
 	var done int64
 	for off := 0; off < n; off += ms.BlockBytes {
 		b := min(ms.BlockBytes, n-off)
-		// The block's share of the flops, so that the blocks add up.
-		f := flops*int64(off+b)/int64(n) - done
+		// The block's share of the flops, so that the blocks add up
+		// (flops × bytes so far ÷ bytes, in 128 bits).
+		ph, pl := bits.Mul64(uint64(flops), uint64(off+b))
+		q, _ := bits.Div64(ph, pl, uint64(n))
+		f := int64(q) - done
 		done += f
 		lo, hi := (addr+uint64(off))/line, (addr+uint64(off+b)+line-1)/line
 		misses, wbs := 0, 0

@@ -105,8 +105,13 @@ func (lb *Lockbox) Release(p *cpu.Proc, lock int) error {
 	return nil
 }
 
-// Holder is the core holding lock (−1: free).
-func (lb *Lockbox) Holder(lock int) int { return int(lb.owner[lock]) }
+// Holder is the core holding lock (−1: free, or no such lock).
+func (lb *Lockbox) Holder(lock int) int {
+	if lock < 0 || lock >= len(lb.owner) {
+		return -1
+	}
+	return int(lb.owner[lock])
+}
 
 // VirtualFIFO is a FIFO of torus packets in the scratchpad (L115): the
 // send FIFO of one core and the receive FIFO of the other. Its data are
@@ -187,7 +192,7 @@ func (f *VirtualFIFO) Store(p *cpu.Proc, pkt *torus.Packet) error {
 	if err := f.lb.Acquire(p, f.lock); err != nil {
 		return err
 	}
-	f.used += n // taken at once: one writer
+	f.used += n
 	p.Compute((quads(n) + 1) * f.spec.ScratchpadCycles)
 	vis := p.Now() + 1
 	f.q = append(f.q, vpkt{pkt: pkt, vis: vis})

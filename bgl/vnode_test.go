@@ -204,6 +204,27 @@ func TestMemorySystem(t *testing.T) {
 	if want := sim.Tick(mb/16384) * sim.Tick((16384*7+63)/64) * period; last != want {
 		t.Fatalf("a pass from the L3 took %d ps, want the stream's %d", last, want)
 	}
+	// Compute-bound: 1,000,003 flops over 1 MB from the L3 take their
+	// cycles at 4 a cycle (each of the 64 blocks rounded up), not the
+	// stream's.
+	{
+		m := vnMachine(t)
+		nd := m.Nodes[0]
+		base := nd.Alloc(mb)
+		var pass sim.Tick
+		nd.Cores[0].Spawn("sweep", func(p *cpu.Proc) {
+			nd.MemSys.Sweep(p, base, mb, 0, false)
+			t0 := p.Now()
+			if err := nd.MemSys.Sweep(p, base, mb, 1_000_003, false); err != nil {
+				t.Error(err)
+			}
+			pass = p.Now() - t0
+		})
+		m.World.Run(100 * sim.MS)
+		if c := int(pass / period); c < 1_000_003/4 || c > 1_000_003/4+64 {
+			t.Fatalf("1,000,003 flops over 1 MB: %d cycles, want %d to %d", c, 1_000_003/4, 1_000_003/4+64)
+		}
+	}
 	_, one := run(1, 3*mb, 3)
 	_, two := run(2, 3*mb, 3)
 	if one.Misses != 3*mb/128 {

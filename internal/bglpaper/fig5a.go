@@ -87,7 +87,7 @@ func StandIn(dims [3]int, mode bgl.Mode, k Kernel, steps int) (StandInResult, er
 	if mode != bgl.CoprocessorMode && mode != bgl.VirtualNodeMode {
 		return res, fmt.Errorf("stand-in: mode %v (coprocessor or virtual-node)", mode)
 	}
-	if k.N < 1 || k.N > 256 || k.BytesPerPoint < 8 || k.FlopsPerPoint < 0 || steps < 1 {
+	if k.N < 1 || k.N > 256 || k.BytesPerPoint < 8 || k.BytesPerPoint > 1024 || k.FlopsPerPoint < 0 || k.FlopsPerPoint > 1<<20 || steps < 1 || steps > 255 {
 		return res, fmt.Errorf("stand-in: kernel %q of %d³ points, %d bytes and %d flops a point, %d steps", k.Name, k.N, k.BytesPerPoint, k.FlopsPerPoint, steps)
 	}
 	spec := bgl.DefaultSpec(dims[0], dims[1], dims[2]).WithMode(mode)
