@@ -272,9 +272,11 @@ func TestVirtualNodeBadInput(t *testing.T) {
 // while, advances, posts a message of a random protocol to a random task
 // (the other task of its node among them), four times, then waits for
 // what it expects. It returns every completion and every statistic.
-func mixedVN(t *testing.T, dims torus.Coord, spin bool, seed uint64) string {
+func mixedVN(t *testing.T, dims torus.Coord, spin bool, seed uint64, partitions int) string {
 	t.Helper()
-	m, err := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(dims[0], dims[1], dims[2]).WithMode(bgl.VirtualNodeMode))
+	w := sim.NewWorld(1)
+	w.SetPartitions(partitions)
+	m, err := bgl.New(w, "bgl", bgl.DefaultSpec(dims[0], dims[1], dims[2]).WithMode(bgl.VirtualNodeMode))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,8 +306,8 @@ func mixedVN(t *testing.T, dims torus.Coord, spin bool, seed uint64) string {
 	}
 	params := DefaultParams()
 	params.Spin = spin
-	var lines []string
-	var failed error
+	lines := make([][]string, n) // a task's, written in its node's domain only
+	fails := make([]error, n)
 	for i := 0; i < n; i++ {
 		nd := m.Nodes[i/2]
 		got := 0
@@ -313,7 +315,7 @@ func mixedVN(t *testing.T, dims torus.Coord, spin bool, seed uint64) string {
 		l, err := NewTask(m, i, params, DefaultCosts(), func(src int, _ []byte, size int) (uint64, func()) {
 			return nd.Alloc(max(size, 1)), func() {
 				got++
-				lines = append(lines, fmt.Sprintf("task %3d t %12d from %3d size %d\n", i, pp.Now(), src, size))
+				lines[i] = append(lines[i], fmt.Sprintf("task %3d t %12d from %3d size %d\n", i, pp.Now(), src, size))
 			}
 		})
 		if err != nil {
@@ -327,7 +329,7 @@ func mixedVN(t *testing.T, dims torus.Coord, spin bool, seed uint64) string {
 				for l.Advance(p) {
 				}
 				if err := l.Send(p, &Message{Dst: s.dst, Addr: buf, Len: s.size, Proto: s.proto}); err != nil {
-					failed = err
+					fails[i] = err
 				}
 			}
 			l.Until(p, func() bool { return got == expect[i] })
@@ -335,12 +337,16 @@ func mixedVN(t *testing.T, dims torus.Coord, spin bool, seed uint64) string {
 		})
 	}
 	m.World.Run(100 * sim.MS)
-	if failed != nil {
-		t.Fatal(failed)
+	var all []string
+	for i := range lines {
+		if fails[i] != nil {
+			t.Fatal(fails[i])
+		}
+		all = append(all, lines[i]...)
 	}
-	sort.Strings(lines)
+	sort.Strings(all)
 	var log strings.Builder
-	for _, s := range lines {
+	for _, s := range all {
 		log.WriteString(s)
 	}
 	for _, st := range m.World.Stats().All() {
@@ -360,7 +366,7 @@ func TestVirtualNodeDozeMatchesSpin(t *testing.T) {
 		dims torus.Coord
 		seed uint64
 	}{{torus.Coord{2, 2, 1}, 1}, {torus.Coord{4, 2, 2}, 2}} {
-		spin, doze := mixedVN(t, c.dims, true, c.seed), mixedVN(t, c.dims, false, c.seed)
+		spin, doze := mixedVN(t, c.dims, true, c.seed, 1), mixedVN(t, c.dims, false, c.seed, 1)
 		if strings.Count(spin, " from ") != 8*c.dims[0]*c.dims[1]*c.dims[2] || !strings.Contains(spin, ".busy_ps") {
 			t.Fatal("the comparison lacks messages or the cores' statistics")
 		}
@@ -404,5 +410,17 @@ func TestVirtualNodeCopyFaster(t *testing.T) {
 	}
 	if _, err := TaskPingPong(spec, params, DefaultCosts(), 1, 1, Eager, 1, 1); err == nil {
 		t.Error("a ping-pong of a task with itself accepted")
+	}
+}
+
+// TestVirtualNodePartitions: virtual node mode's traffic run on one, two
+// and four goroutines gives the same completions and statistics to the
+// byte (each node's lockbox, virtual FIFOs and tasks are in its domain).
+func TestVirtualNodePartitions(t *testing.T) {
+	one := mixedVN(t, torus.Coord{4, 2, 2}, false, 3, 1)
+	for _, parts := range []int{2, 4} {
+		if got := mixedVN(t, torus.Coord{4, 2, 2}, false, 3, parts); got != one {
+			t.Errorf("%d partitions differ from one", parts)
+		}
 	}
 }
