@@ -116,10 +116,11 @@ func (lb *Lockbox) Holder(lock int) int {
 // VirtualFIFO is a FIFO of torus packets in the scratchpad (L115): the
 // send FIFO of one core and the receive FIFO of the other. Its data are
 // written and read by 16-byte uncached stores and loads (ScratchpadCycles
-// each: a full packet costs 160 cycles each way, against the torus FIFOs'
-// 50–100 and 204, which is why L144's protocol copies large messages from
-// the peer's memory instead); its head and tail words are updated under a
-// lock of the lockbox. One writer and one reader.
+// each), and its head and tail words updated, under a lock of the
+// lockbox: with the lock and the pointer word a full packet costs 190
+// cycles each way, against the torus FIFOs' 50–100 and 204, which is why
+// L144's protocol copies large messages from the peer's memory instead.
+// One writer and one reader.
 type VirtualFIFO struct {
 	lb     *Lockbox
 	lock   int
