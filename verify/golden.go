@@ -124,7 +124,6 @@ func Predict(s *Stimulus, order []int) *Prediction {
 		*pg = s.Pages[i] // a copy: driver calls change it
 		doms[pg.Dom()][pg.IOVA] = pg
 	}
-	pages := doms[1] // the driver calls change domain 1's
 	for _, pa := range Frames(s) {
 		m := make([]byte, 4096)
 		for k := range m {
@@ -167,7 +166,7 @@ func Predict(s *Stimulus, order []int) *Prediction {
 				logs[c.IUID] = &goldLog{size: c.Size}
 				again[c.IUID] = true
 			default:
-				applyChange(c, pages, devices, buses)
+				applyChange(c, doms, devices, buses)
 			}
 		}
 		op := s.Ops[i]
@@ -306,15 +305,20 @@ func Predict(s *Stimulus, order []int) *Prediction {
 }
 
 // applyChange is a driver call's effect on the tables the golden model
-// keeps: a page's bits and IUID, whether it is mapped, whether a device has
-// a context entry (Attach gives its bus a root entry; Detach leaves it).
-func applyChange(c Change, pages map[uint64]*Page, devices []Device, buses map[uint8]bool) {
+// keeps: a page's bits and IUID, whether it is mapped, what pages map a
+// large page (whose 4 KB pages all take the bits of a split to them),
+// whether a device has a context entry (Attach gives its bus a root entry;
+// Detach leaves it).
+func applyChange(c Change, doms map[uint16]map[uint64]*Page, devices []Device, buses map[uint8]bool) {
 	switch c.Kind {
 	case "setbits", "map":
-		pg := pages[c.IOVA]
+		pg := doms[c.Dom()][c.IOVA]
 		pg.Mapped, pg.Bits, pg.IUID = true, c.Bits, c.IUID
+	case "split", "merge":
+		pg := doms[c.Dom()][c.IOVA]
+		pg.Bits, pg.IUID, pg.Leaf = c.Bits, c.IUID, c.Size
 	case "unmap":
-		pages[c.IOVA].Mapped = false
+		doms[c.Dom()][c.IOVA].Mapped = false
 	case "attach":
 		devices[c.Dev].Attached = true
 		buses[devices[c.Dev].ID.Bus()] = true

@@ -233,7 +233,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	}
 	for _, pg := range s.Pages {
 		if pg.Mapped {
-			if err := drv.Map(pg.Dom(), pg.IOVA, pg.PA, pg.Bytes(), pg.Bytes(), iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
+			if err := drv.Map(pg.Dom(), pg.IOVA, pg.PA, pg.Bytes(), pg.LeafBytes(), iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
 				return nil, err
 			}
 		}
@@ -380,7 +380,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	return obs, nil
 }
 
-// driverCall makes a change's driver call on domain 1, or software's
+// driverCall makes a change's driver call on its domain, or software's
 // clearing of the fault records (noting what it read), or the removal or
 // registration again of a log (whose consumer stops, or starts again from
 // an empty ring).
@@ -413,16 +413,20 @@ func driverCall(drv *iommu.Driver, m *iommu.IOMMU, cons *consumer, obs *verify.O
 		}
 		return fmt.Errorf("%s: IUID %d has no log", c.Kind, c.IUID)
 	case "setbits":
-		return drv.SetBits(1, c.IOVA, iommu.Perm{Bits: c.Bits, IUID: c.IUID})
+		return drv.SetBits(c.Dom(), c.IOVA, iommu.Perm{Bits: c.Bits, IUID: c.IUID})
 	case "unmap":
-		return drv.Unmap(1, c.IOVA, 4096)
-	case "map":
+		return drv.Unmap(c.Dom(), c.IOVA, 4096)
+	case "map", "split", "merge":
 		for _, pg := range s.Pages {
-			if pg.IOVA == c.IOVA && pg.Dom() == 1 {
-				return drv.Map(1, c.IOVA, pg.PA, 4096, 4096, iommu.Perm{Bits: c.Bits, IUID: c.IUID})
+			if pg.IOVA == c.IOVA && pg.Dom() == c.Dom() {
+				p := iommu.Perm{Bits: c.Bits, IUID: c.IUID}
+				if c.Kind == "map" {
+					return drv.Map(c.Dom(), c.IOVA, pg.PA, 4096, 4096, p)
+				}
+				return drv.Remap(c.Dom(), c.IOVA, pg.PA, pg.Bytes(), c.Size, p)
 			}
 		}
-		return fmt.Errorf("map: %#x is no page", c.IOVA)
+		return fmt.Errorf("%s: %#x is no page of domain %d", c.Kind, c.IOVA, c.Dom())
 	case "attach":
 		return drv.Attach(s.Devices[c.Dev].ID, s.Devices[c.Dev].Dom())
 	case "detach":
