@@ -271,3 +271,47 @@ func TestDomain2AndResizePredicted(t *testing.T) {
 		})
 	}
 }
+
+// A clear of the fault records that races the faults in flight is
+// accepted wherever it may have come: between the clear before it and its
+// quiet place (op 4 here, after three faults into two registers), with
+// what software read, PFO and the fault events as the golden model has
+// them for that place; an observation of a clear after a later TLP's
+// fault, or of a read no place gives, is refused.
+func TestRacingClearPlaced(t *testing.T) {
+	racing := logged(Change{After: 4, Kind: "clearfaults", Racing: true})
+	if err := racing.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	order := []int{0, 1, 2, 3, 4, 5}
+	for _, c := range []struct {
+		name    string
+		at      int // the op the clear came before, as the observation has it
+		accept  bool
+		corrupt bool // one record software read changed
+	}{
+		{"before every fault", 1, true, false},
+		{"after the first", 2, true, false},
+		{"after the second", 3, true, false},
+		{"at its quiet place", 4, true, false},
+		{"after a later TLP's fault", 6, false, false},
+		{"a record no place gives", 3, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// The observation: the golden model's with the clear at op at.
+			q := Predict(logged(Change{After: c.at, Kind: "clearfaults"}), order)
+			o := &Observation{Accepted: order, Memory: q.Memory, Logs: q.Logs, Completions: q.Completions,
+				Faults: slices.Clone(q.Faults), Overflow: q.Overflow, Cleared: q.Cleared, ClearsRead: q.ClearsRead, ClearsPFO: q.ClearsPFO}
+			for range q.FaultEvents {
+				o.MSIs = append(o.MSIs, MSI{Addr: FaultMSIAddr, Data: FaultMSIData})
+			}
+			if c.corrupt {
+				o.Faults[0].Page ^= 0x1000
+			}
+			mm := Compare(racing, Predict(racing, order), o)
+			if (mm == nil) != c.accept {
+				t.Fatalf("accepted %v, want %v: %v", mm == nil, c.accept, mm)
+			}
+		})
+	}
+}

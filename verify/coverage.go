@@ -66,7 +66,7 @@ func AllBins() []string {
 	}
 	out = append(out, "change/split/1GB/stale", "change/domain2/stale", "change/domain2/same-iova")
 	out = append(out, "change/unregister/no-log", "change/register/records",
-		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared",
+		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared", "change/clearfaults/in-flight",
 		"iuid/0", "iuid/1023", "iuid/other",
 		"page/2MB/allowed", "page/2MB/denied", "page/1GB/allowed", "page/1GB/denied", "domain/same-iova")
 	return out
@@ -239,6 +239,10 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 		}
 	}
 	p := Predict(s, o.Accepted)
+	if p.racing() {
+		p.placeClears(o, faultEvents(o))
+	}
+	hit["change/clearfaults/in-flight"] = p.RacedFaults
 	hit["change/unregister/no-log"] = p.NoLogAfterRemoval
 	hit["change/register/records"] = p.RecordAfterRegister
 	hit["change/clearfaults/event-again"] = p.FaultEvents > 1

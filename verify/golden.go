@@ -59,12 +59,30 @@ type Prediction struct {
 	Faults      []Fault             // the fault records software read: at each clearfaults and at the end, each time in register order
 	Overflow    bool                // PFO at the end
 	Cleared     int                 // clearfaults calls that found PFO set (and cleared it)
+	ClearsRead  []int               // how many records software read at each clearfaults
+	ClearsPFO   []bool              // whether it found PFO set at each
 	FaultEvents int                 // fault event MSIs: a fault recorded while none was pending
 	Flushes     []FlushWait
 	// What the driver calls led to (coverage): an access that would have
 	// logged into a log unregistered before it, a record in a log
 	// registered again, a fault recorded after software cleared PFO.
 	NoLogAfterRemoval, RecordAfterRegister, FaultAfterOverflowCleared bool
+	// The faults in the order the IOMMU meets them and where software
+	// cleared the records among them: Compare places a racing clear
+	// (Change.Racing) where the observation says it came.
+	faultSeq []Fault
+	clears   []clearPoint
+	nregs    int // fault recording registers
+	// RacedFaults: a racing clear came before a fault of a TLP taken before
+	// it (the fault was still in flight), as Compare placed it.
+	RacedFaults bool
+}
+
+// clearPoint is software clearing the fault records after the first at
+// faults of faultSeq (a racing clear: at most at).
+type clearPoint struct {
+	at     int
+	racing bool
 }
 
 // faultRegs are VT-d's fault recording registers as software sees them: a
@@ -98,16 +116,94 @@ func (f *faultRegs) record(p *Prediction, r Fault) {
 // read is software reading every pending record, in register order, and
 // (clear) writing 1 to each F and to PFO.
 func (f *faultRegs) read(p *Prediction, clear bool) {
+	n := len(p.Faults)
 	for i, r := range f.recs {
 		if f.pending[i] {
 			p.Faults = append(p.Faults, r)
 			f.pending[i] = !clear
 		}
 	}
-	if clear && f.pfo {
+	if !clear {
+		return
+	}
+	p.ClearsRead, p.ClearsPFO = append(p.ClearsRead, len(p.Faults)-n), append(p.ClearsPFO, f.pfo)
+	if f.pfo {
 		p.Cleared++
 		f.pfo, f.cleared = false, true
 	}
+}
+
+// placeClears finds where each racing clear came among the faults so
+// that what software read at every clear (reads: how many records each
+// read, in o.Faults; pfo: whether it found PFO set), what is pending at the
+// end, PFO and the fault events are what the observation has. A racing
+// clear is made when the IOMMU takes a TLP; the faults of the TLPs before
+// it may reach the registers before or after it, those of later TLPs
+// after it: so it lies between the clear before it and its place at a
+// quiet point. A depth-first search over those places (the reads prune
+// it). It returns false when no placing gives the observation; else the
+// prediction's fault fields become the placing's.
+func (p *Prediction) placeClears(o *Observation, events int) bool {
+	type state struct {
+		regs faultRegs
+		pred Prediction // Faults, FaultEvents, Cleared, FaultAfterOverflowCleared
+		read int        // records of o.Faults read so far
+		raced bool
+	}
+	clone := func(st state) state {
+		c := st
+		c.regs.recs = slices.Clone(st.regs.recs)
+		c.regs.pending = slices.Clone(st.regs.pending)
+		c.pred.Faults = slices.Clone(st.pred.Faults)
+		return c
+	}
+	n := len(p.faultSeq)
+	var search func(j, from int, st state) *state
+	search = func(j, from int, st state) *state {
+		if j == len(p.clears) {
+			for _, f := range p.faultSeq[from:] {
+				st.regs.record(&st.pred, f)
+			}
+			st.regs.read(&st.pred, false)
+			if st.regs.pfo != o.Overflow || st.pred.FaultEvents != events || !slices.Equal(st.pred.Faults, o.Faults) || st.pred.Cleared != o.Cleared {
+				return nil
+			}
+			return &st
+		}
+		c := p.clears[j]
+		lo := c.at
+		if c.racing {
+			lo = from
+		}
+		for at := lo; at <= c.at && at <= n; at++ {
+			try := clone(st)
+			for _, f := range p.faultSeq[from:at] {
+				try.regs.record(&try.pred, f)
+			}
+			wasCleared := try.pred.Cleared
+			try.regs.read(&try.pred, true)
+			if j >= len(o.ClearsRead) || len(try.pred.Faults)-try.read != o.ClearsRead[j] ||
+				!slices.Equal(try.pred.Faults[try.read:], o.Faults[try.read:min(len(o.Faults), try.read+o.ClearsRead[j])]) ||
+				(try.pred.Cleared > wasCleared) != (j < len(o.ClearsPFO) && o.ClearsPFO[j]) {
+				continue
+			}
+			try.read = len(try.pred.Faults)
+			try.raced = try.raced || at < c.at
+			if got := search(j+1, at, try); got != nil {
+				return got
+			}
+		}
+		return nil
+	}
+	st := state{regs: faultRegs{recs: make([]Fault, p.nregs), pending: make([]bool, p.nregs)}}
+	got := search(0, 0, st)
+	if got == nil {
+		return false
+	}
+	p.Faults, p.FaultEvents, p.Cleared, p.Overflow = got.pred.Faults, got.pred.FaultEvents, got.pred.Cleared, got.regs.pfo
+	p.ClearsRead, p.ClearsPFO = got.pred.ClearsRead, got.pred.ClearsPFO
+	p.FaultAfterOverflowCleared, p.RacedFaults = got.pred.FaultAfterOverflowCleared, got.raced
+	return true
 }
 
 type goldLog struct {
@@ -147,7 +243,11 @@ func Predict(s *Stimulus, order []int) *Prediction {
 		}
 	}
 	regs := &faultRegs{recs: make([]Fault, s.FaultRecords), pending: make([]bool, s.FaultRecords)}
-	fault := func(f Fault) { regs.record(p, f) }
+	p.nregs = s.FaultRecords
+	fault := func(f Fault) {
+		regs.record(p, f)
+		p.faultSeq = append(p.faultSeq, f)
+	}
 	devices := append([]Device(nil), s.Devices...)
 	removed, again := map[uint16]bool{}, map[uint16]bool{}
 	next := 0 // the next driver call
@@ -159,6 +259,7 @@ func Predict(s *Stimulus, order []int) *Prediction {
 			switch c := s.Changes[next]; c.Kind {
 			case "clearfaults":
 				regs.read(p, true)
+				p.clears = append(p.clears, clearPoint{len(p.faultSeq), c.Racing})
 			case "unregister":
 				delete(logs, c.IUID)
 				removed[c.IUID] = true
@@ -297,6 +398,7 @@ func Predict(s *Stimulus, order []int) *Prediction {
 	for ; next < len(s.Changes); next++ {
 		if s.Changes[next].Kind == "clearfaults" {
 			regs.read(p, true)
+			p.clears = append(p.clears, clearPoint{len(p.faultSeq), s.Changes[next].Racing})
 		}
 	}
 	regs.read(p, false)

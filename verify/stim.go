@@ -162,6 +162,11 @@ type Change struct {
 	IUID   uint16 `json:"iuid,omitempty"`   // setbits, map, split, merge, unregister, register
 	Dev    int    `json:"dev,omitempty"`    // detach, attach
 	Size   uint64 `json:"size,omitempty"`   // register: the new ring's bytes; split, merge: the new pages'
+	// Racing (clearfaults only): software clears the fault records the
+	// moment the IOMMU takes op After-1, while the faults of the TLPs
+	// before it may still be on their way to the registers, rather than
+	// at a quiet point.
+	Racing bool `json:"racing,omitempty"`
 }
 
 // Dom is the domain of the page the call changes.
@@ -242,6 +247,7 @@ func Generate(seed uint64) *Stimulus {
 		burst(r, s, ndev)
 	}
 	changes(seed, s, npages, nops)
+	racing(seed, s)
 	iuids(seed, s)
 	if first, ok := largePages(seed, s); ok {
 		resizes(seed, s, first)
@@ -604,6 +610,17 @@ func changes(seed uint64, s *Stimulus, npages, nops int) {
 	}
 }
 
+// racing makes, from a stream of its own, half of the clears of the fault
+// records race the faults still in flight (Change.Racing).
+func racing(seed uint64, s *Stimulus) {
+	r := rand.New(rand.NewPCG(seed, 0xfa17))
+	for i := range s.Changes {
+		if s.Changes[i].Kind == "clearfaults" && s.Changes[i].After > 0 && r.IntN(2) == 0 {
+			s.Changes[i].Racing = true
+		}
+	}
+}
+
 // burst appends many short accesses to a page logged into one small log,
 // so that its ring wraps a few times while the consumer drains it (PAD
 // records and skips at its end, sequence numbers counting the PADs); a
@@ -940,6 +957,9 @@ func (s *Stimulus) validateChanges(flushes map[uint64]int, logs map[uint16]int) 
 			return bad(".after", fmt.Sprintf("%d..%d: an op index, in order", prev, len(s.Ops)), "%d is out of range", c.After)
 		}
 		prev = c.After
+		if c.Racing && c.Kind != "clearfaults" {
+			return bad(".racing", "clearfaults only: the other calls are made at quiet points", "a %s call cannot race", c.Kind)
+		}
 		switch c.Kind {
 		case "detach", "attach":
 			if c.Dev < 0 || c.Dev >= len(s.Devices) {

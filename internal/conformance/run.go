@@ -192,9 +192,13 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	cp.irq = sim.NewChan[pcie.Packet](m.Unit(), cu, "irq", 4)
 	cp.sp = sim.NewChan[iommu.SPWrite](m.Unit(), cu, "sp", 4)
 	m.Irq, m.SP = cp.irq, cp.sp
+	// race makes the racing calls due once the IOMMU has taken every TLP
+	// before them (set below).
+	race := func() {}
 	m.OnAccept = func(_ int, p *pcie.Packet) {
 		obs.Accepted = append(obs.Accepted, int(p.ID)-1)
 		obs.AcceptedAt = append(obs.AcceptedAt, uint64(e.Now()))
+		race()
 	}
 	drv := iommu.NewDriver(m, 0x100_0000, 0x100_0000)
 	m.SetFaultEvent(verify.FaultMSIAddr, verify.FaultMSIData, false)
@@ -306,6 +310,23 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		}
 		return nil
 	}
+	// A racing clear of the fault records is made the moment the IOMMU
+	// takes the last TLP before it, whatever is still in flight; the
+	// devices hold the TLPs after it until then.
+	var raceErr error
+	race = func() {
+		for nextChange < len(s.Changes) && s.Changes[nextChange].Racing && s.Changes[nextChange].After == gate && len(obs.Accepted) >= gate {
+			if err := driverCall(drv, m, c, obs, s, s.Changes[nextChange]); err != nil && raceErr == nil {
+				raceErr = fmt.Errorf("changes[%d]: %w", nextChange, err)
+			}
+			nextChange++
+			gate = len(s.Ops)
+			if nextChange < len(s.Changes) {
+				gate = s.Changes[nextChange].After
+			}
+			quietAt = -1
+		}
+	}
 	// done, before the last driver call, is quiet at the gate.
 	allDone := done
 	done = func() bool {
@@ -336,6 +357,9 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	for e.Now() < o.Limit && !(nextChange == len(s.Changes) && allDone()) {
 		if err := change(); err != nil {
 			return obs, err
+		}
+		if raceErr != nil {
+			return obs, raceErr
 		}
 		before := e.Now()
 		if e.Run(e.Now()+2*sim.US) == before {
@@ -387,16 +411,19 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 func driverCall(drv *iommu.Driver, m *iommu.IOMMU, cons *consumer, obs *verify.Observation, s *verify.Stimulus, c verify.Change) error {
 	switch c.Kind {
 	case "clearfaults":
+		n := len(obs.Faults)
 		for i, f := range m.FaultRecords() {
 			if f.F {
 				obs.Faults = append(obs.Faults, verify.Fault{SID: f.SID, FR: f.FR, Read: f.Read, Page: f.FI})
 				m.ClearFault(i)
 			}
 		}
-		if pfo, _, _ := m.FaultStatus(); pfo {
+		pfo, _, _ := m.FaultStatus()
+		if pfo {
 			obs.Cleared++
 			m.ClearOverflow()
 		}
+		obs.ClearsRead, obs.ClearsPFO = append(obs.ClearsRead, len(obs.Faults)-n), append(obs.ClearsPFO, pfo)
 		return nil
 	case "unregister", "register":
 		for i, l := range cons.logs {
