@@ -145,9 +145,9 @@ func (f *faultRegs) read(p *Prediction, clear bool) {
 // prediction's fault fields become the placing's.
 func (p *Prediction) placeClears(o *Observation, events int) bool {
 	type state struct {
-		regs faultRegs
-		pred Prediction // Faults, FaultEvents, Cleared, FaultAfterOverflowCleared
-		read int        // records of o.Faults read so far
+		regs  faultRegs
+		pred  Prediction // Faults, FaultEvents, Cleared, FaultAfterOverflowCleared
+		read  int        // records of o.Faults read so far
 		raced bool
 	}
 	clone := func(st state) state {
