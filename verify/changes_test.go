@@ -2,8 +2,10 @@ package verify
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aaemu/aaemu/iommu/pte"
@@ -71,8 +73,8 @@ func TestChangeErrors(t *testing.T) {
 		{"after beyond the ops", []Change{{After: 8, Kind: "detach"}}, "changes[0].after: 8 is out of range (0..7: an op index, in order)"},
 		{"out of order", []Change{{After: 5, Kind: "detach"}, {After: 4, Kind: "attach"}}, "changes[1].after: 4 is out of range (5..7: an op index, in order)"},
 		{"no such kind", []Change{{After: 1, Kind: "remap", IOVA: PageBase}}, `changes[0].kind: "remap" is no driver call (setbits, unmap, map, split, merge, detach, attach, unregister, register or clearfaults)`},
-		{"unregister of a log with a flushing page", []Change{{After: 1, Kind: "unregister", IUID: 1}}, "changes[0].iuid: IUID 1's log is flushed (a Poll log without a flushing page)"},
 		{"unregister of no log", []Change{{After: 1, Kind: "unregister", IUID: 7}}, "changes[0].iuid: 7 has no log (the IUID of one of logs)"},
+		{"register of a registered log", []Change{{After: 1, Kind: "register", IUID: 1, Size: 512}}, "changes[0].kind: register of a log that is registered (unregister of a registered log, register of an unregistered one)"},
 		{"no such device", []Change{{After: 1, Kind: "detach", Dev: 2}}, "changes[0].dev: 2 is no device (0..1: an index into devices)"},
 		{"no such page", []Change{{After: 1, Kind: "unmap", IOVA: PageBase + 0x9000}}, "changes[0].iova: 0x40009000 is no page of domain 1 (the iova of one of the domain's pages)"},
 		{"a flushing page", []Change{{After: 1, Kind: "unmap", IOVA: PageBase + 0x1000}}, "changes[0].iova: 0x40001000 is a flushing page (a page that is no flushing page)"},
@@ -311,6 +313,54 @@ func TestRacingClearPlaced(t *testing.T) {
 			mm := Compare(racing, Predict(racing, order), o)
 			if (mm == nil) != c.accept {
 				t.Fatalf("accepted %v, want %v: %v", mm == nil, c.accept, mm)
+			}
+		})
+	}
+}
+
+// An SP or Int log removed and registered again is checked ring by ring:
+// its mirror rises from 0 in each and ends at the bytes the golden model
+// placed in that ring, its MSI comes in each ring that got records, and
+// neither comes while the log is removed.
+func TestNotificationsPerRing(t *testing.T) {
+	order := []int{0, 1, 2, 3, 4, 5}
+	cs := []Change{{After: 1, Kind: "unregister"}, {After: 4, Kind: "register", Size: 1024}}
+	const off, on = 1000, 4000 // when the calls were made (ps)
+	for _, c := range []struct {
+		name string
+		mode uint8
+		sp   []SPWrite
+		msis []uint64 // times of the log's MSIs
+		want string   // the mismatch's start, or "" for none
+	}{
+		{"SP in both rings", 2, []SPWrite{{Tail: 32, At: 500}, {Tail: 32, At: 5000}}, nil, ""},
+		{"SP mirrored while removed", 2, []SPWrite{{Tail: 32, At: 500}, {Tail: 32, At: 2000}}, nil, "iommu.sp at 2000 ps: IUID 0's tail mirrored while its log was removed"},
+		{"SP not mirrored in the new ring", 2, []SPWrite{{Tail: 32, At: 500}}, nil, "iommu.sp at 9000 ps: IUID 0's mirrored tail is 0 at the end of its ring 1"},
+		{"SP tail of the old ring going on", 2, []SPWrite{{Tail: 32, At: 500}, {Tail: 64, At: 5000}}, nil, "iommu.sp at 9000 ps: IUID 0's mirrored tail is 64 at the end of its ring 1"},
+		{"Int in both rings", 1, nil, []uint64{500, 5000}, ""},
+		{"Int only in the first", 1, nil, []uint64{500}, "iommu.msi at 9000 ps: IUID 0 (Int) got 32 bytes of records in its ring 1 and no MSI"},
+		{"Int while removed", 1, nil, []uint64{500, 2000, 5000}, "iommu.msi at 2000 ps: IUID 0's MSI while its log was removed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := logged(cs...)
+			s.Logs[0].Mode = c.mode
+			if err := s.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			p := Predict(s, order)
+			o := &Observation{EndPS: 9000, ChangesAt: []uint64{off, on}}
+			for _, w := range c.sp {
+				o.SP = append(o.SP, SPWrite{Slot: 0, IUID: 0, Tail: w.Tail, At: w.At})
+			}
+			for _, at := range c.msis {
+				o.MSIs = append(o.MSIs, MSI{Addr: LogMSIAddr, Data: 0, At: at})
+			}
+			for range p.FaultEvents {
+				o.MSIs = append(o.MSIs, MSI{Addr: FaultMSIAddr, Data: FaultMSIData})
+			}
+			mm := compareNotifications(s, p, o)
+			if got := fmt.Sprint(mm); c.want == "" && mm != nil || c.want != "" && (mm == nil || !strings.HasPrefix(got, c.want)) {
+				t.Fatalf("got %v\nwant %q", mm, c.want)
 			}
 		})
 	}

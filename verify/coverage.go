@@ -65,7 +65,8 @@ func AllBins() []string {
 		out = append(out, "change/"+k+"/stale")
 	}
 	out = append(out, "change/split/1GB/stale", "change/domain2/stale", "change/domain2/same-iova")
-	out = append(out, "change/unregister/no-log", "change/register/records",
+	out = append(out, "change/unregister/no-log", "change/register/records", "change/register/Int/records", "change/register/SP/records",
+		"change/unregister/flush", "change/register/flush-waited",
 		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared", "change/clearfaults/in-flight",
 		"iuid/0", "iuid/1023", "iuid/other",
 		"page/2MB/allowed", "page/2MB/denied", "page/1GB/allowed", "page/1GB/denied", "domain/same-iova")
@@ -259,7 +260,24 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 			}
 		}
 	}
+	// Int and SP logs registered again that got records (their MSIs and
+	// mirrors checked per ring), flushes of a removed log or of one
+	// registered again.
+	for _, l := range s.Logs {
+		ends := p.LogEnds[l.IUID]
+		for k := 1; k < len(ends) && l.Mode > 0; k++ {
+			if ends[k] > 0 {
+				hit["change/register/"+[]string{"", "Int", "SP"}[l.Mode]+"/records"] = true
+			}
+		}
+	}
 	for _, f := range p.Flushes {
+		if f.Removed {
+			hit["change/unregister/flush"] = true
+		}
+		if f.Since >= 0 && f.Target > 0 {
+			hit["change/register/flush-waited"] = true
+		}
 		if f.Target > 0 {
 			hit["flush/waited"] = true
 		} else {

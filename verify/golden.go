@@ -49,6 +49,10 @@ type FlushWait struct {
 	Op     int
 	IUID   uint16
 	Target uint64
+	Since  int // the change that registered the log again last before the flush, or -1 (its ring since then)
+	// Removed: the log was unregistered when the flush came (nothing to
+	// wait for).
+	Removed bool
 }
 
 // Prediction is everything the golden model expects.
@@ -63,6 +67,10 @@ type Prediction struct {
 	ClearsPFO   []bool              // whether it found PFO set at each
 	FaultEvents int                 // fault event MSIs: a fault recorded while none was pending
 	Flushes     []FlushWait
+	// LogEnds are, per IUID, the bytes each registration of its log
+	// reserved in its ring (records, PADs and skips): the set-up's, then
+	// one per register call.
+	LogEnds map[uint16][]uint64
 	// What the driver calls led to (coverage): an access that would have
 	// logged into a log unregistered before it, a record in a log
 	// registered again, a fault recorded after software cleared PFO.
@@ -250,25 +258,39 @@ func Predict(s *Stimulus, order []int) *Prediction {
 	}
 	devices := append([]Device(nil), s.Devices...)
 	removed, again := map[uint16]bool{}, map[uint16]bool{}
+	since := map[uint16]int{} // the register call of each log's ring, or -1
+	for _, l := range s.Logs {
+		since[l.IUID] = -1
+	}
+	p.LogEnds = map[uint16][]uint64{}
 	next := 0 // the next driver call
+	// call is the driver call next's effect: the harness makes each once
+	// every earlier TLP is done, so it is visible to every later TLP and
+	// to no earlier one.
+	call := func() {
+		switch c := s.Changes[next]; c.Kind {
+		case "clearfaults":
+			regs.read(p, true)
+			p.clears = append(p.clears, clearPoint{len(p.faultSeq), c.Racing})
+		case "unregister":
+			if l := logs[c.IUID]; l != nil {
+				p.LogEnds[c.IUID] = append(p.LogEnds[c.IUID], l.reserved)
+			}
+			delete(logs, c.IUID)
+			removed[c.IUID] = true
+		case "register":
+			logs[c.IUID] = &goldLog{size: c.Size}
+			again[c.IUID], since[c.IUID] = true, next
+		default:
+			applyChange(c, doms, devices, buses)
+		}
+	}
 	for _, i := range order {
 		// The driver calls made before this TLP: the harness makes each
 		// once every earlier TLP is done, so they are visible to every
 		// later one and to no earlier one.
 		for ; next < len(s.Changes) && s.Changes[next].After <= i; next++ {
-			switch c := s.Changes[next]; c.Kind {
-			case "clearfaults":
-				regs.read(p, true)
-				p.clears = append(p.clears, clearPoint{len(p.faultSeq), c.Racing})
-			case "unregister":
-				delete(logs, c.IUID)
-				removed[c.IUID] = true
-			case "register":
-				logs[c.IUID] = &goldLog{size: c.Size}
-				again[c.IUID] = true
-			default:
-				applyChange(c, doms, devices, buses)
-			}
+			call()
 		}
 		op := s.Ops[i]
 		t := op.TLP
@@ -339,7 +361,7 @@ func Predict(s *Stimulus, order []int) *Prediction {
 				if l := logs[iuid]; l != nil {
 					target = l.reserved
 				}
-				p.Flushes = append(p.Flushes, FlushWait{Op: i, IUID: iuid, Target: target})
+				p.Flushes = append(p.Flushes, FlushWait{Op: i, IUID: iuid, Target: target, Since: since[iuid], Removed: logs[iuid] == nil})
 			}
 		case read:
 			p.Completions[i] = Completion{Status: tlp.UR}
@@ -396,9 +418,11 @@ func Predict(s *Stimulus, order []int) *Prediction {
 	}
 	// The calls after the last TLP (the harness makes them too).
 	for ; next < len(s.Changes); next++ {
-		if s.Changes[next].Kind == "clearfaults" {
-			regs.read(p, true)
-			p.clears = append(p.clears, clearPoint{len(p.faultSeq), s.Changes[next].Racing})
+		call()
+	}
+	for _, l := range s.Logs {
+		if g := logs[l.IUID]; g != nil {
+			p.LogEnds[l.IUID] = append(p.LogEnds[l.IUID], g.reserved)
 		}
 	}
 	regs.read(p, false)

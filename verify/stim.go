@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 
 	"github.com/aaemu/aaemu/internal/input"
 	"github.com/aaemu/aaemu/iommu/pte"
@@ -248,6 +249,7 @@ func Generate(seed uint64) *Stimulus {
 	}
 	changes(seed, s, npages, nops)
 	racing(seed, s)
+	relogs(seed, s, nops)
 	iuids(seed, s)
 	if first, ok := largePages(seed, s); ok {
 		resizes(seed, s, first)
@@ -610,6 +612,42 @@ func changes(seed uint64, s *Stimulus, npages, nops int) {
 	}
 }
 
+// relogs removes, from a stream of its own, a log of any notification
+// mode, with a flushing page or not, between the random TLPs and registers
+// it again later with a new ring, so that TLPs after either use it; a log
+// the calls of changes did not touch.
+func relogs(seed uint64, s *Stimulus, nops int) {
+	r := rand.New(rand.NewPCG(seed, 0x4e10))
+	if r.IntN(2) == 0 || nops < 4 {
+		return
+	}
+	var free []uint16
+	for _, l := range s.Logs {
+		touched := false
+		for _, c := range s.Changes {
+			touched = touched || (c.Kind == "unregister" || c.Kind == "register") && c.IUID == l.IUID
+		}
+		if !touched {
+			free = append(free, l.IUID)
+		}
+	}
+	if len(free) == 0 {
+		return
+	}
+	iuid := free[r.IntN(len(free))]
+	off := 1 + r.IntN(nops/2)
+	on := off + 1 + r.IntN(nops-off-1)
+	add := func(c Change) {
+		i := len(s.Changes)
+		for i > 0 && s.Changes[i-1].After > c.After {
+			i--
+		}
+		s.Changes = slices.Insert(s.Changes, i, c)
+	}
+	add(Change{After: off, Kind: "unregister", IUID: iuid})
+	add(Change{After: on, Kind: "register", IUID: iuid, Size: []uint64{256, 512, 1024, 8192, 65536}[r.IntN(5)]})
+}
+
 // racing makes, from a stream of its own, half of the clears of the fault
 // records race the faults still in flight (Change.Racing).
 func racing(seed uint64, s *Stimulus) {
@@ -942,10 +980,6 @@ func (s *Stimulus) validateChanges(flushes map[uint64]int, logs map[uint16]int) 
 		pages[[2]uint64{uint64(p.Dom()), p.IOVA}] = &state{p.Mapped, p.Bytes(), p.LeafBytes()}
 	}
 	const bits = pte.R | pte.W | pte.WL | pte.WLD | pte.RL | pte.RLD | pte.E
-	flushed := map[uint16]bool{}
-	for _, f := range s.Flushes {
-		flushed[f.IUID] = true
-	}
 	unregistered := map[uint16]bool{}
 	prev := 0
 	for i, c := range s.Changes {
@@ -969,13 +1003,10 @@ func (s *Stimulus) validateChanges(flushes map[uint64]int, logs map[uint16]int) 
 		case "clearfaults":
 			continue
 		case "unregister", "register":
-			l, ok := logs[c.IUID]
+			_, ok := logs[c.IUID]
 			switch {
 			case !ok:
 				return bad(".iuid", "the IUID of one of logs", "%d has no log", c.IUID)
-			case s.Logs[l].Mode != 0 || flushed[c.IUID]:
-				return bad(".iuid", "a Poll log without a flushing page", "IUID %d's log is %s", c.IUID,
-					map[bool]string{true: "flushed", false: "not in Poll mode"}[flushed[c.IUID]])
 			case (c.Kind == "register") != unregistered[c.IUID]:
 				return bad(".kind", "unregister of a registered log, register of an unregistered one", "%s of a log that is %s", c.Kind,
 					map[bool]string{true: "unregistered", false: "registered"}[unregistered[c.IUID]])

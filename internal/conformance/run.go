@@ -298,6 +298,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 				return nil
 			}
 			for ; nextChange < len(s.Changes) && s.Changes[nextChange].After == gate; nextChange++ {
+				obs.ChangesAt = append(obs.ChangesAt, uint64(e.Now()))
 				if err := driverCall(drv, m, c, obs, s, s.Changes[nextChange]); err != nil {
 					return fmt.Errorf("changes[%d]: %w", nextChange, err)
 				}
@@ -316,6 +317,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	var raceErr error
 	race = func() {
 		for nextChange < len(s.Changes) && s.Changes[nextChange].Racing && s.Changes[nextChange].After == gate && len(obs.Accepted) >= gate {
+			obs.ChangesAt = append(obs.ChangesAt, uint64(e.Now()))
 			if err := driverCall(drv, m, c, obs, s, s.Changes[nextChange]); err != nil && raceErr == nil {
 				raceErr = fmt.Errorf("changes[%d]: %w", nextChange, err)
 			}
