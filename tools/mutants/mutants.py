@@ -81,9 +81,9 @@ MUTANTS = [
     # Only driver calls that remove a log or clear the fault records see
     # these.
     ("iommu: a log's cached entry kept when the driver invalidates it",
-     "iommu/accesslog.go", "func (m *IOMMU) InvalidateLog(iuid uint16) { m.logs.Remove(iuid) }", "func (m *IOMMU) InvalidateLog(iuid uint16) {}"),
+     "iommu/accesslog.go", "func (m *IOMMU) InvalidateLog(iuid uint16) { m.logs.Remove(iuid) }", "func (m *IOMMU) InvalidateLog(iuid uint16) { m.logs.Remove(iuid | 0x400) }"),
     ("iommu: software's write to clear the fault overflow flag (PFO) ignored",
-     "iommu/faults.go", "func (m *IOMMU) ClearOverflow() { m.faults.pfo = false }", "func (m *IOMMU) ClearOverflow() {}"),
+     "iommu/faults.go", "func (m *IOMMU) ClearOverflow() { m.faults.pfo = false }", "func (m *IOMMU) ClearOverflow() { m.faults.pfo = m.faults.pfo }"),
     ("iommu: a fault pending while the record index has moved on (no fault event after software clears)",
      "iommu/faults.go", "\twasPending := f.ppf()\n", "\twasPending := f.ppf() || f.fri != f.next\n"),
     # Only large pages see this (in a 4 KB page the offset is nothing).
@@ -101,7 +101,7 @@ MUTANTS = [
     # more than 64 pages is invalidated otherwise only at set-up, when the
     # IOTLB is empty).
     ("iommu: a page-selective invalidation of a large range drops only its first 64 pages",
-     "iommu/translate.go", "\tif hi-lo <= 64 {", "\tif hi = min(hi, lo+64); true {"),
+     "iommu/translate.go", "k.did() == did && k.vpn() >= lo && k.vpn() < hi })", "k.did() == did && k.vpn() >= lo && k.vpn() < lo+64 })"),
     # The CPU: local atomics, interrupts and uncached reads.
     ("cpu: a local CAS that swaps when the compare fails",
      "cpu/cpu.go", "\tif old == cmp {\n\t\tp.core.mem.Store64(addr, swap)", "\tif old != cmp {\n\t\tp.core.mem.Store64(addr, swap)",
