@@ -154,7 +154,9 @@ def run_verify(exe, d, args):
     limit = 60 if args == ["verify", "mpi"] else 120
     cmd = [exe] + args
     if args == ["verify"]:
-        cmd += ["--out", os.path.join(d, "out")]  # the replay files of a failure
+        # The replay files of a failure, not shrunk: the first mismatch is
+        # the kill.
+        cmd += ["--out", os.path.join(d, "out"), "--shrink=false"]
     try:
         r = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=limit)
         return r.returncode != 0, (r.stdout + r.stderr).strip().splitlines()
