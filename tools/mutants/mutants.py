@@ -1,16 +1,19 @@
 """Mutation testing of `aaemu verify`: each mutant is one broken rule applied
-as a file overlay (`go build -overlay`: the tree is never touched); JOBS
-mutants at a time, default 2. The verify command is built alone
+as a file overlay (the tree is never touched); JOBS mutants at a time,
+default the CPU count. The verify command is built alone
 (tools/mutants/verifier: `aaemu verify` and `aaemu verify mpi`, the same code,
-without the rest of aaemu), so a mutant's build compiles only the packages
-the verifier runs; and without inlining in aaemu's own packages, which
-halves what a mutant costs to compile and leaves verify as fast. `aaemu
-verify` with its default seed counts runs against each mutant (and `verify
-mpi` against those of the message layers and the CPU), and a mutant is
-killed when one fails. A mutant the verifier cannot see may name an
-existing test instead (`go test -run` of its package, with the same
-overlay). Prints each mutant's fate and the kill rate; exits non-zero if a
-non-equivalent mutant survives.
+without the rest of aaemu), once, without inlining in aaemu's own packages;
+a mutant's verifier is then its package compiled with the overlay and
+linked with the tree's other archives (class Tree: sound when the mutant
+leaves its package's export data alone, which the linker checks; else it
+is built whole with `go build -overlay`). A mutant keeps its file's line
+count, so that the positions in the export data stay. `aaemu verify` with
+its default seed counts runs against each mutant (and `verify mpi` against
+those of the message layers), and a mutant is killed when one fails. A
+mutant the verifier cannot see may name an existing test instead (`go test
+-run` of its package, with the same overlay). Prints each mutant's fate,
+the kill rate and the CPU time; exits non-zero if a non-equivalent mutant
+survives.
 
 Equivalent mutants (argued, so not in the list): making the up link's
 transmit queue deeper (QueueTLPs) changes timing only, never a rule; a
