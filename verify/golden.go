@@ -166,8 +166,27 @@ func (p *Prediction) placeClears(o *Observation, events int) bool {
 		return c
 	}
 	n := len(p.faultSeq)
-	var search func(j, from int, st state) *state
+	// After a clear every register is free and PFO clear, so what follows
+	// depends on these alone: a place that failed once fails again (the
+	// search stays polynomial whatever a replay file holds).
+	type key struct {
+		j, from, next, events int
+		cleared, after        bool
+	}
+	failed := map[key]bool{}
+	var search, find func(j, from int, st state) *state
 	search = func(j, from int, st state) *state {
+		k := key{j, from, st.regs.next, st.pred.FaultEvents, st.regs.cleared, st.pred.FaultAfterOverflowCleared}
+		if failed[k] {
+			return nil
+		}
+		if got := find(j, from, st); got != nil {
+			return got
+		}
+		failed[k] = true
+		return nil
+	}
+	find = func(j, from int, st state) *state {
 		if j == len(p.clears) {
 			for _, f := range p.faultSeq[from:] {
 				st.regs.record(&st.pred, f)
