@@ -73,9 +73,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadMapping -fuzztime 15s ./bgl
 
 # Single-rule mutants of the blocks and the message layers
-# (tools/mutants/mutants.py), each built as a file overlay of the verify
-# command linked alone and run against `aaemu verify` (and `verify mpi`):
-# which were killed, and the kill rate. A few CPU minutes; not part of test.
+# (tools/mutants/mutants.py), each its package compiled with a file overlay
+# and linked into the verify command compiled once, run against `aaemu
+# verify` (and `verify mpi`): which were killed, and the kill rate. Two to
+# three CPU minutes from an empty build cache; not part of test.
 mutants:
 	GO=$(GO) python3 tools/mutants/mutants.py
 

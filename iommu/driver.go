@@ -20,6 +20,7 @@ type Driver struct {
 	end      uint64
 	logTable uint64
 	slptptr  map[uint16]uint64 // domain → top-level table
+	free     []uint64          // table pages a Remap gave back
 }
 
 // NewDriver manages the tables of mmu, taking table pages from
@@ -31,11 +32,16 @@ func NewDriver(mmu *IOMMU, tablesBase, tablesSize uint64) *Driver {
 }
 
 func (d *Driver) alloc() (uint64, error) {
-	if d.next+4096 > d.end {
+	var p uint64
+	switch {
+	case len(d.free) > 0:
+		p, d.free = d.free[len(d.free)-1], d.free[:len(d.free)-1]
+	case d.next+4096 > d.end:
 		return 0, fmt.Errorf("iommu driver: out of page-table memory")
+	default:
+		p = d.next
+		d.next += 4096
 	}
-	p := d.next
-	d.next += 4096
 	d.mem.Write(p, make([]byte, 4096))
 	return p, nil
 }
@@ -134,6 +140,89 @@ func (d *Driver) Map(did uint16, iova, pa, size, pageSize uint64, p Perm) error 
 	}
 	d.mmu.InvalidateRange(did, iova, size)
 	return nil
+}
+
+// Remap changes the pages that map the naturally aligned large page
+// [iova, iova+size) of domain did (size 2 MB or 1 GB) to pages of
+// pageSize on [pa, pa+size) with p: a large page split into smaller pages
+// (which may then carry AA bits, 4 KB ones), or smaller pages merged into
+// larger ones. As VT-d has a driver do it, the new tables are written
+// whole before the one entry that points to them changes (one 8-byte
+// store, so a walk sees the old pages or the new ones, never a mix), then
+// the IOTLB entries of the whole range are invalidated (page-selective
+// with the range's address mask, which drops the paging-structure caches
+// too), and only then are the old tables freed.
+func (d *Driver) Remap(did uint16, iova, pa, size, pageSize uint64, p Perm) error {
+	level := 0
+	switch size {
+	case 2 << 20:
+		level = 2
+	case 1 << 30:
+		level = 3
+	default:
+		return fmt.Errorf("remap: size %d: want a 2 MB or 1 GB page", size)
+	}
+	if pageSize != 4096 && pageSize != 2<<20 && pageSize != 1<<30 || pageSize > size {
+		return fmt.Errorf("remap: page size %d: want 4 KB, 2 MB or 1 GB, at most %d", pageSize, size)
+	}
+	if iova%size != 0 || pa%size != 0 || iova+size > 1<<48 {
+		return fmt.Errorf("remap: iova %#x, pa %#x not aligned to the %#x page or beyond the address width", iova, pa, size)
+	}
+	if p.Bits&^(pte.R|pte.W|pte.WL|pte.WLD|pte.RL|pte.RLD|pte.E) != 0 || p.IUID > 0x3ff {
+		return fmt.Errorf("remap: bits %#x, IUID %d: want R, W, WL, WLD, RL, RLD or E and 10 bits", p.Bits, p.IUID)
+	}
+	if pageSize != 4096 && (p.Bits&^(pte.R|pte.W) != 0 || p.IUID != 0) {
+		return fmt.Errorf("remap: Active Access bits live in 4 KB leaves only (bit 7 is PS in large pages)")
+	}
+	e, err := d.slot(did, iova, level, true)
+	if err != nil {
+		return err
+	}
+	entry, err := d.build(level, pa, pageSize, p)
+	if err != nil {
+		return err
+	}
+	old := d.mem.Load64(e)
+	d.mem.Store64(e, entry)
+	d.mmu.InvalidateRange(did, iova, size)
+	d.release(old, level)
+	return nil
+}
+
+// build writes the tables below an entry of level that maps pa with pages
+// of pageSize, and returns the entry.
+func (d *Driver) build(level int, pa, pageSize uint64, p Perm) (uint64, error) {
+	if pte.PageSize(level) == pageSize {
+		if level == 1 {
+			return pte.WithIUID(pa&pte.AddrMask|p.Bits, p.IUID), nil
+		}
+		return pa&pte.AddrMask | p.Bits | pte.PS, nil
+	}
+	t, err := d.alloc()
+	if err != nil {
+		return 0, err
+	}
+	for i := uint64(0); i < 512; i++ {
+		e, err := d.build(level-1, pa+i*pte.PageSize(level-1), pageSize, p)
+		if err != nil {
+			return 0, err
+		}
+		d.mem.Store64(t+i*8, e)
+	}
+	return t | pte.R | pte.W, nil
+}
+
+// release gives back the tables below an entry of level that the driver
+// no longer points to.
+func (d *Driver) release(e uint64, level int) {
+	if level == 1 || !pte.Present(e) || e&pte.PS != 0 {
+		return
+	}
+	t := e & pte.AddrMask
+	for i := uint64(0); i < 512; i++ {
+		d.release(d.mem.Load64(t+i*8), level-1)
+	}
+	d.free = append(d.free, t)
 }
 
 // slot returns the address of the entry for iova at level, creating

@@ -469,3 +469,62 @@ func TestInterleavedActivePuts(t *testing.T) {
 	}
 	t.Logf("%d records finished behind a hole", s.m.stHoles.Value())
 }
+
+// Remap splits a large page into smaller ones and merges them back: each
+// step seen by the next translation (the IOTLB's fractures of the old
+// pages dropped), the AA bits only on 4 KB pages, the old tables reused.
+func TestRemap(t *testing.T) {
+	s := newSystem(t, DefaultSpec(), 1)
+	const iova, pa = 0x1_0000_0000, 0x2_0000_0000
+	if err := s.drv.Map(1, iova, pa, 1<<30, 1<<30, Perm{Bits: pte.R | pte.W}); err != nil {
+		t.Fatal(err)
+	}
+	id := s.devs[0].id
+	var probe uint64 = iova + 700<<12 + 0x10 // in the 2nd 2 MB page, its 188th 4 KB
+	inUse := func() int64 { return int64(s.drv.next-0x100_0000)/4096 - int64(len(s.drv.free)) }
+	base := inUse()
+	for _, c := range []struct {
+		name     string
+		size     uint64 // of the region remapped (at probe's address)
+		pageSize uint64
+		p        Perm
+		write    bool  // the write that follows is allowed
+		level    int   // of the leaf a walk finds
+		err      bool  // Remap refuses it
+		tables   int64 // table pages in use more than before the first call
+	}{
+		{"1 GB to 2 MB, read only", 1 << 30, 2 << 20, Perm{Bits: pte.R}, false, 2, false, 1},
+		{"2 MB to 4 KB with AA bits", 2 << 20, 4096, Perm{Bits: pte.R | pte.W | pte.WL | pte.E, IUID: 5}, true, 1, false, 2},
+		{"AA bits on a 2 MB page", 2 << 20, 2 << 20, Perm{Bits: pte.R | pte.WL}, true, 1, true, 2},
+		{"4 KB merged into 2 MB", 2 << 20, 2 << 20, Perm{Bits: pte.R}, false, 2, false, 1},
+		{"1 GB again", 1 << 30, 1 << 30, Perm{Bits: pte.R | pte.W}, true, 3, false, 0},
+		{"1 GB to 4 KB", 1 << 30, 4096, Perm{Bits: pte.R | pte.W}, true, 1, false, 1 + 512},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// The probe's translation is in the IOTLB before the call.
+			if _, _, _, f := s.m.TranslateTL(id, probe, false); f != 0 {
+				t.Fatalf("fault %#x before", f)
+			}
+			start := probe &^ (c.size - 1)
+			err := s.drv.Remap(1, start, pa+start-iova, c.size, c.pageSize, c.p)
+			if (err != nil) != c.err {
+				t.Fatalf("Remap: %v", err)
+			}
+			// A write: the new permissions, found by a walk to the new leaf
+			// (a refused call changes nothing: the IOTLB entry stays).
+			got, hit, walked, f := s.m.TranslateTL(id, probe, true)
+			if hit != c.err || (f == 0) != c.write || !c.err && f == 0 && walked != 4-c.level+1 {
+				t.Fatalf("after: pa %#x, hit %v, walked %d levels, fault %#x", got, hit, walked, f)
+			}
+			if _, _, _, f := s.m.TranslateTL(id, probe, false); f != 0 {
+				t.Fatalf("a read faults %#x", f)
+			}
+			if got, _, _, _ := s.m.TranslateTL(id, probe, false); got != pa+probe-iova {
+				t.Fatalf("pa %#x, want %#x", got, pa+probe-iova)
+			}
+			if used := inUse() - base; used != c.tables {
+				t.Fatalf("%d more tables in use, want %d", used, c.tables)
+			}
+		})
+	}
+}

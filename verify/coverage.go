@@ -61,11 +61,13 @@ func AllBins() []string {
 	}
 	out = append(out, "fault/overflow", "interleave/devices", "overflow/log-full", "wrap/pad", "wrap/skip",
 		"flush/waited", "flush/immediate", "records/with-data", "records/blocked")
-	for _, k := range []string{"setbits", "unmap", "map", "detach", "attach"} {
+	for _, k := range []string{"setbits", "unmap", "map", "split", "merge", "detach", "attach"} {
 		out = append(out, "change/"+k+"/stale")
 	}
-	out = append(out, "change/unregister/no-log", "change/register/records",
-		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared",
+	out = append(out, "change/split/1GB/stale", "change/domain2/stale", "change/domain2/same-iova")
+	out = append(out, "change/unregister/no-log", "change/register/records", "change/register/Int/records", "change/register/SP/records",
+		"change/unregister/flush", "change/register/flush-waited",
+		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared", "change/clearfaults/in-flight",
 		"iuid/0", "iuid/1023", "iuid/other",
 		"page/2MB/allowed", "page/2MB/denied", "page/1GB/allowed", "page/1GB/denied", "domain/same-iova")
 	return out
@@ -95,7 +97,6 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 		pg := p
 		doms[pg.Dom()][p.IOVA] = &pg
 	}
-	pages := doms[1] // the driver calls change domain 1's
 	// IOVAs mapped in both domains that devices of each accessed.
 	used := map[uint16]map[uint64]bool{1: {}, 2: {}}
 	devices := append([]Device(nil), s.Devices...)
@@ -103,7 +104,7 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 	next := 0
 	for i, op := range s.Ops {
 		for ; next < len(s.Changes) && s.Changes[next].After <= i; next++ {
-			applyChange(s.Changes[next], pages, devices, buses)
+			applyChange(s.Changes[next], doms, devices, buses)
 		}
 		t := op.TLP
 		name := "put"
@@ -165,22 +166,40 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 		}
 	}
 	// A driver call whose page (or device) TLPs used before it and after
-	// it: the IOTLB or the context cache held an entry it made stale.
+	// it: the IOTLB or the context cache held an entry it made stale. Of
+	// a page's, the TLPs of the page's domain; a call on domain 2's page
+	// that domain 1's devices reached at the same IOVA after it too.
 	for _, ch := range s.Changes {
+		var size uint64 = 4096
+		if pg := doms[ch.Dom()][ch.IOVA]; pg != nil {
+			size = pg.Bytes()
+		}
+		in := func(op Op) bool { return op.TLP.Addr >= ch.IOVA && op.TLP.Addr < ch.IOVA+size }
 		uses := func(op Op) bool {
 			if ch.Kind == "attach" || ch.Kind == "detach" {
 				return op.Dev == ch.Dev
 			}
-			return op.TLP.Addr&^0xfff == ch.IOVA
+			return in(op) && s.Devices[op.Dev].Dom() == ch.Dom()
 		}
-		before, after := false, false
+		before, after, other := false, false, false
 		for i, op := range s.Ops {
 			if uses(op) {
 				before, after = before || i < ch.After, after || i >= ch.After
 			}
+			other = other || i >= ch.After && in(op) && s.Devices[op.Dev].Dom() != ch.Dom()
 		}
-		if before && after {
-			hit["change/"+ch.Kind+"/stale"] = true
+		if !before || !after {
+			continue
+		}
+		hit["change/"+ch.Kind+"/stale"] = true
+		if ch.Kind == "split" && size == Page1G {
+			hit["change/split/1GB/stale"] = true
+		}
+		if ch.Dom() == 2 && ch.Kind != "attach" && ch.Kind != "detach" {
+			hit["change/domain2/stale"] = true
+			if pg := doms[1][ch.IOVA]; other && pg != nil && pg.Mapped {
+				hit["change/domain2/same-iova"] = true
+			}
 		}
 	}
 	modes := map[uint16]string{}
@@ -221,6 +240,10 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 		}
 	}
 	p := Predict(s, o.Accepted)
+	if p.racing() {
+		p.placeClears(o, faultEvents(o))
+	}
+	hit["change/clearfaults/in-flight"] = p.RacedFaults
 	hit["change/unregister/no-log"] = p.NoLogAfterRemoval
 	hit["change/register/records"] = p.RecordAfterRegister
 	hit["change/clearfaults/event-again"] = p.FaultEvents > 1
@@ -237,7 +260,24 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 			}
 		}
 	}
+	// Int and SP logs registered again that got records (their MSIs and
+	// mirrors checked per ring), flushes of a removed log or of one
+	// registered again.
+	for _, l := range s.Logs {
+		ends := p.LogEnds[l.IUID]
+		for k := 1; k < len(ends) && l.Mode > 0; k++ {
+			if ends[k] > 0 {
+				hit["change/register/"+[]string{"", "Int", "SP"}[l.Mode]+"/records"] = true
+			}
+		}
+	}
 	for _, f := range p.Flushes {
+		if f.Removed {
+			hit["change/unregister/flush"] = true
+		}
+		if f.Since >= 0 && f.Target > 0 {
+			hit["change/register/flush-waited"] = true
+		}
 		if f.Target > 0 {
 			hit["flush/waited"] = true
 		} else {

@@ -49,6 +49,10 @@ type FlushWait struct {
 	Op     int
 	IUID   uint16
 	Target uint64
+	Since  int // the change that registered the log again last before the flush, or -1 (its ring since then)
+	// Removed: the log was unregistered when the flush came (nothing to
+	// wait for).
+	Removed bool
 }
 
 // Prediction is everything the golden model expects.
@@ -59,12 +63,34 @@ type Prediction struct {
 	Faults      []Fault             // the fault records software read: at each clearfaults and at the end, each time in register order
 	Overflow    bool                // PFO at the end
 	Cleared     int                 // clearfaults calls that found PFO set (and cleared it)
+	ClearsRead  []int               // how many records software read at each clearfaults
+	ClearsPFO   []bool              // whether it found PFO set at each
 	FaultEvents int                 // fault event MSIs: a fault recorded while none was pending
 	Flushes     []FlushWait
+	// LogEnds are, per IUID, the bytes each registration of its log
+	// reserved in its ring (records, PADs and skips): the set-up's, then
+	// one per register call.
+	LogEnds map[uint16][]uint64
 	// What the driver calls led to (coverage): an access that would have
 	// logged into a log unregistered before it, a record in a log
 	// registered again, a fault recorded after software cleared PFO.
 	NoLogAfterRemoval, RecordAfterRegister, FaultAfterOverflowCleared bool
+	// The faults in the order the IOMMU meets them and where software
+	// cleared the records among them: Compare places a racing clear
+	// (Change.Racing) where the observation says it came.
+	faultSeq []Fault
+	clears   []clearPoint
+	nregs    int // fault recording registers
+	// RacedFaults: a racing clear came before a fault of a TLP taken before
+	// it (the fault was still in flight), as Compare placed it.
+	RacedFaults bool
+}
+
+// clearPoint is software clearing the fault records after the first at
+// faults of faultSeq (a racing clear: at most at).
+type clearPoint struct {
+	at     int
+	racing bool
 }
 
 // faultRegs are VT-d's fault recording registers as software sees them: a
@@ -98,16 +124,113 @@ func (f *faultRegs) record(p *Prediction, r Fault) {
 // read is software reading every pending record, in register order, and
 // (clear) writing 1 to each F and to PFO.
 func (f *faultRegs) read(p *Prediction, clear bool) {
+	n := len(p.Faults)
 	for i, r := range f.recs {
 		if f.pending[i] {
 			p.Faults = append(p.Faults, r)
 			f.pending[i] = !clear
 		}
 	}
-	if clear && f.pfo {
+	if !clear {
+		return
+	}
+	p.ClearsRead, p.ClearsPFO = append(p.ClearsRead, len(p.Faults)-n), append(p.ClearsPFO, f.pfo)
+	if f.pfo {
 		p.Cleared++
 		f.pfo, f.cleared = false, true
 	}
+}
+
+// placeClears finds where each racing clear came among the faults so
+// that what software read at every clear (reads: how many records each
+// read, in o.Faults; pfo: whether it found PFO set), what is pending at the
+// end, PFO and the fault events are what the observation has. A racing
+// clear is made when the IOMMU takes a TLP; the faults of the TLPs before
+// it may reach the registers before or after it, those of later TLPs
+// after it: so it lies between the clear before it and its place at a
+// quiet point. A depth-first search over those places (the reads prune
+// it). It returns false when no placing gives the observation; else the
+// prediction's fault fields become the placing's.
+func (p *Prediction) placeClears(o *Observation, events int) bool {
+	type state struct {
+		regs  faultRegs
+		pred  Prediction // Faults, FaultEvents, Cleared, FaultAfterOverflowCleared
+		read  int        // records of o.Faults read so far
+		raced bool
+	}
+	clone := func(st state) state {
+		c := st
+		c.regs.recs = slices.Clone(st.regs.recs)
+		c.regs.pending = slices.Clone(st.regs.pending)
+		c.pred.Faults = slices.Clone(st.pred.Faults)
+		return c
+	}
+	n := len(p.faultSeq)
+	// After a clear every register is free and PFO clear, so what follows
+	// depends on these alone: a place that failed once fails again (the
+	// search stays polynomial whatever a replay file holds).
+	type key struct {
+		j, from, next, events int
+		cleared, after        bool
+	}
+	failed := map[key]bool{}
+	var search, find func(j, from int, st state) *state
+	search = func(j, from int, st state) *state {
+		k := key{j, from, st.regs.next, st.pred.FaultEvents, st.regs.cleared, st.pred.FaultAfterOverflowCleared}
+		if failed[k] {
+			return nil
+		}
+		if got := find(j, from, st); got != nil {
+			return got
+		}
+		failed[k] = true
+		return nil
+	}
+	find = func(j, from int, st state) *state {
+		if j == len(p.clears) {
+			for _, f := range p.faultSeq[from:] {
+				st.regs.record(&st.pred, f)
+			}
+			st.regs.read(&st.pred, false)
+			if st.regs.pfo != o.Overflow || st.pred.FaultEvents != events || !slices.Equal(st.pred.Faults, o.Faults) || st.pred.Cleared != o.Cleared {
+				return nil
+			}
+			return &st
+		}
+		c := p.clears[j]
+		lo := c.at
+		if c.racing {
+			lo = from
+		}
+		for at := lo; at <= c.at && at <= n; at++ {
+			try := clone(st)
+			for _, f := range p.faultSeq[from:at] {
+				try.regs.record(&try.pred, f)
+			}
+			wasCleared := try.pred.Cleared
+			try.regs.read(&try.pred, true)
+			if j >= len(o.ClearsRead) || len(try.pred.Faults)-try.read != o.ClearsRead[j] ||
+				!slices.Equal(try.pred.Faults[try.read:], o.Faults[try.read:min(len(o.Faults), try.read+o.ClearsRead[j])]) ||
+				(try.pred.Cleared > wasCleared) != (j < len(o.ClearsPFO) && o.ClearsPFO[j]) {
+				continue
+			}
+			try.read = len(try.pred.Faults)
+			try.raced = try.raced || at < c.at
+			if got := search(j+1, at, try); got != nil {
+				return got
+			}
+		}
+		return nil
+	}
+	st := state{regs: faultRegs{recs: make([]Fault, p.nregs), pending: make([]bool, p.nregs)}}
+	got := search(0, 0, st)
+	if got == nil {
+		return false
+	}
+	p.Faults, p.FaultEvents, p.Cleared, p.Overflow = got.pred.Faults, got.pred.FaultEvents, got.pred.Cleared, got.regs.pfo
+	p.ClearsRead, p.ClearsPFO = got.pred.ClearsRead, got.pred.ClearsPFO
+	p.FaultAfterOverflowCleared, p.RacedFaults = got.pred.FaultAfterOverflowCleared, got.raced
+	return true
 }
 
 type goldLog struct {
@@ -124,7 +247,6 @@ func Predict(s *Stimulus, order []int) *Prediction {
 		*pg = s.Pages[i] // a copy: driver calls change it
 		doms[pg.Dom()][pg.IOVA] = pg
 	}
-	pages := doms[1] // the driver calls change domain 1's
 	for _, pa := range Frames(s) {
 		m := make([]byte, 4096)
 		for k := range m {
@@ -148,27 +270,46 @@ func Predict(s *Stimulus, order []int) *Prediction {
 		}
 	}
 	regs := &faultRegs{recs: make([]Fault, s.FaultRecords), pending: make([]bool, s.FaultRecords)}
-	fault := func(f Fault) { regs.record(p, f) }
+	p.nregs = s.FaultRecords
+	fault := func(f Fault) {
+		regs.record(p, f)
+		p.faultSeq = append(p.faultSeq, f)
+	}
 	devices := append([]Device(nil), s.Devices...)
 	removed, again := map[uint16]bool{}, map[uint16]bool{}
+	since := map[uint16]int{} // the register call of each log's ring, or -1
+	for _, l := range s.Logs {
+		since[l.IUID] = -1
+	}
+	p.LogEnds = map[uint16][]uint64{}
 	next := 0 // the next driver call
+	// call is the driver call next's effect: the harness makes each once
+	// every earlier TLP is done, so it is visible to every later TLP and
+	// to no earlier one.
+	call := func() {
+		switch c := s.Changes[next]; c.Kind {
+		case "clearfaults":
+			regs.read(p, true)
+			p.clears = append(p.clears, clearPoint{len(p.faultSeq), c.Racing})
+		case "unregister":
+			if l := logs[c.IUID]; l != nil {
+				p.LogEnds[c.IUID] = append(p.LogEnds[c.IUID], l.reserved)
+			}
+			delete(logs, c.IUID)
+			removed[c.IUID] = true
+		case "register":
+			logs[c.IUID] = &goldLog{size: c.Size}
+			again[c.IUID], since[c.IUID] = true, next
+		default:
+			applyChange(c, doms, devices, buses)
+		}
+	}
 	for _, i := range order {
 		// The driver calls made before this TLP: the harness makes each
 		// once every earlier TLP is done, so they are visible to every
 		// later one and to no earlier one.
 		for ; next < len(s.Changes) && s.Changes[next].After <= i; next++ {
-			switch c := s.Changes[next]; c.Kind {
-			case "clearfaults":
-				regs.read(p, true)
-			case "unregister":
-				delete(logs, c.IUID)
-				removed[c.IUID] = true
-			case "register":
-				logs[c.IUID] = &goldLog{size: c.Size}
-				again[c.IUID] = true
-			default:
-				applyChange(c, pages, devices, buses)
-			}
+			call()
 		}
 		op := s.Ops[i]
 		t := op.TLP
@@ -239,7 +380,7 @@ func Predict(s *Stimulus, order []int) *Prediction {
 				if l := logs[iuid]; l != nil {
 					target = l.reserved
 				}
-				p.Flushes = append(p.Flushes, FlushWait{Op: i, IUID: iuid, Target: target})
+				p.Flushes = append(p.Flushes, FlushWait{Op: i, IUID: iuid, Target: target, Since: since[iuid], Removed: logs[iuid] == nil})
 			}
 		case read:
 			p.Completions[i] = Completion{Status: tlp.UR}
@@ -296,8 +437,11 @@ func Predict(s *Stimulus, order []int) *Prediction {
 	}
 	// The calls after the last TLP (the harness makes them too).
 	for ; next < len(s.Changes); next++ {
-		if s.Changes[next].Kind == "clearfaults" {
-			regs.read(p, true)
+		call()
+	}
+	for _, l := range s.Logs {
+		if g := logs[l.IUID]; g != nil {
+			p.LogEnds[l.IUID] = append(p.LogEnds[l.IUID], g.reserved)
 		}
 	}
 	regs.read(p, false)
@@ -306,15 +450,20 @@ func Predict(s *Stimulus, order []int) *Prediction {
 }
 
 // applyChange is a driver call's effect on the tables the golden model
-// keeps: a page's bits and IUID, whether it is mapped, whether a device has
-// a context entry (Attach gives its bus a root entry; Detach leaves it).
-func applyChange(c Change, pages map[uint64]*Page, devices []Device, buses map[uint8]bool) {
+// keeps: a page's bits and IUID, whether it is mapped, what pages map a
+// large page (whose 4 KB pages all take the bits of a split to them),
+// whether a device has a context entry (Attach gives its bus a root entry;
+// Detach leaves it).
+func applyChange(c Change, doms map[uint16]map[uint64]*Page, devices []Device, buses map[uint8]bool) {
 	switch c.Kind {
 	case "setbits", "map":
-		pg := pages[c.IOVA]
+		pg := doms[c.Dom()][c.IOVA]
 		pg.Mapped, pg.Bits, pg.IUID = true, c.Bits, c.IUID
+	case "split", "merge":
+		pg := doms[c.Dom()][c.IOVA]
+		pg.Bits, pg.IUID, pg.Leaf = c.Bits, c.IUID, c.Size
 	case "unmap":
-		pages[c.IOVA].Mapped = false
+		doms[c.Dom()][c.IOVA].Mapped = false
 	case "attach":
 		devices[c.Dev].Attached = true
 		buses[devices[c.Dev].ID.Bus()] = true

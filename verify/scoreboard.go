@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-
-	"github.com/aaemu/aaemu/iommu/record"
 )
 
 // Observation is what the DUT did, as the conformance harness saw it.
@@ -19,6 +17,8 @@ type Observation struct {
 	Faults      []Fault             // the pending records software read: at each clearfaults and at the end
 	Overflow    bool                // PFO at the end
 	Cleared     int                 // clearfaults calls that found PFO set
+	ClearsRead  []int               // how many records software read at each clearfaults, in order
+	ClearsPFO   []bool              // whether it found PFO set at each
 	Heads       []HeadMove          // every move of a log's head by the consumer
 	EndPS       uint64
 	LogFull     bool      // the IOMMU held a TLP back because its log was full
@@ -29,6 +29,8 @@ type Observation struct {
 	// in time order (verify/monitor); a run with any does not conform.
 	Monitor   []string
 	MonitorAt uint64 // ps: when the first report happened
+	// ChangesAt is when (ps) the harness made each driver call, in order.
+	ChangesAt []uint64
 }
 
 // MSI is a message-signalled interrupt as the CPUs see it.
@@ -142,7 +144,13 @@ func Compare(s *Stimulus, p *Prediction, o *Observation) *Mismatch {
 			return &Mismatch{Block: "iommu.log", Op: -1, At: o.EndPS, What: fmt.Sprintf("records in IUID %d's log, which has none registered", k)}
 		}
 	}
-	// Fault recording registers.
+	// Fault recording registers. A clear that raced the faults in flight
+	// came where the observation says, if some place among them gives it;
+	// if none does, the comparison with the clears at their quiet places
+	// names the first difference.
+	if p.racing() {
+		p.placeClears(o, faultEvents(o))
+	}
 	if len(o.Faults) != len(p.Faults) {
 		return &Mismatch{Block: "iommu.faults", Op: -1, At: o.EndPS, What: fmt.Sprintf("%d fault records, want %d", len(o.Faults), len(p.Faults))}
 	}
@@ -150,6 +158,9 @@ func Compare(s *Stimulus, p *Prediction, o *Observation) *Mismatch {
 		if o.Faults[i] != p.Faults[i] {
 			return &Mismatch{Block: "iommu.faults", Op: -1, At: o.EndPS, What: fmt.Sprintf("fault record %d is %+v, want %+v", i, o.Faults[i], p.Faults[i])}
 		}
+	}
+	if !slices.Equal(o.ClearsRead, p.ClearsRead) || !slices.Equal(o.ClearsPFO, p.ClearsPFO) {
+		return &Mismatch{Block: "iommu.faults", Op: -1, At: o.EndPS, What: fmt.Sprintf("software read %v records at its clears, finding PFO %v; want %v, %v", o.ClearsRead, o.ClearsPFO, p.ClearsRead, p.ClearsPFO)}
 	}
 	if o.Overflow != p.Overflow {
 		return &Mismatch{Block: "iommu.faults", Op: -1, At: o.EndPS, What: fmt.Sprintf("overflow flag %v, want %v", o.Overflow, p.Overflow)}
@@ -180,10 +191,16 @@ func Compare(s *Stimulus, p *Prediction, o *Observation) *Mismatch {
 		if f.Target == 0 {
 			continue // nothing was reserved before the flush: nothing to wait for
 		}
+		// The consumer's moves in the flush's ring: since the log was
+		// registered again, if it was.
+		from := uint64(0)
+		if f.Since >= 0 {
+			from = changeAt(o, f.Since)
+		}
 		var passed uint64
 		found := false
 		for _, h := range o.Heads {
-			if h.IUID == f.IUID && h.Head >= f.Target {
+			if h.IUID == f.IUID && h.Head >= f.Target && h.At >= from {
 				passed, found = h.At, true
 				break
 			}
@@ -193,6 +210,36 @@ func Compare(s *Stimulus, p *Prediction, o *Observation) *Mismatch {
 		}
 	}
 	return nil
+}
+
+// changeAt is when the harness made change j (never, for a run that
+// stopped before it).
+func changeAt(o *Observation, j int) uint64 {
+	if j < len(o.ChangesAt) {
+		return o.ChangesAt[j]
+	}
+	return ^uint64(0)
+}
+
+// faultEvents counts the fault event MSIs the CPUs got.
+func faultEvents(o *Observation) int {
+	n := 0
+	for _, m := range o.MSIs {
+		if m.Addr == FaultMSIAddr && m.Data == FaultMSIData {
+			n++
+		}
+	}
+	return n
+}
+
+// racing says whether a clear of the fault records raced faults in flight.
+func (p *Prediction) racing() bool {
+	for _, c := range p.clears {
+		if c.racing {
+			return true
+		}
+	}
+	return false
 }
 
 func firstDiff(a, b []byte) int {
@@ -219,7 +266,6 @@ func compareNotifications(s *Stimulus, p *Prediction, o *Observation) *Mismatch 
 	for _, l := range s.Logs {
 		mode[l.IUID] = l.Mode
 	}
-	msis := map[uint32]int{}
 	for _, m := range o.MSIs {
 		switch {
 		case m.Addr == FaultMSIAddr && m.Data == FaultMSIData:
@@ -227,37 +273,81 @@ func compareNotifications(s *Stimulus, p *Prediction, o *Observation) *Mismatch 
 		default:
 			return &Mismatch{Block: "iommu.msi", Op: -1, At: m.At, What: fmt.Sprintf("MSI to %#x with data %#x: no Int log's nor the fault event's", m.Addr, m.Data)}
 		}
-		msis[m.Data]++
 	}
 	// A fault event for each fault recorded while none was pending: the
 	// first, and the first after each time software cleared them all.
-	if n := msis[FaultMSIData]; n != p.FaultEvents {
+	if n := faultEvents(o); n != p.FaultEvents {
 		return &Mismatch{Block: "iommu.msi", Op: -1, At: o.EndPS, What: fmt.Sprintf("%d fault events for %d fault records, want %d", n, len(p.Faults), p.FaultEvents)}
 	}
-	tails := map[uint16]uint64{}
+	// Per log, the windows of its registrations: from the set-up (or a
+	// register call) to the unregister call after it (or the end). An SP
+	// log's slot is written in a window only, with the window's ring's
+	// tail, rising from 0, ending at the bytes the golden model placed in
+	// that ring (records, PADs and skips); an Int log got its MSI in every
+	// window whose ring got records, and in none other.
 	for _, w := range o.SP {
 		if mode[w.IUID] != 2 || w.Slot != uint32(w.IUID) {
 			return &Mismatch{Block: "iommu.sp", Op: -1, At: w.At, What: fmt.Sprintf("scratchpad slot %d written with IUID %d's tail: not an SP log's own slot", w.Slot, w.IUID)}
 		}
-		if w.Tail <= tails[w.IUID] {
-			return &Mismatch{Block: "iommu.sp", Op: -1, At: w.At, What: fmt.Sprintf("IUID %d's mirrored tail went from %d to %d", w.IUID, tails[w.IUID], w.Tail)}
-		}
-		tails[w.IUID] = w.Tail
 	}
 	for _, l := range s.Logs {
-		// The bytes the records took in the ring, PADs and skips included.
-		ring := &goldLog{size: l.Size}
-		for _, r := range p.Logs[l.IUID] {
-			if r.Kind != record.Pad {
-				ring.append(nil, r.Header, r.Data)
+		if l.Mode == 0 {
+			continue
+		}
+		type window struct{ from, to uint64 }
+		wins := []window{{0, ^uint64(0)}}
+		for j, c := range s.Changes {
+			switch {
+			case c.IUID != l.IUID:
+			case c.Kind == "unregister":
+				wins[len(wins)-1].to = changeAt(o, j)
+			case c.Kind == "register":
+				wins = append(wins, window{changeAt(o, j), ^uint64(0)})
 			}
 		}
-		end := ring.reserved
-		switch {
-		case l.Mode == 1 && end > 0 && msis[uint32(l.IUID)] == 0:
-			return &Mismatch{Block: "iommu.msi", Op: -1, At: o.EndPS, What: fmt.Sprintf("IUID %d (Int) got %d bytes of records and no MSI", l.IUID, end)}
-		case l.Mode == 2 && tails[l.IUID] != end:
-			return &Mismatch{Block: "iommu.sp", Op: -1, At: o.EndPS, What: fmt.Sprintf("IUID %d's mirrored tail is %d at the end, but its records took %d bytes of the ring", l.IUID, tails[l.IUID], end)}
+		in := func(at uint64) int {
+			for k, w := range wins {
+				if at >= w.from && at < w.to {
+					return k
+				}
+			}
+			return -1
+		}
+		tails, msis := make([]uint64, len(wins)), make([]int, len(wins))
+		for _, w := range o.SP {
+			if w.IUID != l.IUID {
+				continue
+			}
+			k := in(w.At)
+			switch {
+			case k < 0:
+				return &Mismatch{Block: "iommu.sp", Op: -1, At: w.At, What: fmt.Sprintf("IUID %d's tail mirrored while its log was removed", l.IUID)}
+			case w.Tail <= tails[k]:
+				return &Mismatch{Block: "iommu.sp", Op: -1, At: w.At, What: fmt.Sprintf("IUID %d's mirrored tail went from %d to %d", w.IUID, tails[k], w.Tail)}
+			}
+			tails[k] = w.Tail
+		}
+		for _, m := range o.MSIs {
+			if m.Addr == LogMSIAddr && m.Data == uint32(l.IUID) {
+				k := in(m.At)
+				if k < 0 {
+					return &Mismatch{Block: "iommu.msi", Op: -1, At: m.At, What: fmt.Sprintf("IUID %d's MSI while its log was removed", l.IUID)}
+				}
+				msis[k]++
+			}
+		}
+		ends := p.LogEnds[l.IUID]
+		for k := range wins {
+			end := uint64(0)
+			if k < len(ends) {
+				end = ends[k]
+			}
+			switch {
+			case l.Mode == 1 && end > 0 && msis[k] == 0:
+				return &Mismatch{Block: "iommu.msi", Op: -1, At: o.EndPS, What: fmt.Sprintf("IUID %d (Int) got %d bytes of records in its ring %d and no MSI", l.IUID, end, k)}
+			case l.Mode == 2 && tails[k] != end:
+				return &Mismatch{Block: "iommu.sp", Op: -1, At: o.EndPS, What: fmt.Sprintf("IUID %d's mirrored tail is %d at the end of its ring %d, but its records took %d bytes of the ring", l.IUID, tails[k], k, end)}
+			}
 		}
 	}
 	return nil

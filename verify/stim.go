@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 
 	"github.com/aaemu/aaemu/internal/input"
 	"github.com/aaemu/aaemu/iommu/pte"
@@ -41,10 +42,22 @@ type Page struct {
 	IUID   uint16 `json:"iuid"`
 	Size   uint64 `json:"size,omitempty"`   // 4096 (or 0), 2 MB or 1 GB
 	Domain uint16 `json:"domain,omitempty"` // 1 (or 0) or 2
+	// Leaf is the size of the pages that map a large page's region (0:
+	// its Size): 4 KB leaves may carry the AA bits, which then hold for
+	// every 4 KB page of the region alike; 2 MB leaves split a 1 GB page.
+	Leaf uint64 `json:"leaf,omitempty"`
 }
 
 // Dom is the page's domain.
 func (p *Page) Dom() uint16 { return max(p.Domain, 1) }
+
+// LeafBytes is the size of the pages that map it.
+func (p *Page) LeafBytes() uint64 {
+	if p.Leaf == 0 {
+		return p.Bytes()
+	}
+	return p.Leaf
+}
 
 // Large page sizes.
 const (
@@ -132,21 +145,33 @@ type Op struct {
 // Change is a driver call made during the run, once every TLP before op
 // After has been taken and completed and its records consumed (the IOMMU
 // quiet, as after a driver's invalidation wait): SetBits, Unmap or Map of
-// a page of domain 1, Detach or Attach of a device, the removal of a Poll
-// log (unregister) and its registration again with a ring of Size bytes
-// (register), or software reading and clearing every pending fault record
-// and the overflow flag (clearfaults). The IOMMU must use the new tables
-// for every TLP after it (a stale IOTLB, context-cache or log-table entry
-// shows as the old decision) and the old ones for every TLP before.
+// a 4 KB page of domain 1 or 2, a large page's region split into smaller
+// pages or its pages merged into larger ones (split, merge: Size the new
+// pages' size, Bits and IUID theirs), Detach or Attach of a device, the
+// removal of a Poll log (unregister) and its registration again with a
+// ring of Size bytes (register), or software reading and clearing every
+// pending fault record and the overflow flag (clearfaults). The IOMMU must
+// use the new tables for every TLP after it (a stale IOTLB, context-cache
+// or log-table entry shows as the old decision) and the old ones for every
+// TLP before.
 type Change struct {
-	After int    `json:"after"` // ops[:after] are done when it is made
-	Kind  string `json:"kind"`  // setbits, unmap, map, detach, attach, unregister, register, clearfaults
-	IOVA  uint64 `json:"iova,omitempty"`
-	Bits  uint64 `json:"bits,omitempty"` // setbits, map
-	IUID  uint16 `json:"iuid,omitempty"` // setbits, map, unregister, register
-	Dev   int    `json:"dev,omitempty"`  // detach, attach
-	Size  uint64 `json:"size,omitempty"` // register: the new ring's bytes
+	After  int    `json:"after"` // ops[:after] are done when it is made
+	Kind   string `json:"kind"`  // setbits, unmap, map, split, merge, detach, attach, unregister, register, clearfaults
+	IOVA   uint64 `json:"iova,omitempty"`
+	Domain uint16 `json:"domain,omitempty"` // setbits, unmap, map, split, merge: the page's domain, 1 (or 0) or 2
+	Bits   uint64 `json:"bits,omitempty"`   // setbits, map, split, merge
+	IUID   uint16 `json:"iuid,omitempty"`   // setbits, map, split, merge, unregister, register
+	Dev    int    `json:"dev,omitempty"`    // detach, attach
+	Size   uint64 `json:"size,omitempty"`   // register: the new ring's bytes; split, merge: the new pages'
+	// Racing (clearfaults only): software clears the fault records the
+	// moment the IOMMU takes op After-1, while the faults of the TLPs
+	// before it may still be on their way to the registers, rather than
+	// at a quiet point.
+	Racing bool `json:"racing,omitempty"`
 }
+
+// Dom is the domain of the page the call changes.
+func (c *Change) Dom() uint16 { return max(c.Domain, 1) }
 
 // Stimulus is one test: the set-up and the TLPs every device sends in order.
 type Stimulus struct {
@@ -223,8 +248,12 @@ func Generate(seed uint64) *Stimulus {
 		burst(r, s, ndev)
 	}
 	changes(seed, s, npages, nops)
+	racing(seed, s)
+	relogs(seed, s, nops)
 	iuids(seed, s)
-	largePages(seed, s)
+	if first, ok := largePages(seed, s); ok {
+		resizes(seed, s, first)
+	}
 	domains(seed, s, npages)
 	return s
 }
@@ -254,6 +283,7 @@ func domains(seed uint64, s *Stimulus, npages int) {
 			Bits: randomBits(r), IUID: iuid, Domain: 2})
 		iovas = append(iovas, s.Pages[i].IOVA)
 	}
+	start := len(s.Ops)
 	count := 6 + r.IntN(11)
 	for n := 0; n < count; n++ {
 		dev := d2
@@ -274,6 +304,69 @@ func domains(seed uint64, s *Stimulus, npages int) {
 			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.NewMemRead(id, tag, addr, size)})
 		}
 	}
+	domain2Changes(seed, s, d2, start)
+}
+
+// domain2Changes draws, from a stream of its own, driver calls on domain
+// 2 between its TLPs (ops from start on): SetBits, Unmap and Map of its
+// pages, whose IOVAs domain 1 maps too, and Detach and Attach of its
+// device. A page-selective invalidation must drop domain 2's entry for
+// the IOVA and leave domain 1's (the TLPs alternate between the domains'
+// devices). Most calls change a page a later TLP uses.
+func domain2Changes(seed uint64, s *Stimulus, d2, start int) {
+	r := rand.New(rand.NewPCG(seed, 0xd0c2))
+	if r.IntN(4) == 0 {
+		return
+	}
+	var pages []int
+	mapped, bits := map[int]bool{}, map[int]uint64{}
+	for i := range s.Pages {
+		if s.Pages[i].Dom() == 2 {
+			pages = append(pages, i)
+			mapped[i], bits[i] = s.Pages[i].Mapped, s.Pages[i].Bits
+		}
+	}
+	attached := true
+	end := len(s.Ops)
+	step := max((end-start)/3, 1)
+	for after, n := start+1+r.IntN(step), 1+r.IntN(3); n > 0 && after < end; after, n = after+1+r.IntN(step), n-1 {
+		c := Change{After: after}
+		if r.IntN(5) == 0 {
+			c.Kind, c.Dev = "detach", d2
+			if !attached {
+				c.Kind = "attach"
+			}
+			attached = !attached
+			s.Changes = append(s.Changes, c)
+			continue
+		}
+		i := pages[r.IntN(len(pages))]
+		if r.IntN(4) != 0 {
+			addr := s.Ops[after+r.IntN(end-after)].TLP.Addr &^ 0xfff
+			for _, j := range pages {
+				if s.Pages[j].IOVA == addr {
+					i = j
+				}
+			}
+		}
+		c.IOVA, c.Domain = s.Pages[i].IOVA, 2
+		switch {
+		case !mapped[i]:
+			c.Kind, c.Bits, c.IUID = "map", randomBits(r), s.Logs[r.IntN(len(s.Logs))].IUID
+		case r.IntN(4) == 0:
+			c.Kind = "unmap"
+		default:
+			c.Kind, c.Bits, c.IUID = "setbits", bits[i], s.Pages[i].IUID
+			for c.Bits == bits[i] || c.Bits == 0 {
+				c.Bits = bits[i] ^ []uint64{pte.R, pte.W, pte.WL, pte.WLD, pte.RL, pte.RLD, pte.E}[r.IntN(7)]
+			}
+		}
+		if c.Kind != "unmap" {
+			bits[i] = c.Bits
+		}
+		mapped[i] = c.Kind != "unmap"
+		s.Changes = append(s.Changes, c)
+	}
 }
 
 // Where large pages are: 2 MB pages of IOVA from Large2MBase on frames
@@ -290,11 +383,12 @@ const (
 // both, and puts, gets and atomics through them after the other ops: at
 // their first and last 4 KB and between, so that the frame is the large
 // page's frame plus the offset within it.
-func largePages(seed uint64, s *Stimulus) {
+func largePages(seed uint64, s *Stimulus) (first int, ok bool) {
 	r := rand.New(rand.NewPCG(seed, 0x1a9e))
 	if r.IntN(2) == 0 {
-		return
+		return 0, false
 	}
+	first = len(s.Ops)
 	perm := func() uint64 { return []uint64{pte.R | pte.W, pte.R, pte.W}[r.IntN(3)] }
 	var large []Page
 	for k := uint64(0); k < uint64(1+r.IntN(2)); k++ {
@@ -327,6 +421,72 @@ func largePages(seed uint64, s *Stimulus) {
 			s.Ops = append(s.Ops, Op{Dev: dev, TLP: tlp.TLP{Kind: tlp.FetchAdd, Length: 2, RequesterID: id, Tag: tag,
 				Addr: addr &^ 7, Addr64: addr >= 1<<32, Data: []byte{byte(r.Uint32()), 0, 0, 0, 0, 0, 0, 0}}})
 		}
+	}
+	return first, true
+}
+
+// resizes draws, from a stream of its own, changes of the pages that map
+// the large pages, between the TLPs through them (ops from first on), so
+// that the IOTLB holds 4 KB fractures of the old pages when the driver
+// changes them: half the time the first 2 MB page is mapped at set-up by
+// 4 KB pages carrying AA bits and an IUID, to be merged into one 2 MB
+// page; a 2 MB page split into 4 KB pages with AA bits; the 1 GB page
+// split into 2 MB or 4 KB pages, or merged back. Most calls change a page
+// a later TLP uses.
+func resizes(seed uint64, s *Stimulus, first int) {
+	r := rand.New(rand.NewPCG(seed, 0x5b11))
+	if r.IntN(4) == 0 {
+		return
+	}
+	var large []int
+	leaf := map[int]uint64{}
+	for i := range s.Pages {
+		if s.Pages[i].Bytes() != 4096 {
+			large = append(large, i)
+			leaf[i] = s.Pages[i].Bytes()
+		}
+	}
+	aa := func() (uint64, uint16) { return randomBits(r), s.Logs[r.IntN(len(s.Logs))].IUID }
+	if r.IntN(2) == 0 { // large[0] is a 2 MB page
+		pg := &s.Pages[large[0]]
+		pg.Leaf, leaf[large[0]] = 4096, 4096
+		pg.Bits, pg.IUID = aa()
+	}
+	end := len(s.Ops)
+	step := max((end-first)/3, 1)
+	for after, n := first+1+r.IntN(step), 1+r.IntN(3); n > 0 && after < end; after, n = after+1+r.IntN(step), n-1 {
+		i := large[r.IntN(len(large))]
+		if r.IntN(4) != 0 {
+			addr := s.Ops[after+r.IntN(end-after)].TLP.Addr
+			for _, j := range large {
+				if pg := &s.Pages[j]; addr >= pg.IOVA && addr < pg.IOVA+pg.Bytes() {
+					i = j
+				}
+			}
+		}
+		pg := &s.Pages[i]
+		var below, above []uint64
+		for _, size := range []uint64{4096, Page2M, Page1G} {
+			switch {
+			case size < leaf[i]:
+				below = append(below, size)
+			case size > leaf[i] && size <= pg.Bytes():
+				above = append(above, size)
+			}
+		}
+		c := Change{After: after, Kind: "split", IOVA: pg.IOVA}
+		if len(below) > 0 && (len(above) == 0 || r.IntN(2) == 0) {
+			c.Size = below[r.IntN(len(below))]
+		} else {
+			c.Kind, c.Size = "merge", above[r.IntN(len(above))]
+		}
+		if c.Size == 4096 {
+			c.Bits, c.IUID = aa()
+		} else {
+			c.Bits = []uint64{pte.R | pte.W, pte.R, pte.W}[r.IntN(3)]
+		}
+		leaf[i] = c.Size
+		s.Changes = append(s.Changes, c)
 	}
 }
 
@@ -449,6 +609,53 @@ func changes(seed uint64, s *Stimulus, npages, nops int) {
 		}
 		s.Changes = append(s.Changes, c)
 		after += r.IntN(max(nops/3, 1))
+	}
+}
+
+// relogs removes, from a stream of its own, a log of any notification
+// mode, with a flushing page or not, between the random TLPs and registers
+// it again later with a new ring, so that TLPs after either use it; a log
+// the calls of changes did not touch.
+func relogs(seed uint64, s *Stimulus, nops int) {
+	r := rand.New(rand.NewPCG(seed, 0x4e10))
+	if r.IntN(2) == 0 || nops < 4 {
+		return
+	}
+	var free []uint16
+	for _, l := range s.Logs {
+		touched := false
+		for _, c := range s.Changes {
+			touched = touched || (c.Kind == "unregister" || c.Kind == "register") && c.IUID == l.IUID
+		}
+		if !touched {
+			free = append(free, l.IUID)
+		}
+	}
+	if len(free) == 0 {
+		return
+	}
+	iuid := free[r.IntN(len(free))]
+	off := 1 + r.IntN(nops/2)
+	on := off + 1 + r.IntN(nops-off-1)
+	add := func(c Change) {
+		i := len(s.Changes)
+		for i > 0 && s.Changes[i-1].After > c.After {
+			i--
+		}
+		s.Changes = slices.Insert(s.Changes, i, c)
+	}
+	add(Change{After: off, Kind: "unregister", IUID: iuid})
+	add(Change{After: on, Kind: "register", IUID: iuid, Size: []uint64{256, 512, 1024, 8192, 65536}[r.IntN(5)]})
+}
+
+// racing makes, from a stream of its own, half of the clears of the fault
+// records race the faults still in flight (Change.Racing).
+func racing(seed uint64, s *Stimulus) {
+	r := rand.New(rand.NewPCG(seed, 0xfa17))
+	for i := range s.Changes {
+		if s.Changes[i].Kind == "clearfaults" && s.Changes[i].After > 0 && r.IntN(2) == 0 {
+			s.Changes[i].Racing = true
+		}
 	}
 }
 
@@ -659,7 +866,9 @@ func (s *Stimulus) Validate() error {
 			return bad(k+".pa", fmt.Sprintf("outside the IOMMU's tables, %#x..%#x", pageTables, pageTablesEnd), "%#x is in the IOMMU's tables", p.PA)
 		case p.PA < logsEnd && p.PA+n > LogBase:
 			return bad(k+".pa", fmt.Sprintf("outside the logs, %#x..%#x", LogBase, logsEnd), "%#x is in the access logs", p.PA)
-		case n != 4096 && (p.Bits&^(pte.R|pte.W) != 0 || p.IUID != 0):
+		case p.Leaf != 0 && (p.Leaf > n || n%p.Leaf != 0 || (p.Leaf != 4096 && p.Leaf != Page2M && p.Leaf != Page1G)):
+			return bad(k+".leaf", "4096, 2097152 (2 MB) or 1073741824 (1 GB), at most the page's size", "%d is no page size for a page of %d bytes", p.Leaf, n)
+		case p.LeafBytes() != 4096 && (p.Bits&^(pte.R|pte.W) != 0 || p.IUID != 0):
 			return bad(k+".bits", "R and W only, IUID 0, on a large page (the AA bits live in 4 KB leaves)", "%#x, IUID %d", p.Bits, p.IUID)
 		case p.Bits&^bits != 0:
 			return bad(k+".bits", "R, W, WL, WLD, RL, RLD and E only", "%#x has other bits", p.Bits)
@@ -739,7 +948,7 @@ func (s *Stimulus) Validate() error {
 			return bad(key, "a TLP that encodes", "%v", err)
 		}
 	}
-	if err := s.validateChanges(iovas, flushes, logs); err != nil {
+	if err := s.validateChanges(flushes, logs); err != nil {
 		return err
 	}
 	if s.ConsumerNS < 1 || s.ConsumerNS > MaxConsumerNS {
@@ -752,24 +961,25 @@ func (s *Stimulus) Validate() error {
 }
 
 // validateChanges checks the driver calls in order, following which pages
-// are mapped and which logs registered: SetBits and Unmap of a mapped
-// page, Map of an unmapped one; unregister of a registered Poll log
-// without a flushing page, register of one unregistered.
-func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int, logs map[uint16]int) error {
+// are mapped, what pages map each large page and which logs registered:
+// SetBits and Unmap of a mapped 4 KB page, Map of an unmapped one; split
+// and merge of a large page to smaller or larger pages; unregister of a
+// registered Poll log without a flushing page, register of one
+// unregistered.
+func (s *Stimulus) validateChanges(flushes map[uint64]int, logs map[uint16]int) error {
 	if len(s.Changes) > MaxChanges {
 		return &input.Error{Key: "changes", Problem: fmt.Sprintf("%d changes", len(s.Changes)), Allowed: fmt.Sprintf("0..%d changes", MaxChanges)}
 	}
-	mapped := map[uint64]bool{}
+	type state struct {
+		mapped bool
+		size   uint64 // the page's
+		leaf   uint64 // the pages that map it now
+	}
+	pages := map[[2]uint64]*state{} // (domain, iova)
 	for _, p := range s.Pages {
-		if p.Dom() == 1 { // the driver calls change domain 1's pages
-			mapped[p.IOVA] = p.Mapped
-		}
+		pages[[2]uint64{uint64(p.Dom()), p.IOVA}] = &state{p.Mapped, p.Bytes(), p.LeafBytes()}
 	}
 	const bits = pte.R | pte.W | pte.WL | pte.WLD | pte.RL | pte.RLD | pte.E
-	flushed := map[uint16]bool{}
-	for _, f := range s.Flushes {
-		flushed[f.IUID] = true
-	}
 	unregistered := map[uint16]bool{}
 	prev := 0
 	for i, c := range s.Changes {
@@ -781,6 +991,9 @@ func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int,
 			return bad(".after", fmt.Sprintf("%d..%d: an op index, in order", prev, len(s.Ops)), "%d is out of range", c.After)
 		}
 		prev = c.After
+		if c.Racing && c.Kind != "clearfaults" {
+			return bad(".racing", "clearfaults only: the other calls are made at quiet points", "a %s call cannot race", c.Kind)
+		}
 		switch c.Kind {
 		case "detach", "attach":
 			if c.Dev < 0 || c.Dev >= len(s.Devices) {
@@ -790,13 +1003,10 @@ func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int,
 		case "clearfaults":
 			continue
 		case "unregister", "register":
-			l, ok := logs[c.IUID]
+			_, ok := logs[c.IUID]
 			switch {
 			case !ok:
 				return bad(".iuid", "the IUID of one of logs", "%d has no log", c.IUID)
-			case s.Logs[l].Mode != 0 || flushed[c.IUID]:
-				return bad(".iuid", "a Poll log without a flushing page", "IUID %d's log is %s", c.IUID,
-					map[bool]string{true: "flushed", false: "not in Poll mode"}[flushed[c.IUID]])
 			case (c.Kind == "register") != unregistered[c.IUID]:
 				return bad(".kind", "unregister of a registered log, register of an unregistered one", "%s of a log that is %s", c.Kind,
 					map[bool]string{true: "unregistered", false: "registered"}[unregistered[c.IUID]])
@@ -805,25 +1015,52 @@ func (s *Stimulus) validateChanges(iovas map[uint64]int, flushes map[uint64]int,
 			}
 			unregistered[c.IUID] = c.Kind == "unregister"
 			continue
-		case "setbits", "unmap", "map":
+		case "setbits", "unmap", "map", "split", "merge":
 		default:
-			return bad(".kind", "setbits, unmap, map, detach, attach, unregister, register or clearfaults", "%q is no driver call", c.Kind)
+			return bad(".kind", "setbits, unmap, map, split, merge, detach, attach, unregister, register or clearfaults", "%q is no driver call", c.Kind)
 		}
-		if _, ok := iovas[c.IOVA]; !ok {
-			return bad(".iova", "the iova of one of pages", "%#x is no page", c.IOVA)
+		if c.Domain > 2 {
+			return bad(".domain", "1 (or 0) or 2", "%d is no domain", c.Domain)
 		}
-		if _, ok := flushes[c.IOVA]; ok {
+		pg := pages[[2]uint64{uint64(c.Dom()), c.IOVA}]
+		if pg == nil {
+			return bad(".iova", "the iova of one of the domain's pages", "%#x is no page of domain %d", c.IOVA, c.Dom())
+		}
+		if _, ok := flushes[c.IOVA]; ok && c.Dom() == 1 {
 			return bad(".iova", "a page that is no flushing page", "%#x is a flushing page", c.IOVA)
 		}
-		if (c.Kind == "map") == mapped[c.IOVA] {
-			return bad(".kind", "setbits or unmap of a mapped page, map of an unmapped one", "%s of a page that is %s", c.Kind, map[bool]string{true: "mapped", false: "not mapped"}[mapped[c.IOVA]])
-		}
-		mapped[c.IOVA] = c.Kind != "unmap"
-		if c.Kind == "unmap" {
-			continue
+		aa := c.Size == 4096 // split and merge: the new pages may carry the AA bits
+		switch c.Kind {
+		case "split", "merge":
+			switch {
+			case pg.size == 4096:
+				return bad(".iova", "a large page's", "%#x is a 4 KB page", c.IOVA)
+			case c.Size != 4096 && c.Size != Page2M && c.Size != Page1G || c.Size > pg.size:
+				return bad(".size", "4096, 2097152 (2 MB) or 1073741824 (1 GB), at most the page's size", "%d", c.Size)
+			case c.Kind == "split" && c.Size >= pg.leaf:
+				return bad(".size", fmt.Sprintf("below %d: the size of the pages that map it now", pg.leaf), "%d is no split", c.Size)
+			case c.Kind == "merge" && c.Size <= pg.leaf:
+				return bad(".size", fmt.Sprintf("above %d: the size of the pages that map it now", pg.leaf), "%d is no merge", c.Size)
+			}
+			pg.leaf = c.Size
+		default:
+			if pg.size != 4096 {
+				return bad(".iova", "a 4 KB page's (split or merge a large page)", "%#x is a page of %d bytes", c.IOVA, pg.size)
+			}
+			if (c.Kind == "map") == pg.mapped {
+				return bad(".kind", "setbits or unmap of a mapped page, map of an unmapped one", "%s of a page that is %s", c.Kind, map[bool]string{true: "mapped", false: "not mapped"}[pg.mapped])
+			}
+			pg.mapped = c.Kind != "unmap"
+			if c.Kind == "unmap" {
+				continue
+			}
+			aa = true
 		}
 		if c.Bits == 0 || c.Bits&^bits != 0 {
 			return bad(".bits", "R, W, WL, WLD, RL, RLD and E, at least one", "%#x", c.Bits)
+		}
+		if !aa && (c.Bits&^(pte.R|pte.W) != 0 || c.IUID != 0) {
+			return bad(".bits", "R and W only, IUID 0, on pages larger than 4 KB (the AA bits live in 4 KB leaves)", "%#x, IUID %d", c.Bits, c.IUID)
 		}
 		if c.IUID > maxIUID {
 			return bad(".iuid", "0..1023: 10 bits", "%d is out of range", c.IUID)

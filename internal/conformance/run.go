@@ -51,7 +51,9 @@ func (d *device) Tick(now sim.Tick) bool {
 		p := d.in.Recv()
 		d.completion(&p.TLP, now)
 	}
-	return d.next < len(d.ops)
+	// A device whose next TLP the gate holds sleeps until a driver call
+	// opens it (open wakes it), rather than asking every cycle.
+	return d.next < len(d.ops) && int(d.ops[d.next].ID)-1 < *d.gate
 }
 
 func (d *device) completion(c *tlp.TLP, now sim.Tick) {
@@ -192,9 +194,13 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	cp.irq = sim.NewChan[pcie.Packet](m.Unit(), cu, "irq", 4)
 	cp.sp = sim.NewChan[iommu.SPWrite](m.Unit(), cu, "sp", 4)
 	m.Irq, m.SP = cp.irq, cp.sp
+	// race makes the racing calls due once the IOMMU has taken every TLP
+	// before them (set below).
+	race := func() {}
 	m.OnAccept = func(_ int, p *pcie.Packet) {
 		obs.Accepted = append(obs.Accepted, int(p.ID)-1)
 		obs.AcceptedAt = append(obs.AcceptedAt, uint64(e.Now()))
+		race()
 	}
 	drv := iommu.NewDriver(m, 0x100_0000, 0x100_0000)
 	m.SetFaultEvent(verify.FaultMSIAddr, verify.FaultMSIData, false)
@@ -207,6 +213,12 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		mem.Write(pa, b)
 	}
 	var devs []*device
+	// open wakes the devices after the gate moved.
+	open := func() {
+		for _, d := range devs {
+			d.u.WakeIn(1)
+		}
+	}
 	// Ops from gate on wait for the next driver call; with none, none wait.
 	gate, nextChange := len(s.Ops), 0
 	if len(s.Changes) > 0 {
@@ -233,7 +245,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	}
 	for _, pg := range s.Pages {
 		if pg.Mapped {
-			if err := drv.Map(pg.Dom(), pg.IOVA, pg.PA, pg.Bytes(), pg.Bytes(), iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
+			if err := drv.Map(pg.Dom(), pg.IOVA, pg.PA, pg.Bytes(), pg.LeafBytes(), iommu.Perm{Bits: pg.Bits, IUID: pg.IUID}); err != nil {
 				return nil, err
 			}
 		}
@@ -294,6 +306,7 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 				return nil
 			}
 			for ; nextChange < len(s.Changes) && s.Changes[nextChange].After == gate; nextChange++ {
+				obs.ChangesAt = append(obs.ChangesAt, uint64(e.Now()))
 				if err := driverCall(drv, m, c, obs, s, s.Changes[nextChange]); err != nil {
 					return fmt.Errorf("changes[%d]: %w", nextChange, err)
 				}
@@ -303,8 +316,28 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 				gate = s.Changes[nextChange].After
 			}
 			quietAt = -1
+			open()
 		}
 		return nil
+	}
+	// A racing clear of the fault records is made the moment the IOMMU
+	// takes the last TLP before it, whatever is still in flight; the
+	// devices hold the TLPs after it until then.
+	var raceErr error
+	race = func() {
+		for nextChange < len(s.Changes) && s.Changes[nextChange].Racing && s.Changes[nextChange].After == gate && len(obs.Accepted) >= gate {
+			obs.ChangesAt = append(obs.ChangesAt, uint64(e.Now()))
+			if err := driverCall(drv, m, c, obs, s, s.Changes[nextChange]); err != nil && raceErr == nil {
+				raceErr = fmt.Errorf("changes[%d]: %w", nextChange, err)
+			}
+			nextChange++
+			gate = len(s.Ops)
+			if nextChange < len(s.Changes) {
+				gate = s.Changes[nextChange].After
+			}
+			quietAt = -1
+			open()
+		}
 	}
 	// done, before the last driver call, is quiet at the gate.
 	allDone := done
@@ -337,9 +370,22 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		if err := change(); err != nil {
 			return obs, err
 		}
+		if raceErr != nil {
+			return obs, raceErr
+		}
 		before := e.Now()
 		if e.Run(e.Now()+2*sim.US) == before {
-			break // nothing left to happen: what is missing never comes
+			// Nothing in the window (the devices the gate holds sleep):
+			// a call to make, or on to the next event (a consumer's
+			// poll); with none, what is missing never comes.
+			if nextChange < len(s.Changes) && done() {
+				continue
+			}
+			next := e.Next()
+			if next == sim.Never {
+				break
+			}
+			e.Run(next)
 		}
 		// A millisecond without a TLP taken or a request completed, the
 		// consumer draining all along: what is missing never comes.
@@ -380,23 +426,26 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 	return obs, nil
 }
 
-// driverCall makes a change's driver call on domain 1, or software's
+// driverCall makes a change's driver call on its domain, or software's
 // clearing of the fault records (noting what it read), or the removal or
 // registration again of a log (whose consumer stops, or starts again from
 // an empty ring).
 func driverCall(drv *iommu.Driver, m *iommu.IOMMU, cons *consumer, obs *verify.Observation, s *verify.Stimulus, c verify.Change) error {
 	switch c.Kind {
 	case "clearfaults":
+		n := len(obs.Faults)
 		for i, f := range m.FaultRecords() {
 			if f.F {
 				obs.Faults = append(obs.Faults, verify.Fault{SID: f.SID, FR: f.FR, Read: f.Read, Page: f.FI})
 				m.ClearFault(i)
 			}
 		}
-		if pfo, _, _ := m.FaultStatus(); pfo {
+		pfo, _, _ := m.FaultStatus()
+		if pfo {
 			obs.Cleared++
 			m.ClearOverflow()
 		}
+		obs.ClearsRead, obs.ClearsPFO = append(obs.ClearsRead, len(obs.Faults)-n), append(obs.ClearsPFO, pfo)
 		return nil
 	case "unregister", "register":
 		for i, l := range cons.logs {
@@ -413,16 +462,20 @@ func driverCall(drv *iommu.Driver, m *iommu.IOMMU, cons *consumer, obs *verify.O
 		}
 		return fmt.Errorf("%s: IUID %d has no log", c.Kind, c.IUID)
 	case "setbits":
-		return drv.SetBits(1, c.IOVA, iommu.Perm{Bits: c.Bits, IUID: c.IUID})
+		return drv.SetBits(c.Dom(), c.IOVA, iommu.Perm{Bits: c.Bits, IUID: c.IUID})
 	case "unmap":
-		return drv.Unmap(1, c.IOVA, 4096)
-	case "map":
+		return drv.Unmap(c.Dom(), c.IOVA, 4096)
+	case "map", "split", "merge":
 		for _, pg := range s.Pages {
-			if pg.IOVA == c.IOVA && pg.Dom() == 1 {
-				return drv.Map(1, c.IOVA, pg.PA, 4096, 4096, iommu.Perm{Bits: c.Bits, IUID: c.IUID})
+			if pg.IOVA == c.IOVA && pg.Dom() == c.Dom() {
+				p := iommu.Perm{Bits: c.Bits, IUID: c.IUID}
+				if c.Kind == "map" {
+					return drv.Map(c.Dom(), c.IOVA, pg.PA, 4096, 4096, p)
+				}
+				return drv.Remap(c.Dom(), c.IOVA, pg.PA, pg.Bytes(), c.Size, p)
 			}
 		}
-		return fmt.Errorf("map: %#x is no page", c.IOVA)
+		return fmt.Errorf("%s: %#x is no page of domain %d", c.Kind, c.IOVA, c.Dom())
 	case "attach":
 		return drv.Attach(s.Devices[c.Dev].ID, s.Devices[c.Dev].Dom())
 	case "detach":

@@ -32,6 +32,7 @@ type verifyOpts struct {
 	replay   string
 	out      string
 	apiSeeds int
+	shrink   bool
 }
 
 // New returns the verify command (subcommands, such as verify mpi, are the
@@ -73,6 +74,7 @@ save file of the failing run. The exit status is non-zero.`,
 	f.StringVar(&o.replay, "replay", "", "run one stimulus from a replay file")
 	f.StringVar(&o.out, "out", "out", "where failing runs are written")
 	f.IntVar(&o.apiSeeds, "api-seeds", 20, "API-level seeds (puts, gets and active flushes of a process across two nodes)")
+	f.BoolVar(&o.shrink, "shrink", true, "shrink a failing stimulus to a small replay (--shrink=false: report the first failure as it is, as the mutation test does)")
 	return cmd
 }
 
@@ -185,7 +187,7 @@ func runVerify(stdout, stderr io.Writer, o verifyOpts) error {
 		if first.err != nil {
 			return fmt.Errorf("seed %d: %w", first.seed, first.err)
 		}
-		return reportMismatch(stdout, verify.Generate(first.seed), first.mm, o, true)
+		return reportMismatch(stdout, verify.Generate(first.seed), first.mm, o, o.shrink)
 	}
 	return nil
 }
@@ -204,7 +206,7 @@ func runAPISeeds(w io.Writer, o verifyOpts, cover *verify.Coverage) error {
 			return fmt.Errorf("API seed %d: %w", seed, err)
 		}
 		if err != nil || mm != nil {
-			return reportAPIMismatch(w, s, mm, err, obs, o, true)
+			return reportAPIMismatch(w, s, mm, err, obs, o, o.shrink)
 		}
 	}
 	fmt.Fprintf(w, "API level: seeds %d..%d, %d operations across two nodes in %v: all agree with the golden model\n",

@@ -1,16 +1,19 @@
 """Mutation testing of `aaemu verify`: each mutant is one broken rule applied
-as a file overlay (`go build -overlay`: the tree is never touched); JOBS
-mutants at a time, default 2. The verify command is built alone
+as a file overlay (the tree is never touched); JOBS mutants at a time,
+default the CPU count. The verify command is built alone
 (tools/mutants/verifier: `aaemu verify` and `aaemu verify mpi`, the same code,
-without the rest of aaemu), so a mutant's build compiles only the packages
-the verifier runs; and without inlining in aaemu's own packages, which
-halves what a mutant costs to compile and leaves verify as fast. `aaemu
-verify` with its default seed counts runs against each mutant (and `verify
-mpi` against those of the message layers and the CPU), and a mutant is
-killed when one fails. A mutant the verifier cannot see may name an
-existing test instead (`go test -run` of its package, with the same
-overlay). Prints each mutant's fate and the kill rate; exits non-zero if a
-non-equivalent mutant survives.
+without the rest of aaemu), once, without inlining in aaemu's own packages;
+a mutant's verifier is then its package compiled with the overlay and
+linked with the tree's other archives (class Tree: sound when the mutant
+leaves its package's export data alone, which the linker checks; else it
+is built whole with `go build -overlay`). A mutant keeps its file's line
+count, so that the positions in the export data stay. `aaemu verify` with
+its default seed counts runs against each mutant (and `verify mpi` against
+those of the message layers), and a mutant is killed when one fails. A
+mutant the verifier cannot see may name an existing test instead (`go test
+-run` of its package, with the same overlay). Prints each mutant's fate,
+the kill rate and the CPU time; exits non-zero if a non-equivalent mutant
+survives.
 
 Equivalent mutants (argued, so not in the list): making the up link's
 transmit queue deeper (QueueTLPs) changes timing only, never a rule; a
@@ -29,7 +32,7 @@ MUTANTS = [
     ("pcie: credits returned after half the UpdateFC latency",
      "pcie/dir.go", "at := d.u.Engine().Now() + d.spec.UpdateFCLatency", "at := d.u.Engine().Now() + d.spec.UpdateFCLatency/2"),
     ("pcie: credits returned when a TLP arrives, not when the receiver frees it",
-     "pcie/dir.go", "\t\td.Out.SendLane(int(c), f.p)\n", "\t\td.Out.SendLane(int(c), f.p)\n\t\td.release(&f.p)\n"),
+     "pcie/dir.go", "\t\td.Out.SendLane(int(c), f.p)\n", "\t\td.Out.SendLane(int(c), f.p); d.release(&f.p)\n"),
     ("pcie: a completion split one DW before the RCB",
      "pcie/dma.go", "end := (dwStart + uint64(s.MPS)) &^ uint64(s.RCB-1)", "end := (dwStart+uint64(s.MPS))&^uint64(s.RCB-1) - 4"),
     ("pcie: a completion's Lower Address from its DW, not its first byte",
@@ -43,9 +46,9 @@ MUTANTS = [
     ("pcie: a read taken past a waiting posted write (B2a)",
      "pcie/order.go", "if n == 1 || tlp.Class(first) == tlp.Posted {", "if n == 1 {"),
     ("nic: a new request's PSN not advanced",
-     "nic/qp.go", "\t\tp.PSN = q.nextPSN\n\t\tq.nextPSN = (q.nextPSN + 1) & 0xffffff", "\t\tp.PSN = q.nextPSN\n\t\tif p.Opcode != roce.WriteMiddle {\n\t\t\tq.nextPSN = (q.nextPSN + 1) & 0xffffff\n\t\t}"),
+     "nic/qp.go", "\t\tp.PSN = q.nextPSN\n\t\tq.nextPSN = (q.nextPSN + 1) & 0xffffff", "\t\tp.PSN = q.nextPSN\n\t\tif p.Opcode != roce.WriteMiddle { q.nextPSN = (q.nextPSN + 1) & 0xffffff }"),
     ("nic: a duplicate write executed again",
-     "nic/qp.go", "\t\tn.stDupes.Inc()\n\t\tq.duplicate(f)", "\t\tn.stDupes.Inc()\n\t\tif len(p.Payload) > 0 && p.Opcode == roce.WriteOnly {\n\t\t\tn.dmaWrite(p.RETH.VA, p.Payload, f.ID)\n\t\t}\n\t\tq.duplicate(f)"),
+     "nic/qp.go", "\t\tn.stDupes.Inc()\n\t\tq.duplicate(f)", "\t\tn.stDupes.Inc()\n\t\tif len(p.Payload) > 0 && p.Opcode == roce.WriteOnly { n.dmaWrite(p.RETH.VA, p.Payload, f.ID) }; q.duplicate(f)"),
     ("nic: an ACK before the request is received (ACK of the next PSN)",
      "nic/qp.go", "\t\tif p.AckReq {\n\t\t\tq.ack(p.PSN, roce.SyndromeAck, f.ID)\n\t\t}\n\tcase roce.SendFirst", "\t\tif p.AckReq {\n\t\t\tq.ack((p.PSN+1)&0xffffff, roce.SyndromeAck, f.ID)\n\t\t}\n\tcase roce.SendFirst"),
     ("memory: a read performed before an earlier write",
@@ -53,11 +56,11 @@ MUTANTS = [
     ("memory: a write's last byte dropped",
      "memory/controller.go", "\t\tc.Store.Write(r.Addr, r.Data)", "\t\tc.Store.Write(r.Addr, r.Data[:max(len(r.Data)-1, 0)])"),
     ("iommu: a PAD record that takes no sequence number",
-     "iommu/accesslog.go", "\t\tm.writeHeader(ls.base+pos, &h, nil)\n\t\tls.seq++", "\t\tm.writeHeader(ls.base+pos, &h, nil)"),
+     "iommu/accesslog.go", "\t\tm.writeHeader(ls.base+pos, &h, nil)\n\t\tls.seq++", "\t\tm.writeHeader(ls.base+pos, &h, nil)\n"),
     ("iommu: the visible tail moved over records not yet written",
      "iommu/accesslog.go", "for n < len(ls.pend) && ls.pend[n].done {", "for n < len(ls.pend) {"),
     ("iommu: an Int log's MSI never sent",
-     "iommu/accesslog.go", "\t\tm.sendMSI(ls.msiAddr, ls.msiData, 0)\n\t\tm.stLogMSIs.Inc()\n\t\treturn", "\t\tm.stLogMSIs.Inc()\n\t\treturn"),
+     "iommu/accesslog.go", "\t\tm.sendMSI(ls.msiAddr, ls.msiData, 0)\n\t\tm.stLogMSIs.Inc()\n\t\treturn", "\n\t\tm.stLogMSIs.Inc()\n\t\treturn"),
     ("iommu: an Int log's MSI with the wrong vector",
      "iommu/accesslog.go", "\t\tm.sendMSI(ls.msiAddr, ls.msiData, 0)\n\t\tm.stLogMSIs.Inc()\n\t\treturn", "\t\tm.sendMSI(ls.msiAddr, ls.msiData+1, 0)\n\t\tm.stLogMSIs.Inc()\n\t\treturn"),
     ("iommu: the scratchpad mirror written into the next slot",
@@ -65,7 +68,7 @@ MUTANTS = [
     ("iommu: a fault event for every fault, a fault pending or not",
      "iommu/faults.go", "\tif wasPending {\n\t\treturn false, false", "\tif false {\n\t\treturn false, false"),
     ("iommu: the fault overflow flag (PFO) never set",
-     "iommu/faults.go", "\t\tf.pfo = true\n\t\treturn false, true", "\t\treturn false, true"),
+     "iommu/faults.go", "\t\tf.pfo = true\n\t\treturn false, true", "\n\t\treturn false, true"),
     ("memory: a CAS that swaps when the compare fails",
      "memory/controller.go", "if string(cmp) == string(old) {", "if string(cmp) != string(old) {"),
     # Only driver calls during a run (Stimulus.Changes) see these: at
@@ -73,17 +76,17 @@ MUTANTS = [
     ("iommu: a page-selective IOTLB invalidation misses its first page",
      "iommu/translate.go", "\t\tfor vpn := lo; vpn < hi; vpn++ {", "\t\tfor vpn := lo + 1; vpn < hi; vpn++ {"),
     ("iommu: a device-selective invalidation leaves the context cache",
-     "iommu/translate.go", "\tm.ctxCache.Invalidate(sid)\n\tm.lastCtxValid = false", "\tm.lastCtxValid = false"),
+     "iommu/translate.go", "\tm.ctxCache.Invalidate(sid)\n\tm.lastCtxValid = false", "\n\tm.lastCtxValid = false"),
     ("nic: every read response packet on the READ's first PSN",
-     "nic/qp.go", "\t\tpsn = (psn + 1) & 0xffffff\n\t\tif end == r.n {", "\t\tif end == r.n {"),
+     "nic/qp.go", "\t\tpsn = (psn + 1) & 0xffffff\n\t\tif end == r.n {", "\n\t\tif end == r.n {"),
     ("nic: a read answered before all its data came from the host",
      "nic/qp.go", "for len(q.reads) > 0 && q.reads[0].got >= q.reads[0].n {", "for len(q.reads) > 0 && q.reads[0].got > 0 {"),
     # Only driver calls that remove a log or clear the fault records see
     # these.
     ("iommu: a log's cached entry kept when the driver invalidates it",
-     "iommu/accesslog.go", "func (m *IOMMU) InvalidateLog(iuid uint16) { m.logs.Remove(iuid) }", "func (m *IOMMU) InvalidateLog(iuid uint16) {}"),
+     "iommu/accesslog.go", "func (m *IOMMU) InvalidateLog(iuid uint16) { m.logs.Remove(iuid) }", "func (m *IOMMU) InvalidateLog(iuid uint16) { m.logs.Remove(iuid | 0x400) }"),
     ("iommu: software's write to clear the fault overflow flag (PFO) ignored",
-     "iommu/faults.go", "func (m *IOMMU) ClearOverflow() { m.faults.pfo = false }", "func (m *IOMMU) ClearOverflow() {}"),
+     "iommu/faults.go", "func (m *IOMMU) ClearOverflow() { m.faults.pfo = false }", "func (m *IOMMU) ClearOverflow() { m.faults.pfo = m.faults.pfo }"),
     ("iommu: a fault pending while the record index has moved on (no fault event after software clears)",
      "iommu/faults.go", "\twasPending := f.ppf()\n", "\twasPending := f.ppf() || f.fri != f.next\n"),
     # Only large pages see this (in a 4 KB page the offset is nothing).
@@ -93,6 +96,15 @@ MUTANTS = [
     ("iommu: the IOTLB tagged without the domain",
      "iommu/translate.go", "\tkey := makeTLBKey(c.did, iova>>12)\n\tif e, ok := m.iotlb.Lookup(key); ok {",
      "\tkey := makeTLBKey(1, iova>>12)\n\tif e, ok := m.iotlb.Lookup(key); ok {"),
+    # Only driver calls on domain 2's pages see this (every other call is
+    # domain 1's).
+    ("iommu: a page-selective invalidation drops domain 1's entries, whatever domain it names",
+     "iommu/translate.go", "\t\t\tm.iotlb.Invalidate(makeTLBKey(did, vpn))", "\t\t\tm.iotlb.Invalidate(makeTLBKey(1, vpn))"),
+    # Only large pages split or merged during a run see this (a range of
+    # more than 64 pages is invalidated otherwise only at set-up, when the
+    # IOTLB is empty).
+    ("iommu: a page-selective invalidation of a large range drops only its first 64 pages",
+     "iommu/translate.go", "k.did() == did && k.vpn() >= lo && k.vpn() < hi })", "k.did() == did && k.vpn() >= lo && k.vpn() < lo+64 })"),
     # The CPU: local atomics, interrupts and uncached reads.
     ("cpu: a local CAS that swaps when the compare fails",
      "cpu/cpu.go", "\tif old == cmp {\n\t\tp.core.mem.Store64(addr, swap)", "\tif old != cmp {\n\t\tp.core.mem.Store64(addr, swap)",
@@ -128,10 +140,13 @@ MUTANTS = [
      "msg/shm/shm.go", "\t\tif p.CAS(g.flag(dst, b), 0, 1) == 0 {", "\t\tif p.Store64(g.flag(dst, b), 1); true {"),
 ]
 
-# Flags of every build: no symbol table (a shorter link) and no inlining in
-# aaemu's packages (a mutated package's dependents compile in about half
-# the time; verify runs as fast).
-BUILD_FLAGS = ["-ldflags=-s -w", "-gcflags=github.com/aaemu/aaemu/...=-l"]
+# Flags of every build: no inlining in aaemu's packages (a mutant's
+# function bodies then stay out of its package's export data, so the
+# packages above it need not compile again; verify runs as fast), the
+# build tag that adds `verify mpi`, no symbol table (a shorter link).
+GCFLAGS = "-gcflags=github.com/aaemu/aaemu/...=-l"
+TAGS = ["-tags", "mpiverify"]
+LDFLAGS = ["-s", "-w"]
 VERIFIER = "./tools/mutants/verifier"
 
 
@@ -142,7 +157,9 @@ def run_verify(exe, d, args):
     limit = 60 if args == ["verify", "mpi"] else 120
     cmd = [exe] + args
     if args == ["verify"]:
-        cmd += ["--out", os.path.join(d, "out")]  # the replay files of a failure
+        # The replay files of a failure, not shrunk: the first mismatch is
+        # the kill.
+        cmd += ["--out", os.path.join(d, "out"), "--shrink=false"]
     try:
         r = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=limit)
         return r.returncode != 0, (r.stdout + r.stderr).strip().splitlines()
@@ -150,14 +167,63 @@ def run_verify(exe, d, args):
         return True, [f"{' '.join(args)} did not finish in {limit} s"]
 
 
-def build_and_run(root, go, tmp, idx, name, path, old, new, how=None):
-    """Builds one mutant's verifier with `go build -overlay` (the tree itself
-    is never written: the mutated file lives in tmp), then runs verify; or,
-    for a mutant with how = ("test", package, regexp), runs that package's
-    tests with the overlay."""
+class Tree:
+    """The tree's verifier, compiled once: every package's archive in the
+    build cache (`go list -export -deps`, with the mutants' flags), so a
+    mutant's verifier is its own package compiled with the overlay and
+    linked with the rest as they are. That is sound when the mutant leaves
+    its package's export data as it was (the function bodies are not in
+    it, without inlining; a mutant keeps its file's line count so the
+    positions stay too): the packages above it would compile to the same
+    archives. The linker checks it, each import's fingerprint against the
+    export data the importer was compiled with; on a mismatch the mutant is
+    built whole with `go build -overlay` instead."""
+
+    def __init__(self, root, go):
+        self.root, self.go = root, go
+        self.module = subprocess.check_output([go, "list", "-m"], cwd=root, text=True).strip()
+        self.link = os.path.join(subprocess.check_output([go, "env", "GOTOOLDIR"], cwd=root, text=True).strip(), "link")
+        out = subprocess.check_output([go, "list", "-export", "-deps", GCFLAGS] + TAGS +
+                                      ["-f", "{{if .Export}}{{.ImportPath}}={{.Export}}{{end}}", VERIFIER], cwd=root, text=True)
+        self.archives = dict(l.split("=", 1) for l in out.split())
+        self.main = self.module + VERIFIER[1:]
+
+    def fast(self, overlay, path, d, exe):
+        """Compiles the mutated package alone and links; returns (how, error):
+        how is "fast", or None when the fast way does not apply (a full
+        build is needed); error is a compile error (the mutant does not
+        build)."""
+        pkg = self.module + "/" + os.path.dirname(path)
+        if pkg not in self.archives or pkg == self.main:
+            return None, ""
+        r = subprocess.run([self.go, "list", "-export", "-overlay", overlay, GCFLAGS] + TAGS + ["-f", "{{.Export}}", "./" + os.path.dirname(path)],
+                           cwd=self.root, capture_output=True, text=True)
+        if r.returncode != 0:
+            return None, r.stderr.strip()
+        cfg = os.path.join(d, "importcfg.link")
+        with open(cfg, "w") as f:
+            for p, a in self.archives.items():
+                if p != self.main:
+                    f.write(f"packagefile {p}={r.stdout.strip() if p == pkg else a}\n")
+        l = subprocess.run([self.link, "-o", exe, "-importcfg", cfg, "-buildmode=exe"] + LDFLAGS + [self.archives[self.main]],
+                           cwd=d, capture_output=True, text=True)
+        return ("fast" if l.returncode == 0 else None), ""
+
+    def full(self, overlay, exe):
+        b = subprocess.run([self.go, "build", "-overlay", overlay, GCFLAGS, "-ldflags=" + " ".join(LDFLAGS)] + TAGS + ["-o", exe, VERIFIER],
+                           cwd=self.root, capture_output=True, text=True)
+        return b.returncode == 0, b.stderr.strip()
+
+
+def build_and_run(tree, tmp, idx, name, path, old, new, how=None):
+    """Builds one mutant's verifier with the mutated file as an overlay (the
+    tree itself is never written: the mutated file lives in tmp), then runs
+    verify; or, for a mutant with how = ("test", package, regexp), runs
+    that package's tests with the overlay."""
+    root, go = tree.root, tree.go
     src = open(os.path.join(root, path)).read()
     if src.count(old) != 1:
-        return ("STALE", name, f"the original text is not in {path} exactly once", 0.0, 0.0)
+        return ("STALE", name, f"the original text is not in {path} exactly once", 0.0, 0.0, "")
     d = os.path.join(tmp, str(idx))
     os.makedirs(d)
     mutated = os.path.join(d, os.path.basename(path))
@@ -166,60 +232,67 @@ def build_and_run(root, go, tmp, idx, name, path, old, new, how=None):
     json.dump({"Replace": {os.path.join(root, path): mutated}}, open(overlay, "w"))
     t0 = time.time()
     if how and how[0] == "test":
-        r = subprocess.run([go, "test", "-count=1", "-overlay", overlay, "-run", how[2], how[1]],
+        r = subprocess.run([go, "test", "-count=1", "-overlay", overlay, GCFLAGS, "-run", how[2], how[1]],
                            cwd=root, capture_output=True, text=True, timeout=600)
         why = (r.stdout + r.stderr).strip().splitlines()
         if r.returncode != 0 and any("build failed" in l or "setup failed" in l for l in why):
-            return ("NOBUILD", name, "\n".join(why[-5:]), 0.0, 0.0)
+            return ("NOBUILD", name, "\n".join(why[-5:]), 0.0, 0.0, "")
         first = next((l.strip() for l in why if l.strip().startswith("--- FAIL") or "panic:" in l), why[0] if why else "")
-        return ("KILLED" if r.returncode != 0 else "SURVIVED", name, f"go test {how[1]}: {first[:200]}", time.time() - t0, 0.0)
+        return ("KILLED" if r.returncode != 0 else "SURVIVED", name, f"go test {how[1]}: {first[:200]}", time.time() - t0, 0.0, "test")
     exe = os.path.join(d, "aaemu")
-    # The message layers and the CPU: verify mpi too (the MPI core's
-    # delivery against its golden model); the blocks' verifier does not
-    # compile the message layers.
-    mpi = path.startswith(("msg/", "cpu/"))
-    b = subprocess.run([go, "build", "-overlay", overlay] + BUILD_FLAGS + (["-tags", "mpiverify"] if mpi else []) + ["-o", exe, VERIFIER],
-                       cwd=root, capture_output=True, text=True)
-    if b.returncode != 0:
-        return ("NOBUILD", name, b.stderr.strip(), 0.0, 0.0)
-    built = time.time() - t0
+    built, err = tree.fast(overlay, path, d, exe)
+    if err:
+        return ("NOBUILD", name, err, 0.0, 0.0, "")
+    if not built:
+        ok, err = tree.full(overlay, exe)
+        if not ok:
+            return ("NOBUILD", name, err, 0.0, 0.0, "")
+        built = "full"
+    secs = time.time() - t0
     t0 = time.time()
-    runs = [["verify"]] + ([["verify", "mpi"]] if mpi else [])
+    # The message layers and the CPU: verify mpi too (the MPI core's
+    # delivery against its golden model).
+    runs = [["verify"]] + ([["verify", "mpi"]] if path.startswith(("msg/", "cpu/")) else [])
     for args in runs:
         dead, why = run_verify(exe, d, args)
         if dead:
             first = next((l for l in why if "MISMATCH" in l or "panic:" in l or "aaemu:" in l or "fabric" in l and "seed" in l),
                          why[-1] if why else "")
-            return ("KILLED", name, f"aaemu {' '.join(args)}: {first[:200]}", time.time() - t0, built)
-    return ("SURVIVED", name, "", time.time() - t0, built)
+            return ("KILLED", name, f"aaemu {' '.join(args)}: {first[:200]}", time.time() - t0, secs, built)
+    return ("SURVIVED", name, "", time.time() - t0, secs, built)
 
 
 def baseline(root, go, tmp):
-    """Builds the verifier of the tree as it is (warming the build cache
-    with the flags every mutant uses) and checks that it passes: a
-    mutant's kill means something only if the tree itself passes."""
+    """Builds the verifier of the tree as it is (filling the build cache
+    with every package compiled with the mutants' flags) and checks that it
+    passes: a mutant's kill means something only if the tree itself
+    passes. Returns the tree's archives for the mutants' links."""
     exe = os.path.join(tmp, "aaemu")
-    for tags in ([], ["-tags", "mpiverify"]):  # both builds warm the cache
-        b = subprocess.run([go, "build"] + BUILD_FLAGS + tags + ["-o", exe, VERIFIER], cwd=root, capture_output=True, text=True)
-        if b.returncode != 0:
-            sys.exit(f"the verifier does not build:\n{b.stderr}")
+    b = subprocess.run([go, "build", GCFLAGS, "-ldflags=" + " ".join(LDFLAGS)] + TAGS + ["-o", exe, VERIFIER], cwd=root, capture_output=True, text=True)
+    if b.returncode != 0:
+        sys.exit(f"the verifier does not build:\n{b.stderr}")
     for args in (["verify"], ["verify", "mpi"]):
         dead, why = run_verify(exe, tmp, args)
         if dead:
             sys.exit(f"aaemu {' '.join(args)} fails on the tree itself:\n" + "\n".join(why[-10:]))
+    return Tree(root, go)
 
 
 def check(root):
     """--check: every mutant's original text is in its file exactly once
-    (a mutant gone stale with the code it breaks), without building."""
-    stale = 0
-    for name, path, old, *_ in MUTANTS:
+    (a mutant gone stale with the code it breaks) and the mutant keeps the
+    file's line count (so that the fast build applies), without building."""
+    bad = 0
+    for name, path, old, new, *_ in MUTANTS:
         n = open(os.path.join(root, path)).read().count(old)
         if n != 1:
-            stale += 1
+            bad += 1
             print(f"STALE     {name}: the original text is in {path} {n} times, want once")
-    print(f"{len(MUTANTS) - stale} of {len(MUTANTS)} mutants apply")
-    sys.exit(1 if stale else 0)
+        elif old.count("\n") != new.count("\n"):
+            bad += 1
+            print(f"LINES     {name}: {old.count(chr(10))} line breaks become {new.count(chr(10))} (keep them: the export data holds positions)")
+    print(f"{len(MUTANTS) - bad} of {len(MUTANTS)} mutants apply")
+    sys.exit(1 if bad else 0)
 
 
 def main():
@@ -227,20 +300,22 @@ def main():
     if sys.argv[1:] == ["--check"]:
         check(root)
     go = os.environ.get("GO", "go")
-    jobs = int(os.environ.get("JOBS", "2"))
+    jobs = int(os.environ.get("JOBS", str(os.cpu_count() or 2)))
     start = time.time()
+    cpu0 = os.times()
     with tempfile.TemporaryDirectory(prefix="aaemu-mutants-") as tmp:
-        baseline(root, go, tmp)
+        tree = baseline(root, go, tmp)
         print(f"the tree itself passes `aaemu verify` and `aaemu verify mpi` ({time.time()-start:.0f}s to build and run)", flush=True)
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             # Arguments keep only the mutants whose names contain one of them.
             chosen = [m for m in MUTANTS if len(sys.argv) < 2 or any(a in m[0] for a in sys.argv[1:])]
-            futs = [pool.submit(build_and_run, root, go, tmp, i, *m) for i, m in enumerate(chosen)]
+            futs = [pool.submit(build_and_run, tree, tmp, i, *m) for i, m in enumerate(chosen)]
             killed = run = 0
             stale = []
             building = 0.0
+            ways = {}
             for f in futs:  # in the list's order, whatever order they finish in
-                fate, name, why, secs, built = f.result()
+                fate, name, why, secs, built, way = f.result()
                 building += built
                 if fate in ("STALE", "NOBUILD"):
                     stale.append(name)
@@ -248,9 +323,14 @@ def main():
                     continue
                 run += 1
                 killed += fate == "KILLED"
-                print(f"{fate:9} {name} (build {built:.1f}s, run {secs:.1f}s)" + (f"\n          {why}" if why else ""), flush=True)
+                ways[way] = ways.get(way, 0) + 1
+                label = "test" if way == "test" else f"{way} build {built:.1f}s, run {secs:.1f}s"
+                print(f"{fate:9} {name} ({label})" + (f"\n          {why}" if why else ""), flush=True)
+    cpu = os.times()
+    used = (cpu.children_user - cpu0.children_user) + (cpu.children_system - cpu0.children_system)
     print(f"\n{killed} of {run} mutants killed (100 % wanted: {100*killed/max(run,1):.0f} %) in {time.time()-start:.0f}s"
-          f" ({building:.0f}s of builds across {jobs} jobs; load average {os.getloadavg()[0]:.1f} at the end)"
+          f" ({used:.0f}s of CPU; builds {', '.join(f'{n} {w}' for w, n in sorted(ways.items()))}; {building:.0f}s of builds across {jobs} jobs;"
+          f" load average {os.getloadavg()[0]:.1f} at the end)"
           + (f"; {len(stale)} stale" if stale else ""))
     sys.exit(0 if killed == run and not stale else 1)
 
