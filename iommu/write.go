@@ -35,6 +35,10 @@ type job struct {
 	dataDone bool  // its payload is in: it may go to memory
 	flush    *flushEntry
 	flushLog *logState
+
+	// In the pipeline (Spec.Slots > 0): when the TLP was taken, when its
+	// translation is done, and when its payload is in.
+	takenAt, doneAt, dataAt sim.Tick
 }
 
 // accessed returns the first byte and byte count a memory request touches.
@@ -289,6 +293,15 @@ func (m *IOMMU) finishWrite(j *job, now sim.Tick) {
 	}
 	if j.tr.fault == 0 && j.act.perform {
 		m.commitQ = append(m.commitQ, j)
+	}
+	if m.spec.Slots > 0 {
+		// The pipeline streamed the payload in from when the TLP was taken.
+		if j.dataAt <= now {
+			m.writeData(j, now)
+			return
+		}
+		m.dataPhases = append(m.dataPhases, dataPhase{at: j.dataAt, j: j})
+		return
 	}
 	beats := (j.p.TLP.PayloadBytes() + m.spec.DataPathBytes - 1) / m.spec.DataPathBytes
 	at := now + sim.Tick(max(beats-1, 0))*m.u.Clock().Period()
