@@ -666,12 +666,3 @@ func (m *IOMMU) fireIntervals(now sim.Tick) {
 	}
 	m.intervals = keep
 }
-
-// CountBulk adds to the IOMMU's counters the reads and writes of a device's
-// bulk DMA path, as the per-TLP path would have taken them from the port.
-// Only a bypassed IOMMU passes such a path (no translation, no log).
-func (m *IOMMU) CountBulk(reads, writes uint64) {
-	m.stTLPs.Add(reads + writes)
-	m.stReads.Add(reads)
-	m.stWrites.Add(writes)
-}

@@ -33,5 +33,9 @@ func MultirailSpec(nics int, bypass bool) machine.Spec {
 	s.Memory.BytesPerNS = 204
 	s.CPU.MemAccessPS = 5 * sim.NS
 	s.IOMMU.Bypass = bypass
+	// The node's IOMMU pipelined as a modern one is: one translation taken
+	// per edge, 64 in flight, 16 page walks at once (docs/multirail.md,
+	// "The IOMMU on the DMA path", for the sources).
+	s.IOMMU.Slots, s.IOMMU.Walkers = 64, 16
 	return s
 }
