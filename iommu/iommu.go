@@ -99,6 +99,7 @@ type IOMMU struct {
 	flight     []*job
 	portDone   []sim.Tick
 	walkerFree []sim.Tick
+	tagPending int // logged reads in flight: their tag-buffer entries to come
 
 	// Requests to the memory controller, a FIFO per class: the IOMMU's own
 	// writes and the devices' writes pass reads the controller cannot take
@@ -539,6 +540,12 @@ func (m *IOMMU) enter(j *job, now sim.Tick) {
 		j.dataAt = now + sim.Tick(max(beats-1, 0))*m.u.Clock().Period()
 		m.ports[j.port].dataUntil = j.dataAt
 	}
+	if t := &j.p.TLP; (t.Kind == tlp.MRd || t.Kind == tlp.MRdLk) && j.ls != nil && j.recData > 0 {
+		m.tagPending++
+	}
+	if j.flush != nil && j.tr.fault == 0 && j.act.perform {
+		m.startFlush(j)
+	}
 	m.flight = append(m.flight, j)
 }
 
@@ -553,6 +560,9 @@ func (m *IOMMU) finishFlight(now sim.Tick) {
 			continue
 		}
 		m.hLatency.Observe(uint64((now - j.takenAt) / sim.NS))
+		if t := &j.p.TLP; (t.Kind == tlp.MRd || t.Kind == tlp.MRdLk) && j.ls != nil && j.recData > 0 {
+			m.tagPending--
+		}
 		m.finish(j, now)
 	}
 	clear(m.flight[k:])

@@ -193,3 +193,29 @@ func TestPipelineSpecValidate(t *testing.T) {
 		}
 	}
 }
+
+// In the pipeline a flush get makes its page active when it is taken: a
+// second flush of the page, taken while the first is in flight, waits
+// (one flush per page at a time), and both complete once the log is
+// consumed.
+func TestPipelineFlushOnePerPage(t *testing.T) {
+	s := newSystem(t, pipelineSpec(64, 16), 1)
+	if err := s.drv.Map(1, testIOVA, testPA, 2*4096, 4096, Perm{Bits: pte.R | pte.W}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.drv.RegisterLog(3, LogConfig{Base: testLog, Size: 0x1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.drv.RegisterFlushPage(3, testIOVA+0x1000); err != nil {
+		t.Fatal(err)
+	}
+	id := s.devs[0].id
+	s.send(0, tlp.NewMemRead(id, 1, testIOVA+0x1000, 4), tlp.NewMemRead(id, 2, testIOVA+0x1000, 4))
+	s.run()
+	if got := len(s.devs[0].got); got != 2 || s.m.stFlushes.Value() != 2 {
+		t.Errorf("%d completions, %d flushes; want 2 and 2", got, s.m.stFlushes.Value())
+	}
+	if s.m.stStallCycles.Value() == 0 {
+		t.Error("the second flush never waited for the first")
+	}
+}

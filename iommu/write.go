@@ -157,7 +157,10 @@ func (m *IOMMU) decide(j *job, pkt *pcie.Packet) bool {
 		if t.Kind == tlp.MRd || t.Kind == tlp.MRdLk {
 			// A full tag buffer, or a tag still outstanding (a device may
 			// not reuse it), makes the read wait.
-			if v, _ := m.tagBuf.Lookup(tagKey{t.RequesterID, t.Tag}); m.tagBuf.Full() || v != nil {
+			// (In the pipeline, logged reads taken but not yet done
+			// hold their entries too.)
+			if v, _ := m.tagBuf.Lookup(tagKey{t.RequesterID, t.Tag}); m.tagBuf.Full() || v != nil ||
+				m.tagPending > 0 && m.tagBuf.Occupancy()+m.tagPending >= m.spec.TagBufferEntries {
 				return false
 			}
 		}
