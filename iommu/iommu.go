@@ -491,7 +491,7 @@ func (m *IOMMU) start(now sim.Tick) {
 		}
 		m.rr = (pi + 1) % len(m.ports)
 		m.stTLPs.Inc()
-		if m.spec.Slots > 0 && !m.spec.Bypass {
+		if m.pipelined() {
 			m.enter(j, now)
 			return
 		}
@@ -505,10 +505,14 @@ func (m *IOMMU) start(now sim.Tick) {
 	}
 }
 
+// pipelined reports whether TLPs go through the translation pipeline
+// (Spec.Slots); a bypassed IOMMU forwards one a cycle whatever Slots says.
+func (m *IOMMU) pipelined() bool { return m.spec.Slots > 0 && !m.spec.Bypass }
+
 // canStart reports whether the IOMMU may take a TLP now: one at a time,
 // or a free slot of the pipeline; and room for writes at the memory side.
 func (m *IOMMU) canStart() bool {
-	if m.spec.Slots > 0 && !m.spec.Bypass {
+	if m.pipelined() {
 		return len(m.flight) < m.spec.Slots && m.memWritesFit()
 	}
 	return m.cur == nil && m.memWritesFit()

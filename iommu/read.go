@@ -86,7 +86,7 @@ func (m *IOMMU) finishRead(j *job, now sim.Tick) {
 	}
 	j.dataDone = true
 	m.commitQ = append(m.commitQ, j) // to memory after every write taken before it
-	if j.flush != nil && m.spec.Slots == 0 {
+	if j.flush != nil && !m.pipelined() {
 		m.startFlush(j)
 	}
 	if j.faultFR != 0 {

@@ -297,7 +297,7 @@ func (m *IOMMU) finishWrite(j *job, now sim.Tick) {
 	if j.tr.fault == 0 && j.act.perform {
 		m.commitQ = append(m.commitQ, j)
 	}
-	if m.spec.Slots > 0 {
+	if m.pipelined() {
 		// The pipeline streamed the payload in from when the TLP was taken.
 		if j.dataAt <= now {
 			m.writeData(j, now)
