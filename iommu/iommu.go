@@ -93,6 +93,13 @@ type IOMMU struct {
 	cur       *job
 	busyUntil sim.Tick
 	rr        int
+	// The pipeline (Spec.Slots > 0): the TLPs in flight in the order they
+	// were taken, when each port's last one is done, and when each walker
+	// is free.
+	flight     []*job
+	portDone   []sim.Tick
+	walkerFree []sim.Tick
+	tagPending int // logged reads in flight: their tag-buffer entries to come
 
 	// Requests to the memory controller, a FIFO per class: the IOMMU's own
 	// writes and the devices' writes pass reads the controller cannot take
@@ -172,6 +179,9 @@ func New(clk *sim.Clock, name string, spec Spec, mem *memory.Store) (*IOMMU, err
 	m.tagBuf = sim.NewCAM[tagKey, *readCtx](spec.TagBufferEntries)
 	m.flushBuf = sim.NewCAM[uint64, *flushEntry](spec.FlushBufferEntries)
 	m.faults = faultRegs{recs: make([]FaultRecord, spec.FaultRecords), im: true}
+	if spec.Slots > 0 {
+		m.walkerFree = make([]sim.Tick, spec.Walkers)
+	}
 
 	s := e.Stats()
 	c := func(n, unit, desc string) *sim.Counter { return s.Counter(name+"."+n, unit, desc) }
@@ -210,7 +220,7 @@ func New(clk *sim.Clock, name string, spec Spec, mem *memory.Store) (*IOMMU, err
 	m.u.Probe("performed", 1, func() (uint64, bool) { return b2u(m.last.perform), m.last.valid })
 	m.u.Probe("logged", 1, func() (uint64, bool) { return b2u(m.last.logged), m.last.valid })
 	m.u.Probe("fault", 1, func() (uint64, bool) { return b2u(m.last.fault), m.last.valid })
-	m.u.Probe("busy", 1, func() (uint64, bool) { return b2u(m.cur != nil), true })
+	m.u.Probe("busy", 1, func() (uint64, bool) { return b2u(m.cur != nil || len(m.flight) > 0), true })
 	m.u.Probe("stalled", 1, func() (uint64, bool) { return b2u(m.anyStalled()), true })
 	m.u.Probe("log_cam_occupancy", 11, func() (uint64, bool) { return uint64(m.logs.Occupancy()), true })
 	m.u.Probe("tag_buffer_occupancy", 11, func() (uint64, bool) { return uint64(m.tagBuf.Occupancy()), true })
@@ -253,6 +263,7 @@ func (m *IOMMU) Spec() Spec { return m.spec }
 // completions back to the device.
 func (m *IOMMU) AddPort(in, out *sim.Chan[pcie.Packet]) int {
 	m.ports = append(m.ports, &port{in: in, out: out, queue: pcie.NewOutbox(pcie.PacketClass)})
+	m.portDone = append(m.portDone, 0)
 	return len(m.ports) - 1
 }
 
@@ -398,8 +409,11 @@ func (m *IOMMU) Tick(now sim.Tick) bool {
 		m.finish(m.cur, now)
 		m.cur = nil
 	}
+	if len(m.flight) > 0 {
+		m.finishFlight(now)
+	}
 	m.commit(now)
-	if m.cur == nil && m.memWritesFit() {
+	if m.canStart() {
 		m.start(now)
 	}
 	m.drain()
@@ -476,15 +490,87 @@ func (m *IOMMU) start(now sim.Tick) {
 			m.OnAccept(pi, &j.p)
 		}
 		m.rr = (pi + 1) % len(m.ports)
+		m.stTLPs.Inc()
+		if m.pipelined() {
+			m.enter(j, now)
+			return
+		}
 		m.cur = j
 		m.busyUntil = now + m.spec.ProcessPS + sim.Tick(j.accesses)*m.spec.MemAccessPS
 		if m.spec.Bypass {
 			m.busyUntil = now // forwarded at the next edge
 		}
 		m.hLatency.Observe(uint64((m.busyUntil - now) / sim.NS))
-		m.stTLPs.Inc()
 		return
 	}
+}
+
+// pipelined reports whether TLPs go through the translation pipeline
+// (Spec.Slots); a bypassed IOMMU forwards one a cycle whatever Slots says.
+func (m *IOMMU) pipelined() bool { return m.spec.Slots > 0 && !m.spec.Bypass }
+
+// canStart reports whether the IOMMU may take a TLP now: one at a time,
+// or a free slot of the pipeline; and room for writes at the memory side.
+func (m *IOMMU) canStart() bool {
+	if m.pipelined() {
+		return len(m.flight) < m.spec.Slots && m.memWritesFit()
+	}
+	return m.cur == nil && m.memWritesFit()
+}
+
+// enter puts a taken TLP into the pipeline: an IOTLB hit is done
+// ProcessPS later; memory accesses (a walk, a log descriptor) wait for
+// the first free walker and take MemAccessPS each; a port's TLPs are done
+// in the order they were taken. A write's payload streams in over the
+// port's data path from now (the port takes nothing else meanwhile).
+func (m *IOMMU) enter(j *job, now sim.Tick) {
+	done := now + m.spec.ProcessPS
+	if j.accesses > 0 {
+		w := 0
+		for i, f := range m.walkerFree {
+			if f < m.walkerFree[w] {
+				w = i
+			}
+		}
+		start := max(now, m.walkerFree[w])
+		done = start + m.spec.ProcessPS + sim.Tick(j.accesses)*m.spec.MemAccessPS
+		m.walkerFree[w] = done
+	}
+	done = max(done, m.portDone[j.port])
+	m.portDone[j.port] = done
+	j.doneAt, j.takenAt = done, now
+	if t := &j.p.TLP; t.Kind == tlp.MWr && !j.irq {
+		beats := (t.PayloadBytes() + m.spec.DataPathBytes - 1) / m.spec.DataPathBytes
+		j.dataAt = now + sim.Tick(max(beats-1, 0))*m.u.Clock().Period()
+		m.ports[j.port].dataUntil = j.dataAt
+	}
+	if t := &j.p.TLP; (t.Kind == tlp.MRd || t.Kind == tlp.MRdLk) && j.ls != nil && j.recData > 0 {
+		m.tagPending++
+	}
+	if j.flush != nil && j.tr.fault == 0 && j.act.perform {
+		m.startFlush(j)
+	}
+	m.flight = append(m.flight, j)
+}
+
+// finishFlight finishes, in the order they were taken, the TLPs of the
+// pipeline that are done.
+func (m *IOMMU) finishFlight(now sim.Tick) {
+	k := 0
+	for _, j := range m.flight {
+		if j.doneAt > now {
+			m.flight[k] = j
+			k++
+			continue
+		}
+		m.hLatency.Observe(uint64((now - j.takenAt) / sim.NS))
+		if t := &j.p.TLP; (t.Kind == tlp.MRd || t.Kind == tlp.MRdLk) && j.ls != nil && j.recData > 0 {
+			m.tagPending--
+		}
+		m.finish(j, now)
+	}
+	clear(m.flight[k:])
+	m.flight = m.flight[:k]
 }
 
 // schedule says when the IOMMU next has work.
@@ -503,7 +589,7 @@ func (m *IOMMU) schedule(now sim.Tick) bool {
 		if p.queue.Sendable(p.out) {
 			pending = true
 		}
-		if m.cur == nil && m.memWritesFit() && p.dataUntil <= now && p.canTry() {
+		if m.canStart() && p.dataUntil <= now && p.canTry() {
 			pending = true
 		}
 		if p.dataUntil > now {
@@ -522,6 +608,9 @@ func (m *IOMMU) schedule(now sim.Tick) bool {
 	}
 	if m.cur != nil {
 		next = min(next, m.busyUntil)
+	}
+	for _, j := range m.flight {
+		next = min(next, j.doneAt)
 	}
 	for _, d := range m.dataPhases {
 		next = min(next, d.at)
@@ -590,13 +679,4 @@ func (m *IOMMU) fireIntervals(now sim.Tick) {
 		}
 	}
 	m.intervals = keep
-}
-
-// CountBulk adds to the IOMMU's counters the reads and writes of a device's
-// bulk DMA path, as the per-TLP path would have taken them from the port.
-// Only a bypassed IOMMU passes such a path (no translation, no log).
-func (m *IOMMU) CountBulk(reads, writes uint64) {
-	m.stTLPs.Add(reads + writes)
-	m.stReads.Add(reads)
-	m.stWrites.Add(writes)
 }

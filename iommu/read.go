@@ -86,10 +86,8 @@ func (m *IOMMU) finishRead(j *job, now sim.Tick) {
 	}
 	j.dataDone = true
 	m.commitQ = append(m.commitQ, j) // to memory after every write taken before it
-	if j.flush != nil {
-		fe := j.flush
-		fe.active, fe.released, fe.rid, fe.tag, fe.port, fe.held = true, false, t.RequesterID, t.Tag, j.port, fe.held[:0]
-		fe.target = j.flushLog.reserved
+	if j.flush != nil && !m.pipelined() {
+		m.startFlush(j)
 	}
 	if j.faultFR != 0 {
 		m.recordFault(j, now)
@@ -108,6 +106,17 @@ func (m *IOMMU) finishRead(j *job, now sim.Tick) {
 	// until the last byte is in.
 	m.writeHeader(j.recAddr, &h, nil)
 	m.tagBuf.Insert(tagKey{t.RequesterID, t.Tag}, &readCtx{ls: j.ls, recAddr: j.recAddr, recEnd: j.recEnd, expected: j.recData})
+}
+
+// startFlush makes j's flushing page active: its completion is withheld
+// until the consumer passes the log's reservation pointer of now. One at
+// a time, when the read is done; in the pipeline, when it is taken, so
+// that a second flush of the page taken meanwhile waits.
+func (m *IOMMU) startFlush(j *job) {
+	t := &j.p.TLP
+	fe := j.flush
+	fe.active, fe.released, fe.rid, fe.tag, fe.port, fe.held = true, false, t.RequesterID, t.Tag, j.port, fe.held[:0]
+	fe.target = j.flushLog.reserved
 }
 
 // takeCompletions intercepts completions from memory on their way to the

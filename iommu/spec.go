@@ -43,6 +43,19 @@ type Spec struct {
 	ProcessPS   sim.Tick // IOMMU processing per TLP (default 5 ns)
 	MemAccessPS sim.Tick // each memory access of the IOMMU: walk level, table read (default 70 ns)
 
+	// Slots is how many TLPs the IOMMU has in flight at once. 0 (the
+	// default, the AA paper's model) takes one TLP at a time: the next is
+	// taken when the previous one's processing and memory accesses are
+	// over. With Slots > 0 the translation is a pipeline: one TLP is taken
+	// per edge while fewer than Slots are in flight, an IOTLB hit is done
+	// ProcessPS later, a TLP with memory accesses (page walk, log
+	// descriptor) waits for one of Walkers walkers and then takes them,
+	// and a port's TLPs finish in the order they were taken (PCIe orders a
+	// device's stream, not different devices' streams). Decisions are the
+	// same as one at a time; only when they take effect changes.
+	Slots   int
+	Walkers int // walks in flight with Slots > 0 (at least 1)
+
 	LogCAMEntries      int      // access-log table entries on chip (default 16)
 	TagBufferEntries   int      // outstanding logged or flush reads (default 64)
 	FlushBufferEntries int      // flushing pages (default 8)
@@ -95,6 +108,10 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("head_poll_ps must be positive")
 	case s.MemQueue < 1:
 		return fmt.Errorf("mem_queue: %d", s.MemQueue)
+	case s.Slots < 0 || s.Slots > 1024:
+		return fmt.Errorf("slots: %d out of 0..1024", s.Slots)
+	case s.Slots > 0 && (s.Walkers < 1 || s.Walkers > s.Slots):
+		return fmt.Errorf("walkers: %d out of 1..slots (%d)", s.Walkers, s.Slots)
 	case s.DataPathBytes < 4:
 		return fmt.Errorf("data_path_bytes: %d, want at least 4", s.DataPathBytes)
 	}

@@ -83,6 +83,19 @@ func (m *IOMMU) lookupContext(sid tlp.ID, tr *translation) *ctxEntry {
 		return &m.lastCtx
 	}
 	m.stCtxMisses.Inc()
+	c := m.contextFromTables(sid, tr)
+	// Only present contexts are cached (caching mode off).
+	if c.present {
+		m.ctxCache.Insert(sid, c)
+		m.lastSID, m.lastCtx, m.lastCtxValid = sid, c, true
+		return &m.lastCtx
+	}
+	return &c
+}
+
+// contextFromTables reads sid's root and context entries from memory,
+// counting the accesses in tr.
+func (m *IOMMU) contextFromTables(sid tlp.ID, tr *translation) ctxEntry {
 	c := ctxEntry{}
 	re := m.mem.Load64(m.spec.RootTable + uint64(sid.Bus())*16)
 	tr.accesses++
@@ -108,13 +121,7 @@ func (m *IOMMU) lookupContext(sid tlp.ID, tr *translation) *ctxEntry {
 			c.present, c.did, c.top = true, pte.DID(hi), lo&pte.AddrMask
 		}
 	}
-	// Only present contexts are cached (caching mode off).
-	if c.present {
-		m.ctxCache.Insert(sid, c)
-		m.lastSID, m.lastCtx, m.lastCtxValid = sid, c, true
-		return &m.lastCtx
-	}
-	return &c
+	return c
 }
 
 // TranslateTL translates one access at the transaction level: zero time, no

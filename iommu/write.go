@@ -35,6 +35,10 @@ type job struct {
 	dataDone bool  // its payload is in: it may go to memory
 	flush    *flushEntry
 	flushLog *logState
+
+	// In the pipeline (Spec.Slots > 0): when the TLP was taken, when its
+	// translation is done, and when its payload is in.
+	takenAt, doneAt, dataAt sim.Tick
 }
 
 // accessed returns the first byte and byte count a memory request touches.
@@ -153,7 +157,10 @@ func (m *IOMMU) decide(j *job, pkt *pcie.Packet) bool {
 		if t.Kind == tlp.MRd || t.Kind == tlp.MRdLk {
 			// A full tag buffer, or a tag still outstanding (a device may
 			// not reuse it), makes the read wait.
-			if v, _ := m.tagBuf.Lookup(tagKey{t.RequesterID, t.Tag}); m.tagBuf.Full() || v != nil {
+			// (In the pipeline, logged reads taken but not yet done
+			// hold their entries too.)
+			if v, _ := m.tagBuf.Lookup(tagKey{t.RequesterID, t.Tag}); m.tagBuf.Full() || v != nil ||
+				m.tagPending > 0 && m.tagBuf.Occupancy()+m.tagPending >= m.spec.TagBufferEntries {
 				return false
 			}
 		}
@@ -289,6 +296,15 @@ func (m *IOMMU) finishWrite(j *job, now sim.Tick) {
 	}
 	if j.tr.fault == 0 && j.act.perform {
 		m.commitQ = append(m.commitQ, j)
+	}
+	if m.pipelined() {
+		// The pipeline streamed the payload in from when the TLP was taken.
+		if j.dataAt <= now {
+			m.writeData(j, now)
+			return
+		}
+		m.dataPhases = append(m.dataPhases, dataPhase{at: j.dataAt, j: j})
+		return
 	}
 	beats := (j.p.TLP.PayloadBytes() + m.spec.DataPathBytes - 1) / m.spec.DataPathBytes
 	at := now + sim.Tick(max(beats-1, 0))*m.u.Clock().Period()

@@ -186,6 +186,10 @@ type Node struct {
 	queues     [][]*QP         // by rail, one per core (transport srd)
 	scratchBuf uint64
 	outs       []*nic.Wire // the wires the NICs send on, by rail
+	// The bulk DMA path's refusals (machine/bulk.go): counted, the first
+	// one's reason kept.
+	stBulkRefused *sim.Counter
+	bulkRefusal   string
 }
 
 // Cluster is the whole machine.

@@ -134,6 +134,19 @@ func (c *Cache[K, V]) LookupIn(index uint64, k K) *V {
 	return nil
 }
 
+// Peek returns the value cached under k without counting a use: a look
+// that must leave the cache as it was.
+func (c *Cache[K, V]) Peek(k K) (V, bool) {
+	ways := c.set(c.setOf(k))
+	for i := range ways {
+		if ways[i].stamp != 0 && ways[i].key == k {
+			return ways[i].val, true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
 // Contains reports whether k is cached, without counting a use.
 func (c *Cache[K, V]) Contains(k K) bool {
 	ways := c.set(c.setOf(k))

@@ -199,3 +199,23 @@ func TestStatsAndTime(t *testing.T) {
 	}
 	e.Stats().Counter("lat", "x", "y")
 }
+
+// Peek returns the entry without counting a use: under LRU the peeked
+// entry is still the one evicted next.
+func TestCachePeek(t *testing.T) {
+	c, err := sim.NewCache[uint64, int](1, 2, sim.LRU, func(k uint64) uint64 { return k }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Insert(1, 10)
+	c.Insert(2, 20)
+	if v, ok := c.Peek(1); !ok || v != 10 {
+		t.Fatalf("Peek(1) = %d, %v", v, ok)
+	}
+	if _, ok := c.Peek(3); ok {
+		t.Fatal("Peek(3) hit")
+	}
+	if k, _, ev := c.Insert(3, 30); !ev || k != 1 {
+		t.Errorf("evicted %d (%v), want 1: the peek counted as a use", k, ev)
+	}
+}

@@ -55,11 +55,13 @@ func TestPaperMultirailFragment(t *testing.T) {
 		{"multirail --fragments 0", "--fragments 0: want a power of two in 1..64"},
 		{"multirail --fragments 128", "--fragments 128: want a power of two in 1..64"},
 		{"multirail --fragment 128MB --fragments 64", "messages of 8589934592 bytes, want at most 4294967296"},
-		{"6c --fragment 64MB", "--fragment, --fragments, --matching and --bulk apply to the multirail paper's own figures"},
-		{"6c --matching on-arrival", "--fragment, --fragments, --matching and --bulk apply to the multirail paper's own figures"},
-		{"6c --bulk batched", "--fragment, --fragments, --matching and --bulk apply to the multirail paper's own figures"},
+		{"6c --fragment 64MB", "--fragment, --fragments, --matching, --bulk and --iommu apply to the multirail paper's own figures"},
+		{"6c --matching on-arrival", "--fragment, --fragments, --matching, --bulk and --iommu apply to the multirail paper's own figures"},
+		{"6c --bulk batched", "--fragment, --fragments, --matching, --bulk and --iommu apply to the multirail paper's own figures"},
 		{"multirail --matching sometimes", "--matching \"sometimes\": want on-poll or on-arrival"},
 		{"multirail --bulk fast", "--bulk \"fast\": want cycle or batched"},
+		{"6c --iommu bypass", "--fragment, --fragments, --matching, --bulk and --iommu apply to the multirail paper's own figures"},
+		{"multirail --iommu off", "--iommu \"off\": want on or bypass"},
 		{"multirail 5c --fragment 64MB", "5c"},
 	} {
 		if out, err := aaemu(t, append(strings.Fields("paper "+tc.args), "--out", dir)...); err == nil || !strings.Contains(err.Error(), tc.want) {

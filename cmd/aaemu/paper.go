@@ -30,7 +30,7 @@ import (
 )
 
 func newPaperCmd() *cobra.Command {
-	var out, scenarioFile, machineName, fragment, matching, bulk string
+	var out, scenarioFile, machineName, fragment, matching, bulk, iommuMode string
 	var jobs, partitions, maxNodes, fragments int
 	var list, reduced bool
 	cmd := &cobra.Command{
@@ -69,7 +69,8 @@ and its largest message in fragments (by default 1MB and 64: the paper's
 64 MB fragments and 4 GB messages scaled by 1/64; --fragment 64MB runs the
 paper's own sizes). --matching on-arrival has the NICs' matching units
 match messages as they arrive (BXI's way) instead of when the rank takes
-them.
+them. --iommu bypass takes the nodes' IOMMU off the NICs' DMA path (by
+default every NIC's DMA goes through it, pipelined).
 
 --machine gemini runs them on the machine of the paper's large-scale runs
 instead: 32 processes a node on a Gemini-class 3D torus (the nodes' block
@@ -133,11 +134,11 @@ fewer than 32 cores is taken the same way.`,
 					return err
 				}
 			}
-			if cmd.Flags().Changed("fragment") || cmd.Flags().Changed("fragments") || cmd.Flags().Changed("matching") || cmd.Flags().Changed("bulk") {
+			if cmd.Flags().Changed("fragment") || cmd.Flags().Changed("fragments") || cmd.Flags().Changed("matching") || cmd.Flags().Changed("bulk") || cmd.Flags().Changed("iommu") {
 				if pp != paper.Multirail || reduced {
-					return fmt.Errorf("--fragment, --fragments, --matching and --bulk apply to the multirail paper's own figures (aaemu paper multirail --fragment 64MB)")
+					return fmt.Errorf("--fragment, --fragments, --matching, --bulk and --iommu apply to the multirail paper's own figures (aaemu paper multirail --fragment 64MB)")
 				}
-				if pp, figs, err = multirailAt(args, fragment, fragments, matching, bulk); err != nil {
+				if pp, figs, err = multirailAt(args, fragment, fragments, matching, bulk, iommuMode); err != nil {
 					return err
 				}
 			}
@@ -163,6 +164,7 @@ fewer than 32 cores is taken the same way.`,
 	cmd.Flags().StringVar(&fragment, "fragment", "1MB", "multirail: the rendezvous's fragment size, in bytes or with KB, MB, GB (powers of 1024); a multiple of the path MTU (the paper's: 64MB)")
 	cmd.Flags().StringVar(&matching, "matching", "on-poll", "multirail: when the NICs' matching units match a message: on-poll (when the rank takes it) or on-arrival (in the NIC as it arrives, eager data delivered in place, as BXI does)")
 	cmd.Flags().StringVar(&bulk, "bulk", "cycle", "multirail: how fragments cross the NICs' host side: cycle (TLP by TLP) or batched (a fragment's work requests but its first and last by the bulk DMA path: one copy, the TLPs counted; frames still per packet)")
+	cmd.Flags().StringVar(&iommuMode, "iommu", "on", "multirail: the nodes' IOMMU: on (every NIC's DMA through it, pipelined) or bypass (off the DMA path)")
 	cmd.Flags().IntVar(&fragments, "fragments", 64, "multirail: the largest message in fragments, a power of two up to 64 (the paper's 4 GB is 64 of 64 MB)")
 	cmd.Flags().StringVar(&machineName, "machine", "", "run 7a, 7b, 7d and 9a at scale (--max-nodes, 8 by default) on a machine preset: gemini (a Cray XE6-like machine on a Gemini-class 3D torus, one access log a process) or a scenario file; gem5 (or a file of two nodes): 6a, 6b and 6c on the paper's two-node gem5 set-up")
 	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario file whose machine's power figures 8a and 8b use (default: the built-in scenario's); for mpi-start, the machine with machine.startx the figures run on (default: two E5000s)")
@@ -458,7 +460,7 @@ func printClaims(stdout io.Writer, name string, rs []paper.Result, md *strings.B
 
 // multirailAt is the multirail paper with fragments of the flag's size and
 // messages up to fragments of them, and the named figures of it.
-func multirailAt(args []string, fragment string, fragments int, matching, bulk string) (*paper.Paper, []*paper.Figure, error) {
+func multirailAt(args []string, fragment string, fragments int, matching, bulk, iommuMode string) (*paper.Paper, []*paper.Figure, error) {
 	frag, err := parseBytes(fragment)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--fragment %q: %w", fragment, err)
@@ -481,7 +483,16 @@ func multirailAt(args []string, fragment string, fragments int, matching, bulk s
 	default:
 		return nil, nil, fmt.Errorf("--bulk %q: want %s or %s", bulk, lcp.Cycle, lcp.Batched)
 	}
-	pp, err := paper.MultirailAt(frag, fragments, m, b)
+	var io paper.MultirailIOMMU
+	switch iommuMode {
+	case paper.IOMMUOn.String():
+		io = paper.IOMMUOn
+	case paper.IOMMUBypass.String():
+		io = paper.IOMMUBypass
+	default:
+		return nil, nil, fmt.Errorf("--iommu %q: want %s or %s", iommuMode, paper.IOMMUOn, paper.IOMMUBypass)
+	}
+	pp, err := paper.MultirailAt(frag, fragments, m, b, io)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -28,7 +28,28 @@ import (
 // scaled by 1/64) and messages up to 64 of them (the paper's 4 GB),
 // which simulates in minutes. Sizes below a fragment are the paper's own.
 var Multirail = &Paper{Name: "multirail", Title: "Multirail MPC over BXI: LCP striping one rendezvous over up to four NICs (seed 003)",
-	Figures: func() []*Figure { return multirailFigures(MultirailFragment, 64, lcp.OnPoll, lcp.Cycle) }}
+	Figures: func() []*Figure { return multirailFigures(MultirailFragment, 64, lcp.OnPoll, lcp.Cycle, IOMMUOn) }}
+
+// MultirailIOMMU says where the multirail nodes' IOMMU is.
+type MultirailIOMMU uint8
+
+const (
+	// IOMMUOn: every NIC's DMA through the node's one IOMMU, pipelined
+	// (lcp.MultirailSpec), as the paper's nodes have it. The default.
+	IOMMUOn MultirailIOMMU = iota
+	// IOMMUBypass: the IOMMU off the DMA path (no-iommu).
+	IOMMUBypass
+)
+
+func (io MultirailIOMMU) String() string {
+	switch io {
+	case IOMMUOn:
+		return "on"
+	case IOMMUBypass:
+		return "bypass"
+	}
+	return fmt.Sprintf("iommu%d", uint8(io))
+}
 
 // MultirailFragment is the fragment size of the multirail figures.
 const MultirailFragment = 1 << 20
@@ -44,11 +65,12 @@ const MultirailMaxMessage = 4 << 30
 // MultirailAt is the multirail paper with fragments of frag bytes,
 // messages up to maxFrags of them, and the NICs' matching units matching
 // at m, fragments crossing the host side as bulk says (aaemu paper
-// multirail --fragment, --fragments, --matching, --bulk). frag
+// multirail --fragment, --fragments, --matching, --bulk), the IOMMU on
+// the DMA path or bypassed as io says (--iommu). frag
 // must be a positive multiple of the path MTU, as every fragment but the
 // last fills whole packets; maxFrags a power of two in
 // 1..MultirailMaxFragments, so that the sizes double up to it.
-func MultirailAt(frag, maxFrags int, m lcp.Matching, bulk lcp.Bulk) (*Paper, error) {
+func MultirailAt(frag, maxFrags int, m lcp.Matching, bulk lcp.Bulk, io MultirailIOMMU) (*Paper, error) {
 	mtu := lcp.MultirailSpec(1, true).NIC.PMTU
 	switch {
 	case frag <= 0:
@@ -61,11 +83,13 @@ func MultirailAt(frag, maxFrags int, m lcp.Matching, bulk lcp.Bulk) (*Paper, err
 		return nil, fmt.Errorf("--matching %s: want %s or %s", m, lcp.OnPoll, lcp.OnArrival)
 	case bulk != lcp.Cycle && bulk != lcp.Batched:
 		return nil, fmt.Errorf("--bulk %s: want %s or %s", bulk, lcp.Cycle, lcp.Batched)
+	case io != IOMMUOn && io != IOMMUBypass:
+		return nil, fmt.Errorf("--iommu %s: want %s or %s", io, IOMMUOn, IOMMUBypass)
 	case int64(frag)*int64(maxFrags) > MultirailMaxMessage:
 		return nil, fmt.Errorf("--fragment %d × --fragments %d: messages of %d bytes, want at most %d (4 GB, the paper's largest)", frag, maxFrags, int64(frag)*int64(maxFrags), MultirailMaxMessage)
 	}
 	q := *Multirail
-	q.Figures = func() []*Figure { return multirailFigures(frag, maxFrags, m, bulk) }
+	q.Figures = func() []*Figure { return multirailFigures(frag, maxFrags, m, bulk, io) }
 	return &q, nil
 }
 
@@ -125,8 +149,9 @@ func mrSizes(frag, maxFrags int) []int {
 
 // multirailFigures builds Figures 5a and 5b and the rails figure with
 // fragments of frag bytes, messages up to maxFrags fragments, and the
-// matching units matching at m.
-func multirailFigures(frag, maxFrags int, m lcp.Matching, bulk lcp.Bulk) []*Figure {
+// matching units matching at m, the bulk path as bulk says, the IOMMU as
+// io says.
+func multirailFigures(frag, maxFrags int, m lcp.Matching, bulk lcp.Bulk, io MultirailIOMMU) []*Figure {
 	var a []mrSeries
 	for _, b := range []string{"PingPong", "PingPing"} {
 		for n := 1; n <= 4; n++ {
@@ -152,6 +177,9 @@ func multirailFigures(frag, maxFrags int, m lcp.Matching, bulk lcp.Bulk) []*Figu
 	if bulk == lcp.Batched {
 		scale += ", fragments by the bulk DMA path"
 	}
+	if io == IOMMUBypass {
+		scale += ", the IOMMU bypassed"
+	}
 	names := func(ss []mrSeries) []workload.Scheme {
 		var out []workload.Scheme
 		for _, s := range ss {
@@ -162,7 +190,7 @@ func multirailFigures(frag, maxFrags int, m lcp.Matching, bulk lcp.Bulk) []*Figu
 	sizes := mrSizes(frag, maxFrags)
 	run := func(all []mrSeries) func(ctx context.Context, x int, _ string, s workload.Scheme) (float64, error) {
 		return func(ctx context.Context, x int, _ string, s workload.Scheme) (float64, error) {
-			return imbBandwidth(ctx, parseSeries(s, all), frag, m, bulk, x)
+			return imbBandwidth(ctx, parseSeries(s, all), frag, m, bulk, io, x)
 		}
 	}
 	fa := &Figure{
@@ -185,7 +213,7 @@ func multirailFigures(frag, maxFrags int, m lcp.Matching, bulk lcp.Bulk) []*Figu
 			YLabel: "bandwidth", YUnit: "MB/s", run: run(b)},
 		PointClaims: mrClaimsB(),
 	}
-	return []*Figure{fa, fb, railsFigure(frag, m, bulk)}
+	return []*Figure{fa, fb, railsFigure(frag, m, bulk, io)}
 }
 
 // The rails figure: one message of railsFragments fragments from node 0
@@ -213,7 +241,7 @@ func railName(r int) workload.Scheme { return workload.Scheme(fmt.Sprintf("NIC %
 // striped over four: the rails busy together. It is not one of the
 // paper's figures but the mechanism behind Figure 5a's scaling. Every
 // point is a window of one run, simulated once (the first point asks).
-func railsFigure(frag int, m lcp.Matching, bulk lcp.Bulk) *Figure {
+func railsFigure(frag int, m lcp.Matching, bulk lcp.Bulk, io MultirailIOMMU) *Figure {
 	win := railsWindow(frag)
 	var xsNS []int
 	for k := 1; k <= railsWindows; k++ {
@@ -232,7 +260,7 @@ func railsFigure(frag int, m lcp.Matching, bulk lcp.Bulk) *Figure {
 		mu.Lock()
 		defer mu.Unlock()
 		if samples == nil && runErr == nil {
-			samples, runErr = railsRun(ctx, frag, m, bulk, win)
+			samples, runErr = railsRun(ctx, frag, m, bulk, io, win)
 		}
 		if runErr != nil {
 			return 0, runErr
@@ -278,8 +306,8 @@ func railsFigure(frag int, m lcp.Matching, bulk lcp.Bulk) *Figure {
 // rank 1 over railsNICs NICs and samples node 0's per-NIC wire byte
 // counters (machine.Node.RailBytes) at every window boundary, from the
 // run's start, by a sampler on node 0's polling thread.
-func railsRun(ctx context.Context, frag int, m lcp.Matching, bulk lcp.Bulk, win sim.Tick) ([][]uint64, error) {
-	c, err := machine.New(sim.NewEngine(1), lcp.MultirailSpec(railsNICs, true))
+func railsRun(ctx context.Context, frag int, m lcp.Matching, bulk lcp.Bulk, io MultirailIOMMU, win sim.Tick) ([][]uint64, error) {
+	c, err := machine.New(sim.NewEngine(1), lcp.MultirailSpec(railsNICs, io == IOMMUBypass))
 	if err != nil {
 		return nil, err
 	}
@@ -358,8 +386,8 @@ func mrSize(n int) string {
 // PingPing (both send and receive at once; size / the iteration's time),
 // in MB/s (10^6 bytes). Small messages are the mean of 8 iterations after
 // a warm-up one; from 64 KB on, one iteration (the transfer dominates).
-func imbBandwidth(ctx context.Context, s mrSeries, frag int, m lcp.Matching, bulk lcp.Bulk, size int) (float64, error) {
-	c, err := machine.New(sim.NewEngine(1), lcp.MultirailSpec(s.nics, true))
+func imbBandwidth(ctx context.Context, s mrSeries, frag int, m lcp.Matching, bulk lcp.Bulk, io MultirailIOMMU, size int) (float64, error) {
+	c, err := machine.New(sim.NewEngine(1), lcp.MultirailSpec(s.nics, io == IOMMUBypass))
 	if err != nil {
 		return 0, err
 	}

@@ -15,7 +15,7 @@ import (
 // PingPing no faster than PingPong); every claim is measured.
 func TestMultirailReduced(t *testing.T) {
 	const frag, maxFrags = 64 << 10, 32
-	figs := multirailFigures(frag, maxFrags, lcp.OnPoll, lcp.Cycle)
+	figs := multirailFigures(frag, maxFrags, lcp.OnPoll, lcp.Cycle, IOMMUOn)
 	if len(figs) != 3 || figs[0].Name != "5a" || figs[1].Name != "5b" || figs[2].Name != "rails" {
 		t.Fatalf("figures %v", figs)
 	}
@@ -110,7 +110,7 @@ func TestMultirailAt(t *testing.T) {
 		{1 << 20, 128, "--fragments 128"},
 		{128 << 20, 64, "want at most 4294967296"},
 	} {
-		p, err := MultirailAt(tc.frag, tc.frags, lcp.OnPoll, lcp.Cycle)
+		p, err := MultirailAt(tc.frag, tc.frags, lcp.OnPoll, lcp.Cycle, IOMMUOn)
 		switch {
 		case tc.want == "" && (err != nil || p.Name != "multirail"):
 			t.Errorf("MultirailAt(%d, %d): %v", tc.frag, tc.frags, err)
@@ -118,7 +118,7 @@ func TestMultirailAt(t *testing.T) {
 			t.Errorf("MultirailAt(%d, %d): %v, want %q", tc.frag, tc.frags, err, tc.want)
 		}
 	}
-	if _, err := MultirailAt(1<<20, 64, 7, lcp.Cycle); err == nil || !strings.Contains(err.Error(), "--matching matching7: want on-poll or on-arrival") {
+	if _, err := MultirailAt(1<<20, 64, 7, lcp.Cycle, IOMMUOn); err == nil || !strings.Contains(err.Error(), "--matching matching7: want on-poll or on-arrival") {
 		t.Errorf("matching 7: %v", err)
 	}
 	// Fragments below IMB's 16 KB: the sizes stay distinct and increasing.
@@ -139,7 +139,7 @@ func TestMultirailReducedBulk(t *testing.T) {
 		t.Skip("-short: 300 MB through the NICs")
 	}
 	const frag, maxFrags = 1 << 20, 8
-	f := multirailFigures(frag, maxFrags, lcp.OnPoll, lcp.Batched)[0]
+	f := multirailFigures(frag, maxFrags, lcp.OnPoll, lcp.Batched, IOMMUOn)[0]
 	if !strings.Contains(f.Title, "fragments by the bulk DMA path") {
 		t.Fatalf("title %q", f.Title)
 	}

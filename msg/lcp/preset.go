@@ -17,11 +17,10 @@ import (
 //     that four NICs' DMA (50 GB/s) is not held by one channel's 25 GB/s;
 //   - the cores' memory accesses at 5 ns a line: IMB reuses its buffers,
 //     so the eager copies hit the caches (the default, 70 ns, is a miss);
-//   - the IOMMU off the DMA path when bypass is true: BXI NICs translate
-//     addresses in their own translation unit, and aaemu's one IOMMU per
-//     node, which handles one TLP at a time, carries about 11 GB/s of
-//     4-NIC DMA (docs/multirail.md). With bypass false every NIC's DMA
-//     goes through it.
+//   - every NIC's DMA through the node's one IOMMU, pipelined (64
+//     translations in flight, 16 page walks at once, one TLP taken per
+//     edge: gem5's SMMUv3 model's figures; docs/multirail.md), or off the
+//     DMA path when bypass is true (BXI NICs translate in their own unit).
 func MultirailSpec(nics int, bypass bool) machine.Spec {
 	s := machine.DefaultSpec()
 	s.NICs = nics
@@ -33,5 +32,9 @@ func MultirailSpec(nics int, bypass bool) machine.Spec {
 	s.Memory.BytesPerNS = 204
 	s.CPU.MemAccessPS = 5 * sim.NS
 	s.IOMMU.Bypass = bypass
+	// The node's IOMMU pipelined as a modern one is: one translation taken
+	// per edge, 64 in flight, 16 page walks at once (docs/multirail.md,
+	// "The IOMMU on the DMA path", for the sources).
+	s.IOMMU.Slots, s.IOMMU.Walkers = 64, 16
 	return s
 }

@@ -43,6 +43,10 @@ type Result struct {
 	// BulkOff says why a run asked to batch (Config.Bulk) went TLP by
 	// TLP: the machine's host side could be a bottleneck.
 	BulkOff string
+	// BulkRefused is, when some bulk work requests went TLP by TLP all
+	// the same, the first node's first reason (machine.Node.BulkRefusal:
+	// a region the IOMMU logs, faults or maps on pages too small).
+	BulkRefused string
 }
 
 // Run runs body as every rank of cfg.Places on the cluster, until each
@@ -166,6 +170,11 @@ func Start(c *machine.Cluster, cfg Config, body func(p *Proc)) (*Session, error)
 // not finished.
 func (s *Session) Result() (*Result, error) {
 	res := &Result{BulkOff: s.w.bulkOff}
+	for _, n := range s.w.c.Nodes {
+		if r := n.BulkRefusal(); r != "" && res.BulkRefused == "" {
+			res.BulkRefused = fmt.Sprintf("node%d: %s", n.ID, r)
+		}
+	}
 	var stuck []string
 	for _, p := range s.w.procs {
 		res.Finish = append(res.Finish, p.finish)
