@@ -192,6 +192,18 @@ func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
 	return w.Now()
 }
 
+// SetPollSleep chooses whether the nodes' cores sleep through the checks
+// of a lone polling loop that cannot see a change (on, the default) or
+// run every check (cpu.Core.SetPollSleep): the outputs are the same.
+func (c *Cluster) SetPollSleep(on bool) {
+	for _, n := range c.Nodes {
+		for _, core := range n.Cores {
+			core.SetPollSleep(on)
+		}
+		n.Poller.SetPollSleep(on)
+	}
+}
+
 // Close ends every process still running on the nodes' cores (after a
 // run that stopped before they finished), so that nothing of the cluster
 // stays alive once its results are read.

@@ -25,7 +25,9 @@ func TestPollWatchMatchesEveryCheck(t *testing.T) {
 		procs     int
 	}{
 		{"AA-SP, srd, 4×8", AASP, machine.TransportSRD, 4, 8},
+		{"AA-SP, rc, 3×2", AASP, "", 3, 2},
 		{"AA-Poll, rc, 3×4", AAPoll, "", 3, 4},
+		{"AA-Poll, srd, 2×4", AAPoll, machine.TransportSRD, 2, 4},
 		{"RMA, rc, 2×2", RMA, "", 2, 2},
 		{"RMA, srd, 4×4", RMA, machine.TransportSRD, 4, 4},
 	}
