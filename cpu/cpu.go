@@ -109,7 +109,8 @@ type Proc struct {
 	watch    *memory.Watch
 	word     uint64
 	wordVal  uint64
-	pollWord bool // poll is a PollWord loop's: a write to its watch can change it
+	pollWord bool    // poll is a PollWord loop's: a write to its watch can change it
+	notify   *Notify // poll is a ScratchpadPollNotified loop's: only notify's Changed can change it
 
 	// A PollLoad64 the core runs for the process while its loads hit
 	// (Core.spinLoad): the word, its predicate, the value of the load in
@@ -630,7 +631,7 @@ func (p *Proc) PollWord(addr uint64, cond func(v uint64) bool) {
 	}
 	p.watch.Written = false
 	p.word, p.wordVal = addr, v
-	p.pollWord = true
+	p.pollWord, p.notify = true, nil
 	p.poll = func() bool {
 		if p.watch.Written || c.loadEvery {
 			p.watch.Written = false
@@ -668,24 +669,28 @@ func (c *Core) sleepPoll(next sim.Tick) bool {
 		return false
 	}
 	p := c.procs[0]
-	if p.done || p.handler || p.poll == nil || !p.pollWord || p.wakeAt != next {
+	if p.done || p.handler || p.poll == nil || !p.pollWord && p.notify == nil || p.wakeAt != next {
 		return false
 	}
 	if !c.settled {
 		c.settled = true
 		c.u.Engine().OnRunEnd(c.settle)
 	}
-	if p.watch.OnWrite == nil {
-		p.watch.OnWrite = c.pollWritten
+	if p.pollWord {
+		if p.watch.OnWrite == nil {
+			p.watch.OnWrite = c.pollWritten
+		}
+		if p.watch.Written {
+			c.u.WakeAt(next) // written since the check: the next one loads it
+		}
+	} else {
+		p.notify.wake = c.pollWritten
 	}
 	c.sleeper, c.sleepNext, c.sleepEvery = p, next, max(p.pollEvery, c.spec.PeriodPS)
-	if p.watch.Written {
-		c.u.WakeAt(next) // written since the check: the next one loads it
-	}
 	return true
 }
 
-// pollWritten is the watch's OnWrite: the sleeping core runs the first
+// pollWritten is the watch's OnWrite (and a Notify's): the sleeping core runs the first
 // check its loop makes at or after now, or the next one when that check's
 // turn in the current time step has passed.
 func (c *Core) pollWritten() {
@@ -752,8 +757,32 @@ func (p *Proc) spin(cond func() bool, d sim.Tick) {
 	if cond() {
 		return
 	}
-	p.poll, p.pollEvery, p.pollWord = cond, d, false
+	p.poll, p.pollEvery, p.pollWord, p.notify = cond, d, false, nil
 	p.wait(d)
+}
+
+// A Notify is how what a polling loop looks at tells the loop's core that
+// it may have changed (ScratchpadPollNotified): a core sleeping through
+// the loop's checks then runs the check that would have seen it.
+type Notify struct{ wake func() }
+
+// Changed says that what the loop looks at may have changed now.
+func (n *Notify) Changed() {
+	if n.wake != nil {
+		n.wake()
+	}
+}
+
+// ScratchpadPollNotified is ScratchpadPoll for a condition that only
+// changes when n.Changed is called (at the time of the change): a core
+// whose one process waits in it may sleep through the checks, as in
+// PollWord (SetPollSleep).
+func (p *Proc) ScratchpadPollNotified(n *Notify, cond func() bool) {
+	if cond() {
+		return
+	}
+	p.poll, p.pollEvery, p.pollWord, p.notify = cond, p.core.spec.ScratchpadPS, false, n
+	p.wait(p.pollEvery)
 }
 
 // doze is a polling loop whose passes the process does not run: each

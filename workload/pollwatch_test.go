@@ -43,9 +43,9 @@ func TestPollWatchMatchesEveryCheck(t *testing.T) {
 				for _, n := range c.Nodes {
 					for _, core := range n.Cores {
 						core.SetPollWatch(watch)
-						core.SetPollSleep(sleep)
 					}
 				}
+				c.SetPollSleep(sleep) // the polling hyperthreads too
 				c.Eng.World().EnableTxnLog()
 				d, err := SetupDHT(c, DHTConfig{Scheme: tc.scheme, Inserts: 60, Cells: 1 << 12, Collisions: 0.1, Procs: tc.procs, Seed: 1})
 				if err != nil {
