@@ -64,12 +64,15 @@ type Core struct {
 	generalOnly bool            // no fast path for a lone polling process (tests)
 	noSleep     bool            // check a lone PollWord loop on every edge (SetPollSleep)
 
-	// A lone PollWord loop the core sleeps through (sleepPoll): the
-	// process, the time of the first check not made yet and the time
-	// between two checks. settled: the OnRunEnd hook is registered.
+	// A lone polling loop the core sleeps through (sleepPoll): the
+	// process, the edge of the first check not made yet, the time
+	// between two checks' edges (the loop's interval rounded up to whole
+	// clock periods) and what a check costs (the interval itself).
+	// settled: the OnRunEnd hook is registered.
 	sleeper    *Proc
 	sleepNext  sim.Tick
 	sleepEvery sim.Tick
+	sleepCost  sim.Tick
 	settled    bool
 	// sameEdgeWakes counts writes that woke the sleeping core on their own
 	// step (tests check that they happen).
@@ -654,8 +657,8 @@ func (c *Core) SetPollWatch(on bool) { c.loadEvery = !on }
 // evaluations differ; tests compare the two.
 func (c *Core) SetPollSleep(on bool) { c.noSleep = !on }
 
-// sleepPoll lets the core sleep through its lone process's PollWord loop,
-// whose next check is at next, when nothing else can need the core: no
+// sleepPoll lets the core sleep through its lone process's polling loop,
+// due again at next (its next check is the first edge at or after), when nothing else can need the core: no
 // timer for the checks, the checks that find the word unchanged counted
 // when the core next runs (rouse) or the run ends, and a write to the
 // word's line, an MSI (the Irq channel) or a new process waking it on the
@@ -686,7 +689,12 @@ func (c *Core) sleepPoll(next sim.Tick) bool {
 	} else {
 		p.notify.wake = c.pollWritten
 	}
-	c.sleeper, c.sleepNext, c.sleepEvery = p, next, max(p.pollEvery, c.spec.PeriodPS)
+	// A check at an edge sets the next at the first edge the interval
+	// reaches: checks are a whole number of periods apart.
+	d := max(p.pollEvery, c.spec.PeriodPS)
+	period := c.u.Clock().Period()
+	c.sleeper, c.sleepCost = p, d
+	c.sleepNext, c.sleepEvery = c.u.Clock().EdgeAtOrAfter(next), (d+period-1)/period*period
 	return true
 }
 
@@ -720,7 +728,7 @@ func (c *Core) skip(t sim.Tick) sim.Tick {
 	}
 	k := (t - c.sleepNext + c.sleepEvery - 1) / c.sleepEvery
 	c.stOps.Add(uint64(k))
-	c.stBusy.Add(uint64(k * c.sleepEvery))
+	c.stBusy.Add(uint64(k * c.sleepCost))
 	c.sleeper.ops += uint64(k)
 	c.sleepNext += k * c.sleepEvery
 	return c.sleepNext - c.sleepEvery
@@ -730,9 +738,14 @@ func (c *Core) skip(t sim.Tick) sim.Tick {
 // loop's next check is the first at or after now.
 func (c *Core) rouse(now sim.Tick) {
 	c.skip(now)
-	c.sleeper.wakeAt, c.busyUntil = c.sleepNext, c.sleepNext
+	c.sleeper.wakeAt, c.busyUntil = c.sleepDue(), c.sleepDue()
 	c.sleeper = nil
 }
+
+// sleepDue is when the loop is due again, as its last check set it: that
+// check's edge plus the interval (the next check is the first edge at or
+// after it, sleepNext).
+func (c *Core) sleepDue() sim.Tick { return c.sleepNext - c.sleepEvery + c.sleepCost }
 
 // settle is the core's OnRunEnd hook: the checks a sleeping loop skipped
 // before the run's end are counted, the loop sleeping on.
@@ -741,7 +754,7 @@ func (c *Core) settle(end sim.Tick) sim.Tick {
 		return 0 // (a run without a limit would check for ever)
 	}
 	last := c.skip(end)
-	c.sleeper.wakeAt, c.busyUntil = c.sleepNext, c.sleepNext
+	c.sleeper.wakeAt, c.busyUntil = c.sleepDue(), c.sleepDue()
 	return last
 }
 

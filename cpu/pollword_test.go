@@ -32,28 +32,38 @@ func TestPollWordMatchesPoll(t *testing.T) {
 		dmaFirst  bool     // the DMA's clock comes first: its writes on a check's edge precede the check
 		sameEdge  bool     // writes aim at the checks' edges: a sleeping poller must be woken on one's own step
 		irqGap    sim.Tick // the longest time between two MSIs (default 2 µs)
+		cpuPeriod sim.Tick // the cores' clock period (default 500 ps)
 	}{
-		{"dma on a slower clock", 1000, 0, false, 300 * sim.NS, false, false, false, 0},
-		{"dma on an offset clock", 800, 300, false, 200 * sim.NS, false, false, false, 0},
-		{"dma on the poll's edges", 50 * sim.NS, 0, false, sim.US, false, false, false, 0},
-		{"a core of the same clock too", 1000, 0, true, 300 * sim.NS, false, false, false, 0},
-		{"interrupts between the checks", 1000, 0, false, 300 * sim.NS, true, false, false, 0},
-		{"dma of an earlier clock on the poll's edges", 500, 0, false, sim.US, false, true, true, 0},
-		{"dma of an earlier clock, interrupts", 500, 0, false, 300 * sim.NS, true, true, true, 20 * sim.US},
-		{"a core of the same clock before the poller", 1000, 0, true, 300 * sim.NS, false, true, true, 0},
-		{"dma of a later clock on the poll's edges", 500, 0, false, sim.US, false, false, true, 0},
-		{"a core of the same clock after the poller", 1000, 0, true, 300 * sim.NS, false, false, true, 0},
+		{"dma on a slower clock", 1000, 0, false, 300 * sim.NS, false, false, false, 0, 0},
+		{"dma on an offset clock", 800, 300, false, 200 * sim.NS, false, false, false, 0, 0},
+		{"dma on the poll's edges", 50 * sim.NS, 0, false, sim.US, false, false, false, 0, 0},
+		{"a core of the same clock too", 1000, 0, true, 300 * sim.NS, false, false, false, 0, 0},
+		{"interrupts between the checks", 1000, 0, false, 300 * sim.NS, true, false, false, 0, 0},
+		{"dma of an earlier clock on the poll's edges", 500, 0, false, sim.US, false, true, true, 0, 0},
+		{"dma of an earlier clock, interrupts", 500, 0, false, 300 * sim.NS, true, true, true, 20 * sim.US, 0},
+		{"a core of the same clock before the poller", 1000, 0, true, 300 * sim.NS, false, true, true, 0, 0},
+		{"dma of a later clock on the poll's edges", 500, 0, false, sim.US, false, false, true, 0, 0},
+		{"a core of the same clock after the poller", 1000, 0, true, 300 * sim.NS, false, false, true, 0, 0},
+		// 167 MHz: the 50 ns between checks are not whole periods, so the
+		// checks fall 9 periods (53.9 ns) apart and each costs 50 ns.
+		{"a 167 MHz core, dma of an earlier clock", 500, 0, false, 300 * sim.NS, false, true, false, 0, 5988},
+		{"a 167 MHz core, interrupts", 1000, 0, false, 300 * sim.NS, true, false, false, 20 * sim.US, 5988},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			run := func(byWord, fast, sleep bool) (string, uint64) {
 				e := sim.NewEngine(3)
+				spec := DefaultSpec()
+				period := sim.Tick(500)
+				if tc.cpuPeriod != 0 {
+					period, spec.PeriodPS = tc.cpuPeriod, tc.cpuPeriod
+				}
 				var cpuClk, dmaClk *sim.Clock
 				if tc.dmaFirst {
 					dmaClk = e.NewClock("clk_dma", tc.dmaPeriod, tc.dmaPhase)
-					cpuClk = e.NewClock("clk_cpu", 500, 0)
+					cpuClk = e.NewClock("clk_cpu", period, 0)
 				} else {
-					cpuClk = e.NewClock("clk_cpu", 500, 0)
+					cpuClk = e.NewClock("clk_cpu", period, 0)
 					dmaClk = e.NewClock("clk_dma", tc.dmaPeriod, tc.dmaPhase)
 				}
 				mem := memory.NewStore()
@@ -77,11 +87,11 @@ func TestPollWordMatchesPoll(t *testing.T) {
 				}
 				var poller, writer *Core
 				if tc.dmaFirst && tc.coreWrite {
-					writer = NewCore(cpuClk, "cpu1", DefaultSpec(), mem)
-					poller = NewCore(cpuClk, "cpu0", DefaultSpec(), mem)
+					writer = NewCore(cpuClk, "cpu1", spec, mem)
+					poller = NewCore(cpuClk, "cpu0", spec, mem)
 				} else {
-					poller = NewCore(cpuClk, "cpu0", DefaultSpec(), mem)
-					writer = NewCore(cpuClk, "cpu1", DefaultSpec(), mem)
+					poller = NewCore(cpuClk, "cpu0", spec, mem)
+					writer = NewCore(cpuClk, "cpu1", spec, mem)
 				}
 				poller.generalOnly = !fast
 				poller.SetPollSleep(sleep)
