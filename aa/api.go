@@ -28,6 +28,16 @@ type Node struct {
 	sys   *System
 	logs  map[uint16]*Log
 	flush map[uint16]uint64 // IUID → flushing page
+	// spNotify are the SP logs' notifies, in creation order: a write of
+	// the scratchpad may concern any of them.
+	spNotify []*cpu.Notify
+}
+
+// spWritten is the scratchpad's OnWrite.
+func (n *Node) spWritten() {
+	for _, x := range n.spNotify {
+		x.Changed()
+	}
 }
 
 // New builds a machine of spec s on engine e and Active Access over it.

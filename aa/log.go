@@ -32,6 +32,7 @@ type Log struct {
 	entry     uint64 // the descriptor in memory
 	stopped   bool
 	keepData  bool
+	notify    *cpu.Notify // SP: wakes the polling hyperthread (scratchpad writes, Stop)
 }
 
 // KeepData makes the consumer read only each record's header and hand the
@@ -84,10 +85,15 @@ func (n *Node) CreateLogWith(iuid uint16, size uint64, mode iommu.Notify, opt Lo
 		})
 	case iommu.SP:
 		cfg.SPSlot = uint32(len(n.logs))
+		// The scratchpad's writes, and Stop, are all that can change
+		// what the loop looks at: its core may sleep until one comes.
+		l.notify = &cpu.Notify{}
+		n.SP.OnWrite = n.spWritten
+		n.spNotify = append(n.spNotify, l.notify)
 		n.Poller.SpawnDaemon(fmt.Sprintf("log%d_sp", iuid), func(p *cpu.Proc) {
 			c := n.Ctx(p, 0)
 			for !l.stopped {
-				p.ScratchpadPoll(func() bool { return l.stopped || n.SP.Read(int(cfg.SPSlot)) > l.head })
+				p.ScratchpadPollNotified(l.notify, func() bool { return l.stopped || n.SP.Read(int(cfg.SPSlot)) > l.head })
 				l.drain(c)
 			}
 		})
@@ -172,7 +178,12 @@ func (l *Log) Records() ([]Record, error) {
 }
 
 // Stop ends the log's polling consumer (at the end of a run).
-func (l *Log) Stop() { l.stopped = true }
+func (l *Log) Stop() {
+	l.stopped = true
+	if l.notify != nil {
+		l.notify.Changed()
+	}
+}
 
 // CreateFlushPage gives IUID's log a flushing page, for ActiveFlush.
 func (n *Node) CreateFlushPage(iuid uint16) (uint64, error) {

@@ -62,6 +62,21 @@ type Core struct {
 	dozing      *Proc           // the process dozing through a polling loop (Doze)
 	loadEvery   bool            // PollWord loads its word on every check (SetPollWatch)
 	generalOnly bool            // no fast path for a lone polling process (tests)
+	noSleep     bool            // check a lone PollWord loop on every edge (SetPollSleep)
+
+	// A lone polling loop the core sleeps through (sleepPoll): the
+	// process, the edge of the first check not made yet, the time
+	// between two checks' edges (the loop's interval rounded up to whole
+	// clock periods) and what a check costs (the interval itself).
+	// settled: the OnRunEnd hook is registered.
+	sleeper    *Proc
+	sleepNext  sim.Tick
+	sleepEvery sim.Tick
+	sleepCost  sim.Tick
+	settled    bool
+	// sameEdgeWakes counts writes that woke the sleeping core on their own
+	// step (tests check that they happen).
+	sameEdgeWakes int
 
 	stOps, stIrqs, stBusy *sim.Counter
 	stReads, stReadURs    *sim.Counter // declared on the first uncached read
@@ -94,9 +109,11 @@ type Proc struct {
 	pollEvery sim.Tick
 	// The word a PollWord loop looks at: its watch and the value last
 	// loaded.
-	watch   *memory.Watch
-	word    uint64
-	wordVal uint64
+	watch    *memory.Watch
+	word     uint64
+	wordVal  uint64
+	pollWord bool    // poll is a PollWord loop's: a write to its watch can change it
+	notify   *Notify // poll is a ScratchpadPollNotified loop's: only notify's Changed can change it
 
 	// A PollLoad64 the core runs for the process while its loads hit
 	// (Core.spinLoad): the word, its predicate, the value of the load in
@@ -199,6 +216,9 @@ func (c *Core) OnInterrupt(addr uint64, data uint32, name string, handler func(p
 
 // Tick resumes the first runnable process for one operation.
 func (c *Core) Tick(now sim.Tick) bool {
+	if c.sleeper != nil {
+		c.rouse(now)
+	}
 	if c.dozing != nil && !c.wake(now) {
 		return false
 	}
@@ -215,7 +235,7 @@ func (c *Core) Tick(now sim.Tick) bool {
 		}
 	}
 	if now < c.busyUntil {
-		if c.busyUntil != sim.Never { // (stalled on an uncached read: its completion wakes the core)
+		if c.busyUntil != sim.Never && !c.sleepPoll(c.busyUntil) { // (stalled on an uncached read: its completion wakes the core)
 			c.u.WakeAt(c.busyUntil)
 		}
 		return false
@@ -231,7 +251,9 @@ func (c *Core) Tick(now sim.Tick) bool {
 			p.ops++
 			p.wakeAt, c.busyUntil = now+d, now+d
 			c.stBusy.Add(uint64(d))
-			c.u.WakeAt(now + d)
+			if !c.sleepPoll(now + d) {
+				c.u.WakeAt(now + d)
+			}
 			return false
 		}
 	}
@@ -612,6 +634,7 @@ func (p *Proc) PollWord(addr uint64, cond func(v uint64) bool) {
 	}
 	p.watch.Written = false
 	p.word, p.wordVal = addr, v
+	p.pollWord, p.notify = true, nil
 	p.poll = func() bool {
 		if p.watch.Written || c.loadEvery {
 			p.watch.Written = false
@@ -628,6 +651,113 @@ func (p *Proc) PollWord(addr uint64, cond func(v uint64) bool) {
 // Poll does: the outputs are the same; tests compare the two.
 func (c *Core) SetPollWatch(on bool) { c.loadEvery = !on }
 
+// SetPollSleep chooses whether a core whose one process waits in a
+// PollWord loop sleeps through the checks that cannot see a change (on,
+// the default) or makes every check: the outputs are the same, only the
+// evaluations differ; tests compare the two.
+func (c *Core) SetPollSleep(on bool) { c.noSleep = !on }
+
+// sleepPoll lets the core sleep through its lone process's polling loop,
+// due again at next (its next check is the first edge at or after), when nothing else can need the core: no
+// timer for the checks, the checks that find the word unchanged counted
+// when the core next runs (rouse) or the run ends, and a write to the
+// word's line, an MSI (the Irq channel) or a new process waking it on the
+// check its loop would have made. It reports whether the core sleeps.
+//
+// What the loop's condition reads besides the word is the process's own
+// Go state (the verbs' completion counts), which only the core's
+// processes change: with one process, none while it polls.
+func (c *Core) sleepPoll(next sim.Tick) bool {
+	if c.noSleep || len(c.procs) != 1 || c.reading != nil || c.dozing != nil {
+		return false
+	}
+	p := c.procs[0]
+	if p.done || p.handler || p.poll == nil || !p.pollWord && p.notify == nil || p.wakeAt != next {
+		return false
+	}
+	if !c.settled {
+		c.settled = true
+		c.u.Engine().OnRunEnd(c.settle)
+	}
+	if p.pollWord {
+		if p.watch.OnWrite == nil {
+			p.watch.OnWrite = c.pollWritten
+		}
+		if p.watch.Written {
+			c.u.WakeAt(next) // written since the check: the next one loads it
+		}
+	} else {
+		p.notify.wake = c.pollWritten
+	}
+	// A check at an edge sets the next at the first edge the interval
+	// reaches: checks are a whole number of periods apart.
+	d := max(p.pollEvery, c.spec.PeriodPS)
+	period := c.u.Clock().Period()
+	c.sleeper, c.sleepCost = p, d
+	c.sleepNext, c.sleepEvery = c.u.Clock().EdgeAtOrAfter(next), (d+period-1)/period*period
+	return true
+}
+
+// pollWritten is the watch's OnWrite (and a Notify's): the sleeping core runs the first
+// check its loop makes at or after now, or the next one when that check's
+// turn in the current time step has passed.
+func (c *Core) pollWritten() {
+	if c.sleeper == nil {
+		return
+	}
+	now := c.u.Engine().Now()
+	at := c.sleepNext
+	if at < now {
+		at += (now - at + c.sleepEvery - 1) / c.sleepEvery * c.sleepEvery
+	}
+	if at == now {
+		if c.u.WakeThisEdge() {
+			c.sameEdgeWakes++
+			return
+		}
+		at += c.sleepEvery
+	}
+	c.u.WakeAt(at)
+}
+
+// skip counts the checks of the sleeping loop before t, as the loop would
+// have counted them, and returns the time of the last (0 if none).
+func (c *Core) skip(t sim.Tick) sim.Tick {
+	if t <= c.sleepNext {
+		return 0
+	}
+	k := (t - c.sleepNext + c.sleepEvery - 1) / c.sleepEvery
+	c.stOps.Add(uint64(k))
+	c.stBusy.Add(uint64(k * c.sleepCost))
+	c.sleeper.ops += uint64(k)
+	c.sleepNext += k * c.sleepEvery
+	return c.sleepNext - c.sleepEvery
+}
+
+// rouse ends the sleep at now: the checks before now are counted, and the
+// loop's next check is the first at or after now.
+func (c *Core) rouse(now sim.Tick) {
+	c.skip(now)
+	c.sleeper.wakeAt, c.busyUntil = c.sleepDue(), c.sleepDue()
+	c.sleeper = nil
+}
+
+// sleepDue is when the loop is due again, as its last check set it: that
+// check's edge plus the interval (the next check is the first edge at or
+// after it, sleepNext).
+func (c *Core) sleepDue() sim.Tick { return c.sleepNext - c.sleepEvery + c.sleepCost }
+
+// settle is the core's OnRunEnd hook: the checks a sleeping loop skipped
+// before the run's end are counted, the loop sleeping on.
+func (c *Core) settle(end sim.Tick) sim.Tick {
+	if c.sleeper == nil || end == sim.Never {
+		return 0 // (a run without a limit would check for ever)
+	}
+	last := c.skip(end)
+	c.sleeper.wakeAt, c.busyUntil = c.sleepDue(), c.sleepDue()
+	return last
+}
+
 // ScratchpadPoll checks cond every scratchpad access time until it holds:
 // the polling hyperthread of the SP notification mode.
 func (p *Proc) ScratchpadPoll(cond func() bool) { p.spin(cond, p.core.spec.ScratchpadPS) }
@@ -640,8 +770,32 @@ func (p *Proc) spin(cond func() bool, d sim.Tick) {
 	if cond() {
 		return
 	}
-	p.poll, p.pollEvery = cond, d
+	p.poll, p.pollEvery, p.pollWord, p.notify = cond, d, false, nil
 	p.wait(d)
+}
+
+// A Notify is how what a polling loop looks at tells the loop's core that
+// it may have changed (ScratchpadPollNotified): a core sleeping through
+// the loop's checks then runs the check that would have seen it.
+type Notify struct{ wake func() }
+
+// Changed says that what the loop looks at may have changed now.
+func (n *Notify) Changed() {
+	if n.wake != nil {
+		n.wake()
+	}
+}
+
+// ScratchpadPollNotified is ScratchpadPoll for a condition that only
+// changes when n.Changed is called (at the time of the change): a core
+// whose one process waits in it may sleep through the checks, as in
+// PollWord (SetPollSleep).
+func (p *Proc) ScratchpadPollNotified(n *Notify, cond func() bool) {
+	if cond() {
+		return
+	}
+	p.poll, p.pollEvery, p.pollWord, p.notify = cond, p.core.spec.ScratchpadPS, false, n
+	p.wait(p.pollEvery)
 }
 
 // doze is a polling loop whose passes the process does not run: each

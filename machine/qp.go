@@ -154,22 +154,31 @@ func (c *Cluster) rings(a *Node, h *QP) error {
 	return nil
 }
 
-// Run simulates until done returns true (checked every slice of simulated
-// time, when every node has reached it) or limit passes, then calls what
-// OnStop registered. The nodes run on Partitions goroutines.
+// Run simulates until done returns true (checked at the end of every
+// slice of simulated time, when every node has reached it) or limit
+// passes, then calls what OnStop registered. The nodes run on Partitions
+// goroutines.
+//
+// The slices lie on a grid of 5 µs from time 0, and a slice in which
+// nothing happens is skipped: where a run stops depends on when done
+// became true, not on which events exist, so a core that sleeps through
+// its polling checks ends the run where checking would have.
 func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
 	const slice = 5 * sim.US
 	w := c.Eng.World()
-	for w.Now() < limit {
-		before := w.Now()
-		until := min(before+slice, limit)
-		if next := w.Next(); next > until && next <= limit {
-			until = next // a long wait with nothing else to do (a computation)
+	for {
+		next := w.Next()
+		if next > limit {
+			// Nothing happens before the limit: what sleeps through its
+			// checks would have checked up to it.
+			w.Run(limit)
+			break
 		}
+		w.Run(min(next-next%slice+slice-1, limit))
 		// Over ranks, every rank stops at the same slice: when one is done
 		// (interrupted; AppsDone is already agreed).
-		if w.Run(until) == before || !w.AllTrue(!done()) {
-			break // done, or nothing left to happen
+		if !w.AllTrue(!done()) {
+			break
 		}
 	}
 	for _, f := range c.onStop {
@@ -181,6 +190,18 @@ func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
 		panic(err.Error())
 	}
 	return w.Now()
+}
+
+// SetPollSleep chooses whether the nodes' cores sleep through the checks
+// of a lone polling loop that cannot see a change (on, the default) or
+// run every check (cpu.Core.SetPollSleep): the outputs are the same.
+func (c *Cluster) SetPollSleep(on bool) {
+	for _, n := range c.Nodes {
+		for _, core := range n.Cores {
+			core.SetPollSleep(on)
+		}
+		n.Poller.SetPollSleep(on)
+	}
 }
 
 // Close ends every process still running on the nodes' cores (after a

@@ -38,6 +38,9 @@ type Watch struct {
 	line    uint64
 	on      bool
 	Written bool
+	// OnWrite, when set, runs at every write that sets Written: a core
+	// sleeping through its polling checks is woken by it.
+	OnWrite func()
 }
 
 // Watch returns a watch on the line of addr, Written until cleared.
@@ -90,6 +93,9 @@ func (s *Store) written(addr uint64, n int) {
 	for l := addr >> 6; l <= (addr+uint64(n)-1)>>6; l++ {
 		for _, w := range s.watches[l] {
 			w.Written = true
+			if w.OnWrite != nil {
+				w.OnWrite()
+			}
 		}
 	}
 }

@@ -35,6 +35,10 @@ type Scenario struct {
 	// chosen by the cluster's size, machine.AutoPartitions). A run option,
 	// not part of the model: it never changes a result, only the wall time.
 	Partitions int `yaml:"-" json:"-"`
+	// CheckEveryPoll makes the cores run every check of their polling
+	// loops (--check-every-poll; machine.Cluster.SetPollSleep): a run
+	// option, never changing a result, only the work done.
+	CheckEveryPoll bool `yaml:"-" json:"-"`
 }
 
 // MachineSpec is the part of the cluster a scenario may change.

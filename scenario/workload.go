@@ -390,6 +390,7 @@ func (s *Scenario) PrepareRun(e *sim.Engine, x Experiment) (Prepared, error) {
 	p, err := s.prepareRun(e, x)
 	if err == nil {
 		p.Sys.Cluster.SetPartitions(s.Partitions)
+		p.Sys.Cluster.SetPollSleep(!s.CheckEveryPoll)
 		// Once the result is read, the processes that did not finish (a
 		// daemon, a run stopped early) end and free the cluster.
 		finish := p.Finish

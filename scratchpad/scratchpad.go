@@ -15,6 +15,9 @@ type Scratchpad struct {
 	In    *sim.Chan[iommu.SPWrite]
 	words []uint64
 	wr    *sim.Counter
+	// OnWrite, when set, runs at every write of a slot (after it): the
+	// polling hyperthread's core may sleep until then.
+	OnWrite func()
 }
 
 // New places a scratchpad of slots words in clk, fed by the IOMMU unit src.
@@ -37,6 +40,9 @@ func (s *Scratchpad) Tick(sim.Tick) bool {
 		if int(w.Slot) < len(s.words) {
 			s.words[w.Slot] = w.Tail
 			s.wr.Inc()
+			if s.OnWrite != nil {
+				s.OnWrite()
+			}
 		}
 	}
 	return false

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/bits"
 	"regexp"
 )
 
@@ -61,7 +62,14 @@ type Engine struct {
 	due     []timer // the calendar's timers of the current step
 	noCal   bool    // every timer in the heap (tests compare the two)
 	dirty   []committer
-	running []*Clock // clocks evaluated in the current time step
+
+	// The step in progress: stepPhase is 0 outside one, 1 while its
+	// timers are taken, 2 while clock stepClock (an index in clks) is
+	// evaluated. WakeThisEdge reads them.
+	stepPhase int
+	stepClock int
+
+	runEnds []func(end Tick) Tick // OnRunEnd's hooks
 
 	stopped    bool
 	solo       bool // alone in its world: Stop takes effect after the step
@@ -164,9 +172,17 @@ type Clock struct {
 	period Tick
 	phase  Tick
 
-	next     []*Unit // units due at nextEdge
-	cur      []*Unit // units being evaluated
+	index int // position in the domain's clocks: the order clocks run in a step
+
+	// The units due at nextEdge, and those of the edge being evaluated
+	// (curEdge), as bit sets over units: an edge evaluates its units in
+	// creation order, whatever order their wakes were made in.
+	nextSet  []uint64
+	nNext    int
 	nextEdge Tick
+	curSet   []uint64
+	curEdge  Tick   // Never when the clock is not being evaluated
+	pos      int    // the unit being evaluated on curEdge (-1 before the first)
 	edges    uint64 // edges evaluated (idle edges are skipped)
 	units    []*Unit
 	lastEdge Tick // the last edge EdgeAtOrAfter found: most queries fall next to it
@@ -188,7 +204,8 @@ func (e *Engine) NewClock(name string, period, phase Tick) *Clock {
 	if phase >= period {
 		panic(fmt.Sprintf("sim: clock %s: phase %v must be below the period %v", name, phase, period))
 	}
-	c := &Clock{eng: e, name: name, path: path, period: period, phase: phase, lastEdge: phase}
+	c := &Clock{eng: e, name: name, path: path, period: period, phase: phase, lastEdge: phase,
+		index: len(e.clks), curEdge: Never}
 	e.clks = append(e.clks, c)
 	if e.cal.w == 0 || period < e.cal.w {
 		e.setSlotWidth(period)
@@ -249,8 +266,9 @@ type Unit struct {
 	clk  *Clock
 	name string
 	blk  Block
+	idx  int // position in its clock's units: its place on every edge
 
-	queuedAt Tick // edge it is queued for on clk.next, or Never
+	queuedAt Tick // edge it is queued for in clk.nextSet, or Never
 	timerAt  Tick // latest timer pushed for it (dedupe), or Never
 	probes   []*probe
 }
@@ -260,9 +278,13 @@ type Unit struct {
 func (c *Clock) Add(name string, b Block) *Unit {
 	e := c.eng
 	e.claim(name)
-	u := &Unit{eng: e, clk: c, name: name, blk: b, queuedAt: Never, timerAt: Never}
+	u := &Unit{eng: e, clk: c, name: name, blk: b, idx: len(c.units), queuedAt: Never, timerAt: Never}
 	e.units = append(e.units, u)
 	c.units = append(c.units, u)
+	if w := (len(c.units) + 63) / 64; w > len(c.nextSet) {
+		c.nextSet = append(c.nextSet, 0)
+		c.curSet = append(c.curSet, 0)
+	}
 	u.wake(e.horizon())
 	return u
 }
@@ -340,17 +362,75 @@ func (e *Engine) setSlotWidth(w Tick) {
 	e.cal = calendar{w: w, base: e.now - e.now%w}
 }
 
-// enqueue puts u on the list for the clock's next edge, once. That list only
+// enqueue puts u in the set for the clock's next edge, once. That set only
 // ever holds units for the immediate next edge; later ones wait as timers.
 func (c *Clock) enqueue(u *Unit, edge Tick) {
 	if u.queuedAt == edge {
 		return
 	}
-	if len(c.next) == 0 {
+	if c.nNext == 0 {
 		c.nextEdge = edge
 	}
 	u.queuedAt = edge
-	c.next = append(c.next, u)
+	c.nextSet[u.idx>>6] |= 1 << (u.idx & 63)
+	c.nNext++
+}
+
+// WakeThisEdge asks for an evaluation of u in the time step being run, at
+// u's place in it: it does so and reports true when u's clock has an edge
+// now and u's turn on it has not come yet (clocks run in creation order,
+// the units of a clock in creation order). It reports false, and wakes
+// nothing, outside a time step, when u's clock has no edge now, or when
+// u's turn has passed (or is the current one). A block that lets a unit
+// sleep through checks it would make on its own clock's edges uses it to
+// wake the unit on the very check that would have seen a change.
+func (u *Unit) WakeThisEdge() bool {
+	e, c := u.eng, u.clk
+	t := e.now
+	if e.stepPhase == 0 || t < c.phase || (t-c.phase)%c.period != 0 {
+		return false
+	}
+	bit := uint64(1) << (u.idx & 63)
+	if e.stepPhase == 1 {
+		// The step's timers are being taken: the edge's set is still the
+		// next one (it holds units for this edge, or none).
+		if u.queuedAt != t {
+			c.enqueue(u, t)
+		}
+		return true
+	}
+	switch {
+	case c.index < e.stepClock:
+		return false
+	case c.index == e.stepClock:
+		if e.reverse && u.idx >= c.pos || !e.reverse && u.idx <= c.pos {
+			return false
+		}
+	case c.curEdge != t:
+		// A later clock with an edge now and nothing due on it yet.
+		c.curEdge, c.pos = t, -1
+		c.edges++
+	}
+	c.curSet[u.idx>>6] |= bit
+	return true
+}
+
+// OnRunEnd registers f, called when World.Run returns, on the caller's
+// goroutine, with the end of the time the run covered (every time step
+// before end has run; Never when the run ran out of work with no limit).
+// f settles what a block skipped in the run (the checks of a loop it slept
+// through) and returns the latest time step it skipped, below end (0 if
+// none): the domain's time (Now) becomes that when it is later, as it
+// would be had the block run those steps.
+func (e *Engine) OnRunEnd(f func(end Tick) Tick) { e.runEnds = append(e.runEnds, f) }
+
+// settle runs the OnRunEnd hooks for a run that covered up to end.
+func (e *Engine) settle(end Tick) {
+	for _, f := range e.runEnds {
+		if t := f(end); t > e.now {
+			e.now = t
+		}
+	}
 }
 
 // Next is the time of the next step: the earliest timer or clock edge with
@@ -361,7 +441,7 @@ func (e *Engine) Next() Tick {
 		t = e.timers[0].at
 	}
 	for _, c := range e.clks {
-		if len(c.next) > 0 && c.nextEdge < t {
+		if c.nNext > 0 && c.nextEdge < t {
 			t = c.nextEdge
 		}
 	}
@@ -385,8 +465,9 @@ func (e *Engine) runUntil(end Tick) {
 func (e *Engine) step(t Tick) {
 	e.now = t
 	e.steps++
-	// Timers due now join their clock's list for this edge: the heap's and
-	// the calendar's merged by seq.
+	e.stepPhase = 1
+	// Timers due now join their clock's set for this edge: the heap's and
+	// the calendar's merged by seq (the order of their functions).
 	due := e.due[:0]
 	if e.cal.n > 0 && e.cal.next() == t {
 		due = e.cal.take(t, due)
@@ -417,46 +498,71 @@ func (e *Engine) step(t Tick) {
 		u.clk.enqueue(u, t)
 	}
 	e.due = due[:0]
-	// Phase 1: take every clock's due units off its list, so that wakes made
-	// while evaluating go to the next edge.
-	e.running = e.running[:0]
+	// Phase 1: take every clock's due units out of its next set, so that
+	// wakes made while evaluating go to the next edge.
 	for _, c := range e.clks {
-		if len(c.next) > 0 && c.nextEdge == t {
-			c.cur, c.next = c.next, c.cur[:0]
-			for _, u := range c.cur {
-				u.queuedAt = Never // wakes from now on are for the next edge
-			}
+		if c.nNext > 0 && c.nextEdge == t {
+			c.curSet, c.nextSet = c.nextSet, c.curSet
+			c.nNext = 0
+			c.curEdge, c.pos = t, -1
 			c.edges++
-			e.running = append(e.running, c)
 		}
 	}
-	// Phase 2: evaluate.
-	for _, c := range e.running {
-		cur := c.cur
-		n := len(cur)
-		for i := 0; i < n; i++ {
-			u := cur[i]
-			if e.reverse {
-				u = cur[n-1-i]
-			}
-			e.unitTicks++
-			busy := u.blk.Tick(t)
-			if traceHooks && e.tr != nil {
-				for _, p := range u.probes {
-					p.sample(e)
+	// Phase 2: evaluate, clock by clock in creation order, each clock's
+	// units in creation order (reverse with ReverseOrder). A set is read
+	// word by word as it is taken, so a unit WakeThisEdge adds further on
+	// is evaluated in its place.
+	e.stepPhase = 2
+	for ci := 0; ci < len(e.clks); ci++ {
+		c := e.clks[ci]
+		if c.curEdge != t {
+			continue
+		}
+		e.stepClock = ci
+		set := c.curSet
+		if !e.reverse {
+			for w := 0; w < len(set); w++ {
+				for set[w] != 0 {
+					b := bits.TrailingZeros64(set[w])
+					set[w] &^= 1 << b
+					c.pos = w<<6 | b
+					e.eval(c, c.units[c.pos], t)
 				}
 			}
-			if busy || e.noIdleSkip {
-				u.wakeEdge(t + c.period)
+		} else {
+			c.pos = len(c.units)
+			for w := len(set) - 1; w >= 0; w-- {
+				for set[w] != 0 {
+					b := 63 - bits.LeadingZeros64(set[w])
+					set[w] &^= 1 << b
+					c.pos = w<<6 | b
+					e.eval(c, c.units[c.pos], t)
+				}
 			}
 		}
+		c.curEdge = Never
 	}
+	e.stepPhase = 0
 	// Phase 3: the clock edge. Registers take their next values.
 	for i, r := range e.dirty {
 		r.commit(t)
 		e.dirty[i] = nil
 	}
 	e.dirty = e.dirty[:0]
+}
+
+// eval evaluates u on the edge of c at t.
+func (e *Engine) eval(c *Clock, u *Unit, t Tick) {
+	e.unitTicks++
+	busy := u.blk.Tick(t)
+	if traceHooks && e.tr != nil {
+		for _, p := range u.probes {
+			p.sample(e)
+		}
+	}
+	if busy || e.noIdleSkip {
+		u.wakeEdge(t + c.period)
+	}
 }
 
 type timer struct {

@@ -253,9 +253,10 @@ func (w *World) runRanked(limit Tick) Tick {
 		p = newPool(groups)
 		defer p.close()
 	}
+	covered := end
 	t := w.Next()
 	for t != Never && t <= limit {
-		e := min(satAdd(t, win), end)
+		e := min(gridEnd(t, win), end)
 		next := runWindow(p, rk.local, e)
 		w.windows++
 		stop := w.stopReq.Load()
@@ -268,11 +269,29 @@ func (w *World) runRanked(limit Tick) Tick {
 		w.exchange(v)
 		rk.now = Tick(^v[1])
 		if ^v[2] != 0 {
+			covered = e
 			break
 		}
 		t = Tick(v[0])
 	}
+	// What the domains skipped (Engine.OnRunEnd) may move their time: the
+	// ranks agree on it again.
+	for _, d := range rk.local {
+		d.settle(covered)
+	}
+	v := []uint64{^uint64(w.localNow())}
+	rk.comm.AllreduceMin(v)
+	rk.now = max(rk.now, Tick(^v[0]))
 	return w.Now()
+}
+
+// localNow is the latest time of the rank's own domains.
+func (w *World) localNow() Tick {
+	var t Tick
+	for _, d := range w.rk.local {
+		t = max(t, d.now)
+	}
+	return t
 }
 
 // The parts of a barrier's message from one rank to another.

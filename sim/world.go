@@ -242,9 +242,9 @@ func (w *World) Window() Tick {
 // Run simulates until nothing is left to do, Stop is called, or the next
 // time step would lie beyond limit; it returns the world's time (Now).
 //
-// It runs windows: from T, the earliest time any domain has work at, to
-// E = min(T + Window, limit + 1), every domain runs its time steps before
-// E; then, at the barrier, what links carried during the window is
+// It runs windows: the window of the grid of Window's length that holds
+// T, the earliest time any domain has work at, up to E = min(its end,
+// limit + 1): every domain runs its time steps before E; then, at the barrier, what links carried during the window is
 // delivered to the other side, and the next window starts. Domains run in
 // parallel on the partitions' goroutines, each goroutine running its
 // contiguous group of domains one after another.
@@ -268,17 +268,38 @@ func (w *World) Run(limit Tick) Tick {
 		p = newPool(groups)
 		defer p.close()
 	}
+	covered := end // what the run covers: every step before it has run
 	t := w.Next()
 	for t != Never && t <= limit {
-		next := runWindow(p, w.doms, min(satAdd(t, win), end))
+		e := min(gridEnd(t, win), end)
+		next := runWindow(p, w.doms, e)
 		w.windows++
 		next = min(next, w.barrier())
 		if w.stopReq.Load() || w.anyStopped() {
+			covered = e
+			if len(w.doms) == 1 {
+				covered = w.doms[0].now + 1 // it stopped after the step
+			}
 			break
 		}
 		t = next
 	}
+	for _, d := range w.doms {
+		d.settle(covered)
+	}
 	return w.Now()
+}
+
+// gridEnd is the end of the window that holds t: windows lie on a grid of
+// their length from time 0, so where one starts or ends, and so where a
+// stopped run ends, does not depend on which events exist (a block that
+// sleeps through steps it would otherwise run leaves the windows as they
+// were).
+func gridEnd(t, win Tick) Tick {
+	if win == Never || win == 0 {
+		return Never
+	}
+	return satAdd(t-t%win, win)
 }
 
 func satAdd(a, b Tick) Tick {

@@ -10,10 +10,12 @@ import (
 )
 
 // The completion-queue polls of the verbs load their word only after a
-// write to its line (cpu.Proc.PollWord): the DHT, under several schemes
-// and transports and on two partitions, ends with the same statistics,
-// simulated times, transaction log and results as with a load on every
-// check.
+// write to its line (cpu.Proc.PollWord), and a core whose one process
+// polls sleeps through the checks until a write wakes it
+// (cpu.Core.SetPollSleep): the DHT, under several schemes and transports
+// and on 1, 2 and 4 partitions, ends with the same statistics, simulated
+// times, transaction log and results as with a load on every check and
+// no sleep; only the kernel's evaluations differ, fewer with the sleep.
 func TestPollWatchMatchesEveryCheck(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -23,13 +25,15 @@ func TestPollWatchMatchesEveryCheck(t *testing.T) {
 		procs     int
 	}{
 		{"AA-SP, srd, 4×8", AASP, machine.TransportSRD, 4, 8},
+		{"AA-SP, rc, 3×2", AASP, "", 3, 2},
 		{"AA-Poll, rc, 3×4", AAPoll, "", 3, 4},
+		{"AA-Poll, srd, 2×4", AAPoll, machine.TransportSRD, 2, 4},
 		{"RMA, rc, 2×2", RMA, "", 2, 2},
 		{"RMA, srd, 4×4", RMA, machine.TransportSRD, 4, 4},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			run := func(watch bool) string {
+			run := func(watch, sleep bool, parts int) (string, uint64) {
 				c := newCluster(t, func(s *machine.Spec) {
 					s.Nodes, s.Cores = tc.nodes, tc.procs
 					if tc.transport != "" {
@@ -41,26 +45,39 @@ func TestPollWatchMatchesEveryCheck(t *testing.T) {
 						core.SetPollWatch(watch)
 					}
 				}
+				c.SetPollSleep(sleep) // the polling hyperthreads too
 				c.Eng.World().EnableTxnLog()
 				d, err := SetupDHT(c, DHTConfig{Scheme: tc.scheme, Inserts: 60, Cells: 1 << 12, Collisions: 0.1, Procs: tc.procs, Seed: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
-				c.SetPartitions(2)
+				c.SetPartitions(parts)
 				end := c.Run(sim.S, c.AppsDone)
 				if err := d.Verify(); err != nil {
 					t.Fatal(err)
 				}
-				snap, err := json.Marshal(c.Eng.World().Snapshot().Stats)
+				w := c.Eng.World()
+				snap, err := json.Marshal(w.Snapshot().Stats)
 				if err != nil {
 					t.Fatal(err)
 				}
-				txns := c.Eng.World().TxnLog()
-				return fmt.Sprintf("end %d\nresult %+v\ntransactions %d %v\nstats %s", end, d.Result(), len(txns), txns, snap)
+				txns := w.TxnLog()
+				return fmt.Sprintf("end %d (world %d)\nresult %+v\ntransactions %d %v\nstats %s", end, w.Now(), d.Result(), len(txns), txns, snap), w.UnitTicks()
 			}
-			every, watched := run(false), run(true)
-			if every != watched {
-				t.Fatalf("loading on every check and on writes only differ:\n%.3000s\n\n%.3000s", every, watched)
+			every, evEvery := run(false, false, 2)
+			for _, parts := range []int{1, 2, 4} {
+				for _, watch := range []bool{false, true} {
+					got, ev := run(watch, true, parts)
+					if got != every {
+						t.Fatalf("%d partitions, watch %v, sleep: differs from every check:\n%.3000s\n\n%.3000s", parts, watch, every, got)
+					}
+					if ev >= evEvery {
+						t.Errorf("%d partitions: %d evaluations with the sleep, %d without: it slept through nothing", parts, ev, evEvery)
+					}
+				}
+				if got, _ := run(true, false, parts); got != every {
+					t.Fatalf("%d partitions, watch, no sleep: differs from every check:\n%.3000s\n\n%.3000s", parts, every, got)
+				}
 			}
 		})
 	}

@@ -55,6 +55,7 @@ func BenchmarkDHTScale(b *testing.B) {
 			b.ReportMetric(float64(r.events)/r.wall.Seconds(), "events/s")
 			b.ReportMetric(r.heapMB, "heap-MB")
 			b.ReportMetric(float64(r.puts), "puts/sim-ms")
+			b.ReportMetric(float64(r.events), "evals")
 			rows = append(rows, r)
 		})
 	}

@@ -41,6 +41,7 @@ type scenarioOpts struct {
 	noHost       bool
 	txnLog       bool
 	partitions   int
+	checkPolls   bool
 }
 
 func newRunCmd(log *logrus.Logger) *cobra.Command {
@@ -98,6 +99,7 @@ at 5% and 25% collisions. See examples/ for scenario files.`,
 	f.BoolVar(&o.noHost, "no-host-stats", false, "do not write host.json (the host's speed, which differs from run to run)")
 	f.BoolVar(&o.txnLog, "txn-log", false, "write txns.jsonl: every transaction of the first experiment and its cause")
 	partitionsFlag(f, &o.partitions, auto)
+	f.BoolVar(&o.checkPolls, "check-every-poll", false, "run every check of the cores' polling loops instead of sleeping through those that cannot see a change (slower; never changes a result)")
 	return cmd
 }
 
@@ -232,6 +234,7 @@ func resolveRun(file string, o scenarioOpts) (scenario.Scenario, sim.Tick, trace
 		return sc, 0, tr, err
 	}
 	sc.Partitions = o.partitions
+	sc.CheckEveryPoll = o.checkPolls
 	if o.seedSet {
 		sc.Seed = o.seed
 	}
