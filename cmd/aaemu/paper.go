@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -30,9 +31,9 @@ import (
 )
 
 func newPaperCmd() *cobra.Command {
-	var out, scenarioFile, machineName, fragment, matching, bulk, iommuMode string
+	var out, scenarioFile, machineName, fragment, matching, bulk, iommuMode, runs string
 	var jobs, partitions, maxNodes, fragments int
-	var list, reduced bool
+	var list, reduced, resume bool
 	cmd := &cobra.Command{
 		Use:   "paper [PAPER] [FIGURE...]",
 		Short: "Run the sweeps of a paper's figures and check its claims (the Active Access paper by default)",
@@ -72,6 +73,16 @@ match messages as they arrive (BXI's way) instead of when the rank takes
 them. --iommu bypass takes the nodes' IOMMU off the NICs' DMA path (by
 default every NIC's DMA goes through it, pipelined).
 
+--resume keeps the points of an earlier run of a figure (its points.csv in
+OUT) and runs only the experiments it lacks, so a long figure stopped part
+way goes on where it stopped; --runs REGEXP runs only the experiments
+whose label (as the progress line shows it: "processors 32 EM3D/naive
+Clump, multi-protocol") matches. A figure with experiments left out writes
+its points but does not check its claims; --resume then adds the rest
+(several --runs into separate --out directories: their points.csv lines
+joined under one header, then --resume, which runs nothing). Both apply to
+the figures that write points.csv (not the DHT sweeps).
+
 --machine gemini runs them on the machine of the paper's large-scale runs
 instead: 32 processes a node on a Gemini-class 3D torus (the nodes' block
 nearest a cube), fast host links and one access log a process, as the
@@ -87,7 +98,9 @@ fewer than 32 cores is taken the same way.`,
   aaemu paper 7a 9a --max-nodes 256 --partitions 2 -j 1
   aaemu paper multirail 5a --fragment 64MB --fragments 16 -j 1
   aaemu paper 7a --machine gemini --max-nodes 32
-  aaemu paper 6c --machine gem5`,
+  aaemu paper 6c --machine gem5
+  aaemu paper am2 table6 -j 1 --runs 'EM3D/good'
+  aaemu paper am2 table6 -j 1 --resume`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				return listPapers(cmd.OutOrStdout())
@@ -152,13 +165,23 @@ fewer than 32 cores is taken the same way.`,
 			if pp.Name != paper.AA.Name {
 				out = filepath.Join(out, pp.Name) // the Active Access paper's figures keep their place
 			}
-			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), pp, figs, out, jobs, partitions)
+			sel := pointSelection{resume: resume}
+			if cmd.Flags().Changed("runs") {
+				re, err := regexp.Compile(runs)
+				if err != nil {
+					return fmt.Errorf("--runs %q: %w", runs, err)
+				}
+				sel.runs = re
+			}
+			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), pp, figs, out, jobs, partitions, sel)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/paper", "output directory")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
 	partitionsFlag(cmd.Flags(), &partitions, 1) // the points already fill the cores
 	cmd.Flags().BoolVar(&list, "list", false, "list the papers and their figures")
+	cmd.Flags().BoolVar(&resume, "resume", false, "keep the points of each figure's points.csv in the output directory and run only the experiments it lacks (figures with points.csv)")
+	cmd.Flags().StringVar(&runs, "runs", "", "run only the experiments whose label matches this regular expression (figures with points.csv; their claims are checked when every point is there)")
 	cmd.Flags().BoolVar(&reduced, "reduced", false, "run the figures on the reduced sizes of the test suite (papers that have them: aa (7c on two IOTLB sizes), mpi-start, am2, bgl)")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 0, "run 7a, 7b, 7d and 9a on 2, 4, … up to this many nodes × 32 processes over srd (0: the figures' own 2 to 8 nodes)")
 	cmd.Flags().StringVar(&fragment, "fragment", "1MB", "multirail: the rendezvous's fragment size, in bytes or with KB, MB, GB (powers of 1024); a multiple of the path MTU (the paper's: 64MB)")
@@ -262,13 +285,74 @@ func paperFigures(args []string, maxNodes int) (*paper.Paper, []*paper.Figure, e
 	return pp, out, nil
 }
 
-func runPaper(ctx context.Context, stdout, stderr io.Writer, pp *paper.Paper, figs []*paper.Figure, out string, jobs, partitions int) error {
+// pointSelection is which experiments of the figures with points.csv run:
+// with resume, those the earlier points.csv lacks; with runs, those whose
+// label matches.
+type pointSelection struct {
+	resume bool
+	runs   *regexp.Regexp
+	have   [][]paper.Point // per figure, read from the earlier points.csv
+}
+
+func (sel pointSelection) only(c *paper.Custom) func(paper.Point) bool {
+	if sel.runs == nil {
+		return nil
+	}
+	return func(p paper.Point) bool { return sel.runs.MatchString(c.Label(p)) }
+}
+
+// load checks that sel applies to figs and reads the earlier points,
+// before anything is cleared or simulated.
+func (sel *pointSelection) load(figs []*paper.Figure, out string) error {
+	if !sel.resume && sel.runs == nil {
+		return nil
+	}
+	matched := false
+	var labels []string
+	for _, f := range figs {
+		if f.Custom == nil {
+			return fmt.Errorf("--resume and --runs apply to the figures that write points.csv; figure %s is a sweep", f.Name)
+		}
+		var have []paper.Point
+		if sel.resume {
+			name := filepath.Join(out, "fig"+f.Name, "points.csv")
+			file, err := os.Open(name)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+			case err != nil:
+				return fmt.Errorf("--resume: %w", err)
+			default:
+				have, err = f.Custom.ReadCSV(name, file)
+				file.Close()
+				if err != nil {
+					return fmt.Errorf("--resume: %w", err)
+				}
+			}
+		}
+		sel.have = append(sel.have, have)
+		if sel.runs != nil {
+			for _, l := range f.Custom.Labels() {
+				labels = append(labels, l)
+				matched = matched || sel.runs.MatchString(l)
+			}
+		}
+	}
+	if sel.runs != nil && !matched {
+		return fmt.Errorf("--runs %q matches no experiment of the figures (they are: %s)", sel.runs, strings.Join(labels, "; "))
+	}
+	return nil
+}
+
+func runPaper(ctx context.Context, stdout, stderr io.Writer, pp *paper.Paper, figs []*paper.Figure, out string, jobs, partitions int, sel pointSelection) error {
 	if err := checkPartitions(partitions); err != nil {
 		return err
 	}
 	paper.Partitions = partitions
 	if jobs < 1 {
 		return fmt.Errorf("--jobs must be at least 1")
+	}
+	if err := sel.load(figs, out); err != nil {
+		return err
 	}
 	// Before simulating: no earlier run's figure or claims stays, and every
 	// table and claims.md of this run is created.
@@ -319,7 +403,11 @@ func runPaper(ctx context.Context, stdout, stderr io.Writer, pp *paper.Paper, fi
 	}
 	for i, f := range figs {
 		if f.Custom != nil {
-			err = runCustomFigure(ctx, stdout, stderr, f, out, jobs, &md, figOuts[i])
+			var have []paper.Point
+			if sel.have != nil {
+				have = sel.have[i]
+			}
+			err = runCustomFigure(ctx, stdout, stderr, f, out, jobs, &md, figOuts[i], have, sel.only(f.Custom))
 		} else {
 			err = runSweepFigure(ctx, stdout, stderr, f, out, jobs, &md, figOuts[i])
 		}
@@ -377,7 +465,11 @@ func runSweepFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Figu
 // runCustomFigure runs a figure of a workload other than the DHT: its own
 // experiments, a CSV written as they finish, a plot against the node count
 // (or its X), and its claims.
-func runCustomFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Figure, out string, jobs int, md *strings.Builder, outs *outputs) error {
+//
+// Points in have (an earlier run's, --resume) are written and not run; of
+// the others only those only accepts run (nil: all). A figure whose points
+// are not all there writes them but does not check its claims.
+func runCustomFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Figure, out string, jobs int, md *strings.Builder, outs *outputs, have []paper.Point, only func(paper.Point) bool) error {
 	dir := filepath.Join(out, "fig"+f.Name)
 	c := f.Custom
 	file := outs.take("points.csv")
@@ -393,10 +485,11 @@ func runCustomFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Fig
 		}
 	}
 	write(c.CSVHeader())
-	disp := newProgress(stderr, "figure "+f.Name, c.Experiments())
+	toRun, kept := c.Plan(have, only)
+	disp := newProgress(stderr, "figure "+f.Name, toRun)
 	start := time.Now()
 	var pts []paper.Point
-	err := c.RunStream(disp.context(ctx), jobs, func(p paper.Point) {
+	err := c.RunSome(disp.context(ctx), jobs, have, only, func(p paper.Point) {
 		pts = append(pts, p)
 		write(c.CSVRecord(p))
 	}, nil)
@@ -433,11 +526,21 @@ func runCustomFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Fig
 		}
 	}
 	fmt.Fprintf(stdout, "Figure %s: %s\n", f.Name, f.Title)
-	fmt.Fprintf(stdout, "(%d experiments in %v; %s/: points.csv", len(pts), wall.Round(time.Millisecond), dir)
+	fmt.Fprintf(stdout, "(%d experiments in %v", toRun, wall.Round(time.Millisecond))
+	if kept > 0 {
+		fmt.Fprintf(stdout, ", %d from the earlier points.csv", kept)
+	}
+	fmt.Fprintf(stdout, "; %s/: points.csv", dir)
 	for _, x := range plots {
 		fmt.Fprintf(stdout, ", %s", filepath.Base(x))
 	}
 	fmt.Fprintln(stdout, ")")
+	if n := c.Experiments(); len(pts) < n {
+		note := fmt.Sprintf("claims not checked: %d of its %d experiments' points (--resume with the others' points adds them)", len(pts), n)
+		fmt.Fprintf(stdout, "  %s\n\n", note)
+		fmt.Fprintf(md, "| %s | %s | | | | |\n", f.Name, note)
+		return nil
+	}
 	printClaims(stdout, f.Name, f.CheckPoints(pts), md)
 	return nil
 }

@@ -133,3 +133,65 @@ func TestRunAM2Scenario(t *testing.T) {
 		}
 	}
 }
+
+// A figure run in parts (--runs, then --resume over the same directory)
+// writes the points.csv and claims.md of a whole run to the byte; the
+// part alone writes its points without checking the claims. Bad
+// selections are refused before anything runs.
+func TestPaperResumeAndRuns(t *testing.T) {
+	whole, parts := t.TempDir(), t.TempDir()
+	if out, err := aaemu(t, "paper", "am2", "table4", "--reduced", "--out", whole, "-j", "2"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	out, err := aaemu(t, "paper", "am2", "table4", "--reduced", "--out", parts, "-j", "2", "--runs", "EM3D/")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "(16 experiments in") || !strings.Contains(out, "claims not checked: 16 of its 40") || strings.Contains(out, "A16") {
+		t.Fatalf("--runs EM3D/:\n%s", out)
+	}
+	csv, _ := os.ReadFile(filepath.Join(parts, "am2", "figtable4", "points.csv"))
+	if strings.Count(string(csv), "\n") != 1+16 || strings.Contains(string(csv), "CON") {
+		t.Fatalf("--runs EM3D/ points.csv:\n%s", csv)
+	}
+	out, err = aaemu(t, "paper", "am2", "table4", "--reduced", "--out", parts, "-j", "2", "--resume")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "(24 experiments in") || !strings.Contains(out, "16 from the earlier points.csv") || !strings.Contains(out, "A16") {
+		t.Fatalf("--resume:\n%s", out)
+	}
+	for _, f := range []string{"figtable4/points.csv", "claims.md"} {
+		a, _ := os.ReadFile(filepath.Join(whole, "am2", f))
+		b, _ := os.ReadFile(filepath.Join(parts, "am2", f))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Fatalf("%s resumed:\n%s\nwhole:\n%s", f, b, a)
+		}
+	}
+	// A resume of a finished figure runs nothing.
+	if out, err = aaemu(t, "paper", "am2", "table4", "--reduced", "--out", parts, "--resume"); err != nil || !strings.Contains(out, "(0 experiments in") {
+		t.Fatalf("a resume of a whole run: %v\n%s", err, out)
+	}
+
+	bad := filepath.Join(parts, "am2", "figtable4", "points.csv")
+	if err := os.WriteFile(bad, []byte("processors,run,scheme,messages_per_processor\n32,3D FFT,\"network short, mean\",x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"paper", "am2", "table4", "--reduced", "--runs", "EM3D("}, `--runs "EM3D(": error parsing regexp`},
+		{[]string{"paper", "am2", "table4", "--reduced", "--runs", "EM4D"}, `--runs "EM4D" matches no experiment of the figures (they are: processors 32 3D FFT network short, mean;`},
+		{[]string{"paper", "6c", "--resume"}, "--resume and --runs apply to the figures that write points.csv; figure 6c is a sweep"},
+		{[]string{"paper", "am2", "table4", "--reduced", "--resume", "--out", parts}, `points.csv:2: messages_per_processor "x": want a finite number`},
+	} {
+		if _, err := aaemu(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+	// The refused resume left the earlier points as they were.
+	if b, _ := os.ReadFile(bad); !strings.HasSuffix(string(b), ",x\n") {
+		t.Fatalf("a refused resume changed points.csv:\n%s", b)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,15 +133,74 @@ type nameKey struct{}
 // still emitted, in order. It returns the first failed point's error, else
 // runctl.ErrInterrupted if ctx was cancelled before all finished.
 func (c *Custom) RunStream(ctx context.Context, jobs int, emit func(Point), done func()) error {
-	pts := c.points()
+	return c.RunSome(ctx, jobs, nil, nil, emit, done)
+}
+
+// Label names an experiment, as the progress display shows it and
+// aaemu paper --runs matches it: "processors 32 EM3D/naive Clump,
+// multi-protocol".
+func (c *Custom) Label(p Point) string {
+	name := fmt.Sprintf("%s %d", c.xName(), p.X)
+	if p.Category != "" {
+		name += " " + p.Category
+	}
+	return name + " " + string(p.Scheme)
+}
+
+// Labels lists the figure's experiments' labels in order.
+func (c *Custom) Labels() []string {
+	var out []string
+	for _, p := range c.points() {
+		out = append(out, c.Label(p))
+	}
+	return out
+}
+
+// Plan is what RunSome runs: the points it would run, and the points it
+// takes from have instead.
+func (c *Custom) Plan(have []Point, only func(Point) bool) (run, kept int) {
+	for _, p := range c.points() {
+		switch {
+		case findPoint(have, p) >= 0:
+			kept++
+		case only == nil || only(p):
+			run++
+		}
+	}
+	return run, kept
+}
+
+func findPoint(pts []Point, p Point) int {
+	for i, q := range pts {
+		if q.X == p.X && q.Category == p.Category && q.Scheme == p.Scheme {
+			return i
+		}
+	}
+	return -1
+}
+
+// RunSome is RunStream over part of the experiments: a point in have
+// (from an earlier run's CSV, ReadCSV) is emitted with its value and not
+// run; of the others only those only accepts (nil: all) run. The points
+// come out in the figure's order, the skipped ones left out; done is
+// called after each point run.
+func (c *Custom) RunSome(ctx context.Context, jobs int, have []Point, only func(Point) bool, emit func(Point), done func()) error {
+	var pts []Point
+	var kept []bool
+	for _, p := range c.points() {
+		if i := findPoint(have, p); i >= 0 {
+			pts, kept = append(pts, have[i]), append(kept, true)
+		} else if only == nil || only(p) {
+			pts, kept = append(pts, p), append(kept, false)
+		}
+	}
 	errs := make([]error, len(pts))
 	ok := sweep.Ordered(ctx, len(pts), jobs, func(i int) bool {
-		p := &pts[i]
-		name := fmt.Sprintf("%s %d", c.xName(), p.X)
-		if p.Category != "" {
-			name += " " + p.Category
+		if kept[i] {
+			return true
 		}
-		p.Y, errs[i] = c.run(context.WithValue(ctx, nameKey{}, name+" "+string(p.Scheme)), p.X, p.Category, p.Scheme)
+		p := &pts[i]
+		p.Y, errs[i] = c.run(context.WithValue(ctx, nameKey{}, c.Label(*p)), p.X, p.Category, p.Scheme)
 		if done != nil {
 			done()
 		}
@@ -155,6 +215,59 @@ func (c *Custom) RunStream(ctx context.Context, jobs int, emit func(Point), done
 		return runctl.ErrInterrupted
 	}
 	return nil
+}
+
+// ReadCSV reads the points an earlier run of the figure wrote (WriteCSV,
+// or the CSV a figure writes as its points finish), for RunSome's have:
+// its header must be the figure's, each line one of its experiments, at
+// most once, with a finite value. name is the file's, for the errors.
+func (c *Custom) ReadCSV(name string, r io.Reader) ([]Point, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1 // counted here, with the line
+	head, err := cr.Read()
+	if err == io.EOF {
+		return nil, nil // created, nothing written yet
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if !slices.Equal(head, c.CSVHeader()) {
+		return nil, fmt.Errorf("%s:1: header %q, want %q (another figure's points?)", name, strings.Join(head, ","), strings.Join(c.CSVHeader(), ","))
+	}
+	all := c.points()
+	var out []Point
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		line, _ := cr.FieldPos(0)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if len(rec) != len(head) {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d (%s)", name, line, len(rec), len(head), strings.Join(head, ","))
+		}
+		var p Point
+		if p.X, err = strconv.Atoi(rec[0]); err != nil {
+			return nil, fmt.Errorf("%s:%d: %s %q: want an integer", name, line, c.CSVHeader()[0], rec[0])
+		}
+		i := 1
+		if c.Categories != nil {
+			p.Category, i = rec[1], 2
+		}
+		p.Scheme = workload.Scheme(rec[i])
+		if p.Y, err = strconv.ParseFloat(rec[i+1], 64); err != nil || math.IsNaN(p.Y) || math.IsInf(p.Y, 0) {
+			return nil, fmt.Errorf("%s:%d: %s %q: want a finite number", name, line, c.CSVHeader()[i+1], rec[i+1])
+		}
+		if findPoint(all, p) < 0 {
+			return nil, fmt.Errorf("%s:%d: %q is not an experiment of the figure (it has %s)", name, line, c.Label(p), strings.Join(c.Labels(), "; "))
+		}
+		if findPoint(out, p) >= 0 {
+			return nil, fmt.Errorf("%s:%d: %q a second time", name, line, c.Label(p))
+		}
+		out = append(out, p)
+	}
 }
 
 // runFor runs c for at most a simulated second, or until ctx is cancelled

@@ -463,7 +463,11 @@ func TestSetupErrors(t *testing.T) {
 	}
 	sys := newSys(t, c, DefaultSpec())
 	e := newEP(t, sys, 0, 1)
-	if e.Map(0, Name{0, 5}, 1) == nil || e.Map(MaxDests, e.Name(), 1) == nil || e.SetHandler(MaxHandlers, nil) == nil {
+	// An endpoint name that does not exist: a clear error.
+	if err := e.Map(0, Name{0, 5}, 1); err == nil || !strings.Contains(err.Error(), "no endpoint (0,5)") {
+		t.Errorf("mapping an endpoint that does not exist: %v", err)
+	}
+	if e.Map(MaxDests, e.Name(), 1) == nil || e.SetHandler(MaxHandlers, nil) == nil {
 		t.Error("a bad table entry accepted")
 	}
 	if _, err := sys.NewEndpoint(2, 0); err == nil {
