@@ -802,9 +802,9 @@ func (p *Proc) ScratchpadPollNotified(n *Notify, cond func() bool) {
 // costs ops operations and every, the first began at from, and each ends
 // with a look at something that next says when it changes.
 type doze struct {
-	from, every sim.Tick
-	ops         int
-	next        func() sim.Tick
+	from, every, busy sim.Tick
+	ops               int
+	next              func() sim.Tick
 }
 
 // Doze is a polling loop run without running it. The process has just
@@ -819,10 +819,16 @@ type doze struct {
 // looked-at state must wake the core (Unit) at the time it becomes
 // visible, so that Doze learns of it; next is asked on every wake.
 func (p *Proc) Doze(every sim.Tick, ops int, next func() sim.Tick) {
-	if every <= 0 || ops < 1 {
-		panic(fmt.Sprintf("cpu: process %s: doze through passes of %d ps and %d operations", p.name, every, ops))
+	p.DozeBusy(every, every, ops, next)
+}
+
+// DozeBusy is Doze for a loop whose passes keep the core busy for busy
+// of their every (the rest of a pass a Sleep, as a wait loop's pause).
+func (p *Proc) DozeBusy(every, busy sim.Tick, ops int, next func() sim.Tick) {
+	if every <= 0 || ops < 1 || busy < 0 || busy > every {
+		panic(fmt.Sprintf("cpu: process %s: doze through passes of %d ps (%d busy) and %d operations", p.name, every, busy, ops))
 	}
-	p.doze = &doze{from: p.Now(), every: every, ops: ops, next: next}
+	p.doze = &doze{from: p.Now(), every: every, busy: busy, ops: ops, next: next}
 	p.wait(0)
 }
 
@@ -847,7 +853,7 @@ func (c *Core) wake(now sim.Tick) bool {
 	}
 	// The passes that would have run: their operations and busy time.
 	c.stOps.Add(uint64(k) * uint64(d.ops))
-	c.stBusy.Add(uint64(k * d.every))
+	c.stBusy.Add(uint64(k * d.busy))
 	p.ops += uint64(k) * uint64(d.ops)
 	p.doze, c.dozing = nil, nil
 	p.wakeAt, c.busyUntil = now, now

@@ -58,3 +58,28 @@ func TestPaperBGLAlltoall(t *testing.T) {
 		}
 	}
 }
+
+// TestPaperBGLNetwork runs `aaemu paper bgl link tree --reduced`: B5 and
+// B6 (the link's and the node's payload rates) and B16 (the collective
+// and barrier networks' latency, scaled to 65,536 nodes), all agreeing.
+func TestPaperBGLNetwork(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "bgl", "link", "tree", "--reduced", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"Figure link", "B5 link payload bandwidth", "B5 link efficiency", "B6 node payload bandwidth",
+		"Figure tree", "B16 collective network latency", "B16 barrier latency", "at 65,536 nodes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, " NO ") {
+		t.Errorf("a claim does not hold:\n%s", out)
+	}
+	for _, f := range []string{"figlink/points.csv", "figtree/points.csv", "figtree/figtree.png"} {
+		if st, err := os.Stat(filepath.Join(dir, "bgl", f)); err != nil || st.Size() == 0 {
+			t.Errorf("bgl/%s: %v", f, err)
+		}
+	}
+}

@@ -24,6 +24,7 @@ package bglml
 import (
 	"encoding/binary"
 	"fmt"
+	"sort"
 
 	"github.com/aaemu/aaemu/bgl"
 	"github.com/aaemu/aaemu/cpu"
@@ -249,6 +250,13 @@ type Layer struct {
 	queuedAny  [64]int
 	nqueuedAny int
 	meshed     bool // the torus has no wrap-around links
+	// byFIFO is per injection FIFO the send-queue entries whose next
+	// packet goes into it, in send-queue order (seq: an entry appended
+	// takes the next number, one put first the one before the first), so
+	// that the send half of a pass finds the next entry that can write
+	// without stepping past those whose FIFO is full (nextWritable).
+	byFIFO       [64][]*out
+	seqLo, seqHi int64
 	// notified: the torus wakes the core Until runs on when a packet
 	// arrives (so that it can doze).
 	notified bool
@@ -287,6 +295,9 @@ type Stats struct {
 	// of the send queue, every FIFO it could write being full (work of
 	// the simulator saved; nothing simulated changes).
 	ScanStops uint64
+	// Jumps counts the jumps of a pass's send half over entries that
+	// could not write (nextWritable; nothing simulated changes).
+	Jumps uint64
 }
 
 // out is a send-queue entry: packets to one destination.
@@ -296,9 +307,12 @@ type out struct {
 	n, next  int
 	build    func(k int) *torus.Packet
 	from     bgl.Source
-	ready    bool   // may start (a rendezvous's data: its grant came)
-	adaptive bool   // its packets are adaptively routed
-	sent     func() // after the last packet is written
+	ready    bool          // may start (a rendezvous's data: its grant came)
+	adaptive bool          // its packets are adaptively routed
+	sent     func()        // after the last packet is written
+	seq      int64         // its place in the send queue (increasing along it)
+	in       int           // 1 + the FIFO of byFIFO it is in, 0 if none
+	pk       *torus.Packet // its next packet, built for a look that found no room
 }
 
 // rx is a message being received.
@@ -630,6 +644,98 @@ func (l *Layer) enqueue(o *out) {
 func (l *Layer) queue(o *out) {
 	l.sendq = append(l.sendq, o)
 	l.queued1(o)
+	l.seqHi++
+	o.seq = l.seqHi
+	l.index(o)
+}
+
+// queueFront puts o first in the send queue.
+func (l *Layer) queueFront(o *out) {
+	l.sendq = append([]*out{o}, l.sendq...)
+	l.queued1(o)
+	l.seqLo--
+	o.seq = l.seqLo
+	l.index(o)
+}
+
+// fifoOf is the injection FIFO of o's next packet (as pushN chooses it).
+func (l *Layer) fifoOf(o *out) int {
+	if l.params.Interleave && o.adaptive {
+		return l.spread(o.dst, o.next)
+	}
+	return l.pinned(o.dst)
+}
+
+// index puts queued entry o into byFIFO under its next packet's FIFO.
+func (l *Layer) index(o *out) {
+	f := l.fifoOf(o)
+	s := l.byFIFO[f]
+	k := sort.Search(len(s), func(j int) bool { return s[j].seq > o.seq })
+	s = append(s, nil)
+	copy(s[k+1:], s[k:])
+	s[k] = o
+	l.byFIFO[f] = s
+	o.in = f + 1
+}
+
+// unindex takes o out of byFIFO.
+func (l *Layer) unindex(o *out) {
+	if o.in == 0 {
+		return
+	}
+	f := o.in - 1
+	s := l.byFIFO[f]
+	k := sort.Search(len(s), func(j int) bool { return s[j].seq >= o.seq })
+	if k == len(s) || s[k] != o {
+		panic(fmt.Sprintf("bglml: node %d: send-queue entry %d not under FIFO %d", l.nd.Index, o.seq, f))
+	}
+	l.byFIFO[f] = append(s[:k], s[k+1:]...)
+	o.in = 0
+}
+
+// nextWritable is, for the send half of a pass at send-queue entry i
+// with r steps left, how many steps on (fewer than r; cyclically if wrap,
+// as Interleave's round goes) the first entry is that a step would write
+// or look for: startable, its next packet's FIFO not found full in this
+// pass; −1 if none. The steps before it do nothing (pushN stops at a
+// FIFO found full before any cost), so the pass may jump there: what the
+// whole walk would do, without stepping past every entry whose FIFO is
+// full.
+func (l *Layer) nextWritable(i, r int, wrap bool) int {
+	n := len(l.sendq)
+	s0 := l.sendq[i].seq
+	var best *out
+	bestKey := uint64(0)
+	for f := range l.full { // the torus's FIFOs and, in virtual node mode, the virtual one
+		s := l.byFIFO[f]
+		if l.full[f] || len(s) == 0 {
+			continue
+		}
+		k0 := sort.Search(len(s), func(j int) bool { return s[j].seq >= s0 })
+		m := len(s)
+		if !wrap {
+			m -= k0
+		}
+		for j := 0; j < m; j++ {
+			o := s[(k0+j)%len(s)]
+			key := uint64(o.seq - s0) // entries before i wrap to the top
+			if best != nil && key >= bestKey {
+				break // later in the walk than the best one found
+			}
+			if l.startable(o) {
+				best, bestKey = o, key
+				break
+			}
+		}
+	}
+	if best == nil {
+		return -1
+	}
+	j := sort.Search(n, func(k int) bool { return l.sendq[k].seq >= best.seq })
+	if d := (j - i + n) % n; d < r {
+		return d
+	}
+	return -1
 }
 
 // queued1 counts o on the send queue for its pinned FIFO, and for every
@@ -680,6 +786,7 @@ func (l *Layer) remove(i int) {
 	o := l.sendq[i]
 	l.sendq = append(l.sendq[:i], l.sendq[i+1:]...)
 	l.unqueued(o)
+	l.unindex(o)
 	if o.message {
 		l.msgq[o.dst] = l.msgq[o.dst][1:]
 	}
@@ -719,7 +826,14 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 		if l.full[fifo] {
 			break
 		}
-		pk := o.build(o.next)
+		// A packet built for a look that found no room is kept for the
+		// next look: its data is the sender's buffer, which is not
+		// written before the message's done() (nor a control packet's).
+		pk := o.pk
+		if pk == nil {
+			pk = o.build(o.next)
+			o.pk = pk
+		}
 		l.looks++
 		if l.tasks > 1 {
 			pk.Group = uint8(o.dst % l.tasks) // the destination task's FIFO set
@@ -739,7 +853,16 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 			panic(fmt.Sprintf("bglml: node %d: %v", l.nd.Index, err))
 		}
 		l.Stats.Packets++
-		o.next++
+		o.pk = nil
+		if o.in != 0 {
+			l.unindex(o)
+			o.next++
+			if o.next < o.n {
+				l.index(o)
+			}
+		} else {
+			o.next++
+		}
 		n++
 	}
 	return n
@@ -766,8 +889,7 @@ func (l *Layer) control(p *cpu.Proc, dst int, pk *torus.Packet) {
 		// First in the send queue: behind a long stream of data to the
 		// same FIFO (whose entry takes the FIFO's room first in every
 		// pass) it would wait for all of it.
-		l.sendq = append([]*out{o}, l.sendq...)
-		l.queued1(o)
+		l.queueFront(o)
 	}
 }
 
@@ -870,6 +992,19 @@ func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 			l.Stats.ScanStops++
 			break
 		}
+		if !scanAll {
+			// Jump over the entries that cannot write (nothing happens
+			// at them) to the next that can.
+			d := l.nextWritable(i, len(l.sendq)-i, false)
+			if d < 0 {
+				l.Stats.Jumps++
+				break
+			}
+			if d > 0 {
+				l.Stats.Jumps++
+			}
+			i += d
+		}
 		o := l.sendq[i]
 		if !l.startable(o) {
 			continue
@@ -904,13 +1039,28 @@ func (l *Layer) interleave(p *cpu.Proc) bool {
 		l.rr = 0
 	}
 	i := l.rr
-	for seen := 0; seen < n && budget > 0 && len(l.sendq) > 0 && l.nfull < len(l.full); seen++ {
+	for left := n; left > 0 && budget > 0 && len(l.sendq) > 0 && l.nfull < len(l.full); left-- {
 		if l.nfull >= l.nqueuedAny && !scanAll {
 			// Every FIFO an entry could write is full: the rest of the
 			// round would only step past the entries, to where it ends.
 			l.Stats.ScanStops++
-			i = (i + n - seen) % len(l.sendq)
+			i = (i + left) % len(l.sendq)
 			break
+		}
+		if !scanAll {
+			// Jump over the entries that cannot write (nothing happens at
+			// them) to the next that can, or to the round's end.
+			d := l.nextWritable(i, left, true)
+			if d < 0 {
+				l.Stats.Jumps++
+				i = (i + left) % len(l.sendq)
+				break
+			}
+			if d > 0 {
+				l.Stats.Jumps++
+			}
+			i = (i + d) % len(l.sendq)
+			left -= d
 		}
 		o := l.sendq[i]
 		i++

@@ -148,6 +148,7 @@ func deliverStats(t *testing.T, dims torus.Coord, params Params, sends []send) (
 		sum.CoRecv += l.Stats.CoRecv
 		sum.CoPackets += l.Stats.CoPackets
 		sum.ScanStops += l.Stats.ScanStops
+		sum.Jumps += l.Stats.Jumps
 	}
 	return sum
 }

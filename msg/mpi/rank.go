@@ -193,13 +193,23 @@ func (r *rank) compute(cycles int) {
 // progress is one pass: poll the transports (as the policy says), send
 // what is queued, move rendezvous data. It reports whether anything
 // happened.
-func (r *rank) progress() bool {
+func (r *rank) progress() bool { return r.progressAfter(-1, nil, 0) }
+
+// progressAfter is progress whose poll of transport st is sp's: the
+// loop's pause, then the poll.
+func (r *rank) progressAfter(st int, sp sleepPoller, pause sim.Tick) bool {
 	did := false
 	for t, ep := range r.eps {
 		if ep == nil || !r.policy.Poll(t) {
 			continue
 		}
-		n, worked := ep.Poll(r.deliv[t])
+		var n int
+		var worked bool
+		if t == st {
+			n, worked = sp.SleepPoll(pause, r.deliv[t])
+		} else {
+			n, worked = ep.Poll(r.deliv[t])
+		}
 		r.policy.Polled(t, n)
 		if n > 0 || worked {
 			did = true
@@ -226,14 +236,73 @@ func (r *rank) waitUntil(cond func() bool) {
 		pause = r.p.Core().Spec().PollIntervalPS
 	}
 	for !cond() {
-		if !r.progress() {
-			r.idle = true
+		if r.progress() {
+			continue
+		}
+		r.idle = true
+		// A pass that did nothing may still have changed cond (a
+		// destination's empty queue dropped, a transfer's end reaped), and
+		// nothing changes it during the pause: if it holds, the loop ends
+		// after the pause.
+		t, sp := r.sleepPoller()
+		if sp == nil || cond() {
 			r.p.Sleep(pause)
+			continue
+		}
+		// The pause and the next pass, by the endpoint, which dozes
+		// through passes that would find nothing (and change nothing).
+		for !r.progressAfter(t, sp, pause) {
+			if t, sp = r.sleepPoller(); sp == nil || cond() {
+				r.p.Sleep(pause)
+				break
+			}
 		}
 	}
 	r.blocked, r.idle = false, false
 	r.call, r.waitOn = "", nil
 }
+
+// sleepPoller is an endpoint whose poll can come with the wait loop's
+// pause before it, so that it can doze through the passes that would find
+// nothing (the torus transport's: bglml.Layer.SleepAdvance).
+type sleepPoller interface {
+	SleepPoll(pause sim.Tick, deliver func(h *Header, p Payload)) (delivered int, worked bool)
+}
+
+// sleepPoller is the rank's endpoint that may doze, and its transport:
+// only when a pass of the rank's wait loop is that endpoint's poll and
+// nothing else — its only endpoint, polled every pass, nothing queued to
+// send and no rendezvous data moving (so that pushAll and pushXfers, which
+// may poll again, cost nothing and change nothing).
+func (r *rank) sleepPoller() (int, sleepPoller) {
+	if dozeOff || len(r.active) > 0 || len(r.xfers) > 0 {
+		return -1, nil
+	}
+	if _, ok := r.policy.(PollAll); !ok {
+		return -1, nil
+	}
+	t := -1
+	for i, ep := range r.eps {
+		if ep != nil {
+			if t >= 0 {
+				return -1, nil
+			}
+			t = i
+		}
+	}
+	if t < 0 {
+		return -1, nil
+	}
+	sp, ok := r.eps[t].(sleepPoller)
+	if !ok {
+		return -1, nil
+	}
+	return t, sp
+}
+
+// dozeOff makes the wait loop run every pass (the equivalence test's
+// reference).
+var dozeOff = false
 
 func (r *rank) describe() string {
 	var b strings.Builder

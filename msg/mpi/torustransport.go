@@ -7,6 +7,7 @@ import (
 	"github.com/aaemu/aaemu/bgl"
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/msg/bglml"
+	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/torus"
 )
 
@@ -227,7 +228,17 @@ func (e *torusEP) copy(dst, src uint64, n int) {
 // Poll runs one pass of the message layer's advance loop and hands the
 // messages it completed to deliver.
 func (e *torusEP) Poll(deliver func(h *Header, p Payload)) (int, bool) {
-	worked := e.ml.Advance(e.proc())
+	return e.polled(e.ml.Advance(e.proc()), deliver)
+}
+
+// SleepPoll is the wait loop's pause and Poll, dozing through the passes
+// that would find nothing (bglml.Layer.SleepAdvance).
+func (e *torusEP) SleepPoll(pause sim.Tick, deliver func(h *Header, p Payload)) (int, bool) {
+	return e.polled(e.ml.SleepAdvance(e.proc(), pause), deliver)
+}
+
+// polled hands the messages a pass completed to deliver.
+func (e *torusEP) polled(worked bool, deliver func(h *Header, p Payload)) (int, bool) {
 	n := 0
 	for len(e.ready) > 0 {
 		m := e.ready[0]
