@@ -49,8 +49,23 @@ func deliverStats(t *testing.T, dims torus.Coord, params Params, sends []send) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := len(m.Nodes)
-	want := make([]int, n) // messages each node expects
+	return deliverOn(t, m, len(m.Nodes), "node", func(me int, up Handler) (*Layer, error) {
+		return New(m, me, params, DefaultCosts(), up)
+	}, sends)
+}
+
+// deliverOn runs the sends between the n ends of m (nodes, or tasks in
+// virtual node mode: n/len(m.Nodes) a node), each end's layer made by
+// open and its sender on the layer's core (each end posts its sends in
+// order, then advances until everything it expects has arrived and its
+// layer is idle), and checks that every message arrives exactly once with
+// every byte, that each pair's messages reach the upcall in the order
+// they were posted, and that done() is called once per send. It returns
+// the layers' statistics summed.
+func deliverOn(t *testing.T, m *bgl.Machine, n int, end string, open func(me int, up Handler) (*Layer, error), sends []send) (sum Stats) {
+	t.Helper()
+	perNode := n / len(m.Nodes)
+	want := make([]int, n) // messages each end expects
 	data := make([][]byte, len(sends))
 	for i, s := range sends {
 		want[s.dst]++
@@ -64,12 +79,10 @@ func deliverStats(t *testing.T, dims torus.Coord, params Params, sends []send) (
 	var layers []*Layer
 	var failed []string
 	for me := 0; me < n; me++ {
-		me := me
-		nd := m.Nodes[me]
-		l, err := New(m, me, params, DefaultCosts(), func(src int, info []byte, size int) (uint64, func()) {
+		nd := m.Nodes[me/perNode]
+		l, err := open(me, func(src int, info []byte, size int) (uint64, func()) {
 			seq := int(binary.LittleEndian.Uint32(info))
-			skew := sends[seq].skew
-			a := nd.Alloc(size+32) + uint64(skew)
+			a := nd.Alloc(size+32) + uint64(sends[seq].skew)
 			r := &received{src: src, seq: seq}
 			got[me] = append(got[me], r)
 			return a, func() {
@@ -85,12 +98,11 @@ func deliverStats(t *testing.T, dims torus.Coord, params Params, sends []send) (
 			t.Fatal(err)
 		}
 		layers = append(layers, l)
-		nd.Cores[0].Spawn("test", func(p *cpu.Proc) {
+		l.Core().Spawn("test", func(p *cpu.Proc) {
 			for i, s := range sends {
 				if s.src != me {
 					continue
 				}
-				i := i
 				a := nd.Alloc(s.size + 1)
 				nd.Mem.Write(a, data[i])
 				info := binary.LittleEndian.AppendUint32(nil, uint32(i))
@@ -118,24 +130,24 @@ func deliverStats(t *testing.T, dims torus.Coord, params Params, sends []send) (
 		k := 0
 		for _, r := range got[me] {
 			if !r.done {
-				t.Errorf("node %d: message %d never completed", me, r.seq)
+				t.Errorf("%s %d: message %d never completed", end, me, r.seq)
 				continue
 			}
 			k++
 			if s := sends[r.seq]; s.src != r.src || s.dst != me {
-				t.Errorf("message %d (%d→%d) arrived at node %d from node %d", r.seq, s.src, s.dst, me, r.src)
+				t.Errorf("message %d (%d→%d) arrived at %s %d from %s %d", r.seq, s.src, s.dst, end, me, end, r.src)
 			}
 			if !bytes.Equal(r.data, data[r.seq]) {
-				t.Errorf("message %d (%v, %d bytes): data differs", r.seq, sends[r.seq].proto, sends[r.seq].size)
+				t.Errorf("message %d (%v, %d bytes, %d→%d): data differs", r.seq, sends[r.seq].proto, sends[r.seq].size, r.src, me)
 			}
 			pair := [2]int{r.src, me}
 			if prev, ok := last[pair]; ok && prev > r.seq {
-				t.Errorf("node %d: message %d from node %d reached the upcall after message %d", me, r.seq, r.src, prev)
+				t.Errorf("%s %d: message %d from %s %d reached the upcall after message %d", end, me, r.seq, end, r.src, prev)
 			}
 			last[pair] = r.seq
 		}
 		if k != want[me] {
-			t.Errorf("node %d: %d messages, want %d", me, k, want[me])
+			t.Errorf("%s %d: %d messages, want %d", end, me, k, want[me])
 		}
 	}
 	for i, c := range sentDone {
@@ -145,6 +157,8 @@ func deliverStats(t *testing.T, dims torus.Coord, params Params, sends []send) (
 	}
 	for _, l := range layers {
 		sum.Staged += l.Stats.Staged
+		sum.Copied += l.Stats.Copied
+		sum.Packets += l.Stats.Packets
 		sum.CoRecv += l.Stats.CoRecv
 		sum.CoPackets += l.Stats.CoPackets
 		sum.ScanStops += l.Stats.ScanStops

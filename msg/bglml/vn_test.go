@@ -1,8 +1,6 @@
 package bglml
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -16,112 +14,17 @@ import (
 )
 
 // deliverVN is deliver in virtual node mode: src and dst are tasks (node ×
-// 2 + core), each task's layer runs on its core. Every message must arrive
-// exactly once with every byte, each pair's in order, each done() once.
-// It returns the layers' statistics summed and the packets that went
-// through the virtual FIFOs.
+// 2 + core), each task's layer runs on its core. It returns the layers'
+// statistics summed and the packets that went through the virtual FIFOs.
 func deliverVN(t *testing.T, dims torus.Coord, params Params, sends []send) (sum Stats, virtual uint64) {
 	t.Helper()
 	m, err := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(dims[0], dims[1], dims[2]).WithMode(bgl.VirtualNodeMode))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 2 * len(m.Nodes)
-	want := make([]int, n)
-	data := make([][]byte, len(sends))
-	for i, s := range sends {
-		want[s.dst]++
-		data[i] = make([]byte, s.size)
-		for k := range data[i] {
-			data[i][k] = byte(i*31 + k*7 + k>>8)
-		}
-	}
-	got := make([][]*received, n)
-	sentDone := make([]int, len(sends))
-	var layers []*Layer
-	var failed []string
-	for me := 0; me < n; me++ {
-		nd := m.Nodes[me/2]
-		l, err := NewTask(m, me, params, DefaultCosts(), func(src int, info []byte, size int) (uint64, func()) {
-			seq := int(binary.LittleEndian.Uint32(info))
-			a := nd.Alloc(size+32) + uint64(sends[seq].skew)
-			r := &received{src: src, seq: seq}
-			got[me] = append(got[me], r)
-			return a, func() {
-				if r.done {
-					failed = append(failed, fmt.Sprintf("message %d: done twice", seq))
-				}
-				r.done = true
-				r.data = make([]byte, size)
-				nd.Mem.Read(a, r.data)
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		layers = append(layers, l)
-		l.Core().Spawn("task", func(p *cpu.Proc) {
-			for i, s := range sends {
-				if s.src != me {
-					continue
-				}
-				a := nd.Alloc(s.size + 1)
-				nd.Mem.Write(a, data[i])
-				info := binary.LittleEndian.AppendUint32(nil, uint32(i))
-				if err := l.Send(p, &Message{Dst: s.dst, Info: info, Addr: a, Len: s.size, Proto: s.proto, Done: func() { sentDone[i]++ }}); err != nil {
-					failed = append(failed, err.Error())
-				}
-			}
-			l.Until(p, func() bool {
-				k := 0
-				for _, r := range got[me] {
-					if r.done {
-						k++
-					}
-				}
-				return k == want[me] && l.Idle()
-			})
-		})
-	}
-	m.World.Run(sim.S)
-	for _, f := range failed {
-		t.Error(f)
-	}
-	last := map[[2]int]int{}
-	for me := range got {
-		k := 0
-		for _, r := range got[me] {
-			if !r.done {
-				t.Errorf("task %d: message %d never completed", me, r.seq)
-				continue
-			}
-			k++
-			if s := sends[r.seq]; s.src != r.src || s.dst != me {
-				t.Errorf("message %d (%d→%d) arrived at task %d from task %d", r.seq, s.src, s.dst, me, r.src)
-			}
-			if !bytes.Equal(r.data, data[r.seq]) {
-				t.Errorf("message %d (%v, %d bytes, %d→%d): data differs", r.seq, sends[r.seq].proto, sends[r.seq].size, r.src, me)
-			}
-			pair := [2]int{r.src, me}
-			if prev, ok := last[pair]; ok && prev > r.seq {
-				t.Errorf("task %d: message %d from task %d reached the upcall after message %d", me, r.seq, r.src, prev)
-			}
-			last[pair] = r.seq
-		}
-		if k != want[me] {
-			t.Errorf("task %d: %d messages, want %d", me, k, want[me])
-		}
-	}
-	for i, c := range sentDone {
-		if c != 1 {
-			t.Errorf("message %d: done() called %d times at the sender", i, c)
-		}
-	}
-	for _, l := range layers {
-		sum.Copied += l.Stats.Copied
-		sum.Staged += l.Stats.Staged
-		sum.Packets += l.Stats.Packets
-	}
+	sum = deliverOn(t, m, 2*len(m.Nodes), "task", func(me int, up Handler) (*Layer, error) {
+		return NewTask(m, me, params, DefaultCosts(), up)
+	}, sends)
 	for _, nd := range m.Nodes {
 		virtual += nd.VN.To[0].Stats.Packets + nd.VN.To[1].Stats.Packets
 	}
