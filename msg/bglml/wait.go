@@ -24,7 +24,7 @@ import (
 // package mpi). With Params.Spin every pass runs.
 func (l *Layer) SleepAdvance(p *cpu.Proc, pause sim.Tick) bool {
 	if !l.params.Spin && !l.notified {
-		l.nd.PL.NotifyReceive(p.Core().Unit())
+		l.pl.NotifyReceive(p.Core().Unit())
 		l.main = p.Core().Unit()
 		l.notified = true
 	}
@@ -39,5 +39,5 @@ func (l *Layer) SleepAdvance(p *cpu.Proc, pause sim.Tick) bool {
 	p.DozeBusy(p.Now()-t0, p.Now()-t1, int(p.Ops()-ops), l.nextChange)
 	l.clearFull()
 	l.looks = 0
-	return l.afterLook(p, l.nd.PL.Seen())
+	return l.afterLook(p, l.pl.Seen())
 }
