@@ -56,55 +56,69 @@ func PingPong(spec bgl.Spec, params Params, costs Costs, a, b torus.Coord, proto
 	if ia == ib {
 		return 0, fmt.Errorf("bglml: both ends are node %v", a)
 	}
-	var start, end sim.Tick
-	var failed error
-	side := func(me, peer int, first bool) {
+	pp := &pingPong{proto: proto, size: size, iters: iters}
+	for _, e := range [][2]int{{ia, ib}, {ib, ia}} {
+		me, peer := e[0], e[1]
 		nd := m.Nodes[me]
 		buf := nd.Alloc(max(size, 1))
 		got := 0
-		l, err := New(m, me, params, costs, func(src int, info []byte, n int) (uint64, func()) {
-			return buf, func() { got++ }
-		})
+		l, err := New(m, me, params, costs, func(int, []byte, int) (uint64, func()) { return buf, func() { got++ } })
 		if err != nil {
-			failed = err
-			return
+			return 0, err
 		}
-		nd.Cores[0].Spawn("pingpong", func(p *cpu.Proc) {
-			send := func() {
-				if err := l.Send(p, &Message{Dst: peer, Addr: buf, Len: size, Proto: proto}); err != nil && failed == nil {
-					failed = err
-				}
-			}
-			for k := 0; k <= iters; k++ {
-				if first {
-					if k == 1 {
-						start = p.Now()
-					}
-					send()
-				}
-				l.Until(p, func() bool { return got > k || failed != nil })
-				if !first {
-					send()
-				}
-			}
-			if first {
-				end = p.Now()
-			}
-			// The last confirmation and sends finish before the layer
-			// stops.
-			l.Until(p, func() bool { return l.Idle() || failed != nil })
-		})
+		nd.Cores[0].Spawn("pingpong", pp.side(l, peer, buf, &got, me == ia))
 	}
-	side(ia, ib, true)
-	side(ib, ia, false)
 	m.World.Run(sim.S)
-	if failed != nil {
-		return 0, failed
+	return pp.result()
+}
+
+// pingPong is one ping-pong between two ends of the layer: the first
+// sends, the other sends each message back once it is complete.
+type pingPong struct {
+	proto       Protocol
+	size, iters int
+	start, end  sim.Tick
+	failed      error
+}
+
+// side is the process of one end: l's, sending to peer from buf, with got
+// counting the messages its upcall completed.
+func (pp *pingPong) side(l *Layer, peer int, buf uint64, got *int, first bool) func(*cpu.Proc) {
+	return func(p *cpu.Proc) {
+		send := func() {
+			if err := l.Send(p, &Message{Dst: peer, Addr: buf, Len: pp.size, Proto: pp.proto}); err != nil && pp.failed == nil {
+				pp.failed = err
+			}
+		}
+		for k := 0; k <= pp.iters; k++ {
+			if first {
+				if k == 1 {
+					pp.start = p.Now()
+				}
+				send()
+			}
+			l.Until(p, func() bool { return *got > k || pp.failed != nil })
+			if !first {
+				send()
+			}
+		}
+		if first {
+			pp.end = p.Now()
+		}
+		// The last confirmation and sends finish before the layer stops.
+		l.Until(p, func() bool { return l.Idle() || pp.failed != nil })
 	}
-	if end == 0 {
+}
+
+// result is the mean half round trip, after the run.
+func (pp *pingPong) result() (sim.Tick, error) {
+	if pp.failed != nil {
+		return 0, pp.failed
+	}
+	if pp.end == 0 {
 		return 0, fmt.Errorf("bglml: ping-pong did not finish within a simulated second")
 	}
-	return (end - start) / sim.Tick(2*iters), nil
+	return (pp.end - pp.start) / sim.Tick(2*pp.iters), nil
 }
 
 // HotSpot is many-to-one traffic (L53, L129): every node but the one at

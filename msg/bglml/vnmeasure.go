@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/aaemu/aaemu/bgl"
-	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/sim"
 )
 
@@ -23,13 +22,9 @@ func TaskPingPong(spec bgl.Spec, params Params, costs Costs, a, b int, proto Pro
 	if a == b {
 		return 0, fmt.Errorf("bglml: both ends are task %d", a)
 	}
-	var start, end sim.Tick
-	var failed error
-	for _, me := range []int{a, b} {
-		first, peer := me == a, b
-		if !first {
-			peer = a
-		}
+	pp := &pingPong{proto: proto, size: size, iters: iters}
+	for _, e := range [][2]int{{a, b}, {b, a}} {
+		me, peer := e[0], e[1]
 		got := 0
 		var buf uint64
 		l, err := NewTask(m, me, params, costs, func(int, []byte, int) (uint64, func()) { return buf, func() { got++ } })
@@ -37,36 +32,8 @@ func TaskPingPong(spec bgl.Spec, params Params, costs Costs, a, b int, proto Pro
 			return 0, err
 		}
 		buf = m.Nodes[me/2].Alloc(max(size, 1))
-		l.Core().Spawn("pingpong", func(p *cpu.Proc) {
-			send := func() {
-				if err := l.Send(p, &Message{Dst: peer, Addr: buf, Len: size, Proto: proto}); err != nil && failed == nil {
-					failed = err
-				}
-			}
-			for k := 0; k <= iters; k++ {
-				if first {
-					if k == 1 {
-						start = p.Now()
-					}
-					send()
-				}
-				l.Until(p, func() bool { return got > k || failed != nil })
-				if !first {
-					send()
-				}
-			}
-			if first {
-				end = p.Now()
-			}
-			l.Until(p, func() bool { return l.Idle() || failed != nil })
-		})
+		l.Core().Spawn("pingpong", pp.side(l, peer, buf, &got, me == a))
 	}
 	m.World.Run(sim.S)
-	if failed != nil {
-		return 0, failed
-	}
-	if end == 0 {
-		return 0, fmt.Errorf("bglml: ping-pong did not finish within a simulated second")
-	}
-	return (end - start) / sim.Tick(2*iters), nil
+	return pp.result()
 }
