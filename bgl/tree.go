@@ -150,3 +150,39 @@ func TreeBcast(spec Spec, root, size int, check func(node int, got, want []byte)
 	}
 	return end, nil
 }
+
+// TryTreeWrite is TreeWrite without the wait: one status look, and the
+// packet's stores if the injection FIFO has room (false if it has none),
+// so that a message layer's advance loop can go on with other work.
+func (n *Node) TryTreeWrite(p *cpu.Proc, pkt collective.Packet, from Source) (bool, error) {
+	if n.Tree == nil {
+		return false, fmt.Errorf("bgl: node %d: no collective network (Machine.Collective)", n.Index)
+	}
+	s := n.PL.spec
+	p.Compute(s.StatusCycles)
+	if !n.Tree.Inj.Ready() {
+		return false, nil
+	}
+	c := s.WriteCacheCycles
+	if from == FromMemory {
+		c = s.WriteMemoryCycles
+	}
+	p.Compute(c)
+	n.Tree.Inj.Send(pkt)
+	return true, nil
+}
+
+// TryTreeRead is TreeRead without the wait: one status look, and the
+// result's loads if one is there (false if none is).
+func (n *Node) TryTreeRead(p *cpu.Proc) (collective.Packet, bool, error) {
+	if n.Tree == nil {
+		return collective.Packet{}, false, fmt.Errorf("bgl: node %d: no collective network (Machine.Collective)", n.Index)
+	}
+	s := n.PL.spec
+	p.Compute(s.StatusCycles)
+	if !n.Tree.Rec.Valid() {
+		return collective.Packet{}, false, nil
+	}
+	p.Compute(s.ReadCycles)
+	return n.Tree.Rec.Recv(), true, nil
+}

@@ -230,12 +230,13 @@ type Layer struct {
 	rdv     map[uint16]*rx       // rendezvous and get data by our number
 	early   map[uint32][]*staged // adaptive packets that came before their first
 	nextRx  uint16
-	bc      *bcast // the torus broadcast under way
-	full    []bool // injection FIFOs found full in this pass of the advance loop
-	looks   int    // looks at an injection FIFO's room in this pass
-	rr      int    // Interleave: the send-queue entry to write from next
-	nfull   int    // injection FIFOs found full in this pass
-	pin     []int  // per destination: its pinned FIFO (pinned)
+	bc      *bcast  // the torus broadcast under way
+	tree    *treeOp // the collective-network operation under way
+	full    []bool  // injection FIFOs found full in this pass of the advance loop
+	looks   int     // looks at an injection FIFO's room in this pass
+	rr      int     // Interleave: the send-queue entry to write from next
+	nfull   int     // injection FIFOs found full in this pass
+	pin     []int   // per destination: its pinned FIFO (pinned)
 	// queued is, per injection FIFO, the send-queue entries pinned to it
 	// and nqueued the FIFOs with any: once that many are found full in a
 	// pass (without Interleave), the rest of the send queue can write
@@ -298,6 +299,9 @@ type Stats struct {
 	// Jumps counts the jumps of a pass's send half over entries that
 	// could not write (nextWritable; nothing simulated changes).
 	Jumps uint64
+	// TreeOps counts the collective-network operations the node took part
+	// in, TreePackets the results it read.
+	TreeOps, TreePackets uint64
 }
 
 // out is a send-queue entry: packets to one destination.
@@ -414,7 +418,7 @@ func (l *Layer) Choose(n, info int) Protocol {
 // Idle reports whether the layer has nothing to send and nothing under
 // way (no grant, token or data awaited).
 func (l *Layer) Idle() bool {
-	if len(l.sendq) > 0 || len(l.grants) > 0 || len(l.adapt) > 0 || len(l.rdv) > 0 || l.bc != nil || len(l.coDone) > 0 {
+	if len(l.sendq) > 0 || len(l.grants) > 0 || len(l.adapt) > 0 || len(l.rdv) > 0 || l.bc != nil || l.tree != nil || len(l.coDone) > 0 {
 		return false
 	}
 	for _, t := range l.tokens {
@@ -973,6 +977,9 @@ func (l *Layer) Advance(p *cpu.Proc) bool {
 // FIFOs found f (−1: none).
 func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 	did := l.coComplete(p)
+	if l.treeStep(p) {
+		did = true
+	}
 	for k := 0; k < l.params.Batch; k++ {
 		if k > 0 {
 			f = l.pl.Pending(p)
