@@ -72,24 +72,33 @@ type bcastHop struct {
 type bcast struct {
 	addr      uint64
 	size, got int
-	routes    int
+	routes    []int // the routes in use: packet k takes routes[k mod len]
 	done      func()
-	root      torus.Coord
+	fr        frame
+	key       uint32
 }
 
-// frame maps the routes, built from the origin, onto a broadcast from
-// root: along a dimension that wraps around, which looks the same from
-// every node, by translation; along one that does not (a mesh's, a
-// torus's of two nodes), where the root must then be at an end, by
-// reflection if it is at the far end.
+// Box is a rectangular region of the torus: the nodes Lo + c (modulo the
+// torus's size along a dimension that wraps) for 0 ≤ c < Ext.
+type Box struct{ Lo, Ext torus.Coord }
+
+// frame maps the routes, built from the origin of a box of extent ext,
+// onto a broadcast from root in the box at lo: along a dimension the box
+// covers whole and that wraps around, which looks the same from every
+// node, by translation; along one that does not (a mesh's, a torus's of
+// two nodes, or a part of a ring), where the root must then be at an end
+// of the box, by reflection if it is at the far end.
 type frame struct {
-	dims, root torus.Coord
-	mesh       bool
+	dims, root, lo, ext torus.Coord
+	mesh                bool
 }
 
-// wraps reports whether dimension d has wrap-around links (a torus's
-// dimension of more than two nodes); the others are reflected.
-func (f frame) wraps(d int) bool { return !f.mesh && f.dims[d] > 2 }
+// wraps reports whether dimension d is a ring the box covers whole (of
+// more than two nodes); the others are reflected.
+func (f frame) wraps(d int) bool { return !f.mesh && f.dims[d] > 2 && f.ext[d] == f.dims[d] }
+
+// off is c's offset from the box's low corner along d.
+func (f frame) off(c torus.Coord, d int) int { return (c[d] - f.lo[d] + f.dims[d]) % f.dims[d] }
 
 // rel is node c's coordinates as the routes from the origin see them.
 func (f frame) rel(c torus.Coord) (r torus.Coord) {
@@ -97,10 +106,10 @@ func (f frame) rel(c torus.Coord) (r torus.Coord) {
 		switch {
 		case f.wraps(d):
 			r[d] = (c[d] - f.root[d] + f.dims[d]) % f.dims[d]
-		case f.root[d] == 0:
-			r[d] = c[d]
+		case f.off(f.root, d) == 0:
+			r[d] = f.off(c, d)
 		default:
-			r[d] = f.dims[d] - 1 - c[d]
+			r[d] = f.ext[d] - 1 - f.off(c, d)
 		}
 	}
 	return r
@@ -113,13 +122,19 @@ func (f frame) abs(h bcastHop) bcastHop {
 		switch {
 		case f.wraps(d):
 			out.to[d] = (h.to[d] + f.root[d]) % f.dims[d]
-		case f.root[d] != 0:
-			out.to[d] = f.dims[d] - 1 - h.to[d]
+		case f.off(f.root, d) == 0:
+			out.to[d] = (f.lo[d] + h.to[d]) % f.dims[d]
+		default:
+			out.to[d] = (f.lo[d] + f.ext[d] - 1 - h.to[d]) % f.dims[d]
 			out.hint[d] = -h.hint[d]
 		}
 	}
 	return out
 }
+
+// MaxBcast is the longest torus broadcast: a packet's index has 22 bits
+// (the other two of the software header's 24 are its route).
+const MaxBcast = 1 << 22 * torus.MaxPayload
 
 // Bcast takes part in a torus broadcast of size bytes at addr from node
 // (0,0,0) (the root's data; every other node's buffer) over routes routes
@@ -132,10 +147,25 @@ func (l *Layer) Bcast(p *cpu.Proc, addr uint64, size, routes int, done func()) e
 }
 
 // BcastFrom is Bcast from the node at root: any node of a torus, a
-// corner of a mesh (the routes turned to start there).
+// corner of a mesh (the routes turned to start there). A machine with a
+// dimension of one node has fewer routes (BcastBox).
 func (l *Layer) BcastFrom(p *cpu.Proc, root torus.Coord, addr uint64, size, routes int, done func()) error {
-	if routes < 1 || routes > 3 || size < 1 || size > MaxMessage {
-		return fmt.Errorf("bglml: broadcast of %d bytes over %d routes (1 to 3)", size, routes)
+	return l.BcastBox(p, Box{Ext: l.dims()}, root, addr, size, routes, 0, done)
+}
+
+// BcastBox is a torus broadcast among the nodes of box only (an MPI
+// sub-communicator's): the routes are built in the box, along a
+// dimension the box covers whole and that wraps around from any root,
+// along the others from a root at an end of the box; a dimension of one
+// node has no route of its own, so a plane has two routes at most and a
+// line one. key names the broadcast (every node of the box gives the
+// same, and no two broadcasts under way at a node share one): a packet
+// that arrives before its node has posted its broadcast is read into the
+// layer's memory and placed and forwarded when it posts (the
+// synchronisation the paper names as a limit, L155).
+func (l *Layer) BcastBox(p *cpu.Proc, box Box, root torus.Coord, addr uint64, size, routes int, key uint32, done func()) error {
+	if routes < 1 || routes > 3 || size < 1 || size > MaxBcast {
+		return fmt.Errorf("bglml: broadcast of %d bytes over %d routes (1 to 3 routes, 1 to %d bytes)", size, routes, MaxBcast)
 	}
 	if l.bc != nil {
 		return fmt.Errorf("bglml: node %d: a broadcast while one is under way", l.nd.Index)
@@ -144,40 +174,68 @@ func (l *Layer) BcastFrom(p *cpu.Proc, root torus.Coord, addr uint64, size, rout
 		return fmt.Errorf("bglml: node %d: the torus broadcast in virtual node mode (one task a node only)", l.nd.Index)
 	}
 	dims := l.dims()
+	fr := frame{dims: dims, root: root, lo: box.Lo, ext: box.Ext, mesh: l.meshed}
+	meshName := map[bool]string{true: "mesh", false: "torus"}[l.meshed]
 	for d := 0; d < 3; d++ {
-		if dims[d] < 2 {
-			return fmt.Errorf("bglml: a torus broadcast on a %d×%d×%d machine (the routes need two nodes in every dimension)", dims[0], dims[1], dims[2])
+		if box.Lo[d] < 0 || box.Lo[d] >= dims[d] || box.Ext[d] < 1 || box.Ext[d] > dims[d] || l.meshed && box.Lo[d]+box.Ext[d] > dims[d] {
+			return fmt.Errorf("bglml: broadcast box at %v of %v on a %d×%d×%d %s", box.Lo, box.Ext, dims[0], dims[1], dims[2], meshName)
 		}
 	}
 	for d := 0; d < 3; d++ {
-		if root[d] < 0 || root[d] >= dims[d] || l.meshed && root[d] != 0 && root[d] != dims[d]-1 {
-			return fmt.Errorf("bglml: broadcast from %v on a %d×%d×%d %s (any node of a torus, a corner of a mesh)", root, dims[0], dims[1], dims[2], map[bool]string{true: "mesh", false: "torus"}[l.meshed])
+		if o := fr.off(root, d); root[d] < 0 || root[d] >= dims[d] || o >= box.Ext[d] || !fr.wraps(d) && o != 0 && o != box.Ext[d]-1 {
+			return fmt.Errorf("bglml: broadcast from %v in the box at %v of %v on a %d×%d×%d %s (a corner of the box, or anywhere along a ring it covers whole)", root, box.Lo, box.Ext, dims[0], dims[1], dims[2], meshName)
+		}
+	}
+	me := l.nd.Torus.At
+	for d := 0; d < 3; d++ {
+		if fr.off(me, d) >= box.Ext[d] {
+			return fmt.Errorf("bglml: node %d at %v is outside the broadcast box at %v of %v", l.nd.Index, me, box.Lo, box.Ext)
+		}
+	}
+	var use []int
+	for r := 0; r < 3 && len(use) < routes; r++ {
+		if box.Ext[r] > 1 {
+			use = append(use, r)
 		}
 	}
 	p.Compute(l.costs.Post)
-	l.bc = &bcast{addr: addr, size: size, routes: routes, done: done, root: root}
-	if l.nd.Torus.At != root {
+	bc := &bcast{addr: addr, size: size, routes: use, done: done, fr: fr, key: key}
+	l.bc = bc
+	l.Stats.Bcasts++
+	if len(use) == 0 { // a box of one node
+		l.endBcast(p)
 		return nil
 	}
-	fr := l.frame()
+	if me != root {
+		// What came before the broadcast was posted: copied from the
+		// layer's memory to its place, then forwarded.
+		for _, s := range l.bcEarly[key] {
+			p.Compute(l.pl.CopyCost(len(s.data)))
+			l.deliverBcast(p, s.route, s.idx, s.data)
+			if l.bc != bc {
+				break // it ended
+			}
+		}
+		delete(l.bcEarly, key)
+		return nil
+	}
 	n := (size + torus.MaxPayload - 1) / torus.MaxPayload
-	for r := 0; r < routes; r++ {
-		r := r
-		hops := bcastNext(dims, r, torus.Coord{})
+	for i, r := range use {
+		r, k0 := r, i
+		hops := bcastNext(box.Ext, r, torus.Coord{})
 		hops[0] = fr.abs(hops[0])
-		k0 := r
-		o := &out{dst: l.nodeAt(hops[0].to), n: (n - k0 + routes - 1) / routes, from: bgl.FromMemory, ready: true,
+		o := &out{dst: l.nodeAt(hops[0].to), n: (n - k0 + len(use) - 1) / len(use), from: bgl.FromMemory, ready: true,
 			build: func(j int) *torus.Packet {
-				k := k0 + j*routes
+				k := k0 + j*len(use)
 				off := k * torus.MaxPayload
-				return l.bcastPacket(hops[0], r, k, l.data(addr+uint64(off), min(torus.MaxPayload, size-off)))
+				return l.bcastPacket(hops[0], key, r, k, l.data(addr+uint64(off), min(torus.MaxPayload, size-off)))
 			}}
-		if r == routes-1 {
+		if i == len(use)-1 {
 			o.sent = func() { l.endBcast(p) }
 		}
 		if o.n > 0 {
 			l.queue(o)
-		} else if r == routes-1 {
+		} else if i == len(use)-1 {
 			l.endBcast(p)
 		}
 	}
@@ -193,9 +251,6 @@ func (l *Layer) endBcast(p *cpu.Proc) {
 	}
 }
 
-// frame is the current broadcast's frame.
-func (l *Layer) frame() frame { return frame{dims: l.dims(), root: l.bc.root, mesh: l.meshed} }
-
 func (l *Layer) dims() torus.Coord {
 	last := l.nodes[len(l.nodes)-1].Torus.At
 	return torus.Coord{last[0] + 1, last[1] + 1, last[2] + 1}
@@ -206,30 +261,53 @@ func (l *Layer) nodeAt(c torus.Coord) int {
 	return c[0] + d[0]*(c[1]+d[1]*c[2])
 }
 
-func (l *Layer) bcastPacket(h bcastHop, r, k int, data []byte) *torus.Packet {
-	return &torus.Packet{Dst: h.to, Hint: h.hint, Deposit: h.deposit, Soft: soft(tBcast, 0, uint16(r), k), Payload: data}
+// bcastPacket is a broadcast packet: its key in the software header's
+// source and number fields, its route in the top two bits of its index.
+func (l *Layer) bcastPacket(h bcastHop, key uint32, r, k int, data []byte) *torus.Packet {
+	return &torus.Packet{Dst: h.to, Hint: h.hint, Deposit: h.deposit, Soft: soft(tBcast, int(key&0xffff), uint16(key>>16), k|r<<22), Payload: data}
 }
 
-// onBcast places a broadcast packet and queues its forwards.
-func (l *Layer) onBcast(p *cpu.Proc, f int, r, k int) {
-	bc := l.bc
-	if bc == nil {
-		panic(fmt.Sprintf("bglml: node %d: a broadcast packet with no broadcast under way", l.nd.Index))
-	}
+// bcastStaged is a broadcast packet read before its broadcast was posted.
+type bcastStaged struct {
+	route, idx int
+	data       []byte
+}
+
+// onBcast reads a broadcast packet: placed and forwarded if its broadcast
+// is under way here, else kept in the layer's memory until it is posted.
+func (l *Layer) onBcast(p *cpu.Proc, f int, key uint32, x int) {
+	r, k := x>>22, x&(1<<22-1)
 	p.Compute(l.costs.Lookup)
+	bc := l.bc
+	if bc == nil || bc.key != key {
+		pk := l.read(p, f)
+		l.Stats.BcastStaged++
+		if l.bcEarly == nil {
+			l.bcEarly = map[uint32][]bcastStaged{}
+		}
+		l.bcEarly[key] = append(l.bcEarly[key], bcastStaged{route: r, idx: k, data: pk.Payload})
+		return
+	}
 	pk, err := l.pl.Read(p, f, (bc.addr+uint64(k*torus.MaxPayload))%16 == 0)
 	if err != nil || pk == nil {
 		panic(fmt.Sprintf("bglml: node %d: FIFO %d: %v", l.nd.Index, f, err))
 	}
-	l.nd.Mem.Write(bc.addr+uint64(k*torus.MaxPayload), pk.Payload)
-	bc.got += len(pk.Payload)
-	fr := l.frame()
-	for _, h := range bcastNext(l.dims(), r, fr.rel(l.nd.Torus.At)) {
+	l.deliverBcast(p, r, k, pk.Payload)
+}
+
+// deliverBcast places packet k of route r of the broadcast under way and
+// queues its forwards.
+func (l *Layer) deliverBcast(p *cpu.Proc, r, k int, data []byte) {
+	bc := l.bc
+	l.nd.Mem.Write(bc.addr+uint64(k*torus.MaxPayload), data)
+	bc.got += len(data)
+	fr := bc.fr
+	for _, h := range bcastNext(fr.ext, r, fr.rel(l.nd.Torus.At)) {
 		h := fr.abs(h)
 		// The forward is written from the data just read (in the cache),
 		// on the route's FIFO, so that its packets stay in order.
 		l.queue(&out{dst: l.nodeAt(h.to), n: 1, from: bgl.FromCache, ready: true,
-			build: func(int) *torus.Packet { return l.bcastPacket(h, r, k, pk.Payload) }})
+			build: func(int) *torus.Packet { return l.bcastPacket(h, bc.key, r, k, data) }})
 	}
 	if bc.got == bc.size {
 		l.endBcast(p)

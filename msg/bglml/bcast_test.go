@@ -3,6 +3,7 @@ package bglml
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // shapes: each node but the root gets a route's packet exactly once, and
 // no directed link carries packets of two routes.
 func TestBcastRoutes(t *testing.T) {
-	for _, dims := range []torus.Coord{{4, 4, 2}, {4, 4, 4}, {2, 2, 2}, {3, 5, 2}, {8, 8, 8}} {
+	for _, dims := range []torus.Coord{{4, 4, 2}, {4, 4, 4}, {2, 2, 2}, {3, 5, 2}, {8, 8, 8}, {4, 4, 1}, {4, 1, 3}, {1, 5, 2}, {6, 1, 1}, {1, 1, 4}} {
 		t.Run(fmt.Sprint(dims), func(t *testing.T) {
 			type arc struct {
 				from torus.Coord
@@ -25,6 +26,9 @@ func TestBcastRoutes(t *testing.T) {
 			}
 			owner := map[arc]int{}
 			for r := 0; r < 3; r++ {
+				if dims[r] < 2 {
+					continue // no route starts along a dimension of one node
+				}
 				got := map[torus.Coord]int{}
 				queue := []torus.Coord{{}}
 				for len(queue) > 0 {
@@ -120,8 +124,20 @@ func TestBcastBadInput(t *testing.T) {
 		if err := l.Bcast(p, 0, 100, 4, nil); err == nil || !strings.Contains(err.Error(), "over 4 routes") {
 			t.Errorf("4 routes: %v", err)
 		}
-		if err := l.Bcast(p, 0, 100, 1, nil); err == nil || !strings.Contains(err.Error(), "two nodes in every dimension") {
-			t.Errorf("4×4×1: %v", err)
+		for _, c := range []struct {
+			box  Box
+			root torus.Coord
+			want string
+		}{
+			{Box{torus.Coord{1, 1, 0}, torus.Coord{3, 2, 1}}, torus.Coord{2, 1, 0}, "a corner of the box"},
+			{Box{torus.Coord{1, 1, 0}, torus.Coord{3, 2, 1}}, torus.Coord{1, 1, 0}, "outside the broadcast box"},
+			{Box{torus.Coord{0, 0, 0}, torus.Coord{5, 1, 1}}, torus.Coord{0, 0, 0}, "broadcast box at (0,0,0) of (5,1,1)"},
+			{Box{torus.Coord{0, 0, 0}, torus.Coord{4, 0, 1}}, torus.Coord{0, 0, 0}, "broadcast box"},
+			{Box{torus.Coord{0, 0, 0}, torus.Coord{4, 4, 1}}, torus.Coord{0, 4, 0}, "a corner of the box"},
+		} {
+			if err := l.BcastBox(p, c.box, c.root, 0, 100, 3, 1, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v from %v: %v, want %q", c.box, c.root, err, c.want)
+			}
 		}
 	})
 	m.World.Run(sim.S)
@@ -159,7 +175,129 @@ func TestBcastFrom(t *testing.T) {
 	}
 	spec := bgl.DefaultSpec(4, 4, 2)
 	spec.Torus.Mesh = true
-	if _, err := BcastTimeFrom(spec, DefaultParams(), DefaultCosts(), torus.Coord{1, 0, 0}, 3, 100, nil); err == nil || !strings.Contains(err.Error(), "a corner of a mesh") {
+	if _, err := BcastTimeFrom(spec, DefaultParams(), DefaultCosts(), torus.Coord{1, 0, 0}, 3, 100, nil); err == nil || !strings.Contains(err.Error(), "a corner of the box") {
 		t.Errorf("interior root of a mesh: %v", err)
+	}
+}
+
+// boxJob is a broadcast among the nodes of a box.
+type boxJob struct {
+	box          Box
+	root         torus.Coord
+	size, routes int
+	key          uint32
+}
+
+// boxRun runs the jobs on a machine of spec: every node takes part, in
+// order, in the jobs whose box holds it, after computing a random while
+// (so that packets come before their broadcast is posted), and checks
+// every byte. It returns the end and the layers' statistics.
+func boxRun(t *testing.T, spec bgl.Spec, jobs []boxJob, seed uint64) (sim.Tick, []Stats) {
+	t.Helper()
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 5))
+	var end sim.Tick
+	layers := make([]*Layer, len(m.Nodes))
+	for i, nd := range m.Nodes {
+		i, nd := i, nd
+		l, err := New(m, i, DefaultParams(), DefaultCosts(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers[i] = l
+		delays := make([]int, len(jobs))
+		for j := range delays {
+			delays[j] = rng.IntN(20000)
+		}
+		nd.Cores[0].Spawn("box", func(p *cpu.Proc) {
+			for j, b := range jobs {
+				in := true
+				for d := 0; d < 3; d++ {
+					if (nd.Torus.At[d]-b.box.Lo[d]+spec.Torus.Dims[d])%spec.Torus.Dims[d] >= b.box.Ext[d] {
+						in = false
+					}
+				}
+				if !in {
+					continue
+				}
+				want := make([]byte, b.size)
+				for k := range want {
+					want[k] = byte(k*7 + j*31 + k>>8 + 1)
+				}
+				a := nd.Alloc(b.size)
+				if nd.Torus.At == b.root {
+					nd.Mem.Write(a, want)
+				}
+				// Polling the layer meanwhile, as a rank in MPI does: packets
+				// of this broadcast that come are staged.
+				for until := p.Now() + sim.Tick(delays[j])*spec.Torus.Period(); p.Now() < until; {
+					l.Advance(p)
+				}
+				fin := false
+				if err := l.BcastBox(p, b.box, b.root, a, b.size, b.routes, b.key, func() { fin = true }); err != nil {
+					t.Error(err)
+					return
+				}
+				l.Until(p, func() bool { return fin })
+				got := make([]byte, b.size)
+				nd.Mem.Read(a, got)
+				if !bytes.Equal(got, want) {
+					t.Errorf("job %d, node %v: data differs", j, nd.Torus.At)
+				}
+			}
+			l.Until(p, l.Idle)
+			end = max(end, p.Now())
+		})
+	}
+	m.World.Run(sim.S)
+	if end == 0 {
+		t.Fatal("did not finish")
+	}
+	st := make([]Stats, len(layers))
+	for i, l := range layers {
+		st[i] = l.Stats
+	}
+	return end, st
+}
+
+// TestBcastBox broadcasts in sub-boxes of a torus and of a mesh: two
+// disjoint boxes at once, then two broadcasts one after the other in one
+// box and a plane and a line inside it, the nodes posting at random times;
+// every byte at every node, packets that came early staged, and the same
+// run twice.
+func TestBcastBox(t *testing.T) {
+	for _, mesh := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mesh=%v", mesh), func(t *testing.T) {
+			spec := bgl.DefaultSpec(4, 4, 2)
+			spec.Torus.Mesh = mesh
+			jobs := []boxJob{
+				{Box{torus.Coord{0, 0, 0}, torus.Coord{2, 4, 2}}, torus.Coord{1, 3, 1}, 5000, 3, 1},
+				{Box{torus.Coord{2, 0, 0}, torus.Coord{2, 4, 2}}, torus.Coord{2, 0, 0}, 3000, 3, 2},
+				{Box{torus.Coord{0, 1, 0}, torus.Coord{4, 3, 2}}, torus.Coord{3, 1, 0}, 4000, 3, 3},
+				{Box{torus.Coord{0, 1, 0}, torus.Coord{4, 3, 2}}, torus.Coord{0, 3, 1}, 2000, 2, 4},
+				{Box{torus.Coord{0, 1, 1}, torus.Coord{4, 3, 1}}, torus.Coord{3, 3, 1}, 2500, 3, 5},
+				{Box{torus.Coord{0, 2, 0}, torus.Coord{4, 1, 1}}, torus.Coord{0, 2, 0}, 1500, 3, 6},
+			}
+			if !mesh {
+				// along a ring the box covers whole, any root
+				jobs = append(jobs, boxJob{Box{torus.Coord{0, 1, 0}, torus.Coord{4, 2, 1}}, torus.Coord{2, 2, 0}, 3500, 3, 7})
+			}
+			e1, s1 := boxRun(t, spec, jobs, 1)
+			e2, s2 := boxRun(t, spec, jobs, 1)
+			if e1 != e2 || fmt.Sprint(s1) != fmt.Sprint(s2) {
+				t.Errorf("two runs differ: %v and %v", e1, e2)
+			}
+			staged := uint64(0)
+			for _, s := range s1 {
+				staged += s.BcastStaged
+			}
+			if staged == 0 {
+				t.Error("no packet came before its broadcast was posted: the staging is not exercised")
+			}
+			t.Logf("end %v, %d packets staged", e1, staged)
+		})
 	}
 }

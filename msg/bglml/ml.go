@@ -230,13 +230,14 @@ type Layer struct {
 	rdv     map[uint16]*rx       // rendezvous and get data by our number
 	early   map[uint32][]*staged // adaptive packets that came before their first
 	nextRx  uint16
-	bc      *bcast  // the torus broadcast under way
-	tree    *treeOp // the collective-network operation under way
-	full    []bool  // injection FIFOs found full in this pass of the advance loop
-	looks   int     // looks at an injection FIFO's room in this pass
-	rr      int     // Interleave: the send-queue entry to write from next
-	nfull   int     // injection FIFOs found full in this pass
-	pin     []int   // per destination: its pinned FIFO (pinned)
+	bc      *bcast                   // the torus broadcast under way
+	tree    *treeOp                  // the collective-network operation under way
+	bcEarly map[uint32][]bcastStaged // broadcast packets that came before their broadcast, by key
+	full    []bool                   // injection FIFOs found full in this pass of the advance loop
+	looks   int                      // looks at an injection FIFO's room in this pass
+	rr      int                      // Interleave: the send-queue entry to write from next
+	nfull   int                      // injection FIFOs found full in this pass
+	pin     []int                    // per destination: its pinned FIFO (pinned)
 	// queued is, per injection FIFO, the send-queue entries pinned to it
 	// and nqueued the FIFOs with any: once that many are found full in a
 	// pass (without Interleave), the rest of the send queue can write
@@ -302,6 +303,9 @@ type Stats struct {
 	// TreeOps counts the collective-network operations the node took part
 	// in, TreePackets the results it read.
 	TreeOps, TreePackets uint64
+	// Bcasts counts the torus broadcasts the node took part in,
+	// BcastStaged their packets that came before it had posted theirs.
+	Bcasts, BcastStaged uint64
 }
 
 // out is a send-queue entry: packets to one destination.
@@ -1199,7 +1203,7 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 		}
 		l.stream(src, rid, group, addr, n, sent)
 	case tBcast:
-		l.onBcast(p, f, int(id), idx)
+		l.onBcast(p, f, uint32(src)|uint32(id)<<16, idx)
 	case tVNAddr, tVNFree, tVNGet, tVNFlushed:
 		l.onVirtual(p, f, t, src, id)
 	case tToken:
