@@ -306,10 +306,17 @@ func (l *Layer) deliverBcast(p *cpu.Proc, r, k int, data []byte) {
 		h := fr.abs(h)
 		// The forward is written from the data just read (in the cache),
 		// on the route's FIFO, so that its packets stay in order.
-		l.queue(&out{dst: l.nodeAt(h.to), n: 1, from: bgl.FromCache, ready: true,
+		l.bcFwd++
+		l.queue(&out{dst: l.nodeAt(h.to), n: 1, from: bgl.FromCache, ready: true, sent: func() { l.bcFwd-- },
 			build: func(int) *torus.Packet { return l.bcastPacket(h, bc.key, r, k, data) }})
 	}
 	if bc.got == bc.size {
 		l.endBcast(p)
 	}
 }
+
+// Forwarding is the number of broadcast packets the node has yet to
+// forward (queued, not yet written): an upper layer that wants its
+// broadcast's part done before it leaves the advance loop (MPI_Bcast)
+// waits for none.
+func (l *Layer) Forwarding() int { return l.bcFwd }

@@ -233,6 +233,7 @@ type Layer struct {
 	bc      *bcast                   // the torus broadcast under way
 	tree    *treeOp                  // the collective-network operation under way
 	bcEarly map[uint32][]bcastStaged // broadcast packets that came before their broadcast, by key
+	bcFwd   int                      // broadcast forwards queued
 	full    []bool                   // injection FIFOs found full in this pass of the advance loop
 	looks   int                      // looks at an injection FIFO's room in this pass
 	rr      int                      // Interleave: the send-queue entry to write from next

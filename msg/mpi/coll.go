@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/aaemu/aaemu/msg/bglml"
 	"github.com/aaemu/aaemu/msg/shm"
 )
 
@@ -19,7 +20,12 @@ type Op struct {
 	Size   int
 	Cycles int
 	Apply  func(acc, in []byte)
+	// Tree is what Blue Gene/L's collective network computes for it (zero:
+	// nothing; the collectives of BGL then use the torus).
+	Tree bglml.TreeReduction
 }
+
+func (o Op) onTree(t bglml.TreeReduction) Op { o.Tree = t; return o }
 
 func u64op(name string, f func(a, b uint64) uint64) Op {
 	return Op{Name: name, Size: 8, Cycles: 1, Apply: func(acc, in []byte) {
@@ -41,15 +47,19 @@ func f64op(name string, f func(a, b float64) float64) Op {
 
 // The predefined reductions on 64-bit elements.
 var (
-	SumUint64  = u64op("sum_uint64", func(a, b uint64) uint64 { return a + b })
-	MaxUint64  = u64op("max_uint64", func(a, b uint64) uint64 { return max(a, b) })
-	MinUint64  = u64op("min_uint64", func(a, b uint64) uint64 { return min(a, b) })
-	SumInt64   = u64op("sum_int64", func(a, b uint64) uint64 { return uint64(int64(a) + int64(b)) })
-	MaxInt64   = u64op("max_int64", func(a, b uint64) uint64 { return uint64(max(int64(a), int64(b))) })
-	MinInt64   = u64op("min_int64", func(a, b uint64) uint64 { return uint64(min(int64(a), int64(b))) })
-	SumFloat64 = f64op("sum_float64", func(a, b float64) float64 { return a + b })
-	MaxFloat64 = f64op("max_float64", math.Max)
-	MinFloat64 = f64op("min_float64", math.Min)
+	SumUint64   = u64op("sum_uint64", func(a, b uint64) uint64 { return a + b }).onTree(bglml.TreeSumInt)
+	MaxUint64   = u64op("max_uint64", func(a, b uint64) uint64 { return max(a, b) }).onTree(bglml.TreeMaxUint)
+	MinUint64   = u64op("min_uint64", func(a, b uint64) uint64 { return min(a, b) }).onTree(bglml.TreeMinUint)
+	SumInt64    = u64op("sum_int64", func(a, b uint64) uint64 { return uint64(int64(a) + int64(b)) }).onTree(bglml.TreeSumInt)
+	MaxInt64    = u64op("max_int64", func(a, b uint64) uint64 { return uint64(max(int64(a), int64(b))) }).onTree(bglml.TreeMaxInt)
+	MinInt64    = u64op("min_int64", func(a, b uint64) uint64 { return uint64(min(int64(a), int64(b))) }).onTree(bglml.TreeMinInt)
+	BandUint64  = u64op("band_uint64", func(a, b uint64) uint64 { return a & b }).onTree(bglml.TreeAnd)
+	BorUint64   = u64op("bor_uint64", func(a, b uint64) uint64 { return a | b }).onTree(bglml.TreeOr)
+	BxorUint64  = u64op("bxor_uint64", func(a, b uint64) uint64 { return a ^ b }).onTree(bglml.TreeXor)
+	SumFloat64  = f64op("sum_float64", func(a, b float64) float64 { return a + b }).onTree(bglml.TreeSumFloat)
+	MaxFloat64  = f64op("max_float64", math.Max).onTree(bglml.TreeMaxFloat)
+	MinFloat64  = f64op("min_float64", math.Min).onTree(bglml.TreeMinFloat)
+	ProdFloat64 = f64op("prod_float64", func(a, b float64) float64 { return a * b })
 )
 
 // Collectives implements the collective operations of a communicator. The

@@ -298,6 +298,12 @@ func RunTorus(m *bgl.Machine, cfg Config, tc TorusConfig, nodeOf []int, body fun
 	if nodeOf == nil && tasks > 1 {
 		nodeOf = bgl.XYZTTasks(m.Torus.Spec.Dims, tasks)
 	}
+	if _, ok := cfg.Collectives.(BGL); ok && tasks == 1 {
+		// BGL's collectives on MPI_COMM_WORLD use the collective network.
+		if _, err := m.Collective(); err != nil {
+			return nil, err
+		}
+	}
 	cfg.Ranks = len(m.Nodes)
 	if nodeOf != nil {
 		cfg.Ranks = len(nodeOf)

@@ -152,6 +152,7 @@ type world struct {
 	ctxIDs   map[ctxKey]uint32
 	nextCtx  uint32
 	stats    []Stat
+	colls    []CollStat
 }
 
 type ctxKey struct {
@@ -188,6 +189,29 @@ type Result struct {
 	Stats []Stat
 	// Transports names the run's transports in order.
 	Transports []string
+	// Collectives counts the collective operations by the implementation
+	// that did them, where the collectives choose one (BGL).
+	Collectives []CollStat
+}
+
+// CollStat is how many operations of one collective call an
+// implementation did, and their bytes (each operation counted once, by
+// the communicator's rank 0).
+type CollStat struct {
+	Call, Impl string
+	Calls      uint64
+	Bytes      uint64
+}
+
+func (w *world) countColl(call, impl string, bytes int) {
+	for i := range w.colls {
+		if s := &w.colls[i]; s.Call == call && s.Impl == impl {
+			s.Calls++
+			s.Bytes += uint64(bytes)
+			return
+		}
+	}
+	w.colls = append(w.colls, CollStat{Call: call, Impl: impl, Calls: 1, Bytes: uint64(bytes)})
 }
 
 // ChannelCall is one call of a rank into a transport (Config.Channel).
@@ -300,7 +324,10 @@ func RunOn(c Host, cfg Config, body func(c *Comm)) (*Result, error) {
 		suspect, at = stuck, w.epoch
 		return deadlock
 	})
-	res := &Result{Ranks: len(w.ranks), Places: w.places, Stats: slices.Clone(w.stats)}
+	res := &Result{Ranks: len(w.ranks), Places: w.places, Stats: slices.Clone(w.stats), Collectives: slices.Clone(w.colls)}
+	slices.SortFunc(res.Collectives, func(a, b CollStat) int {
+		return strings.Compare(a.Call+"/"+a.Impl, b.Call+"/"+b.Impl)
+	})
 	for _, t := range w.trans {
 		res.Transports = append(res.Transports, t.Name())
 	}

@@ -1,0 +1,435 @@
+package mpi
+
+import (
+	"fmt"
+
+	"github.com/aaemu/aaemu/bgl"
+	"github.com/aaemu/aaemu/msg/bglml"
+	"github.com/aaemu/aaemu/torus"
+)
+
+// The implementations BGL chooses from (BGL.BcastWith, BGL.ReduceWith, and
+// what Result.Collectives names).
+const (
+	// ImplTree is the collective network (L60): a broadcast is an OR the
+	// root contributes its data to, a reduction the tree's ALU (and the
+	// float sum's two passes). MPI_COMM_WORLD only (L61).
+	ImplTree = "tree"
+	// ImplDeposit is the message layer's torus broadcast with the deposit
+	// bit over up to three edge-disjoint routes (L153–L155), in the box of
+	// the torus a communicator's nodes make.
+	ImplDeposit = "deposit"
+	// ImplMesh is the mesh-aware point-to-point broadcast: MPI messages
+	// between torus neighbours along a spanning tree that follows the
+	// mesh, pipelined in pieces.
+	ImplMesh = "mesh"
+	// ImplMPICH2 is MPICH2's broadcast (binomial; scatter and ring
+	// allgather for long messages, L152).
+	ImplMPICH2 = "mpich2"
+	// ImplTorus is a reduction by point-to-point messages over the torus
+	// (the MPI core's binomial reduce and recursive-doubling allreduce).
+	ImplTorus = "torus"
+)
+
+// BGL is Blue Gene/L's MPI collectives over the torus transport (seed
+// 002, L147–L156, L60–L61). MPI_Bcast chooses as the paper's MPI does:
+// the collective network for MPI_COMM_WORLD; the torus broadcast with the
+// deposit bit for a communicator whose nodes make a rectangular box of
+// the torus; the mesh-aware point-to-point broadcast otherwise.
+// MPI_Allreduce and MPI_Reduce take the collective network on
+// MPI_COMM_WORLD for the operations its ALU can do (Op.Tree), and the
+// torus's point-to-point algorithms otherwise. The collective network
+// needs the machine's tree built before the run (RunTorus builds it when
+// Config.Collectives is a BGL). A rank in virtual node mode has neither
+// the tree nor the deposit broadcast (one task a node): it takes the
+// mesh-aware broadcast and the torus. Result.Collectives counts what
+// each operation took.
+type BGL struct {
+	MPICH2
+	// BcastWith forces MPI_Bcast's implementation (ImplTree, ImplDeposit,
+	// ImplMesh, ImplMPICH2); "" chooses. A forced one the communicator
+	// cannot take is an error.
+	BcastWith string
+	// ReduceWith forces the reductions' (ImplTree, ImplTorus); "" chooses.
+	ReduceWith string
+	// Routes is the deposit broadcast's routes (0: 3).
+	Routes int
+	// MeshPiece is the mesh-aware broadcast's pipeline unit in bytes (0:
+	// 8,192): a rank forwards a piece as soon as it has it.
+	MeshPiece int
+}
+
+// bglEnv is what BGL's collectives need of a rank: its message layer and
+// the machine.
+func bglEnv(c *Comm) (*torusEP, *bgl.Machine) {
+	for _, ep := range c.r.eps {
+		if t, ok := ep.(*torusEP); ok {
+			return t, t.t.cfg.Machine
+		}
+	}
+	return nil, nil
+}
+
+// onWorld reports whether c is MPI_COMM_WORLD of a run with one rank on
+// every node of the machine and the collective network built: what the
+// tree serves (its classes are set up per partition, L61).
+func onWorld(c *Comm, ep *torusEP, m *bgl.Machine) bool {
+	return ep != nil && c.ctx == 0 && ep.t.tasks == 1 && m.Tree != nil && c.Size() == len(m.Nodes)
+}
+
+// commBox is the box of the torus c's nodes make, if they make one (one
+// rank a node).
+func commBox(c *Comm, ep *torusEP, m *bgl.Machine) (bglml.Box, bool) {
+	if ep == nil || ep.t.tasks != 1 {
+		return bglml.Box{}, false
+	}
+	dims := m.Torus.Spec.Dims
+	var box bglml.Box
+	for d := 0; d < 3; d++ {
+		has := make([]bool, dims[d])
+		n := 0
+		for r := 0; r < c.Size(); r++ {
+			if v := m.Nodes[c.Place(r).Node].Torus.At[d]; !has[v] {
+				has[v] = true
+				n++
+			}
+		}
+		// The range's low end: a coordinate whose predecessor is absent
+		// (on a ring, the one before it round the ring; in a mesh, or on a
+		// ring the box covers whole, the lowest).
+		lo := -1
+		for v := 0; v < dims[d]; v++ {
+			prev := v - 1
+			if !m.Torus.Spec.Mesh && prev < 0 {
+				prev = dims[d] - 1
+			}
+			if has[v] && (prev < 0 || !has[prev]) {
+				if lo >= 0 {
+					return bglml.Box{}, false // two runs: not a range
+				}
+				lo = v
+			}
+		}
+		if n == dims[d] {
+			lo = 0
+		}
+		if lo < 0 {
+			return bglml.Box{}, false
+		}
+		box.Lo[d], box.Ext[d] = lo, n
+	}
+	if box.Ext[0]*box.Ext[1]*box.Ext[2] != c.Size() {
+		return bglml.Box{}, false
+	}
+	return box, true
+}
+
+// bcastKey names a communicator's next deposit broadcast: its context and
+// its count of them (every member counts the same).
+type bcastKey struct{}
+
+func nextBcastKey(c *Comm) uint32 {
+	v, _ := c.Attr(bcastKey{})
+	n, _ := v.(uint32)
+	c.SetAttr(bcastKey{}, n+1)
+	return uint32(c.ctx&0xffff) | n<<16
+}
+
+// Bcast broadcasts b from root by the implementation the communicator
+// takes (or BcastWith).
+func (g BGL) Bcast(c *Comm, b Buf, root int) error {
+	ep, m := bglEnv(c)
+	impl := g.BcastWith
+	box, isBox := commBox(c, ep, m)
+	if impl == "" {
+		switch {
+		case ep == nil:
+			impl = ImplMPICH2
+		case onWorld(c, ep, m):
+			impl = ImplTree
+		case isBox:
+			impl = ImplDeposit
+		default:
+			impl = ImplMesh
+		}
+	}
+	if c.Rank() == 0 {
+		c.r.w.countColl("Bcast", impl, b.Len)
+	}
+	if b.Len == 0 {
+		return nil
+	}
+	switch impl {
+	case ImplMPICH2:
+		return g.MPICH2.Bcast(c, b, root)
+	case ImplTree:
+		if !onWorld(c, ep, m) {
+			return fmt.Errorf("mpi: the collective network serves MPI_COMM_WORLD of one rank a node only (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+		}
+		done := false
+		if err := ep.ml.TreeBcast(c.r.p, c.Rank() == root, b.Addr, b.Len, func() { done = true }); err != nil {
+			return err
+		}
+		c.r.waitUntil(func() bool { return done })
+		return nil
+	case ImplDeposit:
+		if !isBox {
+			return fmt.Errorf("mpi: the deposit broadcast needs a communicator whose nodes make a box of the torus, one rank a node; these %d ranks do not", c.Size())
+		}
+		return g.depositBcast(c, ep, m, box, b, root)
+	case ImplMesh:
+		if ep == nil {
+			return fmt.Errorf("mpi: the mesh-aware broadcast needs the torus transport")
+		}
+		return g.meshBcast(c, m, b, root)
+	}
+	return fmt.Errorf("mpi: broadcast implementation %q (%s, %s, %s, %s)", impl, ImplTree, ImplDeposit, ImplMesh, ImplMPICH2)
+}
+
+// depositBcast is the message layer's torus broadcast in the box. Its
+// routes start at a corner of the box (anywhere along a ring it covers
+// whole): a root elsewhere first sends the message to the nearest such
+// node, which broadcasts it.
+func (g BGL) depositBcast(c *Comm, ep *torusEP, m *bgl.Machine, box bglml.Box, b Buf, root int) error {
+	dims := m.Torus.Spec.Dims
+	at := func(r int) torus.Coord { return m.Nodes[c.Place(r).Node].Torus.At }
+	src := at(root)
+	for d := 0; d < 3; d++ {
+		wraps := !m.Torus.Spec.Mesh && dims[d] > 2 && box.Ext[d] == dims[d]
+		off := (src[d] - box.Lo[d] + dims[d]) % dims[d]
+		if !wraps && off != 0 && off != box.Ext[d]-1 {
+			if off < box.Ext[d]-1-off {
+				src[d] = box.Lo[d]
+			} else {
+				src[d] = (box.Lo[d] + box.Ext[d] - 1) % dims[d]
+			}
+		}
+	}
+	from := root
+	if src != at(root) {
+		for r := 0; r < c.Size(); r++ {
+			if at(r) == src {
+				from = r
+			}
+		}
+		cc := c.Collective()
+		switch c.Rank() {
+		case root:
+			if err := cc.Send(b, from, tagBcast); err != nil {
+				return err
+			}
+		case from:
+			if _, err := cc.Recv(b, root, tagBcast); err != nil {
+				return err
+			}
+		}
+	}
+	routes := g.Routes
+	if routes == 0 {
+		routes = 3
+	}
+	// Every node of the box takes part (a root that handed its message
+	// on forwards too, and gets it back).
+	done := false
+	if err := ep.ml.BcastBox(c.r.p, box, src, b.Addr, b.Len, routes, nextBcastKey(c), func() { done = true }); err != nil {
+		return err
+	}
+	// Done when the node has the message and has forwarded its part.
+	c.r.waitUntil(func() bool { return done && ep.ml.Forwarding() == 0 })
+	return nil
+}
+
+// meshTree is the mesh-aware broadcast's spanning tree over c's ranks
+// from root: each rank's parent is the rank nearest it (in torus hops)
+// among those nearer the root, preferring a step along the highest
+// dimension, so that in a box the tree is the root's x line, the y lines
+// from it and the z lines from those — every edge a link of the torus,
+// no link used twice. It works for any set of nodes (a parent may then be
+// several hops away).
+func meshTree(c *Comm, m *bgl.Machine, root int) (parent int, kids []int) {
+	n := c.Size()
+	dims := m.Torus.Spec.Dims
+	at := func(r int) torus.Coord { return m.Nodes[c.Place(r).Node].Torus.At }
+	hops := func(a, b torus.Coord) (h, top int) {
+		top = -1
+		for d := 0; d < 3; d++ {
+			x := a[d] - b[d]
+			if x < 0 {
+				x = -x
+			}
+			if !m.Torus.Spec.Mesh {
+				x = min(x, dims[d]-x)
+			}
+			if x > 0 {
+				top = d
+			}
+			h += x
+		}
+		return h, top
+	}
+	rootAt := at(root)
+	dist := make([]int, n)
+	for r := range dist {
+		dist[r], _ = hops(at(r), rootAt)
+	}
+	parentOf := func(r int) int {
+		best, bh, bt := -1, 0, 0
+		for q := 0; q < n; q++ {
+			if dist[q] >= dist[r] {
+				continue
+			}
+			h, top := hops(at(r), at(q))
+			if best < 0 || h < bh || h == bh && top > bt {
+				best, bh, bt = q, h, top
+			}
+		}
+		return best
+	}
+	me := c.Rank()
+	parent = -1
+	if me != root {
+		parent = parentOf(me)
+	}
+	for r := 0; r < n; r++ {
+		if r != root && parentOf(r) == me {
+			kids = append(kids, r)
+		}
+	}
+	return parent, kids
+}
+
+// meshTreeKey caches a communicator's tree by root.
+type meshTreeKey struct{ root int }
+
+type meshTreeVal struct {
+	parent int
+	kids   []int
+}
+
+// meshBcast is the mesh-aware point-to-point broadcast: the message in
+// pieces of MeshPiece bytes down meshTree, each rank passing a piece to
+// its children as soon as it has it (MPI messages, so each piece is an
+// eager message or a rendezvous by size).
+func (g BGL) meshBcast(c *Comm, m *bgl.Machine, b Buf, root int) error {
+	v, ok := c.Attr(meshTreeKey{root})
+	if !ok {
+		p, k := meshTree(c, m, root)
+		v = meshTreeVal{p, k}
+		c.SetAttr(meshTreeKey{root}, v)
+	}
+	t := v.(meshTreeVal)
+	piece := g.MeshPiece
+	if piece == 0 {
+		piece = 8192
+	}
+	cc := c.Collective()
+	n := (b.Len + piece - 1) / piece
+	part := func(k int) Buf { return b.Slice(k*piece, min(piece, b.Len-k*piece)) }
+	var recvs []*Request
+	if t.parent >= 0 {
+		for k := 0; k < n; k++ {
+			recvs = append(recvs, cc.Irecv(part(k), t.parent, tagBcast))
+		}
+	}
+	var sends []*Request
+	for k := 0; k < n; k++ {
+		if t.parent >= 0 {
+			if _, err := cc.Wait(recvs[k]); err != nil {
+				return err
+			}
+		}
+		for _, kid := range t.kids {
+			sends = append(sends, cc.Isend(part(k), kid, tagBcast))
+		}
+	}
+	_, err := cc.Waitall(sends...)
+	return err
+}
+
+// treeReduce is a reduction on the collective network into recv (nil:
+// the result is dropped, MPI_Reduce off the root).
+func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op) error {
+	r := c.r
+	dst := recv
+	if dst.Len == 0 {
+		dst = r.tmp(send.Len)
+		defer r.release(dst)
+	}
+	done := false
+	if err := ep.ml.TreeAllreduce(r.p, op.Tree, send.Addr, dst.Addr, send.Len/8, func() { done = true }); err != nil {
+		return err
+	}
+	r.waitUntil(func() bool { return done })
+	return nil
+}
+
+// reduceImpl is the implementation a reduction of op on c takes (or
+// ReduceWith), or why a forced one cannot.
+func (g BGL) reduceImpl(c *Comm, send Buf, op Op) (string, *torusEP, error) {
+	ep, m := bglEnv(c)
+	world := onWorld(c, ep, m)
+	fits := op.Tree != 0 && op.Size == 8
+	switch g.ReduceWith {
+	case "":
+		if world && fits && send.Len > 0 {
+			return ImplTree, ep, nil
+		}
+		return ImplTorus, ep, nil
+	case ImplTorus:
+		return ImplTorus, ep, nil
+	case ImplTree:
+		if !world {
+			return "", nil, fmt.Errorf("mpi: the collective network serves MPI_COMM_WORLD of one rank a node only (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+		}
+		if !fits {
+			return "", nil, fmt.Errorf("mpi: %s on the collective network: its ALU adds, takes the maximum of, ands, ors and xors 64-bit integers (the software maps onto it signed and unsigned sums, maxima and minima, bitwise operations, and float64 maxima, minima and, in two passes, sums); %s is none of these", op.Name, op.Name)
+		}
+		return ImplTree, ep, nil
+	}
+	return "", nil, fmt.Errorf("mpi: reduction implementation %q (%s, %s)", g.ReduceWith, ImplTree, ImplTorus)
+}
+
+// Allreduce combines every rank's send into every rank's recv.
+func (g BGL) Allreduce(c *Comm, send, recv Buf, op Op) error {
+	impl, ep, err := g.reduceImpl(c, send, op)
+	if err != nil {
+		return err
+	}
+	if c.Rank() == 0 {
+		c.r.w.countColl("Allreduce", impl, send.Len)
+	}
+	if impl == ImplTorus {
+		return g.MPICH2.Allreduce(c, send, recv, op)
+	}
+	if err := checkOp(send, op); err != nil || send.Len == 0 {
+		return err
+	}
+	if recv.Len != send.Len {
+		return fmt.Errorf("mpi: Allreduce into %d bytes from %d", recv.Len, send.Len)
+	}
+	return treeReduce(c, ep, send, recv, op)
+}
+
+// Reduce combines every rank's send into root's recv.
+func (g BGL) Reduce(c *Comm, send, recv Buf, op Op, root int) error {
+	impl, ep, err := g.reduceImpl(c, send, op)
+	if err != nil {
+		return err
+	}
+	if c.Rank() == 0 {
+		c.r.w.countColl("Reduce", impl, send.Len)
+	}
+	if impl == ImplTorus {
+		return g.MPICH2.Reduce(c, send, recv, op, root)
+	}
+	if err := checkOp(send, op); err != nil || send.Len == 0 {
+		return err
+	}
+	if c.Rank() != root {
+		return treeReduce(c, ep, send, Buf{}, op)
+	}
+	if recv.Len != send.Len {
+		return fmt.Errorf("mpi: Reduce into %d bytes from %d", recv.Len, send.Len)
+	}
+	return treeReduce(c, ep, send, recv, op)
+}

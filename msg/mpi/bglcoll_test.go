@@ -1,0 +1,278 @@
+package mpi
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/aaemu/aaemu/bgl"
+	"github.com/aaemu/aaemu/sim"
+)
+
+// bglRun runs body on one rank a node of an x×y×z torus (or mesh) with
+// BGL's collectives g, and returns the result and the failures body
+// reported.
+func bglRun(t *testing.T, x, y, z int, mesh bool, g BGL, body func(c *Comm, fail func(string, ...any))) (*Result, []string) {
+	t.Helper()
+	spec := bgl.DefaultSpec(x, y, z)
+	spec.Torus.Mesh = mesh
+	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed []string
+	res, err := RunTorus(m, Config{Collectives: g}, TorusConfig{}, nil, func(c *Comm) {
+		body(c, func(f string, a ...any) { failed = append(failed, fmt.Sprintf("rank %d: ", c.Rank())+fmt.Sprintf(f, a...)) })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, failed
+}
+
+// commOf splits the world by the color color gives each node's
+// coordinates (rank order kept).
+func commOf(c *Comm, x, y int, color func(cx, cy, cz int) int) *Comm {
+	r := c.Rank()
+	sub, err := c.Split(color(r%x, r/x%y, r/(x*y)), r)
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// TestBGLBcast broadcasts on MPI_COMM_WORLD, on its duplicate, on boxes
+// (planes, lines, a block of a mesh), on a communicator that is no box,
+// and by MPICH2's algorithm, from several roots and sizes, each rank
+// computing a random while before each broadcast; every byte at every
+// rank, the implementation each took in Result.Collectives, and the same
+// run twice.
+func TestBGLBcast(t *testing.T) {
+	const X, Y, Z = 4, 4, 2
+	cases := []struct {
+		name  string
+		mesh  bool
+		with  string
+		comm  func(c *Comm) *Comm
+		roots []int
+		impl  string
+	}{
+		{"world", false, "", func(c *Comm) *Comm { return c }, []int{0, 21}, ImplTree},
+		{"world-mesh", true, "", func(c *Comm) *Comm { return c }, []int{5}, ImplTree},
+		{"dup", false, "", func(c *Comm) *Comm { d, _ := c.Dup(); return d }, []int{0, 9}, ImplDeposit},
+		{"dup-mesh", true, "", func(c *Comm) *Comm { d, _ := c.Dup(); return d }, []int{31, 6}, ImplDeposit},
+		{"planes", false, "", func(c *Comm) *Comm { return commOf(c, X, Y, func(x, y, z int) int { return z }) }, []int{0, 6}, ImplDeposit},
+		{"planes-mesh", true, "", func(c *Comm) *Comm { return commOf(c, X, Y, func(x, y, z int) int { return z }) }, []int{5, 15}, ImplDeposit},
+		{"rows-mesh", true, "", func(c *Comm) *Comm { return commOf(c, X, Y, func(x, y, z int) int { return y + Y*z }) }, []int{1, 3}, ImplDeposit},
+		{"blocks-mesh", true, "", func(c *Comm) *Comm { return commOf(c, X, Y, func(x, y, z int) int { return x / 2 }) }, []int{0, 7}, ImplDeposit},
+		{"wrapped-halves", false, "", func(c *Comm) *Comm {
+			return commOf(c, X, Y, func(x, y, z int) int { return map[bool]int{true: 0, false: 1}[x == 0 || x == 3] })
+		}, []int{0, 1}, ImplDeposit},
+		{"checkerboard", false, "", func(c *Comm) *Comm { return commOf(c, X, Y, func(x, y, z int) int { return (x + y + z) % 2 }) }, []int{0, 5}, ImplMesh},
+		{"checkerboard-mesh", true, "", func(c *Comm) *Comm { return commOf(c, X, Y, func(x, y, z int) int { return (x + y + z) % 2 }) }, []int{3}, ImplMesh},
+		{"mesh-forced", true, ImplMesh, func(c *Comm) *Comm { return c }, []int{0, 13}, ImplMesh},
+		{"mpich2-forced", true, ImplMPICH2, func(c *Comm) *Comm { return c }, []int{2}, ImplMPICH2},
+	}
+	sizes := []int{1, 240, 3000, 20000}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func() *Result {
+				res, failed := bglRun(t, X, Y, Z, tc.mesh, BGL{BcastWith: tc.with, MeshPiece: 4096}, func(w *Comm, fail func(string, ...any)) {
+					c := tc.comm(w)
+					rng := rand.New(rand.NewPCG(uint64(w.Rank()), 3))
+					for _, root := range tc.roots {
+						root %= c.Size()
+						for k, n := range sizes {
+							b := c.Alloc(n)
+							want := torusPattern(root, k, n)
+							if c.Rank() == root {
+								c.Write(b, want)
+							}
+							c.Compute(rng.IntN(5000))
+							if err := c.Bcast(b, root); err != nil {
+								fail("%v", err)
+								return
+							}
+							if !bytes.Equal(c.Read(b), want) {
+								fail("%d bytes from %d: data differs", n, root)
+							}
+						}
+					}
+				})
+				for _, f := range failed {
+					t.Error(f)
+				}
+				return res
+			}
+			r1, r2 := run(), run()
+			if fmt.Sprint(r1.Finish, r1.Stats, r1.Collectives) != fmt.Sprint(r2.Finish, r2.Stats, r2.Collectives) {
+				t.Errorf("two runs differ:\n%v\n%v", r1.Collectives, r2.Collectives)
+			}
+			bcasts := uint64(0)
+			for _, s := range r1.Collectives {
+				if s.Call != "Bcast" {
+					continue
+				}
+				if s.Impl != tc.impl {
+					t.Errorf("%d broadcasts took %s, want %s", s.Calls, s.Impl, tc.impl)
+				}
+				bcasts += s.Calls
+			}
+			// every communicator the split makes counts its own
+			comms := uint64(1)
+			if strings.Contains(tc.name, "planes") || strings.Contains(tc.name, "checker") || strings.Contains(tc.name, "blocks") || strings.Contains(tc.name, "wrapped") {
+				comms = 2
+			}
+			if strings.Contains(tc.name, "rows") {
+				comms = Y * Z
+			}
+			if want := comms * uint64(len(tc.roots)*len(sizes)); bcasts != want {
+				t.Errorf("%d broadcasts counted, want %d", bcasts, want)
+			}
+			t.Logf("end %v", r1.End)
+		})
+	}
+}
+
+// f64s packs float64s as bytes.
+func f64s(v []float64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+	}
+	return b
+}
+
+// TestBGLReduce reduces on MPI_COMM_WORLD (the collective network) and
+// on planes (the torus) with every operation the tree does and one it
+// does not (a product, which the choice sends to the torus), checks every
+// element at every rank against the serial reduction in rank order — the
+// float sum of values of one scale (multiples of 2^−10 under 2^19, whose
+// sum float64 holds exactly) bit for bit — and the implementation each
+// took.
+func TestBGLReduce(t *testing.T) {
+	const X, Y, Z = 4, 2, 2
+	ops := []Op{SumInt64, SumUint64, MaxInt64, MinInt64, MaxUint64, MinUint64, BandUint64, BorUint64, BxorUint64, MaxFloat64, MinFloat64, SumFloat64, ProdFloat64}
+	value := func(op Op, rank, i int) uint64 {
+		rng := rand.New(rand.NewPCG(uint64(rank), uint64(i)))
+		switch op.Name {
+		case "sum_float64":
+			return math.Float64bits(float64(rng.IntN(1<<29)-1<<28) / 1024)
+		case "prod_float64":
+			return math.Float64bits(1 + float64(rng.IntN(8))/8)
+		case "max_float64", "min_float64":
+			return math.Float64bits(rng.NormFloat64() * math.Ldexp(1, rng.IntN(60)-30))
+		}
+		return rng.Uint64()
+	}
+	for _, sub := range []bool{false, true} {
+		for _, count := range []int{1, 40} {
+			t.Run(fmt.Sprintf("planes=%v/count=%d", sub, count), func(t *testing.T) {
+				res, failed := bglRun(t, X, Y, Z, false, BGL{}, func(w *Comm, fail func(string, ...any)) {
+					c := w
+					if sub {
+						c = commOf(w, X, Y, func(x, y, z int) int { return z })
+					}
+					for _, op := range ops {
+						mine := make([]byte, 8*count)
+						want := make([]byte, 8*count)
+						for i := 0; i < count; i++ {
+							binary.LittleEndian.PutUint64(mine[8*i:], value(op, c.WorldRank(c.Rank()), i))
+							binary.LittleEndian.PutUint64(want[8*i:], value(op, c.WorldRank(0), i))
+						}
+						for r := 1; r < c.Size(); r++ {
+							in := make([]byte, 8*count)
+							for i := 0; i < count; i++ {
+								binary.LittleEndian.PutUint64(in[8*i:], value(op, c.WorldRank(r), i))
+							}
+							op.Apply(want, in)
+						}
+						send, recv := c.Alloc(8*count), c.Alloc(8*count)
+						c.Write(send, mine)
+						if err := c.Allreduce(send, recv, op); err != nil {
+							fail("%v", err)
+							return
+						}
+						if got := c.Read(recv); !bytes.Equal(got, want) {
+							fail("Allreduce %s: differs from the serial reduction", op.Name)
+						}
+						root := 3 % c.Size()
+						c.Write(recv, make([]byte, 8*count))
+						if err := c.Reduce(send, recv, op, root); err != nil {
+							fail("%v", err)
+							return
+						}
+						if got := c.Read(recv); c.Rank() == root && !bytes.Equal(got, want) {
+							fail("Reduce %s: differs from the serial reduction", op.Name)
+						}
+					}
+				})
+				for _, f := range failed {
+					t.Error(f)
+				}
+				for _, s := range res.Collectives {
+					if s.Call != "Allreduce" && s.Call != "Reduce" {
+						continue
+					}
+					var want uint64
+					switch {
+					case sub && s.Impl == ImplTorus:
+						want = 2 * uint64(len(ops)) // two planes
+					case !sub && s.Impl == ImplTree:
+						want = uint64(len(ops) - 1)
+					case !sub && s.Impl == ImplTorus:
+						want = 1 // the product
+					}
+					if s.Calls != want {
+						t.Errorf("%s by %s: %d operations, want %d", s.Call, s.Impl, s.Calls, want)
+					}
+				}
+				t.Logf("%v", res.Collectives)
+			})
+		}
+	}
+}
+
+// TestBGLBadInput: a broadcast root outside the communicator, a reduction
+// the collective network cannot do forced onto it, the tree or the deposit
+// broadcast forced onto a communicator that cannot take it.
+func TestBGLBadInput(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		g    BGL
+		do   func(c *Comm) error
+		want string
+	}{
+		{"root", BGL{}, func(c *Comm) error { return c.Bcast(c.Alloc(8), 8) }, "Bcast from root 8 of 8"},
+		{"negative root", BGL{}, func(c *Comm) error { return c.Bcast(c.Alloc(8), -1) }, "Bcast from root -1 of 8"},
+		{"prod on the tree", BGL{ReduceWith: ImplTree}, func(c *Comm) error {
+			b := c.Alloc(8)
+			return c.Allreduce(b, c.Alloc(8), ProdFloat64)
+		}, "prod_float64 on the collective network"},
+		{"user op on the tree", BGL{ReduceWith: ImplTree}, func(c *Comm) error {
+			b := c.Alloc(8)
+			return c.Reduce(b, c.Alloc(8), Op{Name: "mine", Size: 8, Apply: func(a, b []byte) {}}, 0)
+		}, "mine on the collective network"},
+		{"tree on a plane", BGL{BcastWith: ImplTree}, func(c *Comm) error {
+			return commOf(c, 2, 2, func(x, y, z int) int { return z }).Bcast(c.Alloc(8), 0)
+		}, "serves MPI_COMM_WORLD"},
+		{"deposit on a checkerboard", BGL{BcastWith: ImplDeposit}, func(c *Comm) error {
+			return commOf(c, 2, 2, func(x, y, z int) int { return (x + y + z) % 2 }).Bcast(c.Alloc(8), 0)
+		}, "make a box"},
+		{"unknown", BGL{BcastWith: "fast"}, func(c *Comm) error { return c.Bcast(c.Alloc(8), 0) }, `implementation "fast"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			errs := make([]error, 8)
+			bglRun(t, 2, 2, 2, false, c.g, func(w *Comm, fail func(string, ...any)) {
+				errs[w.Rank()] = c.do(w)
+			})
+			if errs[0] == nil || !strings.Contains(errs[0].Error(), c.want) {
+				t.Errorf("got %v, want %q", errs[0], c.want)
+			}
+		})
+	}
+}
