@@ -26,7 +26,9 @@ func bglRun(t *testing.T, x, y, z int, mesh bool, g BGL, body func(c *Comm, fail
 	}
 	var failed []string
 	res, err := RunTorus(m, Config{Collectives: g}, TorusConfig{}, nil, func(c *Comm) {
-		body(c, func(f string, a ...any) { failed = append(failed, fmt.Sprintf("rank %d: ", c.Rank())+fmt.Sprintf(f, a...)) })
+		body(c, func(f string, a ...any) {
+			failed = append(failed, fmt.Sprintf("rank %d: ", c.Rank())+fmt.Sprintf(f, a...))
+		})
 	})
 	if err != nil {
 		t.Fatal(err)
