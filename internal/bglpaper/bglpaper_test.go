@@ -229,8 +229,10 @@ func TestMapping(t *testing.T) {
 
 // TestFig5b runs 5b reduced (a 2×2×2 mesh): MPICH2's plateau and three
 // routes against one agree; the deposit-bit broadcast's share of its peak
-// is above the paper's and says why; the deposit-bit broadcast beats
-// MPICH2's at every size.
+// is above the paper's and says why, through MPI too; the deposit-bit
+// broadcast beats MPICH2's at every size, through MPI too, which the
+// paper's does not at small sizes (said why); MPI_Bcast on the world
+// takes the collective network and moves what it moves alone.
 func TestFig5b(t *testing.T) {
 	fig := Fig5b(ReducedBroadcast())
 	pts, err := fig.Custom.Run(2, nil)
@@ -238,16 +240,20 @@ func TestFig5b(t *testing.T) {
 		t.Fatal(err)
 	}
 	mp, d3, tn := series(pts, mpich2), series(pts, deposit3), series(pts, treeNet)
+	md, mt := series(pts, mpiDep), series(pts, mpiTree)
 	for i := range mp {
-		if d3[i].Y <= mp[i].Y {
-			t.Errorf("%d B: deposit %.1f MB/s, MPICH2 %.1f MB/s", mp[i].X, d3[i].Y, mp[i].Y)
+		if d3[i].Y <= mp[i].Y || md[i].Y <= mp[i].Y {
+			t.Errorf("%d B: deposit %.1f MB/s, through MPI %.1f, MPICH2 %.1f MB/s", mp[i].X, d3[i].Y, md[i].Y, mp[i].Y)
 		}
 		if tn[i].Y <= mp[i].Y {
 			t.Errorf("%d B: collective network %.1f MB/s, MPICH2 %.1f MB/s", mp[i].X, tn[i].Y, mp[i].Y)
 		}
 	}
+	if last := len(mt) - 1; mt[last].Y < 0.98*tn[last].Y {
+		t.Errorf("%d B: MPI_Bcast on the collective network %.1f MB/s, the network alone %.1f", mt[last].X, mt[last].Y, tn[last].Y)
+	}
 	for i, r := range fig.CheckPoints(pts) {
-		if want := i != 1; r.Holds != want || !r.Holds && !strings.Contains(r.Measured, "aaemu's") {
+		if want := i != 1 && i != 5 && i != 6; r.Holds != want || !r.Holds && !strings.Contains(r.Measured, "aaemu's") {
 			t.Errorf("%s: %s (holds %v)", r.Claim.Text, r.Measured, r.Holds)
 		}
 		t.Logf("%s: %s", r.Claim.Text, r.Measured)

@@ -307,7 +307,7 @@ func (l *Layer) deliverBcast(p *cpu.Proc, r, k int, data []byte) {
 		// The forward is written from the data just read (in the cache),
 		// on the route's FIFO, so that its packets stay in order.
 		l.bcFwd++
-		l.queue(&out{dst: l.nodeAt(h.to), n: 1, from: bgl.FromCache, ready: true, sent: func() { l.bcFwd-- },
+		l.queue(&out{dst: l.nodeAt(h.to), n: 1, from: bgl.FromCache, ready: true, forward: true,
 			build: func(int) *torus.Packet { return l.bcastPacket(h, bc.key, r, k, data) }})
 	}
 	if bc.got == bc.size {

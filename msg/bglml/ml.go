@@ -311,6 +311,7 @@ type Stats struct {
 
 // out is a send-queue entry: packets to one destination.
 type out struct {
+	forward  bool // a broadcast packet forwarded (Layer.Forwarding)
 	dst      int
 	message  bool // a message (gated by the tokens and the order to dst)
 	n, next  int
@@ -879,6 +880,9 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 
 // finish ends an entry whose packets are all written.
 func (l *Layer) finish(p *cpu.Proc, o *out) {
+	if o.forward {
+		l.bcFwd-- // the layer's own count, no callback
+	}
 	if o.sent != nil {
 		p.Compute(l.costs.Callback)
 		o.sent()
