@@ -272,6 +272,7 @@ func TestBGLBadInput(t *testing.T) {
 			bglRun(t, 2, 2, 2, false, c.g, func(w *Comm, fail func(string, ...any)) {
 				errs[w.Rank()] = c.do(w)
 			})
+			t.Log(errs[0])
 			if errs[0] == nil || !strings.Contains(errs[0].Error(), c.want) {
 				t.Errorf("got %v, want %q", errs[0], c.want)
 			}
