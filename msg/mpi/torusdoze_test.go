@@ -19,7 +19,7 @@ import (
 // with co), polling every pass of the wait loop (off) or dozing, and
 // returns every rank's finish, every statistic of the run and the
 // kernel's unit evaluations.
-func torusDozeRun(t *testing.T, off, co bool, seed int64) (string, uint64) {
+func torusDozeRun(t *testing.T, off, co bool, seed int64, coll Collectives) (string, uint64) {
 	t.Helper()
 	dozeOff = off
 	defer func() { dozeOff = false }()
@@ -35,7 +35,7 @@ func torusDozeRun(t *testing.T, off, co bool, seed int64) (string, uint64) {
 		t.Fatal(err)
 	}
 	var failed []string
-	res, err := RunTorus(m, Config{Collectives: MPICH2{}}, tc, nil, func(c *Comm) {
+	res, err := RunTorus(m, Config{Collectives: coll}, tc, nil, func(c *Comm) {
 		n, me := c.Size(), c.Rank()
 		rng := rand.New(rand.NewSource(seed + int64(me)))
 		for k, size := range []int{1, 180, 1000, 3000, 20000} {
@@ -61,6 +61,25 @@ func torusDozeRun(t *testing.T, off, co bool, seed int64) (string, uint64) {
 			}
 			if !bytes.Equal(c.Read(b), torusPattern(k, 9, size)) {
 				failed = append(failed, fmt.Sprintf("rank %d: broadcast of %d bytes differs", me, size))
+			}
+		}
+		if _, ok := coll.(BGL); ok {
+			// BGL's deposit broadcast (a duplicate of the world is a box)
+			// and mesh-aware one (a checkerboard is not)
+			d, _ := c.Dup()
+			q, _ := c.Split(me%2^me/4%2, me)
+			for k, cc := range []*Comm{d, q} {
+				c.Compute(rng.Intn(20000))
+				b := c.Alloc(5000)
+				if cc.Rank() == 1 {
+					c.Write(b, torusPattern(k, 8, 5000))
+				}
+				if err := cc.Bcast(b, 1); err != nil {
+					failed = append(failed, err.Error())
+				}
+				if !bytes.Equal(c.Read(b), torusPattern(k, 8, 5000)) {
+					failed = append(failed, fmt.Sprintf("rank %d: broadcast %d of BGL differs", me, k))
+				}
 			}
 		}
 		s, r := c.Alloc(8), c.Alloc(8)
@@ -100,10 +119,15 @@ func torusDozeRun(t *testing.T, off, co bool, seed int64) (string, uint64) {
 // operations and busy time among them — in heater and coprocessor mode;
 // and dozing saves kernel evaluations (else it tested nothing).
 func TestTorusDozeMatchesPolling(t *testing.T) {
-	for _, co := range []bool{false, true} {
-		for _, seed := range []int64{1, 2} {
-			poll, pollTicks := torusDozeRun(t, true, co, seed)
-			doze, dozeTicks := torusDozeRun(t, false, co, seed)
+	for _, c := range []struct {
+		co   bool
+		seed int64
+		coll Collectives
+	}{{false, 1, MPICH2{}}, {false, 2, MPICH2{}}, {true, 1, MPICH2{}}, {true, 2, MPICH2{}}, {false, 3, BGL{}}, {true, 3, BGL{}}} {
+		co, seed := c.co, c.seed
+		{
+			poll, pollTicks := torusDozeRun(t, true, co, seed, c.coll)
+			doze, dozeTicks := torusDozeRun(t, false, co, seed, c.coll)
 			if poll != doze {
 				a, b := strings.Split(poll, "\n"), strings.Split(doze, "\n")
 				for i := range a {
