@@ -21,7 +21,9 @@ const (
 	ImplDeposit = "deposit"
 	// ImplMesh is the mesh-aware point-to-point broadcast: MPI messages
 	// between torus neighbours along a spanning tree that follows the
-	// mesh, pipelined in pieces.
+	// mesh, pipelined in pieces; for a reduction, the same tree upwards,
+	// each rank combining its children's partial results with its own
+	// (an allreduce then broadcasts the result by BGL's Bcast).
 	ImplMesh = "mesh"
 	// ImplMPICH2 is MPICH2's broadcast (binomial; scatter and ring
 	// allgather for long messages, L152).
@@ -50,7 +52,8 @@ type BGL struct {
 	// ImplMesh, ImplMPICH2); "" chooses. A forced one the communicator
 	// cannot take is an error.
 	BcastWith string
-	// ReduceWith forces the reductions' (ImplTree, ImplTorus); "" chooses.
+	// ReduceWith forces the reductions' (ImplTree, ImplTorus, ImplMesh);
+	// "" chooses.
 	ReduceWith string
 	// Routes is the deposit broadcast's routes (0: 3).
 	Routes int
@@ -346,6 +349,66 @@ func (g BGL) meshBcast(c *Comm, m *bgl.Machine, b Buf, root int) error {
 	return err
 }
 
+// meshReduce reduces up the mesh-aware broadcast's tree (meshTree) to
+// root, in pieces of MeshPiece bytes (whole elements): a rank receives
+// its children's partial results of a piece, combines them after its own
+// in rank order of the children (own ⊕ first ⊕ second …), and sends the
+// piece to its parent as soon as it is combined. Every edge of the tree
+// is a link of the torus in a box, so no two partial results share one.
+func (g BGL) meshReduce(c *Comm, send, recv Buf, op Op, root int) error {
+	r := c.r
+	if err := checkOp(send, op); err != nil || send.Len == 0 {
+		return err
+	}
+	_, m := bglEnv(c)
+	v, ok := c.Attr(meshTreeKey{root})
+	if !ok {
+		p, k := meshTree(c, m, root)
+		v = meshTreeVal{p, k}
+		c.SetAttr(meshTreeKey{root}, v)
+	}
+	t := v.(meshTreeVal)
+	piece := g.MeshPiece
+	if piece == 0 {
+		piece = 8192
+	}
+	piece = max(op.Size, piece/op.Size*op.Size)
+	cc := c.Collective()
+	n := (send.Len + piece - 1) / piece
+	acc := r.tmp(send.Len)
+	defer r.release(acc)
+	r.memcpy(acc, send)
+	part := func(b Buf, k int) Buf { return b.Slice(k*piece, min(piece, send.Len-k*piece)) }
+	in := make([]Buf, len(t.kids))
+	recvs := make([][]*Request, len(t.kids))
+	for i, kid := range t.kids {
+		in[i] = r.tmp(send.Len)
+		defer r.release(in[i])
+		for k := 0; k < n; k++ {
+			recvs[i] = append(recvs[i], cc.Irecv(part(in[i], k), kid, tagReduce))
+		}
+	}
+	var sends []*Request
+	for k := 0; k < n; k++ {
+		for i := range t.kids {
+			if _, err := cc.Wait(recvs[i][k]); err != nil {
+				return err
+			}
+			r.reduce(part(acc, k), part(in[i], k), op)
+		}
+		if t.parent >= 0 {
+			sends = append(sends, cc.Isend(part(acc, k), t.parent, tagReduce))
+		}
+	}
+	if _, err := cc.Waitall(sends...); err != nil {
+		return err
+	}
+	if c.Rank() == root {
+		r.memcpy(recv, acc)
+	}
+	return nil
+}
+
 // treeReduce is a reduction on the collective network into recv (nil:
 // the result is dropped, MPI_Reduce off the root).
 func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op) error {
@@ -377,6 +440,11 @@ func (g BGL) reduceImpl(c *Comm, send Buf, op Op) (string, *torusEP, error) {
 		return ImplTorus, ep, nil
 	case ImplTorus:
 		return ImplTorus, ep, nil
+	case ImplMesh:
+		if ep == nil {
+			return "", nil, fmt.Errorf("mpi: the mesh-aware reduction needs the torus transport")
+		}
+		return ImplMesh, ep, nil
 	case ImplTree:
 		if !world {
 			return "", nil, fmt.Errorf("mpi: the collective network serves MPI_COMM_WORLD of one rank a node only (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
@@ -386,7 +454,7 @@ func (g BGL) reduceImpl(c *Comm, send Buf, op Op) (string, *torusEP, error) {
 		}
 		return ImplTree, ep, nil
 	}
-	return "", nil, fmt.Errorf("mpi: reduction implementation %q (%s, %s)", g.ReduceWith, ImplTree, ImplTorus)
+	return "", nil, fmt.Errorf("mpi: reduction implementation %q (%s, %s, %s)", g.ReduceWith, ImplTree, ImplTorus, ImplMesh)
 }
 
 // Allreduce combines every rank's send into every rank's recv.
@@ -400,6 +468,15 @@ func (g BGL) Allreduce(c *Comm, send, recv Buf, op Op) error {
 	}
 	if impl == ImplTorus {
 		return g.MPICH2.Allreduce(c, send, recv, op)
+	}
+	if impl == ImplMesh {
+		if recv.Len != send.Len {
+			return fmt.Errorf("mpi: Allreduce into %d bytes from %d", recv.Len, send.Len)
+		}
+		if err := g.meshReduce(c, send, recv, op, 0); err != nil {
+			return err
+		}
+		return g.Bcast(c, recv, 0)
 	}
 	if err := checkOp(send, op); err != nil || send.Len == 0 {
 		return err
@@ -421,6 +498,12 @@ func (g BGL) Reduce(c *Comm, send, recv Buf, op Op, root int) error {
 	}
 	if impl == ImplTorus {
 		return g.MPICH2.Reduce(c, send, recv, op, root)
+	}
+	if impl == ImplMesh {
+		if c.Rank() == root && recv.Len != send.Len {
+			return fmt.Errorf("mpi: Reduce into %d bytes from %d", recv.Len, send.Len)
+		}
+		return g.meshReduce(c, send, recv, op, root)
 	}
 	if err := checkOp(send, op); err != nil || send.Len == 0 {
 		return err

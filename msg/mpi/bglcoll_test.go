@@ -171,10 +171,15 @@ func TestBGLReduce(t *testing.T) {
 		}
 		return rng.Uint64()
 	}
-	for _, sub := range []bool{false, true} {
-		for _, count := range []int{1, 40} {
-			t.Run(fmt.Sprintf("planes=%v/count=%d", sub, count), func(t *testing.T) {
-				res, failed := bglRun(t, X, Y, Z, false, BGL{}, func(w *Comm, fail func(string, ...any)) {
+	for _, c := range []struct {
+		sub   bool
+		count int
+		with  string
+	}{{false, 1, ""}, {false, 40, ""}, {true, 1, ""}, {true, 40, ""}, {false, 40, ImplMesh}, {true, 1000, ImplMesh}} {
+		sub, count := c.sub, c.count
+		{
+			t.Run(fmt.Sprintf("planes=%v/count=%d/%s", sub, count, c.with), func(t *testing.T) {
+				res, failed := bglRun(t, X, Y, Z, false, BGL{ReduceWith: c.with, MeshPiece: 2048}, func(w *Comm, fail func(string, ...any)) {
 					c := w
 					if sub {
 						c = commOf(w, X, Y, func(x, y, z int) int { return z })
@@ -222,6 +227,12 @@ func TestBGLReduce(t *testing.T) {
 					}
 					var want uint64
 					switch {
+					case c.with == ImplMesh && s.Impl == ImplMesh:
+						want = uint64(len(ops))
+						if sub {
+							want *= 2
+						}
+					case c.with == ImplMesh:
 					case sub && s.Impl == ImplTorus:
 						want = 2 * uint64(len(ops)) // two planes
 					case !sub && s.Impl == ImplTree:
