@@ -281,3 +281,36 @@ func TestLinks4f(t *testing.T) {
 		t.Logf("%s: %s", r.Claim.Text, r.Measured)
 	}
 }
+
+// TestAllreduceImplementations times MPI_Allreduce of 32 KB on the planes
+// of a 4×2×2 mesh (sub-communicators: the torus) by the MPI core's
+// recursive doubling and by BGL's mesh-aware reduction, and on the world
+// (the collective network): the mesh-aware one beats recursive doubling
+// at this size, and the tree beats both.
+func TestAllreduceImplementations(t *testing.T) {
+	spec := bgl.DefaultSpec(4, 2, 2)
+	spec.Torus.Mesh = true
+	const size = 32768
+	torusT, st, err := MPIAllreduce(spec, mpi.BGL{}, size, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 1 || st[0].Impl != mpi.ImplTorus {
+		t.Errorf("planes: %v, want the torus", st)
+	}
+	meshT, _, err := MPIAllreduce(spec, mpi.BGL{ReduceWith: mpi.ImplMesh}, size, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	treeT, st, err := MPIAllreduce(spec, mpi.BGL{}, size, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 1 || st[0].Impl != mpi.ImplTree {
+		t.Errorf("world: %v, want the tree", st)
+	}
+	if meshT >= torusT || treeT >= meshT {
+		t.Errorf("32 KB: recursive doubling %v, mesh-aware %v, tree %v", torusT, meshT, treeT)
+	}
+	t.Logf("32 KB allreduce: planes by recursive doubling %v, mesh-aware %v; world on the tree %v", torusT, meshT, treeT)
+}
