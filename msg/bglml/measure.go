@@ -255,7 +255,9 @@ func BcastTime(spec bgl.Spec, params Params, costs Costs, routes, size int, chec
 	return BcastTimeFrom(spec, params, costs, torus.Coord{}, routes, size, check)
 }
 
-// BcastTimeFrom is BcastTime from the node at root (Layer.BcastFrom).
+// BcastTimeFrom is BcastTime from the node at root (Layer.BcastFrom). In
+// virtual node mode every task takes part, each on its core, the root's
+// data in its task 0's buffer, and check is given each task's bytes.
 func BcastTimeFrom(spec bgl.Spec, params Params, costs Costs, root torus.Coord, routes, size int, check func(node int, got, want []byte)) (sim.Tick, error) {
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
@@ -267,19 +269,25 @@ func BcastTimeFrom(spec bgl.Spec, params Params, costs Costs, root torus.Coord, 
 	}
 	var end sim.Tick
 	var failed error
-	bufs := make([]uint64, len(m.Nodes))
-	for i := range m.Nodes {
+	tasks := m.Spec.Mode.Tasks()
+	bufs := make([]uint64, len(m.Nodes)*tasks)
+	for i := range bufs {
 		i := i
-		nd := m.Nodes[i]
+		nd := m.Nodes[i/tasks]
 		bufs[i] = nd.Alloc(size)
-		if nd.Torus.At == root {
+		if nd.Torus.At == root && i%tasks == 0 {
 			nd.Mem.Write(bufs[i], want)
 		}
-		l, err := New(m, i, params, costs, nil)
+		var l *Layer
+		if tasks > 1 {
+			l, err = NewTask(m, i, params, costs, nil)
+		} else {
+			l, err = New(m, i, params, costs, nil)
+		}
 		if err != nil {
 			return 0, err
 		}
-		nd.Cores[0].Spawn("bcast", func(p *cpu.Proc) {
+		nd.Cores[i%tasks].Spawn("bcast", func(p *cpu.Proc) {
 			have := false
 			if err := l.BcastFrom(p, root, bufs[i], size, routes, func() { have = true }); err != nil {
 				failed = err
@@ -298,9 +306,9 @@ func BcastTimeFrom(spec bgl.Spec, params Params, costs Costs, root torus.Coord, 
 		return 0, fmt.Errorf("bglml: the broadcast did not finish within a simulated second")
 	}
 	if check != nil {
-		for i, nd := range m.Nodes {
+		for i := range bufs {
 			got := make([]byte, size)
-			nd.Mem.Read(bufs[i], got)
+			m.Nodes[i/tasks].Mem.Read(bufs[i], got)
 			check(i, got, want)
 		}
 	}

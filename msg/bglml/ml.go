@@ -230,12 +230,13 @@ type Layer struct {
 	rdv     map[uint16]*rx       // rendezvous and get data by our number
 	early   map[uint32][]*staged // adaptive packets that came before their first
 	nextRx  uint16
-	bc      *bcast // the torus broadcast under way
-	full    []bool // injection FIFOs found full in this pass of the advance loop
-	looks   int    // looks at an injection FIFO's room in this pass
-	rr      int    // Interleave: the send-queue entry to write from next
-	nfull   int    // injection FIFOs found full in this pass
-	pin     []int  // per destination: its pinned FIFO (pinned)
+	bc      *bcast          // the torus broadcast under way
+	bcEarly []*torus.Packet // (virtual node mode, task 1) copy notices before its Bcast
+	full    []bool          // injection FIFOs found full in this pass of the advance loop
+	looks   int             // looks at an injection FIFO's room in this pass
+	rr      int             // Interleave: the send-queue entry to write from next
+	nfull   int             // injection FIFOs found full in this pass
+	pin     []int           // per destination: its pinned FIFO (pinned)
 	// queued is, per injection FIFO, the send-queue entries pinned to it
 	// and nqueued the FIFOs with any: once that many are found full in a
 	// pass (without Interleave), the rest of the send queue can write
@@ -1193,7 +1194,7 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 		l.stream(src, rid, group, addr, n, sent)
 	case tBcast:
 		l.onBcast(p, f, int(id), idx)
-	case tVNAddr, tVNFree, tVNGet, tVNFlushed:
+	case tVNAddr, tVNFree, tVNGet, tVNFlushed, tVNBcast, tVNBcastDone:
 		l.onVirtual(p, f, t, src, id)
 	case tToken:
 		l.pl.Read(p, f, true)
