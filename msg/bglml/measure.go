@@ -22,6 +22,9 @@ import (
 // one the polling loop gives, to the byte (TestDozeMatchesSpin), at a
 // cost per packet rather than per pass. Params.Spin runs every pass.
 func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
+	if l.ct != nil {
+		panic(fmt.Sprintf("bglml: %s: the layer runs on its communication thread (CommThread.Wait)", l.name()))
+	}
 	if !l.params.Spin && !l.notified {
 		l.pl.NotifyReceive(p.Core().Unit())
 		l.main = p.Core().Unit()

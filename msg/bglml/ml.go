@@ -265,7 +265,8 @@ type Layer struct {
 	// transfers it has completed (visible to the main core from their
 	// doneAt, in order), and the main core's unit to wake then.
 	cpl    *bgl.PacketLayer
-	coNext int // the coprocessor's next FIFO to look at first
+	ct     *CommThread // the communication thread that runs the layer (StartCommThread)
+	coNext int         // the coprocessor's next FIFO to look at first
 	coDone []*rx
 	main   *sim.Unit
 
@@ -532,19 +533,12 @@ func (l *Layer) coord(i int) torus.Coord { return l.nodes[i/l.tasks].Torus.At }
 // free). A one-packet message is written at once if its FIFO has room and
 // nothing is queued before it.
 func (l *Layer) Send(p *cpu.Proc, m *Message) error {
-	if m.Dst < 0 || m.Dst >= l.ends || m.Dst == l.self {
-		return fmt.Errorf("bglml: %s: send to %s %d (0 to %d, not itself)", l.name(), l.unit(), m.Dst, l.ends-1)
-	}
-	if len(m.Info) > InfoMax || m.Len < 0 || m.Len > MaxMessage {
-		return fmt.Errorf("bglml: node %d: message of %d bytes with %d bytes of info (at most %d bytes and %d of info)", l.nd.Index, m.Len, len(m.Info), MaxMessage, InfoMax)
+	if err := l.validSend(m); err != nil {
+		return err
 	}
 	proto := m.Proto
 	if proto == Auto {
 		proto = l.Choose(m.Len, len(m.Info))
-	}
-	if proto == OnePacket && firstHdr+len(m.Info)+m.Len > torus.MaxPayload {
-		return fmt.Errorf("bglml: node %d: a one-packet message of %d bytes and %d of info (at most %d together)",
-			l.nd.Index, m.Len, len(m.Info), torus.MaxPayload-firstHdr)
 	}
 	if proto == Rendezvous && l.peer(m.Dst) {
 		return l.sendCopy(p, m) // the virtual node mode protocol (L144)
@@ -627,6 +621,25 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 }
 
 // id numbers a message (never 0: a grant for number 0 is a get's).
+// validSend is Send's refusals.
+func (l *Layer) validSend(m *Message) error {
+	if m.Dst < 0 || m.Dst >= l.ends || m.Dst == l.self {
+		return fmt.Errorf("bglml: %s: send to %s %d (0 to %d, not itself)", l.name(), l.unit(), m.Dst, l.ends-1)
+	}
+	if len(m.Info) > InfoMax || m.Len < 0 || m.Len > MaxMessage {
+		return fmt.Errorf("bglml: node %d: message of %d bytes with %d bytes of info (at most %d bytes and %d of info)", l.nd.Index, m.Len, len(m.Info), MaxMessage, InfoMax)
+	}
+	proto := m.Proto
+	if proto == Auto {
+		proto = l.Choose(m.Len, len(m.Info))
+	}
+	if proto == OnePacket && firstHdr+len(m.Info)+m.Len > torus.MaxPayload {
+		return fmt.Errorf("bglml: node %d: a one-packet message of %d bytes and %d of info (at most %d together)",
+			l.nd.Index, m.Len, len(m.Info), torus.MaxPayload-firstHdr)
+	}
+	return nil
+}
+
 func (l *Layer) id() uint16 {
 	if l.nextID++; l.nextID == 0 {
 		l.nextID = 1
