@@ -152,6 +152,7 @@ func (l *Layer) Bcast(p *cpu.Proc, addr uint64, size, routes int, done func()) e
 // BcastFrom is Bcast from the node at root: any node of a torus, a
 // corner of a mesh (the routes turned to start there).
 func (l *Layer) BcastFrom(p *cpu.Proc, root torus.Coord, addr uint64, size, routes int, done func()) error {
+	defer l.mask()()
 	if routes < 1 || routes > 3 || size < 1 || size > MaxMessage {
 		return fmt.Errorf("bglml: broadcast of %d bytes over %d routes (1 to 3)", size, routes)
 	}

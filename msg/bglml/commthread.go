@@ -138,10 +138,6 @@ func (ct *CommThread) Wait(p *cpu.Proc, cond func() bool) {
 	}
 }
 
-// Idle reports whether the thread has nothing posted, the layer nothing
-// under way and the main core no completion to take.
-func (ct *CommThread) Idle() bool { return len(ct.posts) == 0 && len(ct.comps) == 0 && ct.l.Idle() }
-
 // complete, on the thread, ends a message for the main core: the lines it
 // wrote written back (a receive's), then the completion word, which the
 // main core sees from the next edge.

@@ -25,6 +25,7 @@ func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
 	if l.ct != nil {
 		panic(fmt.Sprintf("bglml: %s: the layer runs on its communication thread (CommThread.Wait)", l.name()))
 	}
+	defer l.mask()()
 	if !l.params.Spin && !l.notified {
 		l.pl.NotifyReceive(p.Core().Unit())
 		l.main = p.Core().Unit()
@@ -32,7 +33,7 @@ func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
 	}
 	for !cond() {
 		t0, ops := p.Now(), p.Ops()
-		if l.Advance(p) || l.looks > 0 || l.params.Spin {
+		if l.Advance(p) || l.looks > 0 || l.params.Spin || l.irq != nil {
 			continue
 		}
 		p.Doze(p.Now()-t0, int(p.Ops()-ops), l.nextChange)

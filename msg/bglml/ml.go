@@ -266,6 +266,8 @@ type Layer struct {
 	// doneAt, in order), and the main core's unit to wake then.
 	cpl    *bgl.PacketLayer
 	ct     *CommThread // the communication thread that runs the layer (StartCommThread)
+	irq    *irqLine    // the interrupt line that runs it on reception (StartInterrupts)
+	masked int         // the layer is being run (its interrupt held off)
 	coNext int         // the coprocessor's next FIFO to look at first
 	coDone []*rx
 	main   *sim.Unit
@@ -278,7 +280,8 @@ type Layer struct {
 	pl                port
 	self, tasks, ends int
 
-	Stats Stats
+	Stats    Stats
+	IrqStats IrqStats
 }
 
 // Stats counts what the layer did.
@@ -533,6 +536,7 @@ func (l *Layer) coord(i int) torus.Coord { return l.nodes[i/l.tasks].Torus.At }
 // free). A one-packet message is written at once if its FIFO has room and
 // nothing is queued before it.
 func (l *Layer) Send(p *cpu.Proc, m *Message) error {
+	defer l.mask()()
 	if err := l.validSend(m); err != nil {
 		return err
 	}
@@ -911,6 +915,7 @@ func (l *Layer) control(p *cpu.Proc, dst int, pk *torus.Packet) {
 // local here; done is called when they all are. The request is a grant
 // packet; src's layer streams the data adaptively (as a rendezvous's).
 func (l *Layer) Get(p *cpu.Proc, src int, remote, local uint64, n int, done func()) error {
+	defer l.mask()()
 	if src < 0 || src >= l.ends || src == l.self || n < 0 || n > MaxMessage {
 		return fmt.Errorf("bglml: %s: get of %d bytes from %s %d", l.name(), n, l.unit(), src)
 	}
@@ -971,6 +976,7 @@ func (l *Layer) grant(p *cpu.Proc, to int, id uint16, r *rx, addr uint64, n int)
 // send queue holds while the FIFOs take it (up to Batch packets). It
 // reports whether it did anything.
 func (l *Layer) Advance(p *cpu.Proc) bool {
+	defer l.mask()()
 	if l.cpl != nil {
 		// and a look at the scratchpad's completion words, which the
 		// pass reads with the FIFOs' status

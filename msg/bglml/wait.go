@@ -36,7 +36,8 @@ func (l *Layer) SleepAdvance(p *cpu.Proc, pause sim.Tick) bool {
 	t0, ops := p.Now(), p.Ops()
 	p.Sleep(pause)
 	t1 := p.Now()
-	if did := l.Advance(p); did || l.looks > 0 || l.params.Spin {
+	defer l.mask()()
+	if did := l.Advance(p); did || l.looks > 0 || l.params.Spin || l.irq != nil {
 		return did
 	}
 	// One whole pass, its pause and its pass, measured: the ones dozed
