@@ -5,6 +5,7 @@ import (
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/sim"
+	"github.com/aaemu/aaemu/torus"
 )
 
 // The interrupt-driven packet layer (L94): "the advance loop is capable of
@@ -34,6 +35,12 @@ type irqLine struct {
 	u    *sim.Unit
 	core *cpu.Core
 	on   bool // not raised and not being handled
+	// blocked is the injection FIFOs the handler's last pass found
+	// full with packets left to write: the line is raised when one of
+	// them has room for a whole packet again (a watermark; the paper
+	// says the torus hardware "support[s] interrupt-driven operation",
+	// L94, not which events: this one is our assumption).
+	blocked []int
 }
 
 // IrqStats counts the interrupt-driven layer's work.
@@ -49,6 +56,8 @@ func (l *Layer) StartInterrupts() error {
 	switch {
 	case l.irq != nil || l.ct != nil || l.notified:
 		return fmt.Errorf("bglml.interrupts: %s: the layer already runs on a core", l.name())
+	case l.tasks > 1:
+		return fmt.Errorf("bglml.interrupts: %s: virtual node mode (its tasks poll: the virtual FIFOs raise no interrupt)", l.name())
 	case l.params.Coprocessor:
 		return fmt.Errorf("bglml.interrupts: %s: the rendezvous helper's FIFOs are the coprocessor's (polled); interrupts are the main core's", l.name())
 	}
@@ -57,6 +66,7 @@ func (l *Layer) StartInterrupts() error {
 	q.u = l.nd.Torus.Clk.Add(fmt.Sprintf("%s.irq", core.Unit().Name()), q)
 	l.irq = q
 	l.pl.NotifyReceive(q.u)
+	l.nd.PL.NotifyRoom(q.u)
 	// The torus wakes one block a FIFO, the line: Until runs every pass
 	// (it cannot doze without the wake).
 	l.notified = true
@@ -67,7 +77,7 @@ func (l *Layer) StartInterrupts() error {
 // and unmasked.
 func (q *irqLine) Tick(now sim.Tick) bool {
 	l := q.l
-	if l.pl.Seen() < 0 {
+	if l.pl.Seen() < 0 && !q.room() {
 		if t := l.pl.NextVisible(); t != sim.Never {
 			q.u.WakeAt(max(t, now+1))
 		}
@@ -93,10 +103,29 @@ func (q *irqLine) handle(p *cpu.Proc) {
 			l.IrqStats.Passes++
 		}
 		l.IrqStats.Passes++
+		q.blocked = q.blocked[:0]
+		if len(l.sendq) > 0 {
+			for f, full := range l.full {
+				if full {
+					q.blocked = append(q.blocked, f)
+				}
+			}
+		}
 		l.masked--
 	}
 	q.on = true
 	q.u.WakeAt(p.Now() + 1) // level-triggered: raised again if packets are there
+}
+
+// room reports whether a FIFO the handler found full has room for a
+// whole packet again.
+func (q *irqLine) room() bool {
+	for _, f := range q.blocked {
+		if q.l.nd.PL.RoomNow(f) >= torus.MaxPacketBytes/torus.ChunkBytes {
+			return true
+		}
+	}
+	return false
 }
 
 // mask marks the process inside the layer (interrupts held off); the
