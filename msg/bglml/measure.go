@@ -263,7 +263,14 @@ func BcastTime(spec bgl.Spec, params Params, costs Costs, routes, size int, chec
 // virtual node mode every task takes part, each on its core, the root's
 // data in its task 0's buffer, and check is given each task's bytes.
 func BcastTimeFrom(spec bgl.Spec, params Params, costs Costs, root torus.Coord, routes, size int, check func(node int, got, want []byte)) (sim.Tick, error) {
-	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	return bcastOn(1, spec, params, costs, root, routes, size, check)
+}
+
+// bcastOn is BcastTimeFrom on partitions goroutines.
+func bcastOn(partitions int, spec bgl.Spec, params Params, costs Costs, root torus.Coord, routes, size int, check func(node int, got, want []byte)) (sim.Tick, error) {
+	w := sim.NewWorld(1)
+	w.SetPartitions(partitions)
+	m, err := bgl.New(w, "bgl", spec)
 	if err != nil {
 		return 0, err
 	}

@@ -70,6 +70,11 @@ const ComputeSlice = 32
 // one that warms up, and checks that each node received each of the
 // other's messages exactly once, with its bytes.
 func Overlap(spec bgl.Spec, params Params, costs Costs, a, b torus.Coord, how Progress, size, compute, steps int) (sim.Tick, error) {
+	return overlapOn(1, spec, params, costs, a, b, how, size, compute, steps)
+}
+
+// overlapOn is Overlap on partitions goroutines.
+func overlapOn(partitions int, spec bgl.Spec, params Params, costs Costs, a, b torus.Coord, how Progress, size, compute, steps int) (sim.Tick, error) {
 	if steps < 1 || size < 0 || size > MaxMessage || compute < 0 || compute > 1<<30 {
 		return 0, fmt.Errorf("bglml: overlap of %d steps of %d bytes and %d cycles (steps ≥ 1, 0 to %d bytes, 0 to 2^30 cycles)", steps, size, compute, MaxMessage)
 	}
@@ -79,7 +84,9 @@ func Overlap(spec bgl.Spec, params Params, costs Costs, a, b torus.Coord, how Pr
 	if how == Thread {
 		spec = spec.WithMode(bgl.CoprocessorMode)
 	}
-	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	w := sim.NewWorld(1)
+	w.SetPartitions(partitions)
+	m, err := bgl.New(w, "bgl", spec)
 	if err != nil {
 		return 0, err
 	}

@@ -274,3 +274,38 @@ func TestProgressBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressPartitions: the overlap experiment under the thread and the
+// interrupts, and the torus broadcast in virtual node mode, on one, two
+// and four goroutines give the same times to the picosecond (the thread,
+// the interrupt line and the tasks are in their node's domain).
+func TestProgressPartitions(t *testing.T) {
+	spec := bgl.DefaultSpec(2, 2, 2)
+	for _, g := range []Progress{Thread, Interrupts} {
+		var one sim.Tick
+		for _, parts := range []int{1, 2, 4} {
+			d, err := overlapOn(parts, spec, DefaultParams(), DefaultCosts(), torus.Coord{}, torus.Coord{1, 1, 1}, g, 16384, 20000, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if parts == 1 {
+				one = d
+			} else if d != one {
+				t.Errorf("%v: %d partitions %v, one %v", g, parts, d, one)
+			}
+		}
+	}
+	vn := bgl.DefaultSpec(4, 2, 2).WithMode(bgl.VirtualNodeMode)
+	var one sim.Tick
+	for _, parts := range []int{1, 2, 4} {
+		d, err := bcastOn(parts, vn, DefaultParams(), DefaultCosts(), torus.Coord{1, 1, 0}, 3, 3*VNBcastChunk+7, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if parts == 1 {
+			one = d
+		} else if d != one {
+			t.Errorf("virtual node broadcast: %d partitions %v, one %v", parts, d, one)
+		}
+	}
+}
