@@ -278,10 +278,11 @@ func bcastOn(partitions int, spec bgl.Spec, params Params, costs Costs, root tor
 	for i := range want {
 		want[i] = byte(i*7 + i>>8)
 	}
-	var end sim.Tick
-	var failed error
 	tasks := m.Spec.Mode.Tasks()
 	bufs := make([]uint64, len(m.Nodes)*tasks)
+	// Each end's, apart: the nodes may run on several goroutines.
+	ends := make([]sim.Tick, len(bufs))
+	fails := make([]error, len(bufs))
 	for i := range bufs {
 		i := i
 		nd := m.Nodes[i/tasks]
@@ -301,20 +302,24 @@ func bcastOn(partitions int, spec bgl.Spec, params Params, costs Costs, root tor
 		nd.Cores[i%tasks].Spawn("bcast", func(p *cpu.Proc) {
 			have := false
 			if err := l.BcastFrom(p, root, bufs[i], size, routes, func() { have = true }); err != nil {
-				failed = err
+				fails[i] = err
 				return
 			}
 			l.Until(p, func() bool { return have })
-			end = max(end, p.Now())
+			ends[i] = p.Now()
 			l.Until(p, l.Idle)
 		})
 	}
 	m.World.Run(sim.S)
-	if failed != nil {
-		return 0, failed
-	}
-	if end == 0 {
-		return 0, fmt.Errorf("bglml: the broadcast did not finish within a simulated second")
+	var end sim.Tick
+	for i := range ends {
+		if fails[i] != nil {
+			return 0, fails[i]
+		}
+		if ends[i] == 0 {
+			return 0, fmt.Errorf("bglml: the broadcast did not finish within a simulated second")
+		}
+		end = max(end, ends[i])
 	}
 	if check != nil {
 		for i := range bufs {

@@ -102,12 +102,8 @@ func overlapOn(partitions int, spec bgl.Spec, params Params, costs Costs, a, b t
 	if !in(a) || !in(b) || ia == ib {
 		return 0, fmt.Errorf("bglml: overlap between %v and %v (two nodes of the machine)", a, b)
 	}
-	var failed error
-	fail := func(err error) {
-		if failed == nil {
-			failed = err
-		}
-	}
+	// Each node's failures apart: the nodes may run on several goroutines.
+	failed := make([]error, len(m.Nodes))
 	pattern := func(src, step int) []byte {
 		d := make([]byte, size)
 		for i := range d {
@@ -119,6 +115,11 @@ func overlapOn(partitions int, spec bgl.Spec, params Params, costs Costs, a, b t
 	for _, side := range [][2]int{{ia, ib}, {ib, ia}} {
 		me, peer := side[0], side[1]
 		nd := m.Nodes[me]
+		fail := func(err error) {
+			if failed[me] == nil {
+				failed[me] = err
+			}
+		}
 		// Buffers of whole L1 lines (the thread's receives are line
 		// aligned, L111); two for receiving, the other's next message
 		// can come before this step ends.
@@ -214,8 +215,10 @@ func overlapOn(partitions int, spec bgl.Spec, params Params, costs Costs, a, b t
 		})
 	}
 	m.World.Run(sim.S)
-	if failed != nil {
-		return 0, failed
+	for _, err := range failed {
+		if err != nil {
+			return 0, err
+		}
 	}
 	if t1 == 0 {
 		return 0, fmt.Errorf("bglml: overlap: %d steps did not end within a simulated second", steps)
