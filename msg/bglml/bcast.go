@@ -150,7 +150,10 @@ func (l *Layer) Bcast(p *cpu.Proc, addr uint64, size, routes int, done func()) e
 }
 
 // BcastFrom is Bcast from the node at root: any node of a torus, a
-// corner of a mesh (the routes turned to start there).
+// corner of a mesh (the routes turned to start there). In virtual node
+// mode every task calls it; the data is the root node's task 0's, each
+// node's task 0 takes the node's part of the routes and its task 1 copies
+// the data from task 0's buffer (tellPeer).
 func (l *Layer) BcastFrom(p *cpu.Proc, root torus.Coord, addr uint64, size, routes int, done func()) error {
 	defer l.mask()()
 	if routes < 1 || routes > 3 || size < 1 || size > MaxMessage {
