@@ -309,3 +309,57 @@ func TestProgressPartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptCost: a node computing 60,000 cycles in slices while ten
+// one-packet messages arrive 4,000 cycles apart takes an interrupt a
+// message, and each costs its core the context switch: with 1,103 cycles
+// a switch instead of 103 the computation ends exactly 1,000 cycles an
+// interrupt later.
+func TestInterruptCost(t *testing.T) {
+	run := func(irq int) (end sim.Tick, raised uint64) {
+		spec := bgl.DefaultSpec(2, 1, 1)
+		spec.InterruptCycles = irq
+		m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		rx, err := New(m, 0, DefaultParams(), DefaultCosts(), func(int, []byte, int) (uint64, func()) {
+			return m.Nodes[0].Alloc(64), func() { got++ }
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rx.StartInterrupts(); err != nil {
+			t.Fatal(err)
+		}
+		tx, _ := New(m, 1, DefaultParams(), DefaultCosts(), nil)
+		m.Nodes[1].Cores[0].Spawn("tx", func(p *cpu.Proc) {
+			for k := 0; k < 10; k++ {
+				p.Compute(4000)
+				if err := tx.Send(p, &Message{Dst: 0, Addr: m.Nodes[1].Alloc(8), Len: 8}); err != nil {
+					t.Error(err)
+				}
+			}
+			tx.Until(p, tx.Idle)
+		})
+		m.Nodes[0].Cores[0].Spawn("rx", func(p *cpu.Proc) {
+			for k := 0; k < 60000/ComputeSlice; k++ {
+				p.Compute(ComputeSlice)
+			}
+			end = p.Now()
+			rx.Until(p, func() bool { return got == 10 })
+		})
+		m.World.Run(sim.S)
+		if got != 10 {
+			t.Fatalf("%d messages of 10", got)
+		}
+		return end / spec.Torus.Period(), rx.IrqStats.Raised
+	}
+	e1, r1 := run(103)
+	e2, r2 := run(1103)
+	if r1 != 10 || r2 != 10 || e2-e1 != 10*1000 {
+		t.Errorf("103 cycles: %d interrupts, computation ended at %d; 1,103: %d, %d; want 10 each, 10,000 cycles apart", r1, e1, r2, e2)
+	}
+	t.Logf("60,000 cycles of computation end at %d with 10 interrupts of 103 cycles (%d a handler)", e1, (e1-60000)/10)
+}
