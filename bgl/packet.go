@@ -117,6 +117,20 @@ func (pl *PacketLayer) Room(p *cpu.Proc, fifo int) (int, error) {
 	return pl.nd.Room(pl.inj(fifo)), nil
 }
 
+// RoomNow is the chunks injection FIFO fifo has room for, as the FIFO's
+// hardware sees it (no look of a core: an interrupt's watermark). A FIFO
+// out of range has none.
+func (pl *PacketLayer) RoomNow(fifo int) int {
+	if n := pl.spec.Torus.GroupInj(); fifo < 0 || fifo >= n {
+		return 0
+	}
+	return pl.nd.Room(pl.inj(fifo))
+}
+
+// NotifyRoom wakes u whenever the router frees space in one of the node's
+// injection FIFOs.
+func (pl *PacketLayer) NotifyRoom(u *sim.Unit) { pl.nd.NotifyRoom(u) }
+
 // check is the torus's check of a packet for the set's FIFO fifo.
 func (pl *PacketLayer) check(fifo int, pkt *torus.Packet) error {
 	if n := pl.spec.Torus.GroupInj(); fifo < 0 || fifo >= n {

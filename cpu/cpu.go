@@ -214,6 +214,21 @@ func (c *Core) OnInterrupt(addr uint64, data uint32, name string, handler func(p
 	c.irqHandlers = append(c.irqHandlers, irqHandler{addr: addr, data: data, name: name, run: handler})
 }
 
+// Raise takes an interrupt from a device of the core's own chip (not an
+// MSI): handler runs from the core's next edge, ahead of the processes,
+// between two of their operations. What the interrupt costs the core
+// (saving and restoring the context) is the handler's to spend. Raise is
+// called from a block of the core's clock domain.
+func (c *Core) Raise(name string, handler func(p *Proc)) {
+	now := c.u.Engine().Now()
+	c.stIrqs.Inc()
+	p := c.newProc(name, handler, true)
+	p.wakeAt = now + 1
+	p.Txn = c.u.Engine().NewTxn(0, "irq."+name, c.u.Name())
+	c.procs = append(c.procs, p)
+	c.u.WakeAt(p.wakeAt)
+}
+
 // Tick resumes the first runnable process for one operation.
 func (c *Core) Tick(now sim.Tick) bool {
 	if c.sleeper != nil {

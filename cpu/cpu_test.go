@@ -96,6 +96,68 @@ func TestInterruptLatency(t *testing.T) {
 	}
 }
 
+// raiser raises an interrupt on its core at the edge at.
+type raiser struct {
+	u  *sim.Unit
+	c  *Core
+	at sim.Tick
+	h  func(p *Proc)
+}
+
+func (r *raiser) Tick(now sim.Tick) bool {
+	switch {
+	case now < r.at:
+		r.c.Unit().WakeAt(r.at)
+		r.u.WakeAt(r.at)
+	case now == r.at:
+		r.c.Raise("dev", r.h)
+	}
+	return false
+}
+
+// A raised interrupt's handler runs at the core's next edge if the core is
+// free, else between the process's operations, ahead of the process; the
+// process's computation takes the handler's time longer, and one cycle
+// (the edge on which the handler ends is its own).
+func TestRaise(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		slice, at        int // the process computes 10 slices of slice cycles; the raise at cycle at
+		handler          int // cycles the handler computes
+		wantRan, wantEnd int // cycles
+	}{
+		{"idle core", 10, 200, 30, 201, 100},
+		{"before a slice's edge", 10, 39, 30, 40, 131},
+		{"on a slice's edge (the slice started first)", 10, 40, 30, 50, 131},
+		{"in a slice", 10, 45, 30, 50, 131},
+		{"one long operation", 100, 45, 30, 100, 131},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := sim.NewEngine(1)
+			clk := e.NewClock("clk", 1000, 0)
+			spec := DefaultSpec()
+			spec.PeriodPS = 1000
+			core := NewCore(clk, "cpu0", spec, memory.NewStore())
+			var ran, end sim.Tick
+			r := &raiser{c: core, at: sim.Tick(c.at) * 1000, h: func(p *Proc) {
+				ran = p.Now()
+				p.Compute(c.handler)
+			}}
+			r.u = clk.Add("dev", r)
+			core.Spawn("app", func(p *Proc) {
+				for k := 0; k < 100/c.slice; k++ {
+					p.Compute(c.slice)
+				}
+				end = p.Now()
+			})
+			e.Run(sim.MS)
+			if ran != sim.Tick(c.wantRan)*1000 || end != sim.Tick(c.wantEnd)*1000 {
+				t.Errorf("handler ran at cycle %d, the process ended at %d; want %d and %d", ran/1000, end/1000, c.wantRan, c.wantEnd)
+			}
+		})
+	}
+}
+
 // A process that busy-polls does not starve another on the same core: the
 // core takes turns, so a flag set by the second ends the first's poll.
 func TestBusyPollerDoesNotStarve(t *testing.T) {

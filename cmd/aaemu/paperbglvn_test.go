@@ -31,3 +31,26 @@ func TestPaperBGLVirtualNode(t *testing.T) {
 		t.Errorf("points.csv:\n%s", csv)
 	}
 }
+
+// TestPaperBGLOverlap runs `aaemu paper bgl overlap --reduced`: the
+// compute-and-communicate figure under polling, the communication thread
+// and interrupts, with its claims, CSV and plots.
+func TestPaperBGLOverlap(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "bgl", "overlap", "--reduced", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"Figure overlap", "communication thread hides a 16384 B exchange", "interrupt-driven reception hides", "the thread's hand-offs cost", "interrupts cost eager messages"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, " NO ") {
+		t.Errorf("a claim disagrees:\n%s", out)
+	}
+	csv, _ := os.ReadFile(filepath.Join(dir, "bgl", "figoverlap", "points.csv"))
+	if lines := strings.Count(string(csv), "\n"); lines != 1+3*6 || !strings.Contains(string(csv), `"thread, 16384 B"`) || !strings.Contains(string(csv), `"interrupts, 1024 B"`) {
+		t.Errorf("points.csv:\n%s", csv)
+	}
+}

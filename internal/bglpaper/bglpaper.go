@@ -21,14 +21,15 @@ import (
 // Paper is seed 002's paper.
 var Paper = &paper.Paper{Name: "bgl", Title: "Message-passing services for Blue Gene/L (seed 002): protocol latencies, torus latency and link bandwidth, broadcasts, the alltoall",
 	Figures: func() []*paper.Figure {
-		return []*paper.Figure{Fig1(DefaultTable1()), Fig4a(DefaultLatency()), Fig4b(DefaultBandwidth()), Fig4cde(DefaultLinks()), Fig4f(DefaultLinks()), Fig5a(DefaultVirtualNode()), Fig5b(DefaultBroadcast()), FigHotSpot(DefaultHotSpot()), FigMapping(DefaultMapping()), Fig6(DefaultAlltoall()), FigLink(DefaultNetwork()), FigTree(DefaultNetwork())}
+		return []*paper.Figure{Fig1(DefaultTable1()), Fig4a(DefaultLatency()), Fig4b(DefaultBandwidth()), Fig4cde(DefaultLinks()), Fig4f(DefaultLinks()), FigOverlap(DefaultOverlap()), Fig5a(DefaultVirtualNode()), Fig5b(DefaultBroadcast()), FigHotSpot(DefaultHotSpot()), FigMapping(DefaultMapping()), Fig6(DefaultAlltoall()), FigLink(DefaultNetwork()), FigTree(DefaultNetwork())}
 	},
 	// The test suite's sizes (aaemu paper bgl --reduced): a 4×2×2 torus
 	// for Table 1, 4×4×4 and four distances for 4a, five sizes for 4b, a
-	// 1 to 3 links for 4c–4e, 1 to 4 for 4f, a 2×2×2 mesh for 5b, 4×4×2 for the hot spot,
+	// 1 to 3 links for 4c–4e, 1 to 4 for 4f, three computations for the
+	// overlap, a 2×2×2 mesh for 5b, 4×4×2 for the hot spot,
 	// one size for the mapping, a 4×4×4 mesh for Figure 6.
 	Reduced: func() []*paper.Figure {
-		return []*paper.Figure{Fig1(ReducedTable1()), Fig4a(ReducedLatency()), Fig4b(ReducedBandwidth()), Fig4cde(ReducedLinks()), Fig4f(ReducedLinks4f()), Fig5a(ReducedVirtualNode()), Fig5b(ReducedBroadcast()), FigHotSpot(ReducedHotSpot()), FigMapping(ReducedMapping()), Fig6(ReducedAlltoall()), FigLink(ReducedNetwork()), FigTree(ReducedNetwork())}
+		return []*paper.Figure{Fig1(ReducedTable1()), Fig4a(ReducedLatency()), Fig4b(ReducedBandwidth()), Fig4cde(ReducedLinks()), Fig4f(ReducedLinks4f()), FigOverlap(ReducedOverlap()), Fig5a(ReducedVirtualNode()), Fig5b(ReducedBroadcast()), FigHotSpot(ReducedHotSpot()), FigMapping(ReducedMapping()), Fig6(ReducedAlltoall()), FigLink(ReducedNetwork()), FigTree(ReducedNetwork())}
 	}}
 
 // ReducedTable1, ReducedLatency and ReducedBandwidth are the test suite's

@@ -301,3 +301,107 @@ func TestBcastBox(t *testing.T) {
 		})
 	}
 }
+
+// TestBcastVirtualNode broadcasts in virtual node mode (the deposit lines
+// fill the FIFO set of every node's task 0, which lets task 1 copy the
+// data by chunks): every byte at every task, on a mesh and a torus, from
+// the origin and another root, over one and three routes, for sizes
+// under a packet, under a chunk, and of several chunks; and the same run
+// twice gives the same time.
+func TestBcastVirtualNode(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mesh bool
+		root torus.Coord
+		size int
+	}{
+		{"mesh, 1 byte", true, torus.Coord{}, 1},
+		{"mesh, 2000 bytes", true, torus.Coord{}, 2000},
+		{"mesh, 3 chunks and a bit", true, torus.Coord{3, 3, 1}, 3*VNBcastChunk + 100},
+		{"torus, 3 chunks and a bit", false, torus.Coord{1, 2, 1}, 3*VNBcastChunk + 100},
+	} {
+		for _, routes := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/%d routes", c.name, routes), func(t *testing.T) {
+				spec := bgl.DefaultSpec(4, 4, 2).WithMode(bgl.VirtualNodeMode)
+				spec.Torus.Mesh = c.mesh
+				run := func() sim.Tick {
+					tasks := 0
+					end, err := BcastTimeFrom(spec, DefaultParams(), DefaultCosts(), c.root, routes, c.size, func(task int, got, want []byte) {
+						tasks++
+						if !bytes.Equal(got, want) {
+							t.Errorf("task %d: data differs", task)
+						}
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if tasks != 64 {
+						t.Errorf("%d tasks checked, want 64", tasks)
+					}
+					return end
+				}
+				a, b := run(), run()
+				if a != b {
+					t.Errorf("two runs: %v and %v", a, b)
+				}
+			})
+		}
+	}
+}
+
+// TestBcastVirtualNodeCopies: a second task copies the root's data in one
+// piece (it is all there) and any other node's in chunks of
+// VNBcastChunk as it arrives in order; a task 0 ends after its task 1
+// (it waits for the copy's end before its buffer is free), and the
+// broadcast takes longer than with one task a node, by less than half.
+func TestBcastVirtualNodeCopies(t *testing.T) {
+	for _, size := range []int{1000, 4 * VNBcastChunk} {
+		spec := bgl.DefaultSpec(4, 4, 2)
+		spec.Torus.Mesh = true
+		one, err := BcastTime(spec, DefaultParams(), DefaultCosts(), 3, size, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := bgl.New(sim.NewWorld(1), "bgl", spec.WithMode(bgl.VirtualNodeMode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := make([]*Layer, 2*len(m.Nodes))
+		var end sim.Tick
+		var ends [2]sim.Tick
+		for i := range ls {
+			i := i
+			if ls[i], err = NewTask(m, i, DefaultParams(), DefaultCosts(), nil); err != nil {
+				t.Fatal(err)
+			}
+			nd := m.Nodes[i/2]
+			buf := nd.Alloc(size)
+			nd.Cores[i%2].Spawn("bcast", func(p *cpu.Proc) {
+				have := false
+				if err := ls[i].Bcast(p, buf, size, 3, func() { have = true }); err != nil {
+					t.Error(err)
+					return
+				}
+				ls[i].Until(p, func() bool { return have })
+				end = max(end, p.Now())
+				ends[i%2] = max(ends[i%2], p.Now())
+				ls[i].Until(p, ls[i].Idle)
+			})
+		}
+		m.World.Run(sim.S)
+		chunks := uint64((size + VNBcastChunk - 1) / VNBcastChunk)
+		for i := 1; i < len(ls); i += 2 {
+			want := chunks
+			if i == 1 {
+				want = 1 // the root's node
+			}
+			if ls[i].Stats.Copied != want {
+				t.Errorf("%d bytes: task %d copied %d times, want %d", size, i, ls[i].Stats.Copied, want)
+			}
+		}
+		if end <= ends[1] || end <= one || 2*end > 3*one {
+			t.Errorf("%d bytes: virtual node mode %v (task 0s %v, task 1s %v), one task a node %v: want task 0s last (they wait for the copies' end), and between 1 and 1.5 times one task a node", size, end, ends[0], ends[1], one)
+		}
+		t.Logf("%d bytes on a 4×4×2 mesh, 3 routes: one task a node %v, two tasks %v", size, one, end)
+	}
+}

@@ -22,6 +22,10 @@ import (
 // one the polling loop gives, to the byte (TestDozeMatchesSpin), at a
 // cost per packet rather than per pass. Params.Spin runs every pass.
 func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
+	if l.ct != nil {
+		panic(fmt.Sprintf("bglml: %s: the layer runs on its communication thread (CommThread.Wait)", l.name()))
+	}
+	defer l.mask()()
 	if !l.params.Spin && !l.notified {
 		l.pl.NotifyReceive(p.Core().Unit())
 		l.main = p.Core().Unit()
@@ -29,7 +33,7 @@ func (l *Layer) Until(p *cpu.Proc, cond func() bool) {
 	}
 	for !cond() {
 		t0, ops := p.Now(), p.Ops()
-		if l.Advance(p) || l.looks > 0 || l.params.Spin {
+		if l.Advance(p) || l.looks > 0 || l.params.Spin || l.irq != nil {
 			continue
 		}
 		p.Doze(p.Now()-t0, int(p.Ops()-ops), l.nextChange)
@@ -255,9 +259,18 @@ func BcastTime(spec bgl.Spec, params Params, costs Costs, routes, size int, chec
 	return BcastTimeFrom(spec, params, costs, torus.Coord{}, routes, size, check)
 }
 
-// BcastTimeFrom is BcastTime from the node at root (Layer.BcastFrom).
+// BcastTimeFrom is BcastTime from the node at root (Layer.BcastFrom). In
+// virtual node mode every task takes part, each on its core, the root's
+// data in its task 0's buffer, and check is given each task's bytes.
 func BcastTimeFrom(spec bgl.Spec, params Params, costs Costs, root torus.Coord, routes, size int, check func(node int, got, want []byte)) (sim.Tick, error) {
-	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+	return bcastOn(1, spec, params, costs, root, routes, size, check)
+}
+
+// bcastOn is BcastTimeFrom on partitions goroutines.
+func bcastOn(partitions int, spec bgl.Spec, params Params, costs Costs, root torus.Coord, routes, size int, check func(node int, got, want []byte)) (sim.Tick, error) {
+	w := sim.NewWorld(1)
+	w.SetPartitions(partitions)
+	m, err := bgl.New(w, "bgl", spec)
 	if err != nil {
 		return 0, err
 	}
@@ -265,42 +278,53 @@ func BcastTimeFrom(spec bgl.Spec, params Params, costs Costs, root torus.Coord, 
 	for i := range want {
 		want[i] = byte(i*7 + i>>8)
 	}
-	var end sim.Tick
-	var failed error
-	bufs := make([]uint64, len(m.Nodes))
-	for i := range m.Nodes {
+	tasks := m.Spec.Mode.Tasks()
+	bufs := make([]uint64, len(m.Nodes)*tasks)
+	// Each end's, apart: the nodes may run on several goroutines.
+	ends := make([]sim.Tick, len(bufs))
+	fails := make([]error, len(bufs))
+	for i := range bufs {
 		i := i
-		nd := m.Nodes[i]
+		nd := m.Nodes[i/tasks]
 		bufs[i] = nd.Alloc(size)
-		if nd.Torus.At == root {
+		if nd.Torus.At == root && i%tasks == 0 {
 			nd.Mem.Write(bufs[i], want)
 		}
-		l, err := New(m, i, params, costs, nil)
+		var l *Layer
+		if tasks > 1 {
+			l, err = NewTask(m, i, params, costs, nil)
+		} else {
+			l, err = New(m, i, params, costs, nil)
+		}
 		if err != nil {
 			return 0, err
 		}
-		nd.Cores[0].Spawn("bcast", func(p *cpu.Proc) {
+		nd.Cores[i%tasks].Spawn("bcast", func(p *cpu.Proc) {
 			have := false
 			if err := l.BcastFrom(p, root, bufs[i], size, routes, func() { have = true }); err != nil {
-				failed = err
+				fails[i] = err
 				return
 			}
 			l.Until(p, func() bool { return have })
-			end = max(end, p.Now())
+			ends[i] = p.Now()
 			l.Until(p, l.Idle)
 		})
 	}
 	m.World.Run(sim.S)
-	if failed != nil {
-		return 0, failed
-	}
-	if end == 0 {
-		return 0, fmt.Errorf("bglml: the broadcast did not finish within a simulated second")
+	var end sim.Tick
+	for i := range ends {
+		if fails[i] != nil {
+			return 0, fails[i]
+		}
+		if ends[i] == 0 {
+			return 0, fmt.Errorf("bglml: the broadcast did not finish within a simulated second")
+		}
+		end = max(end, ends[i])
 	}
 	if check != nil {
-		for i, nd := range m.Nodes {
+		for i := range bufs {
 			got := make([]byte, size)
-			nd.Mem.Read(bufs[i], got)
+			m.Nodes[i/tasks].Mem.Read(bufs[i], got)
 			check(i, got, want)
 		}
 	}

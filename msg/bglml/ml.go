@@ -233,6 +233,7 @@ type Layer struct {
 	bc      *bcast                   // the torus broadcast under way
 	tree    *treeOp                  // the collective-network operation under way
 	bcEarly map[uint32][]bcastStaged // broadcast packets that came before their broadcast, by key
+	vnEarly []*torus.Packet          // (virtual node mode, task 1) copy notices before its Bcast
 	bcFwd   int                      // broadcast forwards queued
 	full    []bool                   // injection FIFOs found full in this pass of the advance loop
 	looks   int                      // looks at an injection FIFO's room in this pass
@@ -267,7 +268,10 @@ type Layer struct {
 	// transfers it has completed (visible to the main core from their
 	// doneAt, in order), and the main core's unit to wake then.
 	cpl    *bgl.PacketLayer
-	coNext int // the coprocessor's next FIFO to look at first
+	ct     *CommThread // the communication thread that runs the layer (StartCommThread)
+	irq    *irqLine    // the interrupt line that runs it on reception (StartInterrupts)
+	masked int         // the layer is being run (its interrupt held off)
+	coNext int         // the coprocessor's next FIFO to look at first
 	coDone []*rx
 	main   *sim.Unit
 
@@ -279,7 +283,8 @@ type Layer struct {
 	pl                port
 	self, tasks, ends int
 
-	Stats Stats
+	Stats    Stats
+	IrqStats IrqStats
 }
 
 // Stats counts what the layer did.
@@ -541,19 +546,13 @@ func (l *Layer) coord(i int) torus.Coord { return l.nodes[i/l.tasks].Torus.At }
 // free). A one-packet message is written at once if its FIFO has room and
 // nothing is queued before it.
 func (l *Layer) Send(p *cpu.Proc, m *Message) error {
-	if m.Dst < 0 || m.Dst >= l.ends || m.Dst == l.self {
-		return fmt.Errorf("bglml: %s: send to %s %d (0 to %d, not itself)", l.name(), l.unit(), m.Dst, l.ends-1)
-	}
-	if len(m.Info) > InfoMax || m.Len < 0 || m.Len > MaxMessage {
-		return fmt.Errorf("bglml: node %d: message of %d bytes with %d bytes of info (at most %d bytes and %d of info)", l.nd.Index, m.Len, len(m.Info), MaxMessage, InfoMax)
+	defer l.mask()()
+	if err := l.validSend(m); err != nil {
+		return err
 	}
 	proto := m.Proto
 	if proto == Auto {
 		proto = l.Choose(m.Len, len(m.Info))
-	}
-	if proto == OnePacket && firstHdr+len(m.Info)+m.Len > torus.MaxPayload {
-		return fmt.Errorf("bglml: node %d: a one-packet message of %d bytes and %d of info (at most %d together)",
-			l.nd.Index, m.Len, len(m.Info), torus.MaxPayload-firstHdr)
 	}
 	if proto == Rendezvous && l.peer(m.Dst) {
 		return l.sendCopy(p, m) // the virtual node mode protocol (L144)
@@ -636,6 +635,25 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 }
 
 // id numbers a message (never 0: a grant for number 0 is a get's).
+// validSend is Send's refusals.
+func (l *Layer) validSend(m *Message) error {
+	if m.Dst < 0 || m.Dst >= l.ends || m.Dst == l.self {
+		return fmt.Errorf("bglml: %s: send to %s %d (0 to %d, not itself)", l.name(), l.unit(), m.Dst, l.ends-1)
+	}
+	if len(m.Info) > InfoMax || m.Len < 0 || m.Len > MaxMessage {
+		return fmt.Errorf("bglml: node %d: message of %d bytes with %d bytes of info (at most %d bytes and %d of info)", l.nd.Index, m.Len, len(m.Info), MaxMessage, InfoMax)
+	}
+	proto := m.Proto
+	if proto == Auto {
+		proto = l.Choose(m.Len, len(m.Info))
+	}
+	if proto == OnePacket && firstHdr+len(m.Info)+m.Len > torus.MaxPayload {
+		return fmt.Errorf("bglml: node %d: a one-packet message of %d bytes and %d of info (at most %d together)",
+			l.nd.Index, m.Len, len(m.Info), torus.MaxPayload-firstHdr)
+	}
+	return nil
+}
+
 func (l *Layer) id() uint16 {
 	if l.nextID++; l.nextID == 0 {
 		l.nextID = 1
@@ -910,6 +928,7 @@ func (l *Layer) control(p *cpu.Proc, dst int, pk *torus.Packet) {
 // local here; done is called when they all are. The request is a grant
 // packet; src's layer streams the data adaptively (as a rendezvous's).
 func (l *Layer) Get(p *cpu.Proc, src int, remote, local uint64, n int, done func()) error {
+	defer l.mask()()
 	if src < 0 || src >= l.ends || src == l.self || n < 0 || n > MaxMessage {
 		return fmt.Errorf("bglml: %s: get of %d bytes from %s %d", l.name(), n, l.unit(), src)
 	}
@@ -970,6 +989,7 @@ func (l *Layer) grant(p *cpu.Proc, to int, id uint16, r *rx, addr uint64, n int)
 // send queue holds while the FIFOs take it (up to Batch packets). It
 // reports whether it did anything.
 func (l *Layer) Advance(p *cpu.Proc) bool {
+	defer l.mask()()
 	if l.cpl != nil {
 		// and a look at the scratchpad's completion words, which the
 		// pass reads with the FIFOs' status
@@ -1209,7 +1229,7 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 		l.stream(src, rid, group, addr, n, sent)
 	case tBcast:
 		l.onBcast(p, f, uint32(src)|uint32(id)<<16, idx)
-	case tVNAddr, tVNFree, tVNGet, tVNFlushed:
+	case tVNAddr, tVNFree, tVNGet, tVNFlushed, tVNBcast, tVNBcastDone:
 		l.onVirtual(p, f, t, src, id)
 	case tToken:
 		l.pl.Read(p, f, true)

@@ -110,6 +110,9 @@ func deliverOn(t *testing.T, m *bgl.Machine, n int, end string, open func(me int
 					failed = append(failed, err.Error())
 				}
 			}
+			if deliverWork != nil {
+				deliverWork(p, l)
+			}
 			l.Until(p, func() bool {
 				k := 0
 				for _, r := range got[me] {
@@ -166,6 +169,10 @@ func deliverOn(t *testing.T, m *bgl.Machine, n int, end string, open func(me int
 	}
 	return sum
 }
+
+// deliverWork, if set, is what each end's process does between posting
+// its sends and waiting (the interrupt tests' computation).
+var deliverWork func(p *cpu.Proc, l *Layer)
 
 // TestProtocolsDeliver sends a range of sizes by every protocol between
 // neighbours and across the torus, into aligned and misaligned buffers.

@@ -29,10 +29,12 @@ import (
 // Packet types of the virtual node mode protocol (the software header's
 // first byte; apart from the others).
 const (
-	tVNAddr    = 16 + iota // a message: its header, info and the send buffer's address
-	tVNFree                // the receiver copied it: the buffer is free
-	tVNGet                 // a get: write back the lines of this buffer
-	tVNFlushed             // they are in memory: copy them
+	tVNAddr      = 16 + iota // a message: its header, info and the send buffer's address
+	tVNFree                  // the receiver copied it: the buffer is free
+	tVNGet                   // a get: write back the lines of this buffer
+	tVNFlushed               // they are in memory: copy them
+	tVNBcast                 // a torus broadcast's bytes in task 0's buffer: copy them
+	tVNBcastDone             // the other task has copied all the broadcast's bytes
 )
 
 // port is what the layer asks of a packet layer (bgl.PacketLayer, or a
@@ -247,6 +249,22 @@ func (l *Layer) onVirtual(p *cpu.Proc, f int, t byte, src int, id uint16) {
 		n := int(binary.LittleEndian.Uint32(pk.Payload[8:]))
 		p.Compute(bgl.Lines(addr, n) * l.bs.FlushLineCycles)
 		l.control(p, src, &torus.Packet{Dst: l.coord(src), Soft: soft(tVNFlushed, l.self, id, 0), Payload: addrLen(addr, n)})
+	case tVNBcast:
+		if l.bc == nil {
+			// Before this task joined the broadcast: kept for then.
+			l.vnEarly = append(l.vnEarly, pk)
+			return
+		}
+		l.onBcastCopy(p, pk)
+	case tVNBcastDone:
+		p.Compute(l.costs.Lookup)
+		if l.bc == nil || l.bc.peerDone {
+			panic(fmt.Sprintf("bglml: %s: a broadcast copied by task %d with none under way", l.name(), src))
+		}
+		l.bc.peerDone = true
+		if l.bc.torusDone {
+			l.endBcast(p)
+		}
 	case tVNFlushed:
 		p.Compute(l.costs.Lookup)
 		r := l.rdv[id]

@@ -142,7 +142,8 @@ func TestVirtualNodeGet(t *testing.T) {
 
 // TestVirtualNodeBadInput: a layer a node on a machine in virtual node
 // mode, a layer a task on one that is not, tasks out of range, a send to
-// itself, the broadcast.
+// itself, a broadcast of no bytes (the same refusal as with a task a
+// node).
 func TestVirtualNodeBadInput(t *testing.T) {
 	vn, _ := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(2, 1, 1).WithMode(bgl.VirtualNodeMode))
 	co, _ := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(2, 1, 1).WithMode(bgl.CoprocessorMode))
@@ -161,10 +162,10 @@ func TestVirtualNodeBadInput(t *testing.T) {
 	l, _ := NewTask(vn, 1, DefaultParams(), DefaultCosts(), nil)
 	var errs []error
 	vn.Nodes[0].Cores[1].Spawn("bad", func(p *cpu.Proc) {
-		errs = append(errs, l.Send(p, &Message{Dst: 1}), l.Send(p, &Message{Dst: 4}), l.Get(p, 1, 0, 0, 8, nil), l.Bcast(p, 0, 8, 1, nil))
+		errs = append(errs, l.Send(p, &Message{Dst: 1}), l.Send(p, &Message{Dst: 4}), l.Get(p, 1, 0, 0, 8, nil), l.Bcast(p, 0, 0, 1, nil))
 	})
 	vn.World.Run(sim.MS)
-	for i, w := range []string{"task 1 (node 0 core 1): send to task 1 (0 to 3, not itself)", "send to task 4", "get of 8 bytes from task 1", "virtual node mode"} {
+	for i, w := range []string{"task 1 (node 0 core 1): send to task 1 (0 to 3, not itself)", "send to task 4", "get of 8 bytes from task 1", "broadcast of 0 bytes"} {
 		if i >= len(errs) || errs[i] == nil || !strings.Contains(errs[i].Error(), w) {
 			t.Errorf("case %d: %v, want %q", i, errs, w)
 		}

@@ -1,6 +1,8 @@
 package bglml
 
 import (
+	"fmt"
+
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/sim"
 )
@@ -23,6 +25,9 @@ import (
 // run. The run is the loop's to the byte (TestTorusDozeMatchesPolling in
 // package mpi). With Params.Spin every pass runs.
 func (l *Layer) SleepAdvance(p *cpu.Proc, pause sim.Tick) bool {
+	if l.ct != nil {
+		panic(fmt.Sprintf("bglml: %s: the layer runs on its communication thread (CommThread.Wait)", l.name()))
+	}
 	if !l.params.Spin && !l.notified {
 		l.pl.NotifyReceive(p.Core().Unit())
 		l.main = p.Core().Unit()
@@ -31,7 +36,8 @@ func (l *Layer) SleepAdvance(p *cpu.Proc, pause sim.Tick) bool {
 	t0, ops := p.Now(), p.Ops()
 	p.Sleep(pause)
 	t1 := p.Now()
-	if did := l.Advance(p); did || l.looks > 0 || l.params.Spin {
+	defer l.mask()()
+	if did := l.Advance(p); did || l.looks > 0 || l.params.Spin || l.irq != nil {
 		return did
 	}
 	// One whole pass, its pause and its pass, measured: the ones dozed
