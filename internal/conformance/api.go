@@ -26,6 +26,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error) {
 	spec := machine.DefaultSpec()
 	spec.NIC.PMTU, spec.NIC.Sizes.MPS, spec.NIC.Sizes.MRRS = s.PMTU, s.MPS, s.MRRS
+	spec.NICs = s.NICs
 	if l := s.Link; l != nil {
 		spec.PCIeDown = l.Down
 		if l.PH > 0 {
@@ -49,7 +50,8 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 	}
 	src, dst := c.Nodes[0], c.Nodes[1]
 	mon := AttachMonitors(c.Cluster)
-	obs := &verify.APIObservation{Memory: map[uint64][]byte{}, Logs: map[uint16][]verify.Record{}, Gets: map[int][]byte{}, Failed: map[int]bool{}, Flushes: map[int]int{}}
+	obs := &verify.APIObservation{Memory: map[uint64][]byte{}, Logs: map[uint16][]verify.Record{}, Gets: map[int][]byte{}, Failed: map[int]bool{}, Flushes: map[int]int{},
+		Atomics: map[int]uint64{}, Recvs: map[int]verify.APIRecv{}}
 	handled := map[uint16]int{}
 	for _, l := range s.Logs {
 		iuid := l.IUID
@@ -84,18 +86,59 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 	}
 	var runErr error
 	steps := 0 // operations the process issued and finished
-	src.Spawn(0, "api", func(x *aa.Ctx) {
+	// Node 1's process posts a receive request for each send, on the
+	// send's rail, in order, and reaps their completions.
+	sends := map[int][]int{} // rail → its sends
+	for i, op := range s.Ops {
+		if op.Kind == "send" {
+			sends[op.Rail] = append(sends[op.Rail], i)
+		}
+	}
+	if len(sends) > 0 {
+		dst.Spawn(0, "api-recv", func(x *aa.Ctx) {
+			for r := range max(s.NICs, 1) {
+				for _, i := range sends[r] {
+					x.OnRail(r).PostRecv(0, s.Ops[i].Remote, s.Ops[i].Len)
+				}
+			}
+			for r := range max(s.NICs, 1) {
+				for _, i := range sends[r] {
+					cqe := x.OnRail(r).Recv(0)
+					obs.Recvs[i] = verify.APIRecv{Index: cqe.WRID, Len: int(cqe.Length), Status: cqe.Status}
+					steps++
+				}
+			}
+		})
+	}
+	src.Spawn(0, "api", func(x0 *aa.Ctx) {
 		wrs := map[int]verbs.WR{}
 		local := map[int]uint64{}
 		at := buf
 		for i, op := range s.Ops {
+			x := x0.OnRail(op.Rail)
 			x.P.Op("verify." + op.Kind)
 			switch op.Kind {
 			case "put":
 				x.P.Write(at, op.Data)
 				wrs[i] = x.Put(1, at, op.Remote, op.Len)
+			case "send":
+				x.P.Write(at, op.Data)
+				wrs[i] = x.Send(1, at, op.Len)
 			case "get":
 				wrs[i] = x.Get(1, at, op.Remote, op.Len)
+			case "fadd", "cas":
+				var v uint64
+				var err error
+				if op.Kind == "fadd" {
+					v, err = x.FetchAdd(1, op.Remote, op.Operand)
+				} else {
+					v, err = x.CAS(1, op.Remote, op.Compare, op.Operand)
+				}
+				if err != nil {
+					obs.Failed[i] = true
+				} else {
+					obs.Atomics[i] = v
+				}
 			case "flush":
 				if err := x.ActiveFlush(1, op.IUID); err != nil && runErr == nil {
 					runErr = fmt.Errorf("op %d: active flush: %w", i, err)
@@ -111,14 +154,14 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 			if !ok {
 				continue
 			}
-			_, err := x.Wait(w)
+			_, err := x0.OnRail(op.Rail).Wait(w)
 			steps++
 			if op.Kind == "get" {
 				if err != nil {
 					obs.Failed[i] = true
 				} else {
 					b := make([]byte, op.Len)
-					x.P.Read(local[i], b)
+					x0.P.Read(local[i], b)
 					obs.Gets[i] = b
 				}
 			} else if err != nil && runErr == nil {

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func TestSeedsAgree(t *testing.T) {
 // API-level: puts, gets and active flushes of one process agree with the
 // golden model.
 func TestAPISeedsAgree(t *testing.T) {
-	records, gets, failed, flushes := 0, 0, 0, 0
+	records, gets, failed, flushes, atomics, sends, rail1, ints := 0, 0, 0, 0, 0, 0, 0, 0
 	for seed := uint64(1); seed <= 60; seed++ {
 		s := verify.GenerateAPI(seed)
 		obs, err := RunAPI(s)
@@ -49,8 +50,19 @@ func TestAPISeedsAgree(t *testing.T) {
 		}
 		for _, l := range obs.Logs {
 			records += len(l)
+			for _, r := range l {
+				if r.Requester == verify.APIRequesterOf(1) {
+					rail1++
+				}
+			}
+		}
+		for _, l := range s.Logs {
+			if l.Mode == 1 && len(obs.Logs[l.IUID]) > 0 {
+				ints++
+			}
 		}
 		gets, failed, flushes = gets+len(obs.Gets), failed+len(obs.Failed), flushes+len(obs.Flushes)
+		atomics, sends = atomics+len(obs.Atomics), sends+len(obs.Recvs)
 		// A corrupted observation is caught.
 		for i, g := range obs.Gets {
 			if len(g) > 0 {
@@ -62,10 +74,35 @@ func TestAPISeedsAgree(t *testing.T) {
 			}
 		}
 	}
-	if records == 0 || gets == 0 || failed == 0 || flushes == 0 {
-		t.Fatalf("the stimuli exercised %d records, %d gets, %d refused gets, %d flushes", records, gets, failed, flushes)
+	if records == 0 || gets == 0 || failed == 0 || flushes == 0 || atomics == 0 || sends == 0 || rail1 == 0 || ints == 0 {
+		t.Fatalf("the stimuli exercised %d records, %d gets, %d refused gets or atomics, %d flushes, %d atomics, %d sends, %d records of the second NIC, %d Int logs with records",
+			records, gets, failed, flushes, atomics, sends, rail1, ints)
 	}
-	t.Logf("%d records, %d gets, %d refused gets, %d active flushes agree", records, gets, failed, flushes)
+	t.Logf("%d records (%d of the second NIC), %d gets, %d refused gets or atomics, %d active flushes, %d atomics, %d sends, %d Int logs with records agree",
+		records, rail1, gets, failed, flushes, atomics, sends, ints)
+}
+
+// A refused atomic whose NAK the wire lost is sent again: the responder
+// answers the duplicate with the NAK again, never with a result (the NIC
+// once answered it with an ATOMIC ACKNOWLEDGE of 0). The file is the
+// shrunk stimulus of the API seed that found it: two refused
+// fetch-and-adds around a put, on a wire losing 3 % of frames.
+func TestAPIRefusedAtomicSentAgain(t *testing.T) {
+	b, err := os.ReadFile("testdata/api-refused-atomic-again.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := verify.ParseAPI("api-refused-atomic-again.json", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm, obs, err := CheckAPIWith(s, nil, Options{})
+	if err != nil || mm != nil {
+		t.Fatalf("%v %v", err, mm)
+	}
+	if !obs.Failed[2] || obs.Events["duplicates"] == 0 {
+		t.Fatalf("op 2 failed = %v after %d duplicates received, want the refused atomic sent again and refused again", obs.Failed[2], obs.Events["duplicates"])
+	}
 }
 
 // FuzzReplay: no replay file makes `aaemu verify --replay` panic or hang:
