@@ -60,6 +60,19 @@ type APIStimulus struct {
 	// goes through its rail's, and the two rails' operations are not
 	// ordered with each other.
 	NICs int `json:"nics,omitempty"`
+	// RecvAhead is how many receive requests node 1's process keeps
+	// posted ahead of the sends it has reaped, on each rail (0: all of
+	// them at the start); a send that finds none is refused with a
+	// receiver-not-ready NAK and sent again.
+	RecvAhead int `json:"recv_ahead,omitempty"`
+	// RecvLateNS is how long node 1's process sleeps before it posts its
+	// first receive requests: sends that come earlier are refused with
+	// receiver-not-ready NAKs and sent again.
+	RecvLateNS int `json:"recv_late_ns,omitempty"`
+	// HandlerNS is how long node 1's handler takes over each record: a
+	// slow consumer fills a small log, the IOMMU holds back the accesses
+	// that would log into it, and posted writes pass the reads it holds.
+	HandlerNS int `json:"handler_ns,omitempty"`
 }
 
 // APILink is the stress an API-level stimulus puts on the links and wires.
@@ -159,6 +172,12 @@ func GenerateAPI(seed uint64) *APIStimulus {
 		s.Logs[i].Size = []uint64{2048, 4096, 8192, 64 << 10}[lg.IntN(4)]
 	}
 	extendAPI(s, rand.New(rand.NewPCG(seed, 0x5e2d)))
+	if hr := rand.New(rand.NewPCG(seed, 0x4a4d)); hr.IntN(2) == 0 {
+		s.HandlerNS = []int{1_000, 5_000, 20_000}[hr.IntN(3)]
+	}
+	if fr := rand.New(rand.NewPCG(seed, 0xf111)); fr.IntN(3) == 0 {
+		fillAPILog(s, fr)
+	}
 	return s
 }
 
@@ -242,6 +261,60 @@ func extendAPI(s *APIStimulus, r *rand.Rand) {
 		pre.Ops = s.Ops[:i]
 		op := s.Ops[i]
 		s.Ops[i].Compare = binary.LittleEndian.Uint64(PredictAPI(&pre).Memory[op.Remote&^0xfff][op.Remote&0xfff:])
+	}
+	if r.IntN(2) == 0 {
+		s.RecvAhead = 1 + r.IntN(2)
+	}
+	if r.IntN(2) == 0 {
+		s.RecvLateNS = []int{2_000, 10_000, 30_000}[r.IntN(3)]
+	}
+}
+
+// fillAPILog ends the operations with a log that a slow handler keeps
+// full: a put of 2 KB whose records carry its data into a log of 2 KB,
+// then a get on a page that logs its reads into it, then a short put into
+// it again. The IOMMU holds the get's read until the handler frees room,
+// and the put's write may pass it (as PCIe lets a posted request pass a
+// non-posted one), which the golden model must accept. Nothing when no
+// log has such pages.
+func fillAPILog(s *APIStimulus, r *rand.Rand) {
+	for li := range s.Logs {
+		iuid := s.Logs[li].IUID
+		var wp, rp []APIPage
+		for _, pg := range s.Pages {
+			if pg.IUID != iuid || pg.Bits&pte.E == 0 {
+				continue
+			}
+			if pg.Bits&(pte.W|pte.WLD) == pte.W|pte.WLD {
+				wp = append(wp, pg)
+			}
+			if pg.Bits&pte.R != 0 && pg.Bits&(pte.RL|pte.RLD) != 0 {
+				rp = append(rp, pg)
+			}
+		}
+		if len(wp) == 0 || len(rp) == 0 {
+			continue
+		}
+		w, g := wp[r.IntN(len(wp))], rp[r.IntN(len(rp))]
+		ops := []APIOp{
+			{Kind: "put", Remote: w.Addr, Len: 2048},
+			{Kind: "get", Remote: g.Addr + 2048 + uint64(r.IntN(1024)), Len: 1 + r.IntN(512)},
+			{Kind: "put", Remote: w.Addr + 2048 - 64, Len: 64},
+		}
+		for _, op := range ops {
+			if op.Kind == "put" {
+				op.Data = make([]byte, op.Len)
+				for j := range op.Data {
+					op.Data[j] = byte(r.Uint32())
+				}
+			}
+			if apiRaces(s.Ops, op) {
+				return
+			}
+			s.Ops = append(s.Ops, op)
+		}
+		s.Logs[li].Size, s.HandlerNS = 2048, 20_000
+		return
 	}
 }
 

@@ -28,6 +28,10 @@ const (
 	MaxAPILatNS = 10_000
 	MaxAPICred  = 64
 	MaxAPINICs  = 4 // a node's NICs (machine.MaxNICs)
+	// MaxAPILateNS bounds how late node 1 posts its receive requests
+	// (each RNR NAK costs the sender 10 µs) and how long its handler
+	// takes over a record.
+	MaxAPILateNS = 1_000_000
 )
 
 // ShrinkAPI reduces a failing API-level stimulus to a small one that still
@@ -148,6 +152,12 @@ func (s *APIStimulus) Validate() error {
 		return bad("logs", fmt.Sprintf("0..%d logs", MaxAPILogs), "%d logs", len(s.Logs))
 	case len(s.Ops) > MaxAPIOps:
 		return bad("ops", fmt.Sprintf("0..%d operations", MaxAPIOps), "%d operations", len(s.Ops))
+	case s.RecvAhead < 0 || s.RecvAhead > MaxAPIOps:
+		return bad("recv_ahead", fmt.Sprintf("0 (every receive request at the start) to %d", MaxAPIOps), "%d is out of range", s.RecvAhead)
+	case s.RecvLateNS < 0 || s.RecvLateNS > MaxAPILateNS:
+		return bad("recv_late_ns", fmt.Sprintf("0..%d ns", MaxAPILateNS), "%d is out of range", s.RecvLateNS)
+	case s.HandlerNS < 0 || s.HandlerNS > MaxAPILateNS:
+		return bad("handler_ns", fmt.Sprintf("0..%d ns", MaxAPILateNS), "%d is out of range", s.HandlerNS)
 	case s.NICs < 0 || s.NICs > MaxAPINICs:
 		return bad("nics", fmt.Sprintf("0 or 1 (one NIC a node) to %d", MaxAPINICs), "%d is out of range", s.NICs)
 	}

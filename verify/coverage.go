@@ -309,6 +309,18 @@ var apiBins = []struct{ bin, event string }{
 	{"api/log/wrapped", ""},
 	{"api/get/refused", ""},
 	{"api/flush", ""},
+	{"api/notify/int", "log_msis"},
+	{"api/notify/int/two-vectors", ""},
+	{"api/nics/2/records", ""},
+	{"api/nics/2/interleaved", ""},
+	{"api/atomic/fadd", ""},
+	{"api/atomic/cas/swapped", ""},
+	{"api/atomic/cas/kept", ""},
+	{"api/atomic/refused", ""},
+	{"api/atomic/logged", ""},
+	{"api/send", ""},
+	{"api/send/logged", ""},
+	{"api/send/rnr", "rnr_naks"},
 }
 
 // DeclareAPI adds the API level's bins at zero.
@@ -328,6 +340,40 @@ func (c *Coverage) AddAPI(s *APIStimulus, p *APIPrediction, o *APIObservation) {
 		"api/log/wrapped":    o.Scored.Wraps > 0,
 		"api/get/refused":    len(p.Failed) > 0,
 		"api/flush":          len(p.Flushes) > 0,
+	}
+	ints := 0
+	for _, l := range s.Logs {
+		if l.Mode == 1 && len(o.Logs[l.IUID]) > 0 {
+			ints++
+		}
+	}
+	hit["api/notify/int/two-vectors"] = ints >= 2 // two Int logs' MSIs at one core's address
+	for _, l := range o.Logs {
+		rails := 0 // the rail changes along the log
+		for j, r := range l {
+			hit["api/nics/2/records"] = hit["api/nics/2/records"] || r.Requester == APIRequesterOf(1)
+			hit["api/atomic/logged"] = hit["api/atomic/logged"] || r.Kind == record.Atomic
+			if j > 0 && r.Requester != l[j-1].Requester {
+				rails++
+			}
+		}
+		hit["api/nics/2/interleaved"] = hit["api/nics/2/interleaved"] || rails >= 2
+	}
+	for i, op := range s.Ops {
+		_, done := p.Atomics[i]
+		switch {
+		case op.Kind == "fadd" && done:
+			hit["api/atomic/fadd"] = true
+		case op.Kind == "cas" && done && p.Atomics[i] == op.Compare:
+			hit["api/atomic/cas/swapped"] = true
+		case op.Kind == "cas" && done:
+			hit["api/atomic/cas/kept"] = true
+		case (op.Kind == "fadd" || op.Kind == "cas") && p.Failed[i]:
+			hit["api/atomic/refused"] = true
+		case op.Kind == "send":
+			hit["api/send"] = true
+			hit["api/send/logged"] = hit["api/send/logged"] || len(p.Writes[i]) > 0
+		}
 	}
 	for _, b := range apiBins {
 		if b.event != "" && o.Events[b.event] > 0 {

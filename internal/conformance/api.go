@@ -57,6 +57,7 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 		iuid := l.IUID
 		if _, err := dst.CreateLog(iuid, l.Size, iommu.Notify(l.Mode), func(x *aa.Ctx, r aa.Record) {
 			obs.Logs[iuid] = append(obs.Logs[iuid], verify.Record{Header: r.Header, Data: r.Data})
+			x.P.Sleep(sim.Tick(s.HandlerNS) * sim.NS)
 			handled[iuid]++
 		}); err != nil {
 			return nil, err
@@ -94,18 +95,33 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 			sends[op.Rail] = append(sends[op.Rail], i)
 		}
 	}
-	if len(sends) > 0 {
-		dst.Spawn(0, "api-recv", func(x *aa.Ctx) {
-			for r := range max(s.NICs, 1) {
-				for _, i := range sends[r] {
-					x.OnRail(r).PostRecv(0, s.Ops[i].Remote, s.Ops[i].Len)
+	// One process a rail, so that a rail's sends never wait for another
+	// rail's (node 0's process blocks on atomics and flushes).
+	for r := range max(s.NICs, 1) {
+		if len(sends[r]) == 0 {
+			continue
+		}
+		dst.Spawn(0, fmt.Sprintf("api-recv%d", r), func(x *aa.Ctx) {
+			x = x.OnRail(r)
+			x.P.Sleep(sim.Tick(s.RecvLateNS) * sim.NS)
+			posted := 0
+			post := func(upto int) {
+				for ; posted < min(upto, len(sends[r])); posted++ {
+					op := s.Ops[sends[r][posted]]
+					x.PostRecv(0, op.Remote, op.Len)
 				}
 			}
-			for r := range max(s.NICs, 1) {
-				for _, i := range sends[r] {
-					cqe := x.OnRail(r).Recv(0)
-					obs.Recvs[i] = verify.APIRecv{Index: cqe.WRID, Len: int(cqe.Length), Status: cqe.Status}
-					steps++
+			if s.RecvAhead > 0 {
+				post(s.RecvAhead)
+			} else {
+				post(len(sends[r]))
+			}
+			for k, i := range sends[r] {
+				cqe := x.Recv(0)
+				obs.Recvs[i] = verify.APIRecv{Index: cqe.WRID, Len: int(cqe.Length), Status: cqe.Status}
+				steps++
+				if s.RecvAhead > 0 {
+					post(k + 1 + s.RecvAhead)
 				}
 			}
 		})
@@ -174,10 +190,10 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 	p := verify.PredictAPI(s)
 	var settled sim.Tick
 	progress, since := -1, sim.Tick(0)
+	// The end waits until nothing was handled for 100 µs and a record's
+	// handling: a READ read again may be handled record by record.
+	quiet := 100*sim.US + sim.Tick(s.HandlerNS)*sim.NS
 	c.Run(sim.S, func() bool {
-		if settled > 0 {
-			return c.Now() >= settled
-		}
 		// 3 ms without an operation issued or finished or a record
 		// handled (15 retransmission timeouts): what is missing never
 		// comes.
@@ -187,8 +203,14 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 		}
 		if n != progress {
 			progress, since = n, c.Now()
+			if settled > 0 {
+				settled = c.Now() + quiet
+			}
 		} else if c.Now()-since > 3*sim.MS {
 			return true
+		}
+		if settled > 0 {
+			return c.Now() >= settled
 		}
 		if !c.AppsDone() {
 			return false
@@ -205,7 +227,7 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 				return false
 			}
 		}
-		settled = c.Now() + 100*sim.US
+		settled = c.Now() + quiet
 		return false
 	})
 	if !c.AppsDone() {

@@ -105,6 +105,29 @@ func TestAPIRefusedAtomicSentAgain(t *testing.T) {
 	}
 }
 
+// An Int log whose handler takes a microsecond a record: the core takes
+// the log's next MSI while the handler runs, and that one must not drain
+// the log from the same head again (the records came twice, from the
+// second with sequence number 0 again). The file is the shrunk stimulus
+// of the API seed that found it: one put of 1,496 bytes, eight records.
+func TestAPIIntHandlerNotReentered(t *testing.T) {
+	b, err := os.ReadFile("testdata/api-int-slow-handler.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := verify.ParseAPI("api-int-slow-handler.json", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm, obs, err := CheckAPIWith(s, nil, Options{})
+	if err != nil || mm != nil {
+		t.Fatalf("%v %v", err, mm)
+	}
+	if n := len(obs.Logs[2]); n != 8 || obs.Events["log_msis"] < 2 {
+		t.Fatalf("%d records after %d MSIs, want 8 records and more than one MSI", n, obs.Events["log_msis"])
+	}
+}
+
 // FuzzReplay: no replay file makes `aaemu verify --replay` panic or hang:
 // a file is refused with an error that names the file, or it is a
 // stimulus the harness runs (here for a short simulated time) and the
