@@ -58,6 +58,8 @@ func TestCompareAPIFreedoms(t *testing.T) {
 		{"the get read again after the put", func(l []Record) []Record { return reseq(append(l[:3:3], l[0], l[1])) }, "", 1, 0},
 		{"the put ahead of the get", func(l []Record) []Record { return reseq([]Record{l[2], l[0], l[1]}) }, "", 0, 1},
 		{"the put between the get's records", func(l []Record) []Record { return reseq([]Record{l[0], l[2], l[1]}) }, "", 0, 1},
+		{"the put among the get read again", func(l []Record) []Record { return reseq([]Record{l[0], l[1], l[0], l[2], l[1]}) }, "", 1, 0},
+		{"the get read again out of order", func(l []Record) []Record { return reseq([]Record{l[0], l[1], l[2], l[1], l[0]}) }, "api.log", 0, 0},
 		{"half the get again", func(l []Record) []Record { return reseq(append(l[:3:3], l[0])) }, "api.log", 0, 0},
 		{"the get again before its run ended", func(l []Record) []Record { return reseq([]Record{l[0], l[0], l[1], l[1], l[2]}) }, "api.log", 0, 0},
 		{"the get again with other data", func(l []Record) []Record {
