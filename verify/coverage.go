@@ -68,6 +68,7 @@ func AllBins() []string {
 	out = append(out, "change/unregister/no-log", "change/register/records", "change/register/Int/records", "change/register/SP/records",
 		"change/unregister/flush", "change/register/flush-waited",
 		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared", "change/clearfaults/in-flight",
+		"change/racing/in-flight", "change/racing/in-flight/same-page",
 		"iuid/0", "iuid/1023", "iuid/other",
 		"page/2MB/allowed", "page/2MB/denied", "page/1GB/allowed", "page/1GB/denied", "domain/same-iova")
 	return out
@@ -244,6 +245,26 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 		p.placeClears(o, faultEvents(o))
 	}
 	hit["change/clearfaults/in-flight"] = p.RacedFaults
+	// A racing page call with a TLP before it still in flight, taken
+	// after it (with the new tables), and such a TLP on the call's page.
+	pos := make([]int, len(s.Ops))
+	for k, i := range o.Accepted {
+		pos[i] = k
+	}
+	for _, c := range s.Changes {
+		if !c.RacesTables() || c.After > len(o.Accepted) {
+			continue
+		}
+		for i := 0; i < c.After-1; i++ {
+			if pos[i] > pos[c.After-1] {
+				hit["change/racing/in-flight"] = true
+				op := s.Ops[i]
+				if op.TLP.Addr>>12 == c.IOVA>>12 && s.Devices[op.Dev].Dom() == c.Dom() {
+					hit["change/racing/in-flight/same-page"] = true
+				}
+			}
+		}
+	}
 	hit["change/unregister/no-log"] = p.NoLogAfterRemoval
 	hit["change/register/records"] = p.RecordAfterRegister
 	hit["change/clearfaults/event-again"] = p.FaultEvents > 1
