@@ -33,6 +33,12 @@ type Log struct {
 	stopped   bool
 	keepData  bool
 	notify    *cpu.Notify // SP: wakes the polling hyperthread (scratchpad writes, Stop)
+	// Int: a handler is draining the log, and an MSI came meanwhile. A
+	// handler that takes time lets the core take the log's next MSI; that
+	// one must not drain from the same head again (it would hand the
+	// same records over twice), so it leaves the running drain to read
+	// the tail once more.
+	draining, again bool
 }
 
 // KeepData makes the consumer read only each record's header and hand the
@@ -81,7 +87,16 @@ func (n *Node) CreateLogWith(iuid uint16, size uint64, mode iommu.Notify, opt Lo
 	case iommu.Int:
 		cfg.MSIAddr, cfg.MSIData = 0xfee0_0000|uint64(n.ID)<<12, 0x40+uint32(iuid)
 		n.Cores[0].OnInterrupt(cfg.MSIAddr, cfg.MSIData, fmt.Sprintf("log%d", iuid), func(p *cpu.Proc) {
-			l.drain(n.Ctx(p, 0))
+			if l.draining {
+				l.again = true
+				return
+			}
+			l.draining = true
+			for again := true; again; again = l.again {
+				l.again = false
+				l.drain(n.Ctx(p, 0))
+			}
+			l.draining = false
 		})
 	case iommu.SP:
 		cfg.SPSlot = uint32(len(n.logs))

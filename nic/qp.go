@@ -834,7 +834,11 @@ func (q *qp) duplicate(f *Frame) {
 		r.serve(f.Txn)
 	case roce.CmpSwap, roce.FetchAdd:
 		for _, a := range q.atomics {
-			if a.psn == p.PSN && a.done {
+			switch {
+			case a.psn != p.PSN || !a.done:
+			case a.err: // refused: the NAK again (its first copy was lost), never a result
+				q.ack(a.psn, roce.SyndromeNAKAccess, f.ID)
+			default:
 				q.atomicAck(a)
 			}
 		}

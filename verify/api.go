@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -28,11 +29,18 @@ type APIPage struct {
 
 // APIOp is one verb the process calls.
 type APIOp struct {
-	Kind   string `json:"kind"` // put, get, flush
-	Remote uint64 `json:"remote"`
+	Kind   string `json:"kind"`   // put, get, flush, fadd, cas, send
+	Remote uint64 `json:"remote"` // send: the receive buffer node 1 posts for it
 	Len    int    `json:"len"`
 	Data   []byte `json:"data,omitempty"`
 	IUID   uint16 `json:"iuid,omitempty"` // flush: whose log
+	// Rail is the NIC of node 0 (and of node 1) the operation goes
+	// through (APIStimulus.NICs).
+	Rail int `json:"rail,omitempty"`
+	// An atomic's operands: fadd adds Operand; cas swaps in Operand when
+	// the word is Compare.
+	Operand uint64 `json:"operand,omitempty"`
+	Compare uint64 `json:"compare,omitempty"`
 }
 
 // APIStimulus is one API-level test.
@@ -48,6 +56,23 @@ type APIStimulus struct {
 	// Link stresses the transport: a real down link, small credits, lossy
 	// wires (nil: the machine's defaults).
 	Link *APILink `json:"link,omitempty"`
+	// NICs is the NICs of each node (0 is 1): with two, each operation
+	// goes through its rail's, and the two rails' operations are not
+	// ordered with each other.
+	NICs int `json:"nics,omitempty"`
+	// RecvAhead is how many receive requests node 1's process keeps
+	// posted ahead of the sends it has reaped, on each rail (0: all of
+	// them at the start); a send that finds none is refused with a
+	// receiver-not-ready NAK and sent again.
+	RecvAhead int `json:"recv_ahead,omitempty"`
+	// RecvLateNS is how long node 1's process sleeps before it posts its
+	// first receive requests: sends that come earlier are refused with
+	// receiver-not-ready NAKs and sent again.
+	RecvLateNS int `json:"recv_late_ns,omitempty"`
+	// HandlerNS is how long node 1's handler takes over each record: a
+	// slow consumer fills a small log, the IOMMU holds back the accesses
+	// that would log into it, and posted writes pass the reads it holds.
+	HandlerNS int `json:"handler_ns,omitempty"`
 }
 
 // APILink is the stress an API-level stimulus puts on the links and wires.
@@ -146,7 +171,179 @@ func GenerateAPI(seed uint64) *APIStimulus {
 	for i := range s.Logs {
 		s.Logs[i].Size = []uint64{2048, 4096, 8192, 64 << 10}[lg.IntN(4)]
 	}
+	extendAPI(s, rand.New(rand.NewPCG(seed, 0x5e2d)))
+	if hr := rand.New(rand.NewPCG(seed, 0x4a4d)); hr.IntN(2) == 0 {
+		s.HandlerNS = []int{1_000, 5_000, 20_000}[hr.IntN(3)]
+	}
+	if fr := rand.New(rand.NewPCG(seed, 0xf111)); fr.IntN(3) == 0 {
+		fillAPILog(s, fr)
+	}
 	return s
+}
+
+// extendAPI draws, from a stream of its own, Int logs, a second NIC a node,
+// atomics and sends among the operations drawn before (which stay, in
+// their order, unless the rails make one a race). Half the seeds give log
+// 1 Int notification (its MSI runs the handler on the CPU), half of those
+// log 2 too, so that two vectors share the core's MSI address; half give
+// each node a second NIC and each operation a rail: the two rails' queue
+// pairs are not ordered with each other, so an operation that would race
+// with one of the other rail (one of them writing bytes the other
+// touches) takes the other's rail, or is dropped when both rails have
+// one.
+func extendAPI(s *APIStimulus, r *rand.Rand) {
+	if r.IntN(2) == 0 {
+		s.Logs[0].Mode = 1
+		if r.IntN(2) == 0 {
+			s.Logs[1].Mode = 1
+		}
+	}
+	rails := 1
+	if r.IntN(2) == 0 {
+		s.NICs, rails = 2, 2
+	}
+	var writable []APIPage
+	for _, pg := range s.Pages {
+		if pg.Bits&pte.W != 0 {
+			writable = append(writable, pg)
+		}
+	}
+	matchCAS := map[int]bool{} // a cas whose compare is the word's value then
+	var ops []APIOp
+	add := func(op APIOp) {
+		first := r.IntN(rails)
+		for _, rail := range []int{first, 1 - first}[:rails] {
+			op.Rail = rail
+			if !apiRaces(ops, op) {
+				ops = append(ops, op)
+				return
+			}
+		}
+	}
+	extra := func() {
+		switch k := r.IntN(10); {
+		case k < 3: // an atomic, on any page (one without R or W refuses it)
+			pg := s.Pages[r.IntN(len(s.Pages))]
+			op := APIOp{Kind: "fadd", Remote: pg.Addr + 8*uint64(r.IntN(512)), Len: 8, Operand: r.Uint64() >> uint(r.IntN(64))}
+			if r.IntN(2) == 0 {
+				op.Kind, op.Compare = "cas", r.Uint64()
+				if r.IntN(2) == 0 {
+					matchCAS[len(ops)] = true
+				}
+			}
+			add(op)
+		case k < 5 && len(writable) > 0: // a send into a buffer of a writable page
+			pg := writable[r.IntN(len(writable))]
+			l := 1 + r.IntN(2048)
+			if r.IntN(3) == 0 {
+				l = 1 + r.IntN(64)
+			}
+			d := make([]byte, l)
+			for j := range d {
+				d[j] = byte(r.Uint32())
+			}
+			add(APIOp{Kind: "send", Remote: pg.Addr + uint64(r.IntN(4096-l+1)), Len: l, Data: d})
+		}
+	}
+	for _, op := range s.Ops {
+		extra()
+		add(op)
+	}
+	extra()
+	s.Ops = ops
+	// A cas that swaps: its compare is the word as the operations before it
+	// leave it (those of the other rail touch other bytes).
+	for i := range s.Ops {
+		if !matchCAS[i] || s.Ops[i].Kind != "cas" {
+			continue
+		}
+		pre := *s
+		pre.Ops = s.Ops[:i]
+		op := s.Ops[i]
+		s.Ops[i].Compare = binary.LittleEndian.Uint64(PredictAPI(&pre).Memory[op.Remote&^0xfff][op.Remote&0xfff:])
+	}
+	if r.IntN(2) == 0 {
+		s.RecvAhead = 1 + r.IntN(2)
+	}
+	if r.IntN(2) == 0 {
+		s.RecvLateNS = []int{2_000, 10_000, 30_000}[r.IntN(3)]
+	}
+}
+
+// fillAPILog ends the operations with a log that a slow handler keeps
+// full: a put of 2 KB whose records carry its data into a log of 2 KB,
+// then a get on a page that logs its reads into it, then a short put into
+// it again. The IOMMU holds the get's read until the handler frees room,
+// and the put's write may pass it (as PCIe lets a posted request pass a
+// non-posted one), which the golden model must accept. Nothing when no
+// log has such pages.
+func fillAPILog(s *APIStimulus, r *rand.Rand) {
+	for li := range s.Logs {
+		iuid := s.Logs[li].IUID
+		var wp, rp []APIPage
+		for _, pg := range s.Pages {
+			if pg.IUID != iuid || pg.Bits&pte.E == 0 {
+				continue
+			}
+			if pg.Bits&(pte.W|pte.WLD) == pte.W|pte.WLD {
+				wp = append(wp, pg)
+			}
+			if pg.Bits&pte.R != 0 && pg.Bits&(pte.RL|pte.RLD) != 0 {
+				rp = append(rp, pg)
+			}
+		}
+		if len(wp) == 0 || len(rp) == 0 {
+			continue
+		}
+		w, g := wp[r.IntN(len(wp))], rp[r.IntN(len(rp))]
+		ops := []APIOp{
+			{Kind: "put", Remote: w.Addr, Len: 2048},
+			{Kind: "get", Remote: g.Addr + 2048 + uint64(r.IntN(1024)), Len: 1 + r.IntN(512)},
+			{Kind: "put", Remote: w.Addr + 2048 - 64, Len: 64},
+		}
+		for _, op := range ops {
+			if op.Kind == "put" {
+				op.Data = make([]byte, op.Len)
+				for j := range op.Data {
+					op.Data[j] = byte(r.Uint32())
+				}
+			}
+			if apiRaces(s.Ops, op) {
+				return
+			}
+			s.Ops = append(s.Ops, op)
+		}
+		s.Logs[li].Size, s.HandlerNS = 2048, 20_000
+		return
+	}
+}
+
+// apiWrites reports whether an operation writes node 1's memory.
+func apiWrites(op APIOp) bool {
+	return op.Kind == "put" || op.Kind == "send" || op.Kind == "fadd" || op.Kind == "cas"
+}
+
+// apiRaces reports whether op, issued after ops, races with one of them:
+// on its own rail, a write onto the bytes of an earlier get (RC lets a
+// posted write pass a read, and the stimulus does not lean on an atomic
+// waiting for one); on the other rail, any two operations on the same
+// bytes of which one writes (the rails are not ordered).
+func apiRaces(ops []APIOp, op APIOp) bool {
+	if op.Kind == "flush" {
+		return false
+	}
+	for _, e := range ops {
+		if e.Kind == "flush" || op.Remote >= e.Remote+uint64(e.Len) || e.Remote >= op.Remote+uint64(op.Len) {
+			continue
+		}
+		if e.Rail == op.Rail && e.Kind == "get" && apiWrites(op) {
+			return true
+		}
+		if e.Rail != op.Rail && (apiWrites(op) || apiWrites(e)) {
+			return true
+		}
+	}
+	return false
 }
 
 // overlapsGet reports whether n bytes at addr overlap a get among ops.
@@ -170,17 +367,46 @@ type APIPrediction struct {
 	// lost, or the request delivered twice) is read again by the
 	// responder, as RC has it, and logged again.
 	Reads map[int][]Record
-	// Writes is what each put logged, by op.
+	// Writes is what each put and send logged, by op.
 	Writes map[int][]Record
+	// Atomics is the word each atomic the target executed returned (its
+	// records are among Reads: an atomic is non-posted, as a read is,
+	// but executed once, never again for a duplicate).
+	Atomics map[int]uint64
+	// Recvs is the receive request each send fills: the sends of a rail
+	// take node 1's receive requests of that rail in posting order.
+	Recvs map[int]APIRecv
+}
+
+// APIRecv is a receive completion as node 1's process reaps it.
+type APIRecv struct {
+	Index  uint64 // the receive request, in posting order on its rail
+	Len    int
+	Status uint32
 }
 
 // APIRequester is the requester ID of node 1's NIC, as records show it.
 const APIRequester = 0x0100
 
+// APIRequesterOf is the requester ID of node 1's NIC of rail r (bus 1+r,
+// behind a root port of its own).
+func APIRequesterOf(r int) uint16 { return uint16(1+r) << 8 }
+
+// apiOperands is what an atomic's AtomicOp carries: the addend, or the
+// compare and the swap value.
+func apiOperands(op APIOp) []byte {
+	b := binary.LittleEndian.AppendUint64(nil, op.Compare)
+	if op.Kind == "fadd" {
+		b = b[:0]
+	}
+	return binary.LittleEndian.AppendUint64(b, op.Operand)
+}
+
 // PredictAPI runs the API-level golden model.
 func PredictAPI(s *APIStimulus) *APIPrediction {
 	p := &APIPrediction{Memory: map[uint64][]byte{}, Logs: map[uint16][]Record{}, Gets: map[int][]byte{}, Failed: map[int]bool{}, Flushes: map[int]int{},
-		Reads: map[int][]Record{}, Writes: map[int][]Record{}}
+		Reads: map[int][]Record{}, Writes: map[int][]Record{}, Atomics: map[int]uint64{}, Recvs: map[int]APIRecv{}}
+	posted := map[int]uint64{} // receive requests taken, by rail
 	pages := map[uint64]APIPage{}
 	for _, pg := range s.Pages {
 		pages[pg.Addr] = pg
@@ -202,7 +428,11 @@ func PredictAPI(s *APIStimulus) *APIPrediction {
 	}
 	for i, op := range s.Ops {
 		switch op.Kind {
-		case "put":
+		case "put", "send":
+			if op.Kind == "send" {
+				p.Recvs[i] = APIRecv{Index: posted[op.Rail], Len: op.Len}
+				posted[op.Rail]++
+			}
 			for _, c := range putChunks(op.Remote, op.Len, s.PMTU, s.MPS) {
 				pg := pages[c.addr&^0xfff]
 				data := op.Data[c.addr-op.Remote : c.addr-op.Remote+uint64(c.n)]
@@ -213,7 +443,7 @@ func PredictAPI(s *APIStimulus) *APIPrediction {
 				if pg.Bits&(pte.WL|pte.WLD) == 0 || pg.Bits&pte.E == 0 {
 					continue
 				}
-				h := record.Header{Kind: record.Put, Requester: APIRequester, IOVA: c.addr, Length: uint32(c.n)}
+				h := record.Header{Kind: record.Put, Requester: APIRequesterOf(op.Rail), IOVA: c.addr, Length: uint32(c.n)}
 				var d []byte
 				if pg.Bits&pte.WLD != 0 {
 					d, h.DataLen, h.Flags = data, uint32(c.n), record.FlagData
@@ -240,7 +470,7 @@ func PredictAPI(s *APIStimulus) *APIPrediction {
 				if pg.Bits&(pte.RL|pte.RLD) == 0 || pg.Bits&pte.E == 0 {
 					continue
 				}
-				h := record.Header{Kind: record.Get, Requester: APIRequester, IOVA: c.addr, Length: uint32(c.n)}
+				h := record.Header{Kind: record.Get, Requester: APIRequesterOf(op.Rail), IOVA: c.addr, Length: uint32(c.n)}
 				var d []byte
 				if r && pg.Bits&pte.RLD != 0 {
 					d, h.DataLen, h.Flags = data, uint32(c.n), record.FlagData
@@ -257,11 +487,53 @@ func PredictAPI(s *APIStimulus) *APIPrediction {
 			} else {
 				p.Gets[i] = got
 			}
+		case "fadd", "cas":
+			// DESIGN.md §2.2: an atomic needs R and W, and is logged as a
+			// write (its operands the data).
+			pg := pages[op.Remote&^0xfff]
+			allowed := pg.Bits&pte.R != 0 && pg.Bits&pte.W != 0
+			if allowed {
+				m := p.Memory[pg.Addr][op.Remote&0xfff:]
+				old := binary.LittleEndian.Uint64(m)
+				switch {
+				case op.Kind == "fadd":
+					binary.LittleEndian.PutUint64(m, old+op.Operand)
+				case old == op.Compare:
+					binary.LittleEndian.PutUint64(m, op.Operand)
+				}
+				p.Atomics[i] = old
+			} else {
+				p.Failed[i] = true
+			}
+			if pg.Bits&(pte.WL|pte.WLD) == 0 || pg.Bits&pte.E == 0 {
+				continue
+			}
+			h := record.Header{Kind: record.Atomic, Requester: APIRequesterOf(op.Rail), IOVA: op.Remote, Length: 8}
+			var d []byte
+			if pg.Bits&pte.WLD != 0 {
+				d = apiOperands(op)
+				h.DataLen, h.Flags = uint32(len(d)), record.FlagData
+			}
+			if !allowed {
+				h.Flags |= record.FlagBlocked
+			}
+			rec(pg, h, d)
+			h.IUID = pg.IUID
+			p.Reads[i] = append(p.Reads[i], Record{Header: h, Data: d})
 		case "flush":
+			// The records of the operations issued before it on its
+			// rail: the other rail's are not ordered with it.
 			n := 0
-			for _, r := range p.Logs[op.IUID] {
-				if r.Kind != record.Pad {
-					n++
+			for j, e := range s.Ops[:i] {
+				if e.Rail != op.Rail {
+					continue
+				}
+				for _, rs := range [][]Record{p.Writes[j], p.Reads[j]} {
+					for _, r := range rs {
+						if r.IUID == op.IUID {
+							n++
+						}
+					}
 				}
 			}
 			p.Flushes[i] = n
@@ -303,10 +575,12 @@ type APIObservation struct {
 	Logs      map[uint16][]Record // as the handlers got them (PAD records are not handed over)
 	Gets      map[int][]byte
 	Failed    map[int]bool
-	Flushes   map[int]int // flush op → records the handler had processed when the flush returned
-	EndPS     uint64      // when the run ended
-	Monitor   []string    // the protocol monitors' reports, in time order
-	MonitorAt uint64      // ps: when the first happened
+	Flushes   map[int]int     // flush op → records the handler had processed when the flush returned
+	Atomics   map[int]uint64  // what each atomic that succeeded returned
+	Recvs     map[int]APIRecv // send op → the receive completion node 1's process reaped for it
+	EndPS     uint64          // when the run ended
+	Monitor   []string        // the protocol monitors' reports, in time order
+	MonitorAt uint64          // ps: when the first happened
 	// Events counts what the run went through, for coverage, by the
 	// statistic's last name summed over blocks (lost, duplicated,
 	// reordered, retransmissions, naks, duplicates, stalls,
@@ -339,6 +613,17 @@ func CompareAPI(s *APIStimulus, p *APIPrediction, o *APIObservation) *Mismatch {
 		if n, ok := p.Flushes[i]; ok && o.Flushes[i] < n {
 			return &Mismatch{Block: "api.flush", Op: i, What: fmt.Sprintf("returned after %d records were handled, %d came before it", o.Flushes[i], n)}
 		}
+		if v, ok := p.Atomics[i]; ok && o.Atomics[i] != v {
+			return &Mismatch{Block: "api.atomic", Op: i, What: fmt.Sprintf("%s returned %#x, want %#x", s.Ops[i].Kind, o.Atomics[i], v)}
+		}
+		if r, ok := p.Recvs[i]; ok && o.Recvs[i] != r {
+			return &Mismatch{Block: "api.send", Op: i, What: fmt.Sprintf("received as %+v, want %+v (rail %d)", o.Recvs[i], r, s.Ops[i].Rail)}
+		}
+	}
+	// The MSIs as the CPU sees them: each Int log's MSI runs its own
+	// handler, once (node 1's cores run no other interrupt handler).
+	if o.Events["interrupts"] != o.Events["log_msis"] {
+		return &Mismatch{Block: "api.msi", Op: -1, What: fmt.Sprintf("the cores ran %d interrupt handlers for the IOMMU's %d log MSIs, want one each: a handler of another vector ran, or none", o.Events["interrupts"], o.Events["log_msis"])}
 	}
 	iuids := make([]uint16, 0, len(p.Logs))
 	for iuid := range p.Logs {
@@ -368,25 +653,67 @@ func CompareAPI(s *APIStimulus, p *APIPrediction, o *APIObservation) *Mismatch {
 }
 
 // compareLog checks the records IUID's handler got against the predicted
-// ones. The order is the order of issue, but for two freedoms RC and PCIe
-// give the responder: a put's records may come before those of an earlier
-// get (a posted write passes a read waiting for room in the log or for
-// credits; never the reverse), and a get's whole run of records on this
-// log may come again, equal to the first, after that run (a READ sent
-// again, its response lost or the request delivered twice, is read again).
-// Sequence numbers count every record and PAD in the order the log took
-// them, repeats included, so they are predicted here by placing the records
-// in a ring of the log's size.
+// ones. Each rail's records (told apart by their requester ID: the NIC
+// that wrote or read) keep the order of issue on that rail, but for two
+// freedoms RC and PCIe give the responder: a put's (or a send's) records
+// may come before those of an earlier get (a posted write passes a read
+// waiting for room in the log or for credits; never the reverse), and a
+// get's whole run of records on this log may come again, equal to the
+// first, after that run (a READ sent again, its response lost or the
+// request delivered twice, is read again; an atomic never is: a duplicate
+// is answered with the saved result). The two rails' records interleave
+// freely. Sequence numbers count every record and PAD in the order the
+// log took them, repeats included, so they are predicted here by placing
+// the records in a ring of the log's size.
 func compareLog(s *APIStimulus, p *APIPrediction, iuid uint16, size uint64, got []Record, sc *APIScore) *Mismatch {
+	rails := max(s.NICs, 1)
+	for j := range got {
+		if r := int(got[j].Requester>>8) - 1; r < 0 || r >= rails || got[j].Requester&0xff != 0 {
+			return &Mismatch{Block: "api.log", Op: -1, What: fmt.Sprintf("IUID %d record %d: requester %#04x is none of the %d NICs' of node 1", iuid, j, got[j].Requester, rails)}
+		}
+	}
+	matched := make([]Record, len(got)) // the predicted record each one is
+	for rail := 0; rail < rails; rail++ {
+		var idx []int
+		for j := range got {
+			if got[j].Requester == APIRequesterOf(rail) {
+				idx = append(idx, j)
+			}
+		}
+		if mm := matchRail(s, p, iuid, rail, got, idx, matched, sc); mm != nil {
+			return mm
+		}
+	}
+	ring := &goldLog{size: size}
+	for j, w := range matched {
+		recs := ring.append(nil, w.Header, w.Data)
+		if want := recs[len(recs)-1].Seq; got[j].Seq != want {
+			return &Mismatch{Block: "api.log", Op: -1, What: fmt.Sprintf("IUID %d record %d: sequence number %d, want %d", iuid, j, got[j].Seq, want)}
+		}
+	}
+	if ring.reserved > ring.size {
+		sc.Wraps++
+	}
+	return nil
+}
+
+// matchRail matches the records of one rail, got[idx[0]], got[idx[1]], ...,
+// with that rail's predicted ones (compareLog), writing each one's
+// prediction into matched.
+func matchRail(s *APIStimulus, p *APIPrediction, iuid uint16, rail int, got []Record, idx []int, matched []Record, sc *APIScore) *Mismatch {
 	// The predicted records in two streams that keep their own order: the
-	// puts' and the gets' (with the op of each).
+	// posted writes' (puts, sends) and the non-posted requests' (gets,
+	// atomics), with the op of each.
 	type rec struct {
 		Record
 		op int
 	}
 	var puts, gets []rec
 	runOf := map[int][]Record{}
-	for i := range s.Ops {
+	for i, op := range s.Ops {
+		if op.Rail != rail {
+			continue
+		}
 		for _, r := range p.Writes[i] {
 			if r.IUID == iuid {
 				puts = append(puts, rec{r, i})
@@ -401,67 +728,63 @@ func compareLog(s *APIStimulus, p *APIPrediction, iuid uint16, size uint64, got 
 	}
 	same := func(g, w Record) bool {
 		h, wh := g.Header, w.Header
-		if h.Kind == record.Get {
+		if h.Kind == record.Get || h.Kind == record.Atomic {
 			h.Tag = 0 // the NIC's tag choice is not part of the semantics
 		}
 		h.Seq, wh.Seq = 0, 0
 		return h == wh && bytes.Equal(g.Data, w.Data)
 	}
-	ring := &goldLog{size: size}
-	// place puts a record in the ring and checks the sequence number got[j]
-	// has.
-	place := func(j int, w Record) *Mismatch {
-		recs := ring.append(nil, w.Header, w.Data)
-		if want := recs[len(recs)-1].Seq; got[j].Seq != want {
-			return &Mismatch{Block: "api.log", Op: -1, What: fmt.Sprintf("IUID %d record %d: sequence number %d, want %d", iuid, j, got[j].Seq, want)}
-		}
-		return nil
+	pi, gi, k := 0, 0, 0
+	place := func(w Record) {
+		matched[idx[k]] = w
+		k++
 	}
-	pi, gi, j := 0, 0, 0
-	// repeat is a get whose first run is complete and whose run got[j:]
-	// starts with, or -1.
-	repeat := func(j int) int {
+	// again holds the gets being read again, each with the next record of
+	// its run: a run read again keeps its order, but a later put's
+	// records may come among it (a posted write passes the reads the
+	// IOMMU holds, as in the first run).
+	type rerun struct{ op, n int }
+	var again []rerun
+	// startAgain is a get whose first run is complete and whose run starts
+	// with r, or -1.
+	startAgain := func(r Record) int {
 		for _, g := range gets[:gi] {
-			run := runOf[g.op]
-			if gi < len(gets) && gets[gi].op == g.op || j+len(run) > len(got) {
-				continue // its first run is not complete
-			}
-			n := 0
-			for n < len(run) && same(got[j+n], run[n]) {
-				n++
-			}
-			if n == len(run) {
+			if s.Ops[g.op].Kind == "get" && !(gi < len(gets) && gets[gi].op == g.op) && same(r, runOf[g.op][0]) {
 				return g.op
 			}
 		}
 		return -1
 	}
-	for j < len(got) {
+	for k < len(idx) {
+		r := got[idx[k]]
 		// A get's record, once every put issued before it is in.
-		if gi < len(gets) && (pi == len(puts) || puts[pi].op > gets[gi].op) && same(got[j], gets[gi].Record) {
-			if mm := place(j, gets[gi].Record); mm != nil {
-				return mm
-			}
-			gi, j = gi+1, j+1
+		if gi < len(gets) && (pi == len(puts) || puts[pi].op > gets[gi].op) && same(r, gets[gi].Record) {
+			place(gets[gi].Record)
+			gi++
 			continue
 		}
-		if pi < len(puts) && same(got[j], puts[pi].Record) {
-			if mm := place(j, puts[pi].Record); mm != nil {
-				return mm
-			}
+		// A put's, passing the gets before it, not an atomic: the
+		// process waits for an atomic's result before it goes on.
+		if pi < len(puts) && (gi == len(gets) || gets[gi].op > puts[pi].op || s.Ops[gets[gi].op].Kind == "get") && same(r, puts[pi].Record) {
+			place(puts[pi].Record)
 			if gi < len(gets) && gets[gi].op < puts[pi].op {
 				sc.PutsPassed++
 			}
-			pi, j = pi+1, j+1
+			pi++
 			continue
 		}
-		if g := repeat(j); g >= 0 {
+		if j := slices.IndexFunc(again, func(a rerun) bool { return same(r, runOf[a.op][a.n]) }); j >= 0 {
+			place(runOf[again[j].op][again[j].n])
+			if again[j].n++; again[j].n == len(runOf[again[j].op]) {
+				again = slices.Delete(again, j, j+1)
+			}
+			continue
+		}
+		if g := startAgain(r); g >= 0 {
 			sc.ReadAgain++
-			for _, w := range runOf[g] {
-				if mm := place(j, w); mm != nil {
-					return mm
-				}
-				j++
+			place(runOf[g][0])
+			if len(runOf[g]) > 1 {
+				again = append(again, rerun{g, 1})
 			}
 			continue
 		}
@@ -475,13 +798,14 @@ func compareLog(s *APIStimulus, p *APIPrediction, iuid uint16, size uint64, got 
 		case pi < len(puts):
 			w = fmt.Sprintf("%+v of op %d", puts[pi].Header, puts[pi].op)
 		}
-		return &Mismatch{Block: "api.log", Op: -1, What: fmt.Sprintf("IUID %d record %d: %+v, want %s (or a get's records again)", iuid, j, got[j].Header, w)}
-	}
-	if ring.reserved > ring.size {
-		sc.Wraps++
+		return &Mismatch{Block: "api.log", Op: -1, What: fmt.Sprintf("IUID %d record %d (rail %d): %+v, want %s (or a get's records again)", iuid, idx[k], rail, r.Header, w)}
 	}
 	if pi < len(puts) || gi < len(gets) {
-		return &Mismatch{Block: "api.log", Op: -1, What: fmt.Sprintf("IUID %d: %d records handled, want %d", iuid, pi+gi, len(puts)+len(gets))}
+		return &Mismatch{Block: "api.log", Op: -1, What: fmt.Sprintf("IUID %d, rail %d: %d records handled, want %d", iuid, rail, pi+gi, len(puts)+len(gets))}
+	}
+	if len(again) > 0 {
+		a := again[0]
+		return &Mismatch{Block: "api.log", Op: a.op, What: fmt.Sprintf("IUID %d, rail %d: the get read again handed %d of its %d records", iuid, rail, a.n, len(runOf[a.op]))}
 	}
 	return nil
 }

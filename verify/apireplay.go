@@ -27,6 +27,11 @@ const (
 	MaxAPIPPM   = 100_000 // 10 % of frames lost, duplicated or held back
 	MaxAPILatNS = 10_000
 	MaxAPICred  = 64
+	MaxAPINICs  = 4 // a node's NICs (machine.MaxNICs)
+	// MaxAPILateNS bounds how late node 1 posts its receive requests
+	// (each RNR NAK costs the sender 10 µs) and how long its handler
+	// takes over a record.
+	MaxAPILateNS = 1_000_000
 )
 
 // ShrinkAPI reduces a failing API-level stimulus to a small one that still
@@ -118,7 +123,7 @@ var apiAllowed = map[string]string{
 	"pages[].iuid": "1..1023: the IUID of one of logs",
 	"logs[].iuid":  "1..1023: 10 bits",
 	"logs[].mode":  "0: Poll, 1: Int, 2: SP",
-	"ops[].kind":   "put, get or flush",
+	"ops[].kind":   "put, get, flush, fadd, cas or send",
 }
 
 func pow2In(v, lo, hi int) bool { return v >= lo && v <= hi && v&(v-1) == 0 }
@@ -147,6 +152,14 @@ func (s *APIStimulus) Validate() error {
 		return bad("logs", fmt.Sprintf("0..%d logs", MaxAPILogs), "%d logs", len(s.Logs))
 	case len(s.Ops) > MaxAPIOps:
 		return bad("ops", fmt.Sprintf("0..%d operations", MaxAPIOps), "%d operations", len(s.Ops))
+	case s.RecvAhead < 0 || s.RecvAhead > MaxAPIOps:
+		return bad("recv_ahead", fmt.Sprintf("0 (every receive request at the start) to %d", MaxAPIOps), "%d is out of range", s.RecvAhead)
+	case s.RecvLateNS < 0 || s.RecvLateNS > MaxAPILateNS:
+		return bad("recv_late_ns", fmt.Sprintf("0..%d ns", MaxAPILateNS), "%d is out of range", s.RecvLateNS)
+	case s.HandlerNS < 0 || s.HandlerNS > MaxAPILateNS:
+		return bad("handler_ns", fmt.Sprintf("0..%d ns", MaxAPILateNS), "%d is out of range", s.HandlerNS)
+	case s.NICs < 0 || s.NICs > MaxAPINICs:
+		return bad("nics", fmt.Sprintf("0 or 1 (one NIC a node) to %d", MaxAPINICs), "%d is out of range", s.NICs)
 	}
 	end := uint64(APIBase) + MaxAPIPages*4096
 	// A log holds at least two of its largest records.
@@ -187,12 +200,25 @@ func (s *APIStimulus) Validate() error {
 	}
 	for i, op := range s.Ops {
 		k := fmt.Sprintf("ops[%d]", i)
+		if op.Rail < 0 || op.Rail >= max(s.NICs, 1) {
+			return bad(k+".rail", fmt.Sprintf("0..%d: a NIC of the node (nics)", max(s.NICs, 1)-1), "%d is out of range", op.Rail)
+		}
 		switch op.Kind {
-		case "put", "get":
+		case "fadd", "cas":
+			if op.Len != 8 || len(op.Data) > 0 {
+				return bad(k+".len", "8 and no data: a 64-bit atomic", "%d bytes, %d of data", op.Len, len(op.Data))
+			}
+			if _, ok := pages[op.Remote&^0xfff]; !ok || op.Remote%8 != 0 {
+				return bad(k+".remote", "an aligned word of one of pages", "%#x is not", op.Remote)
+			}
+			if op.Kind == "fadd" && op.Compare != 0 {
+				return bad(k+".compare", "none for a fadd", "%#x", op.Compare)
+			}
+		case "put", "get", "send":
 			if op.Len < 1 || op.Len > MaxAPILen {
 				return bad(k+".len", fmt.Sprintf("1..%d bytes", MaxAPILen), "%d is out of range", op.Len)
 			}
-			if op.Kind == "put" && len(op.Data) != op.Len {
+			if op.Kind != "get" && len(op.Data) != op.Len {
 				return bad(k+".len", "the bytes of data", "%d, but data holds %d bytes", op.Len, len(op.Data))
 			}
 			if op.Kind == "get" && len(op.Data) > 0 {
@@ -205,12 +231,8 @@ func (s *APIStimulus) Validate() error {
 				if _, ok := pages[a]; !ok {
 					return bad(k+".remote", "bytes of pages only", "%#x+%d reaches page %#x, which is not one of pages", op.Remote, op.Len, a)
 				}
-			}
-			if op.Kind == "put" {
-				for j, g := range s.Ops[:i] {
-					if g.Kind == "get" && op.Remote < g.Remote+uint64(g.Len) && g.Remote < op.Remote+uint64(op.Len) {
-						return bad(k+".remote", "no byte of an earlier get: RC lets a put pass a get", "%#x+%d overlaps ops[%d]", op.Remote, op.Len, j)
-					}
+				if op.Kind == "send" && s.Pages[pages[a]].Bits&pte.W == 0 {
+					return bad(k+".remote", "a receive buffer on pages with W", "%#x+%d reaches page %#x, which has no W", op.Remote, op.Len, a)
 				}
 			}
 		case "flush":
@@ -218,7 +240,15 @@ func (s *APIStimulus) Validate() error {
 				return bad(k+".iuid", "the IUID of one of logs", "%d has no log", op.IUID)
 			}
 		default:
-			return bad(k+".kind", "put, get or flush", "%q is no operation", op.Kind)
+			return bad(k+".kind", "put, get, flush, fadd, cas or send", "%q is no operation", op.Kind)
+		}
+		if apiRaces(s.Ops[:i], op) {
+			for j, e := range s.Ops[:i] {
+				if apiRaces([]APIOp{e}, op) {
+					return bad(k+".remote", "no byte of an earlier get on its rail (RC lets a write pass a read), none of another rail's operation when one of the two writes (the rails are not ordered)",
+						"%#x+%d overlaps ops[%d]", op.Remote, op.Len, j)
+				}
+			}
 		}
 	}
 	if l := s.Link; l != nil {

@@ -54,7 +54,7 @@ func TestAPIReplayErrors(t *testing.T) {
 		{"log iuid 0", `"iuid": 2,
    "size"`, `"iuid": 0,
    "size"`, "logs[1].iuid: 0 is out of range (1..1023: 10 bits)"},
-		{"kind", `"kind": "flush"`, `"kind": "send"`, `ops[2].kind: "send" is no operation (put, get or flush)`},
+		{"kind", `"kind": "flush"`, `"kind": "swap"`, `ops[2].kind: "swap" is no operation (put, get, flush, fadd, cas or send)`},
 		{"put data", `"len": 4`, `"len": 5`, "ops[0].len: 5, but data holds 4 bytes (the bytes of data)"},
 		{"off the pages", `"remote": 1879052288`, `"remote": 1879056384`, "ops[1].remote: 0x70002000+100 reaches page 0x70002000, which is not one of pages (bytes of pages only)"},
 		{"wrapping around", `"remote": 1879048208`, `"remote": 18446744073709551615`, "ops[0].remote: 0xffffffffffffffff+4 is outside them (bytes of pages only, from 0x70000000)"},
@@ -87,7 +87,7 @@ func TestAPIReplayErrors(t *testing.T) {
 	s := apiReplayStim()
 	s.Ops = append(s.Ops, APIOp{Kind: "put", Remote: APIBase + 4096 + 50, Len: 1, Data: []byte{9}})
 	b, _ = json.MarshalIndent(s, "", " ")
-	want := "ops[3].remote: 0x70001032+1 overlaps ops[1] (no byte of an earlier get: RC lets a put pass a get)"
+	want := "ops[3].remote: 0x70001032+1 overlaps ops[1] (no byte of an earlier get on its rail (RC lets a write pass a read), none of another rail's operation when one of the two writes (the rails are not ordered))"
 	if _, err := ParseAPI("a.json", b); err == nil || !strings.HasSuffix(err.Error(), want) || !strings.HasPrefix(err.Error(), "a.json:") {
 		t.Fatalf("got %v, want a.json:N: %s", err, want)
 	}

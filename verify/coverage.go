@@ -68,6 +68,7 @@ func AllBins() []string {
 	out = append(out, "change/unregister/no-log", "change/register/records", "change/register/Int/records", "change/register/SP/records",
 		"change/unregister/flush", "change/register/flush-waited",
 		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared", "change/clearfaults/in-flight",
+		"change/racing/in-flight", "change/racing/in-flight/same-page",
 		"iuid/0", "iuid/1023", "iuid/other",
 		"page/2MB/allowed", "page/2MB/denied", "page/1GB/allowed", "page/1GB/denied", "domain/same-iova")
 	return out
@@ -244,6 +245,26 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 		p.placeClears(o, faultEvents(o))
 	}
 	hit["change/clearfaults/in-flight"] = p.RacedFaults
+	// A racing page call with a TLP before it still in flight, taken
+	// after it (with the new tables), and such a TLP on the call's page.
+	pos := make([]int, len(s.Ops))
+	for k, i := range o.Accepted {
+		pos[i] = k
+	}
+	for _, c := range s.Changes {
+		if !c.RacesTables() || c.After > len(o.Accepted) {
+			continue
+		}
+		for i := 0; i < c.After-1; i++ {
+			if pos[i] > pos[c.After-1] {
+				hit["change/racing/in-flight"] = true
+				op := s.Ops[i]
+				if op.TLP.Addr>>12 == c.IOVA>>12 && s.Devices[op.Dev].Dom() == c.Dom() {
+					hit["change/racing/in-flight/same-page"] = true
+				}
+			}
+		}
+	}
 	hit["change/unregister/no-log"] = p.NoLogAfterRemoval
 	hit["change/register/records"] = p.RecordAfterRegister
 	hit["change/clearfaults/event-again"] = p.FaultEvents > 1
@@ -309,6 +330,18 @@ var apiBins = []struct{ bin, event string }{
 	{"api/log/wrapped", ""},
 	{"api/get/refused", ""},
 	{"api/flush", ""},
+	{"api/notify/int", "log_msis"},
+	{"api/notify/int/two-vectors", ""},
+	{"api/nics/2/records", ""},
+	{"api/nics/2/interleaved", ""},
+	{"api/atomic/fadd", ""},
+	{"api/atomic/cas/swapped", ""},
+	{"api/atomic/cas/kept", ""},
+	{"api/atomic/refused", ""},
+	{"api/atomic/logged", ""},
+	{"api/send", ""},
+	{"api/send/logged", ""},
+	{"api/send/rnr", "rnr_naks"},
 }
 
 // DeclareAPI adds the API level's bins at zero.
@@ -328,6 +361,40 @@ func (c *Coverage) AddAPI(s *APIStimulus, p *APIPrediction, o *APIObservation) {
 		"api/log/wrapped":    o.Scored.Wraps > 0,
 		"api/get/refused":    len(p.Failed) > 0,
 		"api/flush":          len(p.Flushes) > 0,
+	}
+	ints := 0
+	for _, l := range s.Logs {
+		if l.Mode == 1 && len(o.Logs[l.IUID]) > 0 {
+			ints++
+		}
+	}
+	hit["api/notify/int/two-vectors"] = ints >= 2 // two Int logs' MSIs at one core's address
+	for _, l := range o.Logs {
+		rails := 0 // the rail changes along the log
+		for j, r := range l {
+			hit["api/nics/2/records"] = hit["api/nics/2/records"] || r.Requester == APIRequesterOf(1)
+			hit["api/atomic/logged"] = hit["api/atomic/logged"] || r.Kind == record.Atomic
+			if j > 0 && r.Requester != l[j-1].Requester {
+				rails++
+			}
+		}
+		hit["api/nics/2/interleaved"] = hit["api/nics/2/interleaved"] || rails >= 2
+	}
+	for i, op := range s.Ops {
+		_, done := p.Atomics[i]
+		switch {
+		case op.Kind == "fadd" && done:
+			hit["api/atomic/fadd"] = true
+		case op.Kind == "cas" && done && p.Atomics[i] == op.Compare:
+			hit["api/atomic/cas/swapped"] = true
+		case op.Kind == "cas" && done:
+			hit["api/atomic/cas/kept"] = true
+		case (op.Kind == "fadd" || op.Kind == "cas") && p.Failed[i]:
+			hit["api/atomic/refused"] = true
+		case op.Kind == "send":
+			hit["api/send"] = true
+			hit["api/send/logged"] = hit["api/send/logged"] || len(p.Writes[i]) > 0
+		}
 	}
 	for _, b := range apiBins {
 		if b.event != "" && o.Events[b.event] > 0 {

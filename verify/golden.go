@@ -304,7 +304,16 @@ func Predict(s *Stimulus, order []int) *Prediction {
 			applyChange(c, doms, devices, buses)
 		}
 	}
+	last := -1 // the op taken before this one
 	for _, i := range order {
+		// A racing page call: the harness makes it the moment the IOMMU
+		// takes op After-1, so it is visible to every TLP taken after
+		// that one, those before After still in flight included, and to
+		// none taken before.
+		for ; next < len(s.Changes) && s.Changes[next].RacesTables() && s.Changes[next].After-1 == last; next++ {
+			call()
+		}
+		last = i
 		// The driver calls made before this TLP: the harness makes each
 		// once every earlier TLP is done, so they are visible to every
 		// later one and to no earlier one.

@@ -163,10 +163,13 @@ type Change struct {
 	IUID   uint16 `json:"iuid,omitempty"`   // setbits, map, split, merge, unregister, register
 	Dev    int    `json:"dev,omitempty"`    // detach, attach
 	Size   uint64 `json:"size,omitempty"`   // register: the new ring's bytes; split, merge: the new pages'
-	// Racing (clearfaults only): software clears the fault records the
-	// moment the IOMMU takes op After-1, while the faults of the TLPs
-	// before it may still be on their way to the registers, rather than
-	// at a quiet point.
+	// Racing: a clearfaults call clears the fault records the moment the
+	// IOMMU has taken every op before After, while their faults may still
+	// be on their way to the registers, rather than at a quiet point; a
+	// setbits, map or unmap call writes the tables and invalidates the
+	// moment the IOMMU takes op After-1, while the other TLPs before After
+	// may still be in flight (each decided with the tables as they are
+	// when the IOMMU takes it).
 	Racing bool `json:"racing,omitempty"`
 }
 
@@ -255,7 +258,30 @@ func Generate(seed uint64) *Stimulus {
 		resizes(seed, s, first)
 	}
 	domains(seed, s, npages)
+	racingTables(seed, s)
 	return s
+}
+
+// RacesTables reports whether a call changes the tables racing the TLPs in
+// flight (Change.Racing on a setbits, map or unmap).
+func (c *Change) RacesTables() bool {
+	return c.Racing && (c.Kind == "setbits" || c.Kind == "map" || c.Kind == "unmap")
+}
+
+// racingTables makes, from a stream of its own, half of the page calls
+// (setbits, map, unmap) that have a place of their own (no other call at
+// the same op) race the TLPs in flight: the driver writes the tables and
+// invalidates the moment the IOMMU takes op After-1, while the devices'
+// TLPs before After may still be in their links or held at a port.
+func racingTables(seed uint64, s *Stimulus) {
+	r := rand.New(rand.NewPCG(seed, 0x7ab1e))
+	for i := range s.Changes {
+		c := &s.Changes[i]
+		alone := c.After > 0 && (i == 0 || s.Changes[i-1].After < c.After) && (i+1 == len(s.Changes) || s.Changes[i+1].After > c.After)
+		if (c.Kind == "setbits" || c.Kind == "map" || c.Kind == "unmap") && alone && r.IntN(2) == 0 {
+			c.Racing = true
+		}
+	}
 }
 
 // Domain2Frames is where the frames of domain 2's pages are.
@@ -991,8 +1017,11 @@ func (s *Stimulus) validateChanges(flushes map[uint64]int, logs map[uint16]int) 
 			return bad(".after", fmt.Sprintf("%d..%d: an op index, in order", prev, len(s.Ops)), "%d is out of range", c.After)
 		}
 		prev = c.After
-		if c.Racing && c.Kind != "clearfaults" {
-			return bad(".racing", "clearfaults only: the other calls are made at quiet points", "a %s call cannot race", c.Kind)
+		if c.Racing && c.Kind != "clearfaults" && !c.RacesTables() {
+			return bad(".racing", "clearfaults, setbits, map and unmap only: the other calls are made at quiet points", "a %s call cannot race", c.Kind)
+		}
+		if c.RacesTables() && (c.After < 1 || i > 0 && s.Changes[i-1].After == c.After || i+1 < len(s.Changes) && s.Changes[i+1].After == c.After) {
+			return bad(".racing", "a racing setbits, map or unmap after a TLP (after >= 1) and alone at its place", "a %s call at op %d races nothing there", c.Kind, c.After)
 		}
 		switch c.Kind {
 		case "detach", "attach":

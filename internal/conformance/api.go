@@ -26,6 +26,7 @@ func RunAPI(s *verify.APIStimulus) (*verify.APIObservation, error) {
 func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error) {
 	spec := machine.DefaultSpec()
 	spec.NIC.PMTU, spec.NIC.Sizes.MPS, spec.NIC.Sizes.MRRS = s.PMTU, s.MPS, s.MRRS
+	spec.NICs = s.NICs
 	if l := s.Link; l != nil {
 		spec.PCIeDown = l.Down
 		if l.PH > 0 {
@@ -49,12 +50,14 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 	}
 	src, dst := c.Nodes[0], c.Nodes[1]
 	mon := AttachMonitors(c.Cluster)
-	obs := &verify.APIObservation{Memory: map[uint64][]byte{}, Logs: map[uint16][]verify.Record{}, Gets: map[int][]byte{}, Failed: map[int]bool{}, Flushes: map[int]int{}}
+	obs := &verify.APIObservation{Memory: map[uint64][]byte{}, Logs: map[uint16][]verify.Record{}, Gets: map[int][]byte{}, Failed: map[int]bool{}, Flushes: map[int]int{},
+		Atomics: map[int]uint64{}, Recvs: map[int]verify.APIRecv{}}
 	handled := map[uint16]int{}
 	for _, l := range s.Logs {
 		iuid := l.IUID
 		if _, err := dst.CreateLog(iuid, l.Size, iommu.Notify(l.Mode), func(x *aa.Ctx, r aa.Record) {
 			obs.Logs[iuid] = append(obs.Logs[iuid], verify.Record{Header: r.Header, Data: r.Data})
+			x.P.Sleep(sim.Tick(s.HandlerNS) * sim.NS)
 			handled[iuid]++
 		}); err != nil {
 			return nil, err
@@ -84,18 +87,74 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 	}
 	var runErr error
 	steps := 0 // operations the process issued and finished
-	src.Spawn(0, "api", func(x *aa.Ctx) {
+	// Node 1's process posts a receive request for each send, on the
+	// send's rail, in order, and reaps their completions.
+	sends := map[int][]int{} // rail → its sends
+	for i, op := range s.Ops {
+		if op.Kind == "send" {
+			sends[op.Rail] = append(sends[op.Rail], i)
+		}
+	}
+	// One process a rail, so that a rail's sends never wait for another
+	// rail's (node 0's process blocks on atomics and flushes).
+	for r := range max(s.NICs, 1) {
+		if len(sends[r]) == 0 {
+			continue
+		}
+		dst.Spawn(0, fmt.Sprintf("api-recv%d", r), func(x *aa.Ctx) {
+			x = x.OnRail(r)
+			x.P.Sleep(sim.Tick(s.RecvLateNS) * sim.NS)
+			posted := 0
+			post := func(upto int) {
+				for ; posted < min(upto, len(sends[r])); posted++ {
+					op := s.Ops[sends[r][posted]]
+					x.PostRecv(0, op.Remote, op.Len)
+				}
+			}
+			if s.RecvAhead > 0 {
+				post(s.RecvAhead)
+			} else {
+				post(len(sends[r]))
+			}
+			for k, i := range sends[r] {
+				cqe := x.Recv(0)
+				obs.Recvs[i] = verify.APIRecv{Index: cqe.WRID, Len: int(cqe.Length), Status: cqe.Status}
+				steps++
+				if s.RecvAhead > 0 {
+					post(k + 1 + s.RecvAhead)
+				}
+			}
+		})
+	}
+	src.Spawn(0, "api", func(x0 *aa.Ctx) {
 		wrs := map[int]verbs.WR{}
 		local := map[int]uint64{}
 		at := buf
 		for i, op := range s.Ops {
+			x := x0.OnRail(op.Rail)
 			x.P.Op("verify." + op.Kind)
 			switch op.Kind {
 			case "put":
 				x.P.Write(at, op.Data)
 				wrs[i] = x.Put(1, at, op.Remote, op.Len)
+			case "send":
+				x.P.Write(at, op.Data)
+				wrs[i] = x.Send(1, at, op.Len)
 			case "get":
 				wrs[i] = x.Get(1, at, op.Remote, op.Len)
+			case "fadd", "cas":
+				var v uint64
+				var err error
+				if op.Kind == "fadd" {
+					v, err = x.FetchAdd(1, op.Remote, op.Operand)
+				} else {
+					v, err = x.CAS(1, op.Remote, op.Compare, op.Operand)
+				}
+				if err != nil {
+					obs.Failed[i] = true
+				} else {
+					obs.Atomics[i] = v
+				}
 			case "flush":
 				if err := x.ActiveFlush(1, op.IUID); err != nil && runErr == nil {
 					runErr = fmt.Errorf("op %d: active flush: %w", i, err)
@@ -111,14 +170,14 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 			if !ok {
 				continue
 			}
-			_, err := x.Wait(w)
+			_, err := x0.OnRail(op.Rail).Wait(w)
 			steps++
 			if op.Kind == "get" {
 				if err != nil {
 					obs.Failed[i] = true
 				} else {
 					b := make([]byte, op.Len)
-					x.P.Read(local[i], b)
+					x0.P.Read(local[i], b)
 					obs.Gets[i] = b
 				}
 			} else if err != nil && runErr == nil {
@@ -131,10 +190,10 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 	p := verify.PredictAPI(s)
 	var settled sim.Tick
 	progress, since := -1, sim.Tick(0)
+	// The end waits until nothing was handled for 100 µs and a record's
+	// handling: a READ read again may be handled record by record.
+	quiet := 100*sim.US + sim.Tick(s.HandlerNS)*sim.NS
 	c.Run(sim.S, func() bool {
-		if settled > 0 {
-			return c.Now() >= settled
-		}
 		// 3 ms without an operation issued or finished or a record
 		// handled (15 retransmission timeouts): what is missing never
 		// comes.
@@ -144,8 +203,14 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 		}
 		if n != progress {
 			progress, since = n, c.Now()
+			if settled > 0 {
+				settled = c.Now() + quiet
+			}
 		} else if c.Now()-since > 3*sim.MS {
 			return true
+		}
+		if settled > 0 {
+			return c.Now() >= settled
 		}
 		if !c.AppsDone() {
 			return false
@@ -162,7 +227,7 @@ func RunAPIWith(s *verify.APIStimulus, o Options) (*verify.APIObservation, error
 				return false
 			}
 		}
-		settled = c.Now() + 100*sim.US
+		settled = c.Now() + quiet
 		return false
 	})
 	if !c.AppsDone() {

@@ -321,11 +321,15 @@ func Run(s *verify.Stimulus, o Options) (*verify.Observation, error) {
 		return nil
 	}
 	// A racing clear of the fault records is made the moment the IOMMU
-	// takes the last TLP before it, whatever is still in flight; the
-	// devices hold the TLPs after it until then.
+	// takes the last TLP before it, whatever is still in flight; a racing
+	// page call the moment it takes op After-1, whatever TLPs before After
+	// are still on their way; the devices hold the TLPs after it until
+	// then.
 	var raceErr error
 	race = func() {
-		for nextChange < len(s.Changes) && s.Changes[nextChange].Racing && s.Changes[nextChange].After == gate && len(obs.Accepted) >= gate {
+		for nextChange < len(s.Changes) && s.Changes[nextChange].Racing && s.Changes[nextChange].After == gate &&
+			(s.Changes[nextChange].RacesTables() && len(obs.Accepted) > 0 && obs.Accepted[len(obs.Accepted)-1] == gate-1 ||
+				!s.Changes[nextChange].RacesTables() && len(obs.Accepted) >= gate) {
 			obs.ChangesAt = append(obs.ChangesAt, uint64(e.Now()))
 			if err := driverCall(drv, m, c, obs, s, s.Changes[nextChange]); err != nil && raceErr == nil {
 				raceErr = fmt.Errorf("changes[%d]: %w", nextChange, err)

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func TestSeedsAgree(t *testing.T) {
 // API-level: puts, gets and active flushes of one process agree with the
 // golden model.
 func TestAPISeedsAgree(t *testing.T) {
-	records, gets, failed, flushes := 0, 0, 0, 0
+	records, gets, failed, flushes, atomics, sends, rail1, ints := 0, 0, 0, 0, 0, 0, 0, 0
 	for seed := uint64(1); seed <= 60; seed++ {
 		s := verify.GenerateAPI(seed)
 		obs, err := RunAPI(s)
@@ -49,8 +50,19 @@ func TestAPISeedsAgree(t *testing.T) {
 		}
 		for _, l := range obs.Logs {
 			records += len(l)
+			for _, r := range l {
+				if r.Requester == verify.APIRequesterOf(1) {
+					rail1++
+				}
+			}
+		}
+		for _, l := range s.Logs {
+			if l.Mode == 1 && len(obs.Logs[l.IUID]) > 0 {
+				ints++
+			}
 		}
 		gets, failed, flushes = gets+len(obs.Gets), failed+len(obs.Failed), flushes+len(obs.Flushes)
+		atomics, sends = atomics+len(obs.Atomics), sends+len(obs.Recvs)
 		// A corrupted observation is caught.
 		for i, g := range obs.Gets {
 			if len(g) > 0 {
@@ -62,10 +74,58 @@ func TestAPISeedsAgree(t *testing.T) {
 			}
 		}
 	}
-	if records == 0 || gets == 0 || failed == 0 || flushes == 0 {
-		t.Fatalf("the stimuli exercised %d records, %d gets, %d refused gets, %d flushes", records, gets, failed, flushes)
+	if records == 0 || gets == 0 || failed == 0 || flushes == 0 || atomics == 0 || sends == 0 || rail1 == 0 || ints == 0 {
+		t.Fatalf("the stimuli exercised %d records, %d gets, %d refused gets or atomics, %d flushes, %d atomics, %d sends, %d records of the second NIC, %d Int logs with records",
+			records, gets, failed, flushes, atomics, sends, rail1, ints)
 	}
-	t.Logf("%d records, %d gets, %d refused gets, %d active flushes agree", records, gets, failed, flushes)
+	t.Logf("%d records (%d of the second NIC), %d gets, %d refused gets or atomics, %d active flushes, %d atomics, %d sends, %d Int logs with records agree",
+		records, rail1, gets, failed, flushes, atomics, sends, ints)
+}
+
+// A refused atomic whose NAK the wire lost is sent again: the responder
+// answers the duplicate with the NAK again, never with a result (the NIC
+// once answered it with an ATOMIC ACKNOWLEDGE of 0). The file is the
+// shrunk stimulus of the API seed that found it: two refused
+// fetch-and-adds around a put, on a wire losing 3 % of frames.
+func TestAPIRefusedAtomicSentAgain(t *testing.T) {
+	b, err := os.ReadFile("testdata/api-refused-atomic-again.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := verify.ParseAPI("api-refused-atomic-again.json", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm, obs, err := CheckAPIWith(s, nil, Options{})
+	if err != nil || mm != nil {
+		t.Fatalf("%v %v", err, mm)
+	}
+	if !obs.Failed[2] || obs.Events["duplicates"] == 0 {
+		t.Fatalf("op 2 failed = %v after %d duplicates received, want the refused atomic sent again and refused again", obs.Failed[2], obs.Events["duplicates"])
+	}
+}
+
+// An Int log whose handler takes a microsecond a record: the core takes
+// the log's next MSI while the handler runs, and that one must not drain
+// the log from the same head again (the records came twice, from the
+// second with sequence number 0 again). The file is the shrunk stimulus
+// of the API seed that found it: one put of 1,496 bytes, eight records.
+func TestAPIIntHandlerNotReentered(t *testing.T) {
+	b, err := os.ReadFile("testdata/api-int-slow-handler.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := verify.ParseAPI("api-int-slow-handler.json", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm, obs, err := CheckAPIWith(s, nil, Options{})
+	if err != nil || mm != nil {
+		t.Fatalf("%v %v", err, mm)
+	}
+	if n := len(obs.Logs[2]); n != 8 || obs.Events["log_msis"] < 2 {
+		t.Fatalf("%d records after %d MSIs, want 8 records and more than one MSI", n, obs.Events["log_msis"])
+	}
 }
 
 // FuzzReplay: no replay file makes `aaemu verify --replay` panic or hang:
@@ -228,4 +288,41 @@ func TestRacingClearAgrees(t *testing.T) {
 		t.Fatalf("software read %v records at the clears, finding PFO %v", obs.ClearsRead, obs.ClearsPFO)
 	}
 	t.Logf("software read %v records at the clears, finding PFO %v", obs.ClearsRead, obs.ClearsPFO)
+}
+
+// A racing page call (setbits, map, unmap made the moment the IOMMU takes
+// op After-1) is visible to exactly the TLPs the IOMMU takes after it,
+// those before After still in flight included: the golden model that
+// places it there agrees with the machine, and one that places it after
+// every TLP before After (as for a call at a quiet point) disagrees where
+// a TLP in flight on its page was decided with the new tables.
+func TestRacingPageCallPlaced(t *testing.T) {
+	raced, refused := 0, 0
+	for seed := uint64(1); seed <= 300; seed++ {
+		s := verify.Generate(seed)
+		mm, obs, err := Check(s, Options{})
+		if err != nil || mm != nil {
+			t.Fatalf("seed %d: %v %v", seed, err, mm)
+		}
+		c := verify.NewCoverage()
+		c.Add(s, obs)
+		if c.Hit("change/racing/in-flight/same-page") == 0 {
+			continue
+		}
+		raced++
+		quiet := *s
+		quiet.Changes = append([]verify.Change(nil), s.Changes...)
+		for i := range quiet.Changes {
+			if quiet.Changes[i].RacesTables() {
+				quiet.Changes[i].Racing = false
+			}
+		}
+		if verify.Compare(&quiet, verify.Predict(&quiet, obs.Accepted), obs) != nil {
+			refused++
+		}
+	}
+	if raced == 0 || refused == 0 {
+		t.Fatalf("%d seeds had a TLP in flight on a racing call's page, %d of them refused with the call at a quiet place", raced, refused)
+	}
+	t.Logf("%d seeds had a TLP in flight on a racing call's page; with the call at a quiet place the golden model refuses %d", raced, refused)
 }

@@ -52,7 +52,12 @@ cleared), runs each through
 the cycle-level IOMMU and through the golden model of DESIGN.md §2, and
 compares every observable effect: memory, each record's header and data and
 their order, completion status and data, fault records, and that a flush
-completed no earlier than allowed.
+completed no earlier than allowed. The API level runs one process's puts,
+gets, atomics, sends and active flushes across two nodes (one or two NICs
+each, Poll, Int and SP logs, lossy wires, small PCIe credits) and checks
+node 1's memory, every record its handlers get, what gets and atomics
+return, which receive request each send fills and the log MSIs as the CPU
+takes them.
 
 On a mismatch it reports the seed, the simulated time, the block and the
 operation where the first divergence shows, shrinks the stimulus to a small
@@ -73,7 +78,7 @@ save file of the failing run. The exit status is non-zero.`,
 	f.BoolVar(&o.coverage, "coverage", false, "print the coverage table and the bins never hit")
 	f.StringVar(&o.replay, "replay", "", "run one stimulus from a replay file")
 	f.StringVar(&o.out, "out", "out", "where failing runs are written")
-	f.IntVar(&o.apiSeeds, "api-seeds", 20, "API-level seeds (puts, gets and active flushes of a process across two nodes)")
+	f.IntVar(&o.apiSeeds, "api-seeds", 20, "API-level seeds (puts, gets, atomics, sends and active flushes of a process across two nodes of one or two NICs)")
 	f.BoolVar(&o.shrink, "shrink", true, "shrink a failing stimulus to a small replay (--shrink=false: report the first failure as it is, as the mutation test does)")
 	return cmd
 }

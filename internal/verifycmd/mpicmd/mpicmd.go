@@ -18,6 +18,7 @@ func New() *cobra.Command {
 	var from uint64
 	var fabrics []string
 	var mode string
+	var failFast bool
 	cmd := &cobra.Command{
 		Use:   "mpi",
 		Short: "Check the MPI core's delivery on random traffic against a golden model",
@@ -40,17 +41,18 @@ a matching receive, with its data, status and truncation right, in order per
 					return fmt.Errorf("--mode: %w", err)
 				}
 			}
-			return runVerifyMPI(cmd.OutOrStdout(), seeds, from, fabrics, m)
+			return runVerifyMPI(cmd.OutOrStdout(), seeds, from, fabrics, m, failFast)
 		},
 	}
 	cmd.Flags().IntVar(&seeds, "seeds", 10, "seeds per fabric")
 	cmd.Flags().Uint64Var(&from, "from", 1, "first seed")
 	cmd.Flags().StringSliceVar(&fabrics, "fabric", []string{"shm", "rdma", "mixed"}, "where the ranks are: shm (one node), rdma (a node each), mixed (two nodes, neighbours across the network)")
+	cmd.Flags().BoolVar(&failFast, "fail-fast", false, "stop at the first run that breaks the rules (mutation testing: the first violation is the kill)")
 	cmd.Flags().StringVar(&mode, "mode", "", "every transport's rendezvous mode: copy, put or get (default: each transport's own)")
 	return cmd
 }
 
-func runVerifyMPI(w io.Writer, seeds int, from uint64, fabrics []string, mode mpi.Mode) error {
+func runVerifyMPI(w io.Writer, seeds int, from uint64, fabrics []string, mode mpi.Mode, failFast bool) error {
 	if seeds < 1 || seeds > 100000 {
 		return fmt.Errorf("--seeds %d: want 1..100000", seeds)
 	}
@@ -72,6 +74,9 @@ func runVerifyMPI(w io.Writer, seeds int, from uint64, fabrics []string, mode mp
 			if !out.Report.OK() {
 				bad++
 				fmt.Fprintf(w, "fabric %s, seed %d: %s\n", fab, s, out.Report.String())
+				if failFast {
+					return fmt.Errorf("fabric %s, seed %d broke MPI's delivery rules", fab, s)
+				}
 			}
 		}
 		fmt.Fprintf(w, "fabric %-5s %d seeds, %d messages, %d delivered as MPI requires\n", fab, seeds, msgs, delivered)
