@@ -845,6 +845,14 @@ func (q *qp) duplicate(f *Frame) {
 
 func (q *qp) issueAtomic(a *atomicServe) {
 	n := q.n
+	if n.soft != nil {
+		// Without offload the driver does the atomic on the CPU.
+		a.issued = true
+		cas := a.p.Opcode == roce.CmpSwap
+		n.soft.ops.Push(&SoftOp{CAS: cas, Addr: a.p.AtomicETH.VA, Compare: a.p.AtomicETH.Compare, Swap: a.p.AtomicETH.SwapAdd, n: n, q: q, a: a})
+		n.softWork(n.u.Engine().Now())
+		return
+	}
 	t := tlp.TLP{Kind: tlp.FetchAdd, Addr: a.p.AtomicETH.VA, Addr64: a.p.AtomicETH.VA >= 1<<32}
 	var data [16]byte
 	if a.p.Opcode == roce.CmpSwap {
@@ -963,6 +971,13 @@ func (q *qp) respond(r *readResp) {
 // READ larger than the tags cover is read in turns).
 func (r *readResp) serve(cause sim.Txn) {
 	n := r.q.n
+	if n.soft != nil {
+		// Without offload the driver reads the data on the CPU.
+		r.issued, r.to = true, r.n
+		n.soft.ops.Push(&SoftOp{Read: true, Addr: r.va, Len: r.n, n: n, q: r.q, rr: r})
+		n.softWork(n.u.Engine().Now())
+		return
+	}
 	to := n.dmaReadPart(r.va, r.to, r.n, dmaPurpose{kind: serveRead, qp: r.q, rr: r, txn: cause})
 	if to < 0 {
 		return

@@ -81,6 +81,15 @@ type MachineSpec struct {
 		// driver's); "" none (descriptors.go).
 		Descriptors    string `yaml:"descriptors" json:"descriptors,omitempty"`
 		DescriptorRing int    `yaml:"descriptor_ring" json:"descriptor_ring,omitempty"`
+		// Offload: rdma (the default: puts, gets and atomics in the NIC)
+		// or none, an e1000 without RDMA whose driver on core 0 takes
+		// every packet after an interrupt (offload.go); InterruptRate its
+		// throttle, interrupts a second at most (absent: 20000; 0: off),
+		// DriverRxCycles and DriverTxCycles its work a packet (0: 2780).
+		Offload        string `yaml:"offload" json:"offload,omitempty"`
+		InterruptRate  *int   `yaml:"interrupt_rate" json:"interrupt_rate,omitempty"`
+		DriverRxCycles int    `yaml:"driver_rx_cycles" json:"driver_rx_cycles,omitempty"`
+		DriverTxCycles int    `yaml:"driver_tx_cycles" json:"driver_tx_cycles,omitempty"`
 	} `yaml:"nic" json:"nic"`
 	Network struct {
 		// Topology of more than two nodes (two share a direct link): star,
@@ -398,6 +407,7 @@ func (s *Scenario) Validate() (string, error) {
 		s.checkSMP,
 		s.checkMMIO,
 		s.checkDescriptors,
+		s.checkOffload,
 		s.checkStartX,
 		func() (string, error) {
 			for _, t := range []struct{ key, v string }{{"outputs.trace_from", s.Outputs.TraceFrom}, {"outputs.trace_to", s.Outputs.TraceTo}} {
@@ -553,6 +563,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	s.smpSpec(&c)
 	s.mmioSpec(&c)
 	s.descriptorSpec(&c)
+	s.offloadSpec(&c)
 	s.startXSpec(&c)
 	return c
 }
