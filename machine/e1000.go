@@ -10,9 +10,9 @@ import (
 // The driver of a NIC without RDMA offload (nic.Software), as Linux's
 // e1000 driver runs on its core: the NIC's interrupt starts a poll (NAPI)
 // that takes every received frame (its receive work: descriptor, buffer,
-// protocol demultiplexing, RxCycles), does the memory side of the
-// requests among them on the CPU (a READ's loads, an atomic's locked
-// read-modify-write: the software RMA), transmits what the protocol
+// protocol demultiplexing, RxCycles), does the atomics among them on the
+// CPU (a locked read-modify-write: the software RMA; a put's and a get's
+// data the e1000 moves by DMA, through the IOMMU), transmits what the protocol
 // answers (TxCycles a frame) and ends with the interrupt on again. It runs
 // on core 0, where the interrupts go; the packets the node's own
 // processes send cost them TxCycles each when they post (package verbs).
@@ -30,20 +30,15 @@ func (n *Node) attachDriver(r int) {
 	n.Cores[0].OnInterrupt(s.MSIAddr, s.MSIData, fmt.Sprintf("nic%d_driver", r), func(p *cpu.Proc) { driverPoll(p, x, s) })
 }
 
-// driverPoll is one poll: the memory operations first (their responses
+// driverPoll is one poll: the atomics first (their responses
 // then wait for transmit), then the frames to transmit, then the next
 // received frame, until nothing is left.
 func driverPoll(p *cpu.Proc, x *nic.NIC, s *nic.Software) {
 	for {
 		if op, ok := x.DriverOp(); ok {
-			switch {
-			case op.Read:
-				b := make([]byte, op.Len)
-				p.Read(op.Addr, b)
-				op.DoneRead(b)
-			case op.CAS:
+			if op.CAS {
 				op.Done(p.CAS(op.Addr, op.Compare, op.Swap))
-			default:
+			} else {
 				op.Done(p.FetchAdd(op.Addr, op.Swap))
 			}
 			continue

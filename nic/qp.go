@@ -971,13 +971,6 @@ func (q *qp) respond(r *readResp) {
 // READ larger than the tags cover is read in turns).
 func (r *readResp) serve(cause sim.Txn) {
 	n := r.q.n
-	if n.soft != nil {
-		// Without offload the driver reads the data on the CPU.
-		r.issued, r.to = true, r.n
-		n.soft.ops.Push(&SoftOp{Read: true, Addr: r.va, Len: r.n, n: n, q: r.q, rr: r})
-		n.softWork(n.u.Engine().Now())
-		return
-	}
 	to := n.dmaReadPart(r.va, r.to, r.n, dmaPurpose{kind: serveRead, qp: r.q, rr: r, txn: cause})
 	if to < 0 {
 		return

@@ -12,9 +12,13 @@ import (
 // host's driver, which an interrupt wakes (moderated: at most one every
 // ThrottlePS, the 8254x's ITR register); the protocol (sequence numbers,
 // ACKs, where a write's data goes) runs when the driver hands the frame
-// on, and the memory side of a READ or an atomic is done by the driver on
-// the CPU (SoftOp), not by DMA. Every frame the responder makes (ACKs,
-// responses) waits for the driver's transmit path too. The CPU's costs
+// on, and an atomic is done by the driver on the CPU (SoftOp), not by the
+// NIC. A write's data and a READ's are still moved by DMA through the
+// IOMMU, as an e1000 moves a received packet into memory and a
+// transmitted one (zero-copy, from where the data lies) out of it; so the
+// IOMMU still logs active puts and withholds an active get's data until
+// its log is consumed. Every frame the responder makes (ACKs, responses)
+// waits for the driver's transmit path too. The CPU's costs
 // are the driver's (machine's e1000 driver): RxCycles and TxCycles a
 // packet; the NIC holds no cost of its own beyond its usual ones.
 type Software struct {
@@ -66,20 +70,17 @@ type heldFrame struct {
 	f Frame
 }
 
-// SoftOp is a memory operation of a received request that the driver does
-// on the CPU: a READ's data (Read) or an atomic (CAS or fetch-and-add).
+// SoftOp is an atomic of a received request that the driver does on the
+// CPU: a compare-and-swap or a fetch-and-add.
 type SoftOp struct {
-	Read    bool
-	CAS     bool // an atomic: compare-and-swap, else fetch-and-add
+	CAS     bool // compare-and-swap, else fetch-and-add
 	Addr    uint64
-	Len     int    // Read: bytes
 	Compare uint64 // CAS: the value compared
 	Swap    uint64 // CAS: the value swapped in; fetch-and-add: the addend
 
-	n  *NIC
-	q  *qp
-	a  *atomicServe
-	rr *readResp
+	n *NIC
+	q *qp
+	a *atomicServe
 }
 
 func (n *NIC) newSoftState() {
@@ -93,7 +94,7 @@ func (n *NIC) newSoftState() {
 		stIRQs: c("driver_interrupts", "interrupts", "interrupts raised for the driver (moderated by the throttle interval)"),
 		stRx:   c("driver_rx", "frames", "received frames the driver handed to the protocol"),
 		stTx:   c("driver_tx", "frames", "frames the responder made that the driver transmitted"),
-		stOps:  c("driver_ops", "operations", "READs and atomics the driver did on the CPU"),
+		stOps:  c("driver_ops", "operations", "atomics the driver did on the CPU"),
 	}
 }
 
@@ -168,20 +169,8 @@ func (n *NIC) DriverOp() (*SoftOp, bool) {
 // to the driver's transmit path.
 func (o *SoftOp) Done(old uint64) {
 	n := o.n
-	if o.a != nil {
-		o.a.done, o.a.value = true, old
-		o.q.atomicAck(o.a)
-	}
-	n.activate(o.q)
-	n.u.WakeIn(1)
-}
-
-// DoneRead gives the NIC a software READ's data.
-func (o *SoftOp) DoneRead(data []byte) {
-	n := o.n
-	if o.rr != nil {
-		o.rr.arrived(0, data, nil)
-	}
+	o.a.done, o.a.value = true, old
+	o.q.atomicAck(o.a)
 	n.activate(o.q)
 	n.u.WakeIn(1)
 }

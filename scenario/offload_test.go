@@ -9,8 +9,7 @@ import (
 
 // machine.nic.offload: none hands every frame to the driver: each node's
 // driver takes every frame its NIC received and transmits every frame its
-// responder made; RMA's atomics (and AA's flush READ) run on the target's
-// CPU; the interrupts are at most one a throttle interval (plus the
+// responder made; RMA's atomics run on the target's CPU; the interrupts are at most one a throttle interval (plus the
 // first) and, unthrottled, more; the table stays exact; and without the
 // key the NIC declares no driver counters.
 func TestOffloadNone(t *testing.T) {
