@@ -575,6 +575,9 @@ func (n *Node) addNIC(r int) error {
 			if err := n.Register(ring, uint64(d.Entries*nic.DescSize), rw); err != nil {
 				return fmt.Errorf("nic descriptor ring: %w", err)
 			}
+			if err := n.Label(ring, uint64(d.Entries*nic.DescSize), KindQueues); err != nil {
+				return err
+			}
 		}
 	}
 	n.NICs, n.Ups, n.Downs = append(n.NICs, x), append(n.Ups, up), append(n.Downs, downDir)

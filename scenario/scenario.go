@@ -115,6 +115,13 @@ type MachineSpec struct {
 		// associativity apart.
 		IOTLBEntries  int    `yaml:"iotlb_entries" json:"iotlb_entries,omitempty"`
 		IOTLBEviction string `yaml:"iotlb_eviction" json:"iotlb_eviction"`
+		// IOTLBByKind counts the IOTLB's hits and misses by the kind of
+		// page (stats iommu.iotlb.kind.KIND.hits, .misses; the DHT's
+		// result iotlb_by_kind); IOTLBOnly lets only the pages of one kind
+		// use the IOTLB, the others translated outside it at no cost
+		// (kinds.go).
+		IOTLBByKind bool   `yaml:"iotlb_by_kind" json:"iotlb_by_kind,omitempty"`
+		IOTLBOnly   string `yaml:"iotlb_only" json:"iotlb_only,omitempty"`
 		LogCAMEntries int    `yaml:"log_cam_entries" json:"log_cam_entries"` // 1..4096
 		// FlushBufferEntries: flushing pages the IOMMU holds (one per log
 		// that active flushes wait on), 1..4096.
@@ -382,6 +389,12 @@ func (s *Scenario) Validate() (string, error) {
 			return "", nil
 		},
 		func() (string, error) {
+			if o := m.IOMMU.IOTLBOnly; o != "" && !slices.Contains(machine.PageKinds, o) {
+				return "machine.iommu.iotlb_only", notOneOf(o, "a kind of page", machine.PageKinds, strings.Join(machine.PageKinds, ", "))
+			}
+			return "", nil
+		},
+		func() (string, error) {
 			if _, err := sim.ParseEviction(m.IOMMU.IOTLBEviction); err != nil {
 				return "machine.iommu.iotlb_eviction", notOneOf(m.IOMMU.IOTLBEviction, "an eviction policy", []string{"lru", "fifo", "random"}, "lru, fifo or random")
 			}
@@ -556,6 +569,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.IOMMU.Bypass = m.IOMMU.Mode == workload.IOMMUNone
 	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = s.IOTLBShape()
 	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)
+	c.IOMMU.IOTLBByKind, c.IOMMU.IOTLBOnly = m.IOMMU.IOTLBByKind, m.IOMMU.IOTLBOnly
 	c.IOMMU.LogCAMEntries = m.IOMMU.LogCAMEntries
 	c.IOMMU.FlushBufferEntries = m.IOMMU.FlushBufferEntries
 	c.IOMMU.ProcessPS, c.IOMMU.MemAccessPS = sim.Tick(m.IOMMU.ProcessNS)*sim.NS, sim.Tick(m.IOMMU.MemAccessNS)*sim.NS
