@@ -120,8 +120,8 @@ type MachineSpec struct {
 		// result iotlb_by_kind); IOTLBOnly lets only the pages of one kind
 		// use the IOTLB, the others translated outside it at no cost
 		// (kinds.go).
-		IOTLBByKind bool   `yaml:"iotlb_by_kind" json:"iotlb_by_kind,omitempty"`
-		IOTLBOnly   string `yaml:"iotlb_only" json:"iotlb_only,omitempty"`
+		IOTLBByKind   bool   `yaml:"iotlb_by_kind" json:"iotlb_by_kind,omitempty"`
+		IOTLBOnly     string `yaml:"iotlb_only" json:"iotlb_only,omitempty"`
 		LogCAMEntries int    `yaml:"log_cam_entries" json:"log_cam_entries"` // 1..4096
 		// FlushBufferEntries: flushing pages the IOMMU holds (one per log
 		// that active flushes wait on), 1..4096.
