@@ -104,3 +104,18 @@ func TestOffloadErrors(t *testing.T) {
 		}
 	}
 }
+
+// machine.iommu.iotlb_only names a kind of page the machine or a workload
+// labels; anything else is an error naming the key and the kinds.
+func TestIOTLBOnlyKey(t *testing.T) {
+	for _, tc := range []struct {
+		only string
+		ok   bool
+	}{{"table", true}, {"payload", true}, {"tables", false}, {"hash", false}} {
+		src := "machine:\n  iommu: {iotlb_only: " + tc.only + "}\nworkload:\n  dht: {inserts: 10}\n"
+		_, err := ParseScenario("s.yaml", []byte(src))
+		if tc.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), "machine.iommu.iotlb_only") {
+			t.Errorf("%s: %v", tc.only, err)
+		}
+	}
+}
