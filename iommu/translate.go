@@ -177,14 +177,15 @@ func (m *IOMMU) translate(tr *translation, sid tlp.ID, iova uint64, write bool) 
 		tr.fault = FRAddrBeyondAW
 		return
 	}
-	key := makeTLBKey(c.did, iova>>12)
 	if k := m.kinds; k != nil {
-		if k.bypasses(key) {
+		page := makeTLBKey(c.did, iova>>12) // its label
+		if k.bypasses(page) {
 			m.outside(tr, c, iova, write)
 			return
 		}
-		defer func() { k.count(key, tr.tlbHit) }()
+		defer func() { k.count(page, tr.tlbHit) }()
 	}
+	key := makeTLBKey(c.did, iova>>12)
 	if e, ok := m.iotlb.Lookup(key); ok {
 		tr.tlbHit = true
 		m.stTLBHits.Inc()
