@@ -7,6 +7,7 @@ import (
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/machine"
 )
 
 // Record is one access-log record as a handler gets it.
@@ -207,6 +208,9 @@ func (n *Node) CreateFlushPage(iuid uint16) (uint64, error) {
 		return 0, err
 	}
 	if err := n.Driver.RegisterFlushPage(iuid, page); err != nil {
+		return 0, err
+	}
+	if err := n.Label(page, 4096, machine.KindLog); err != nil {
 		return 0, err
 	}
 	n.flush[iuid] = page

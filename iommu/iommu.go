@@ -85,6 +85,7 @@ type IOMMU struct {
 	lastCtx      ctxEntry
 	lastCtxValid bool
 	iotlb        *sim.Cache[tlbKey, tlbEntry]
+	kinds        *pageKinds // Spec.IOTLBByKind or IOTLBOnly: pages' labels (nil: none)
 	logs         *sim.CAM[uint16, *logState]
 	tagBuf       *sim.CAM[tagKey, *readCtx]
 	flushBuf     *sim.CAM[uint64, *flushEntry]
@@ -192,6 +193,7 @@ func New(clk *sim.Clock, name string, spec Spec, mem *memory.Store) (*IOMMU, err
 	m.stUnsupported = c("unsupported", "TLPs", "TLPs other than memory requests and AtomicOps (dropped or answered UR)")
 	m.stTLBHits = c("iotlb.hits", "lookups", "IOTLB hits")
 	m.stTLBMisses = c("iotlb.misses", "lookups", "IOTLB misses (page walks)")
+	m.newPageKinds(name, s)
 	m.stCtxHits = c("context_cache.hits", "lookups", "context-cache hits")
 	m.stCtxMisses = c("context_cache.misses", "lookups", "context-cache misses (root and context entries read)")
 	m.stWalkReads = c("walk_reads", "accesses", "paging-entry reads of page walks")

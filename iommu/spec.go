@@ -36,6 +36,12 @@ type Spec struct {
 	// IOTLB: sets × ways (1 × N is fully associative, N × 1 direct-mapped).
 	IOTLBSets, IOTLBWays int          // default 16 × 4
 	IOTLBEviction        sim.Eviction // default LRU
+	// IOTLBByKind counts the IOTLB's hits and misses by the label of the
+	// page (Driver.Label; kinds.go). IOTLBOnly, if set, lets only the
+	// pages of that label use the IOTLB (the others are translated outside
+	// it at no cost); it counts by label too.
+	IOTLBByKind bool
+	IOTLBOnly   string
 	// Context cache, keyed by source ID.
 	CtxSets, CtxWays int // default 1 × 16
 	CtxEviction      sim.Eviction

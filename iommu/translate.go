@@ -132,7 +132,7 @@ func (m *IOMMU) TranslateTL(sid tlp.ID, iova uint64, write bool) (pa uint64, hit
 	var tr translation
 	// Fast path: the last device again (the context register), one IOTLB
 	// lookup, then the walk on a miss.
-	if c := &m.lastCtx; m.lastCtxValid && m.lastSID == sid && c.tt == pte.TTUntranslated && iova < 1<<48 {
+	if c := &m.lastCtx; m.kinds == nil && m.lastCtxValid && m.lastSID == sid && c.tt == pte.TTUntranslated && iova < 1<<48 {
 		m.stCtxHits.Inc()
 		key := makeTLBKey(c.did, iova>>12)
 		if e := m.iotlb.LookupIn(iova>>12, key); e != nil { // set index = low VPN bits
@@ -176,6 +176,14 @@ func (m *IOMMU) translate(tr *translation, sid tlp.ID, iova uint64, write bool) 
 	if iova >= 1<<48 {
 		tr.fault = FRAddrBeyondAW
 		return
+	}
+	if k := m.kinds; k != nil {
+		page := makeTLBKey(c.did, iova>>12) // its label
+		if k.bypasses(page) {
+			m.outside(tr, c, iova, write)
+			return
+		}
+		defer func() { k.count(page, tr.tlbHit) }()
 	}
 	key := makeTLBKey(c.did, iova>>12)
 	if e, ok := m.iotlb.Lookup(key); ok {

@@ -494,6 +494,9 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 		n.IOMMU.ConnectHostCompletions(CoreID(k), core.Cpl)
 		n.Cores = append(n.Cores, core)
 	}
+	for r := range n.NICs {
+		n.attachDriver(r)
+	}
 	if err := n.startXNode(); err != nil {
 		return nil, err
 	}
@@ -525,6 +528,12 @@ func (n *Node) addNIC(r int) error {
 	ns.ID, ns.Node, ns.Index, ns.BAR = tlp.NewID(uint8(1+r), 0, 0), n.ID, r, BARBase+uint64(r)*BARStride
 	if size := ns.BARSize(); size > BARStride {
 		return fmt.Errorf("nic: a BAR of %d bytes is more than the %d a NIC has", size, BARStride)
+	}
+	if sw := ns.Software; sw != nil {
+		// Its driver's interrupt, to core 0 (attachDriver).
+		soft := *sw
+		soft.MSIAddr, soft.MSIData = 0xfee0_0000|uint64(n.ID)<<12, softVector(r)
+		ns.Software = &soft
 	}
 	if d := ns.Descriptors; d != nil {
 		// The e1000-like rings of this NIC, in the node's memory,
@@ -565,6 +574,9 @@ func (n *Node) addNIC(r int) error {
 		for _, ring := range []uint64{d.TX, d.RX} {
 			if err := n.Register(ring, uint64(d.Entries*nic.DescSize), rw); err != nil {
 				return fmt.Errorf("nic descriptor ring: %w", err)
+			}
+			if err := n.Label(ring, uint64(d.Entries*nic.DescSize), KindQueues); err != nil {
+				return err
 			}
 		}
 	}

@@ -149,6 +149,15 @@ func (c *Cluster) rings(a *Node, h *QP) error {
 	if err := a.Register(h.RCQBase, uint64(size*nic.CQESize), rw); err != nil {
 		return err
 	}
+	for _, r := range []struct {
+		base, size uint64
+		kind       string
+	}{{h.SQBase, uint64(size * nic.WQESize), KindQueues}, {h.CQBase, uint64(size * nic.CQESize), KindCompletions},
+		{h.RQBase, uint64(size * nic.RWQESize), KindQueues}, {h.RCQBase, uint64(size * nic.CQESize), KindCompletions}} {
+		if err := a.Label(r.base, r.size, r.kind); err != nil {
+			return err
+		}
+	}
 	h.BAR = BARBase + uint64(h.Rail)*BARStride
 	h.DoorbellAddr = h.BAR + uint64(h.QPN)*8
 	return nil

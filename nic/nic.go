@@ -40,6 +40,9 @@ type Spec struct {
 	// packet sent and received (desc.go); nil, the RDMA NIC's own queues
 	// only.
 	Descriptors *Descriptors
+	// Software, if not nil, makes the NIC one without RDMA offload (an
+	// e1000): the host's driver takes every frame (soft.go).
+	Software *Software
 }
 
 // DefaultSpec is a 1 GbE RoCE NIC on PCIe.
@@ -72,6 +75,11 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("device memory of %d bytes: want a multiple of 4 in 0..%d", s.SRAMBytes, MaxSRAMBytes)
 	case s.BAR%s.BARSize() != 0:
 		return fmt.Errorf("BAR %#x is not aligned to its size %#x", s.BAR, s.BARSize())
+	}
+	if s.Software != nil {
+		if err := s.Software.Validate(); err != nil {
+			return err
+		}
 	}
 	if s.Descriptors != nil {
 		return s.Descriptors.Validate()
@@ -175,6 +183,7 @@ type NIC struct {
 	stTimeouts, stRetryExceeded, stFlushed                           *sim.Counter
 
 	desc *descState // Spec.Descriptors: the rings' state (nil without)
+	soft *softState // Spec.Software: the driver's queues (nil: RDMA offload)
 
 	// Completion queues with events (cq.go), in creation order.
 	cqs                  map[uint32]*cq
@@ -257,6 +266,7 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	n.stRetryExceeded = c("retry_exceeded", "work requests", "work requests failed after their QP's retry_cnt or rnr_retry ran out (the QP enters the error state)")
 	n.stFlushed = c("flushed", "work requests", "send and receive work requests completed with a flush error (their QP was in the error state)")
 	n.newDescState()
+	n.newSoftState()
 	n.u.Probe("sq_pending", 16, func() (uint64, bool) { return uint64(n.pendingWQEs()), true })
 	n.u.Probe("tlp_queue", 16, func() (uint64, bool) { return uint64(n.tlpQ.Len()), true })
 	n.u.Probe("tags_outstanding", 11, func() (uint64, bool) { return uint64(n.req.Outstanding()), true })
@@ -385,6 +395,17 @@ func (n *NIC) dmaWrite(addr uint64, data []byte, cause sim.TxnID) {
 }
 
 func (n *NIC) send(q *qp, f Frame) {
+	if n.soft != nil {
+		// Without offload the driver transmits what the responder makes.
+		n.soft.tx.Push(heldFrame{q: q, f: f})
+		n.softWork(n.u.Engine().Now())
+		return
+	}
+	n.queueResp(q, f)
+}
+
+// queueResp puts a response or ACK on q's list for the wire.
+func (n *NIC) queueResp(q *qp, f Frame) {
 	if len(q.resp) == 0 {
 		n.respQPs = append(n.respQPs, q)
 	}
@@ -423,14 +444,22 @@ func (n *NIC) Tick(now sim.Tick) bool {
 
 	// Network side: one frame per processing slot, only while the host side
 	// keeps up (a stalled IOMMU stops the NIC, the NIC stops the wire).
-	if n.busy <= now && n.NetIn.Valid() && n.rxBacklog() < n.spec.QueueTLPs {
+	if n.busy <= now && n.NetIn.Valid() && n.rxBacklog() < n.spec.QueueTLPs && n.softRoom() {
 		f := n.NetIn.Recv()
 		n.stFramesIn.Inc()
 		n.busy = now + n.spec.ProcessPS
-		n.fromNet(&f, now)
+		if n.soft != nil {
+			n.soft.rx.Push(f) // for the driver: the protocol runs when it hands the frame on
+			n.softWork(now)
+		} else {
+			n.fromNet(&f, now)
+		}
 		if n.desc != nil {
 			n.rxPacket(&f)
 		}
+	}
+	if n.soft != nil {
+		n.softIRQ(now)
 	}
 	if n.desc != nil && len(n.desc.waiting) > 0 {
 		n.descFetches(0)

@@ -849,6 +849,14 @@ func (q *qp) duplicate(f *Frame) {
 
 func (q *qp) issueAtomic(a *atomicServe) {
 	n := q.n
+	if n.soft != nil {
+		// Without offload the driver does the atomic on the CPU.
+		a.issued = true
+		cas := a.p.Opcode == roce.CmpSwap
+		n.soft.ops.Push(&SoftOp{CAS: cas, Addr: a.p.AtomicETH.VA, Compare: a.p.AtomicETH.Compare, Swap: a.p.AtomicETH.SwapAdd, n: n, q: q, a: a})
+		n.softWork(n.u.Engine().Now())
+		return
+	}
 	t := tlp.TLP{Kind: tlp.FetchAdd, Addr: a.p.AtomicETH.VA, Addr64: a.p.AtomicETH.VA >= 1<<32}
 	var data [16]byte
 	if a.p.Opcode == roce.CmpSwap {

@@ -187,7 +187,13 @@ func (n *NIC) schedule(now sim.Tick) bool {
 	if n.tlpQ.Sendable(n.DMAOut) || len(n.respQPs) > 0 && n.NetOut.Ready() {
 		return true
 	}
-	if n.NetIn.Valid() && n.rxBacklog() < n.spec.QueueTLPs {
+	if n.soft != nil && n.soft.irqAt != 0 && n.soft.irqOn {
+		if n.soft.irqAt <= now {
+			return true
+		}
+		n.u.WakeAt(n.soft.irqAt)
+	}
+	if n.NetIn.Valid() && n.rxBacklog() < n.spec.QueueTLPs && n.softRoom() {
 		if n.busy <= now {
 			return true
 		}

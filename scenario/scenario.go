@@ -81,6 +81,15 @@ type MachineSpec struct {
 		// driver's); "" none (descriptors.go).
 		Descriptors    string `yaml:"descriptors" json:"descriptors,omitempty"`
 		DescriptorRing int    `yaml:"descriptor_ring" json:"descriptor_ring,omitempty"`
+		// Offload: rdma (the default: puts, gets and atomics in the NIC)
+		// or none, an e1000 without RDMA whose driver on core 0 takes
+		// every packet after an interrupt (offload.go); InterruptRate its
+		// throttle, interrupts a second at most (absent: 20000; 0: off),
+		// DriverRxCycles and DriverTxCycles its work a packet (0: 2780).
+		Offload        string `yaml:"offload" json:"offload,omitempty"`
+		InterruptRate  *int   `yaml:"interrupt_rate" json:"interrupt_rate,omitempty"`
+		DriverRxCycles int    `yaml:"driver_rx_cycles" json:"driver_rx_cycles,omitempty"`
+		DriverTxCycles int    `yaml:"driver_tx_cycles" json:"driver_tx_cycles,omitempty"`
 	} `yaml:"nic" json:"nic"`
 	Network struct {
 		// Topology of more than two nodes (two share a direct link): star,
@@ -106,6 +115,13 @@ type MachineSpec struct {
 		// associativity apart.
 		IOTLBEntries  int    `yaml:"iotlb_entries" json:"iotlb_entries,omitempty"`
 		IOTLBEviction string `yaml:"iotlb_eviction" json:"iotlb_eviction"`
+		// IOTLBByKind counts the IOTLB's hits and misses by the kind of
+		// page (stats iommu.iotlb.kind.KIND.hits, .misses; the DHT's
+		// result iotlb_by_kind); IOTLBOnly lets only the pages of one kind
+		// use the IOTLB, the others translated outside it at no cost
+		// (kinds.go).
+		IOTLBByKind   bool   `yaml:"iotlb_by_kind" json:"iotlb_by_kind,omitempty"`
+		IOTLBOnly     string `yaml:"iotlb_only" json:"iotlb_only,omitempty"`
 		LogCAMEntries int    `yaml:"log_cam_entries" json:"log_cam_entries"` // 1..4096
 		// FlushBufferEntries: flushing pages the IOMMU holds (one per log
 		// that active flushes wait on), 1..4096.
@@ -373,6 +389,12 @@ func (s *Scenario) Validate() (string, error) {
 			return "", nil
 		},
 		func() (string, error) {
+			if o := m.IOMMU.IOTLBOnly; o != "" && !slices.Contains(machine.PageKinds, o) {
+				return "machine.iommu.iotlb_only", notOneOf(o, "a kind of page", machine.PageKinds, strings.Join(machine.PageKinds, ", "))
+			}
+			return "", nil
+		},
+		func() (string, error) {
 			if _, err := sim.ParseEviction(m.IOMMU.IOTLBEviction); err != nil {
 				return "machine.iommu.iotlb_eviction", notOneOf(m.IOMMU.IOTLBEviction, "an eviction policy", []string{"lru", "fifo", "random"}, "lru, fifo or random")
 			}
@@ -398,6 +420,7 @@ func (s *Scenario) Validate() (string, error) {
 		s.checkSMP,
 		s.checkMMIO,
 		s.checkDescriptors,
+		s.checkOffload,
 		s.checkStartX,
 		func() (string, error) {
 			for _, t := range []struct{ key, v string }{{"outputs.trace_from", s.Outputs.TraceFrom}, {"outputs.trace_to", s.Outputs.TraceTo}} {
@@ -546,6 +569,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.IOMMU.Bypass = m.IOMMU.Mode == workload.IOMMUNone
 	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = s.IOTLBShape()
 	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)
+	c.IOMMU.IOTLBByKind, c.IOMMU.IOTLBOnly = m.IOMMU.IOTLBByKind, m.IOMMU.IOTLBOnly
 	c.IOMMU.LogCAMEntries = m.IOMMU.LogCAMEntries
 	c.IOMMU.FlushBufferEntries = m.IOMMU.FlushBufferEntries
 	c.IOMMU.ProcessPS, c.IOMMU.MemAccessPS = sim.Tick(m.IOMMU.ProcessNS)*sim.NS, sim.Tick(m.IOMMU.MemAccessNS)*sim.NS
@@ -553,6 +577,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	s.smpSpec(&c)
 	s.mmioSpec(&c)
 	s.descriptorSpec(&c)
+	s.offloadSpec(&c)
 	s.startXSpec(&c)
 	return c
 }

@@ -61,6 +61,11 @@ func Spawn(n *machine.Node, core int, name string, body func(c *Ctx)) {
 
 func (c *Ctx) post(dst int, w nic.WQE) WR {
 	h := c.qp(dst)
+	if sw := c.N.NICs[c.Rail].Spec().Software; sw != nil {
+		// Without RDMA offload the process's send runs the driver's
+		// transmit path for each packet of the request.
+		c.P.Compute(sw.TxCycles * requestPackets(w, c.N.NICs[c.Rail].Spec().PMTU))
+	}
 	// A full send queue waits for completions to free slots (an srd
 	// queue's completions are filed by destination: reapSRD).
 	for !h.SRD && h.Posted-h.Completed >= uint64(h.Size) {
@@ -87,6 +92,15 @@ func (c *Ctx) post(dst int, w nic.WQE) WR {
 	binary.LittleEndian.PutUint64(db[:], h.Posted)
 	c.P.MMIOWrite(h.DoorbellAddr, db[:], c.P.Txn.ID)
 	return WR{dst: dst, seq: slot + 1}
+}
+
+// requestPackets is the packets a work request's request takes: a write's
+// or a send's payload in path-MTU pieces, one for the others.
+func requestPackets(w nic.WQE, pmtu int) int {
+	if w.Opcode == nic.OpWrite || w.Opcode == nic.OpSend {
+		return max((int(w.Length)+pmtu-1)/pmtu, 1)
+	}
+	return 1
 }
 
 // reap waits for the next completion entry of the connection to dst.

@@ -11,6 +11,7 @@ import (
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
 	"github.com/aaemu/aaemu/iommu/record"
+	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/verbs"
 )
@@ -163,12 +164,32 @@ type DHTResult struct {
 	NICEnergyJ float64 `json:"nic_energy_j"`
 	// IOTLBHitRate: the IOTLB lookups that hit, over every node's IOMMU.
 	IOTLBHitRate float64 `json:"iotlb_hit_rate"`
+	// IOTLBByKind: the IOTLB's hits and misses by the kind of page looked
+	// up, over every node (machine.iommu.iotlb_by_kind), in
+	// machine.PageKinds' order and then the unlabelled ("other"); kinds
+	// with no lookups are left out.
+	IOTLBByKind []KindLookups `json:"iotlb_by_kind,omitempty"`
 	// RouterEnergyJ: the switches' energy for the bytes they forwarded
 	// (none on a direct link).
 	RouterEnergyJ float64 `json:"router_energy_j"`
 	// Interrupts counts AM-Int's completion interrupts (handler runs).
 	Interrupts int  `json:"interrupts,omitempty"`
 	Verified   bool `json:"verified"`
+}
+
+// KindLookups are the IOTLB lookups of one kind of page.
+type KindLookups struct {
+	Kind   string `json:"kind"`
+	Hits   uint64 `json:"hits"`
+	Misses uint64 `json:"misses"`
+}
+
+// HitRate is the share of the lookups that hit (0 without lookups).
+func (k KindLookups) HitRate() float64 {
+	if k.Hits+k.Misses == 0 {
+		return 0
+	}
+	return float64(k.Hits) / float64(k.Hits+k.Misses)
 }
 
 // shard is one owner's part of the table.
@@ -318,6 +339,11 @@ func SetupDHT(c *aa.System, cfg DHTConfig) (*DHT, error) {
 		sh.table = owner.Alloc(uint64(cfg.Cells * cellSize))
 		sh.heap = owner.Alloc(uint64(max(len(sh.keys), 1) * entrySize))
 		sh.nextFree = owner.Alloc(4096)
+		for _, r := range [][2]uint64{{sh.table, uint64(cfg.Cells * cellSize)}, {sh.heap, uint64(max(len(sh.keys), 1) * entrySize)}, {sh.nextFree, 4096}} {
+			if err := owner.Label(r[0], r[1], machine.KindTable); err != nil {
+				return nil, err
+			}
+		}
 		if cfg.Scheme == RMA || am {
 			for _, r := range [][2]uint64{{sh.table, uint64(cfg.Cells * cellSize)}, {sh.heap, uint64(max(len(sh.keys), 1) * entrySize)}, {sh.nextFree, 4096}} {
 				if err := owner.Register(r[0], r[1], rw); err != nil {
@@ -387,6 +413,12 @@ func SetupDHT(c *aa.System, cfg DHTConfig) (*DHT, error) {
 		}
 		scratch := n.Alloc(4096)
 		if err := n.Register(scratch, 4096, rw); err != nil {
+			return nil, err
+		}
+		if err := n.Label(buf, 256*16, machine.KindPayload); err != nil {
+			return nil, err
+		}
+		if err := n.Label(scratch, 4096, machine.KindPayload); err != nil {
 			return nil, err
 		}
 		s := s
@@ -1168,6 +1200,16 @@ func (d *DHT) Result() DHTResult {
 		RouterEnergyJ: d.c.RouterEnergy()}
 	if hits+misses > 0 {
 		res.IOTLBHitRate = hits / (hits + misses)
+	}
+	for _, kind := range append(slices.Clone(machine.PageKinds), "other") {
+		k := KindLookups{Kind: kind}
+		for _, n := range d.c.Nodes {
+			k.Hits += uint64(count(fmt.Sprintf("node%d.iommu.iotlb.kind.%s.hits", n.ID, kind)))
+			k.Misses += uint64(count(fmt.Sprintf("node%d.iommu.iotlb.kind.%s.misses", n.ID, kind)))
+		}
+		if k.Hits+k.Misses > 0 {
+			res.IOTLBByKind = append(res.IOTLBByKind, k)
+		}
 	}
 	if d.lookups+d.deletes > 0 {
 		res.OpsPerSec = float64(total+d.lookups+d.deletes) / (float64(end) / 1e12)

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -167,5 +170,48 @@ func TestPaperOnGem5(t *testing.T) {
 	}
 	if g, d := tlps(gem), tlps(def); g != "12.012" || d != "4.004" {
 		t.Errorf("AA-SP's PCIe TLPs an insert: %q on gem5, %q on the built-in machine; want 12.012 and 4.004", g, d)
+	}
+}
+
+// 6c on the gem5 preset with the e1000's software path: both schemes pay
+// the driver's path, so each is slower than on the gem5 preset, and the
+// claims table is printed with its tolerances.
+func TestPaperOnGem5E1000(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "6c", "--machine", "gem5-e1000", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "on gem5-e1000.yaml (1000 Mb/s wire") || !strings.Contains(out, "2×–4.5× at every collision ratio") {
+		t.Fatalf("6c on gem5-e1000:\n%s", out)
+	}
+	ref := t.TempDir()
+	if out, err := aaemu(t, "paper", "6c", "--machine", "gem5", "--out", ref); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	rate := func(d, scheme string) float64 {
+		f, err := os.Open(filepath.Join(d, "fig6c", "sweep.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		rows, err := csv.NewReader(f).ReadAll()
+		if err != nil || len(rows) < 2 {
+			t.Fatalf("%s: %v", d, err)
+		}
+		sc, co, ra := slices.Index(rows[0], "scheme"), slices.Index(rows[0], "collisions"), slices.Index(rows[0], "inserts_per_second")
+		for _, r := range rows[1:] {
+			if r[sc] == scheme && r[co] == "0.05" {
+				v, _ := strconv.ParseFloat(r[ra], 64)
+				return v
+			}
+		}
+		t.Fatalf("%s: no %s point at 5 %%", d, scheme)
+		return 0
+	}
+	for _, s := range []string{"AA-SP", "RMA"} {
+		if e, g := rate(dir, s), rate(ref, s); e <= 0 || e >= g {
+			t.Errorf("%s at 5 %%: %.0f inserts/s with the software path, %.0f without: want slower", s, e, g)
+		}
 	}
 }

@@ -26,3 +26,9 @@ var Gemini []byte
 //
 //go:embed gem5.yaml
 var Gem5 []byte
+
+// Gem5E1000 is gem5-e1000.yaml: the gem5 set-up with the e1000's software
+// path (machine.nic.offload: none; aaemu paper 6c --machine gem5-e1000).
+//
+//go:embed gem5-e1000.yaml
+var Gem5E1000 []byte

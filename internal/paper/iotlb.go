@@ -2,10 +2,14 @@ package paper
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/aaemu/aaemu/internal/sweep"
+	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/workload"
 )
 
 // IOTLB figure 7c's key streams: the paper's random keys (no locality in a
@@ -32,11 +36,20 @@ const (
 // iotlbFigure is Figure 7c: the IOTLB's hit rate (and the insert rate it
 // gives) against its size in entries, for lru and random at every
 // associativity, under both key streams; AA-Poll on 4 nodes × 8 processes.
-func iotlbFigure(entries []int, inserts int) *Figure {
+func iotlbFigure(entries []int, inserts int, only string) *Figure {
+	title := fmt.Sprintf("DHT, IOTLB analysis: hit rate and insert rate against the IOTLB's entries (%d to %d), lru and random at a1, a2, a4 and af, random keys and keys with Zipf(%s) pages; AA-Poll, 4 nodes × 8 processes, 10 Gb/s",
+		entries[0], entries[len(entries)-1], keysZipf)
+	onlyAxis := ""
+	if only != "" {
+		// The variant: only the pages of one kind use the IOTLB, as the
+		// paper's simulated IOTLB may have seen only the table's.
+		title += "; only the " + only + "'s pages use the IOTLB"
+		onlyAxis = "\n  machine.iommu.iotlb_only: [" + only + "]"
+	}
 	return &Figure{
-		Name: "7c",
-		Title: fmt.Sprintf("DHT, IOTLB analysis: hit rate and insert rate against the IOTLB's entries (%d to %d), lru and random at a1, a2, a4 and af, random keys and keys with Zipf(%s) pages; AA-Poll, 4 nodes × 8 processes, 10 Gb/s",
-			entries[0], entries[len(entries)-1], keysZipf),
+		Name:  "7c",
+		Title: title,
+		Notes: iotlbByKind,
 		Sweep: fmt.Sprintf(`
 grid:
   # The key stream: 0, the paper's random keys (004:L344); 0.99, keys
@@ -53,12 +66,14 @@ grid:
   workload.dht.collisions: [[0.05]]
   workload.dht.cells: [16384]
   workload.dht.inserts: [%d]
+  # The IOTLB's lookups by kind of page (sweep.json: iotlb_by_kind).
+  machine.iommu.iotlb_by_kind: [true]%s
 # The hit rate is what the claims are about; the rate, what it costs.
 plot:
   x: machine.iommu.iotlb_entries
   y: [iotlb_hit_rate, inserts_per_second]
   log_x: true
-`, keysUniform, keysZipf, yamlInts(entries), inserts),
+`, keysUniform, keysZipf, yamlInts(entries), inserts, onlyAxis),
 		Claims: []Claim{
 			lruClaim(keysUniform, "random keys"),
 			lruClaim(keysZipf, "Zipf "+keysZipf+" pages"),
@@ -204,3 +219,89 @@ var (
 	iotlbReducedEntries = []int{16, 64}
 	iotlbReducedInserts = 40
 )
+
+// IOTLBOnly replaces 7c among figs by its variant in which only the pages
+// of kind use the IOTLB (aaemu paper 7c --iotlb-only table), at the sizes
+// of the full figure or, reduced, of the test suite's.
+func IOTLBOnly(figs []*Figure, kind string, reduced bool) ([]*Figure, error) {
+	if !slices.Contains(machine.PageKinds, kind) {
+		return nil, fmt.Errorf("--iotlb-only %q: want a kind of page: %s", kind, strings.Join(machine.PageKinds, ", "))
+	}
+	out := slices.Clone(figs)
+	found := false
+	for i, f := range out {
+		if f.Name != "7c" {
+			continue
+		}
+		found = true
+		if reduced {
+			out[i] = iotlbFigure(iotlbReducedEntries, iotlbReducedInserts, kind)
+		} else {
+			out[i] = iotlbFigure(iotlbEntries, iotlbInserts, kind)
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("--iotlb-only applies to figure 7c (aaemu paper 7c --iotlb-only %s)", kind)
+	}
+	return out, nil
+}
+
+// iotlbByKind is 7c's breakdown: at each size, the fully associative
+// IOTLB's hit rate on each kind of page under lru and random, and each
+// kind's share of the lookups, for each key stream.
+func iotlbByKind(rows []sweep.Row) string {
+	t := iotlbIndex(rows)
+	var b strings.Builder
+	for _, k := range []string{keysUniform, keysZipf} {
+		var kinds []string
+		for _, e := range t.entries {
+			for _, ev := range []string{"lru", "random"} {
+				if r, ok := t.rows[k+"/"+ev+"/0/"+e]; ok {
+					for _, x := range r.Result.IOTLBByKind {
+						if !slices.Contains(kinds, x.Kind) {
+							kinds = append(kinds, x.Kind)
+						}
+					}
+				}
+			}
+		}
+		if len(kinds) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "  IOTLB lookups by kind of page, fully associative, %s: hit rate lru / random (share of the lookups)\n", keyName(k))
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  entries\t%s\t\n", strings.Join(kinds, "\t"))
+		for _, e := range t.entries {
+			lru, ok1 := t.rows[k+"/lru/0/"+e]
+			rnd, ok2 := t.rows[k+"/random/0/"+e]
+			if !ok1 || !ok2 {
+				continue
+			}
+			cells := []string{e}
+			for _, kind := range kinds {
+				l, lt := kindOf(lru.Result, kind)
+				r, _ := kindOf(rnd.Result, kind)
+				cells = append(cells, fmt.Sprintf("%.1f / %.1f %% (%.0f %%)", 100*l.HitRate(), 100*r.HitRate(), 100*lt))
+			}
+			fmt.Fprintf(tw, "  %s\t\n", strings.Join(cells, "\t"))
+		}
+		tw.Flush()
+	}
+	return b.String()
+}
+
+// kindOf is a result's lookups of one kind, and their share of all.
+func kindOf(r workload.DHTResult, kind string) (workload.KindLookups, float64) {
+	var all uint64
+	var got workload.KindLookups
+	for _, x := range r.IOTLBByKind {
+		all += x.Hits + x.Misses
+		if x.Kind == kind {
+			got = x
+		}
+	}
+	if all == 0 {
+		return got, 0
+	}
+	return got, float64(got.Hits+got.Misses) / float64(all)
+}

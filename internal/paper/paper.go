@@ -41,6 +41,9 @@ type Figure struct {
 	// them.
 	Extra      func(dir string) error
 	ExtraFiles []string
+	// Notes, for a sweep figure, is a breakdown printed after its claims
+	// (7c's IOTLB lookups by kind of page); "" for none.
+	Notes func(rows []sweep.Row) string
 }
 
 // Claim is one qualitative statement of the paper and how to measure it.
@@ -110,7 +113,7 @@ func reducedFigures() []*Figure {
 	out := slices.Clone(figures)
 	for i, f := range out {
 		if f.Name == "7c" {
-			out[i] = iotlbFigure(iotlbReducedEntries, iotlbReducedInserts)
+			out[i] = iotlbFigure(iotlbReducedEntries, iotlbReducedInserts, "")
 		}
 	}
 	return out
@@ -308,7 +311,7 @@ plot:
 	},
 	scaleFigure("7a", 0.05, nil),
 	scaleFigure("7b", 0.25, nil),
-	iotlbFigure(iotlbEntries, iotlbInserts),
+	iotlbFigure(iotlbEntries, iotlbInserts, ""),
 }
 
 func init() {

@@ -240,7 +240,7 @@ func TestCustomCategories(t *testing.T) {
 // failure), associativity in the order a1, a2, a4, af (ways 0), and the
 // sweep parses into the full grid.
 func TestIOTLBClaims(t *testing.T) {
-	f := iotlbFigure([]int{16, 64}, 10)
+	f := iotlbFigure([]int{16, 64}, 10, "")
 	s, err := sweep.Parse("7c", []byte(f.Sweep), ".")
 	if err != nil {
 		t.Fatal(err)

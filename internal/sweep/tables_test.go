@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -111,7 +112,7 @@ func TestRunStreamInterrupted(t *testing.T) {
 		t.Fatalf("%d rows, complete %v", len(got.Rows), got.Complete)
 	}
 	for i, r := range got.Rows {
-		if r.Result != all[i].Result {
+		if !reflect.DeepEqual(r.Result, all[i].Result) {
 			t.Fatalf("row %d differs from the uninterrupted sweep's", i)
 		}
 	}
