@@ -124,7 +124,7 @@ type NIC struct {
 	NetIn  *sim.Chan[Frame]
 
 	req          *pcie.Requester
-	tags         map[uint16]dmaPurpose // what each outstanding DMA read is for
+	tags         []dmaPurpose // what each outstanding DMA read is for, by tag (busy)
 	atomicsByTag map[uint16]*atomicServe
 	qps          map[uint32]*qp
 	order        []uint32 // QPNs in creation order: deterministic iteration
@@ -132,7 +132,8 @@ type NIC struct {
 	// srd (srd.go): the reliable contexts, one per peer NIC this one has
 	// talked to, by peer and in creation order, and the limits they start
 	// with.
-	peers                      map[peerKey]*qp
+	srd                        bool // it has srd queues
+	peers                      peerTable
 	peerList                   []*qp
 	peerRetryCnt, peerRNRRetry int
 	// Scheduling (sched.go): every QP by creation index, the sets of those
@@ -213,6 +214,7 @@ const (
 )
 
 type dmaPurpose struct {
+	busy bool // its tag is in use
 	kind purposeKind
 	qp   *qp
 	w    *wqeState
@@ -232,7 +234,7 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	n := &NIC{spec: spec, name: name, tags: map[uint16]dmaPurpose{}, qps: map[uint32]*qp{}, atomicsByTag: map[uint16]*atomicServe{},
+	n := &NIC{spec: spec, name: name, qps: map[uint32]*qp{}, atomicsByTag: map[uint16]*atomicServe{},
 		tlpQ: pcie.NewOutbox(pcie.PacketClass), sram: SRAM{size: spec.SRAMBytes}}
 	n.u = clk.Add(name, n)
 	if schedCheck {
@@ -242,6 +244,7 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	if n.req, err = pcie.NewRequester(spec.ID, spec.TagBits); err != nil {
 		return nil, err
 	}
+	n.tags = make([]dmaPurpose, 1<<spec.TagBits)
 	st := n.u.Engine().Stats()
 	c := func(s, unit, desc string) *sim.Counter { return st.Counter(name+"."+s, unit, desc) }
 	n.stFrames = c("frames_out", "frames", "frames sent (requests, responses, ACKs, retransmissions)")
@@ -369,7 +372,7 @@ func (n *NIC) issueReads(chunks []pcie.Chunk, off int, p dmaPurpose) int {
 		pp := p
 		pp.off = p.off + off
 		pp.txn = n.u.Engine().NewTxn(p.txn.ID, "tlp.MRd", n.name)
-		n.tags[t.Tag] = pp
+		n.setTag(t.Tag, pp)
 		n.sendTLP(t, pp.txn)
 		off += c.N
 	}
@@ -507,13 +510,28 @@ func (n *NIC) doorbell(p *pcie.Packet, now sim.Tick) {
 		return
 	}
 	q.sqTail = v
-	q.doorbells = append(q.doorbells, doorbell{tail: q.sqTail, txn: p.Txn})
+	q.ring(q.sqTail, p.Txn)
+}
+
+// setTag records what the read with tag is for.
+func (n *NIC) setTag(tag uint16, p dmaPurpose) {
+	p.busy = true
+	n.tags[tag] = p
+}
+
+// tag is what the read with tag is for: false if no read has it.
+func (n *NIC) tag(tag uint16) (dmaPurpose, bool) {
+	if int(tag) >= len(n.tags) {
+		return dmaPurpose{}, false
+	}
+	p := n.tags[tag]
+	return p, p.busy
 }
 
 // fromCompletion takes a completion of one of the NIC's DMA reads.
 func (n *NIC) fromCompletion(p *pcie.Packet, now sim.Tick) {
 	t := &p.TLP
-	purpose, ok := n.tags[t.Tag]
+	purpose, ok := n.tag(t.Tag)
 	done, data, err := n.req.Complete(t)
 	if !ok || (err != nil && !done) {
 		return // unexpected completion: dropped
@@ -522,14 +540,14 @@ func (n *NIC) fromCompletion(p *pcie.Packet, now sim.Tick) {
 		n.activate(purpose.qp)
 	}
 	if purpose.kind == serveAtomic {
-		delete(n.tags, t.Tag)
+		n.tags[t.Tag] = dmaPurpose{}
 		n.atomicDone(purpose, t, err, now)
 		return
 	}
 	if !done {
 		return
 	}
-	delete(n.tags, t.Tag)
+	n.tags[t.Tag] = dmaPurpose{}
 	switch purpose.kind {
 	case fetchWQE:
 		purpose.qp.wqeFetched(data, err, purpose.txn, now)

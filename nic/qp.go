@@ -27,7 +27,8 @@ type qp struct {
 
 	// Requester.
 	sqHead, sqTail uint64
-	doorbells      []doorbell // doorbells whose work requests are not all fetched
+	doorbells      []doorbell // doorbells whose work requests are not all fetched: doorbells[dbHead:]
+	dbHead         int
 	fetching       bool
 	wqes           []*wqeState // fetched and not yet completed, in order
 	nextPSN        uint32
@@ -84,15 +85,25 @@ type doorbell struct {
 
 // doorbellOf is the doorbell that published work request i.
 func (q *qp) doorbellOf(i uint64) sim.Txn {
-	k := 0
+	k := q.dbHead
 	for k < len(q.doorbells) && q.doorbells[k].tail <= i {
 		k++
 	}
-	q.doorbells = slices.Delete(q.doorbells, 0, k)
-	if len(q.doorbells) == 0 {
+	if k == len(q.doorbells) {
+		q.doorbells, q.dbHead = q.doorbells[:0], 0
 		return sim.Txn{}
 	}
-	return q.doorbells[0].txn
+	q.dbHead = k // the fetched ones stay behind the head until a ring compacts them
+	return q.doorbells[k].txn
+}
+
+// ring records a doorbell that published the work requests up to tail.
+func (q *qp) ring(tail uint64, txn sim.Txn) {
+	if q.dbHead > 0 && q.dbHead >= len(q.doorbells)/2 {
+		n := copy(q.doorbells, q.doorbells[q.dbHead:])
+		q.doorbells, q.dbHead = q.doorbells[:n], 0
+	}
+	q.doorbells = append(q.doorbells, doorbell{tail: tail, txn: txn})
 }
 
 type wqeState struct {
@@ -554,7 +565,7 @@ func (n *NIC) fromNet(f *Frame, now sim.Tick) {
 	q := n.qps[p.DestQP]
 	// srd: answers to a context, requests to a queue, or to no queue of a
 	// NIC with srd queues (a SEND to it fails at the responder).
-	if p.DestQP == SRDPeerQPN || q != nil && q.kind == srdQueue || q == nil && n.peers != nil {
+	if p.DestQP == SRDPeerQPN || q != nil && q.kind == srdQueue || q == nil && n.srd {
 		n.fromNetSRD(f, now)
 		return
 	}
@@ -862,7 +873,7 @@ func (q *qp) issueAtomic(a *atomicServe) {
 		return
 	}
 	a.issued = true
-	n.tags[t.Tag] = dmaPurpose{kind: serveAtomic, qp: q}
+	n.setTag(t.Tag, dmaPurpose{kind: serveAtomic, qp: q})
 	n.atomicsByTag[t.Tag] = a
 	n.sendTLP(t, n.u.Engine().NewTxn(a.cause, "tlp."+t.Kind.String(), n.name))
 }

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,11 @@ var scaleNodes = []int{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 // scalePartitions is the goroutines the nodes run on (-scale.partitions;
 // default: the host's cores).
 var scalePartitions = flag.Int("scale.partitions", runtime.NumCPU(), "BenchmarkDHTScale: goroutines the nodes run on")
+
+// scaleHeapProfile, if set, is where each size writes a heap profile of
+// its live cluster after the run (-scale.heapprofile; the size is added
+// to the name): what a node holds, by allocation site.
+var scaleHeapProfile = flag.String("scale.heapprofile", "", "BenchmarkDHTScale: write the live cluster's heap profile to this file (.N added)")
 
 // scaleRow is one size's measurement.
 type scaleRow struct {
@@ -106,6 +113,18 @@ func runDHTScale(b *testing.B, nodes int) scaleRow {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	if *scaleHeapProfile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", *scaleHeapProfile, nodes))
+		if err == nil {
+			err = pprof.WriteHeapProfile(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 	c.Close() // the processes are still running: free them for the next size
 	return scaleRow{nodes: nodes, wall: wall, events: e.World().UnitTicks(), heapMB: float64(ms.HeapAlloc) / (1 << 20), puts: puts, built: built, partitions: *scalePartitions}
 }
