@@ -12,27 +12,41 @@ import (
 // entries reaped before a Wait asked for them.
 //
 // A queue's work-request ids are its send queue's producer index at
-// posting, 0, 1, 2, …, so the record is a window of consecutive ids,
-// indexed by id minus the window's first, not a map: posting appends,
-// taking the oldest advances the window. Completions come back in
+// posting, 0, 1, 2, …, so the record is a window of consecutive ids in a
+// ring (a power of two long, as long as the window ever was), indexed by
+// id minus the window's first, not a map: posting appends, taking the
+// oldest advances the window. Completions come back in
 // posting order per destination only, so a few may be taken late; one
 // reaped but never taken (a put nobody waits for) would hold the window
 // open, and is moved out of it, into a map of stragglers, once the window
 // is more than twice the send queue long. A work request not yet reaped
 // is never that far behind: the send queue holds at most Size of them.
 type WorkRequests struct {
-	first uint64    // id of win[head]
-	win   []wrEntry // ids first … first+len(win)-head-1 (win[:head] is spent)
+	first uint64    // id of ring[head]
+	ring  []wrEntry // ids first … first+n-1 from ring[head] on, wrapping
 	head  int
+	n     int
 	late  map[uint64]wrEntry // reaped and not taken, behind the window
 	keep  int                // the window's length before stragglers move out
 	open  int                // recorded and not taken
 }
 
+// wrEntry is a work request's record: its completion entry without the
+// id (which its place says), in 32 bytes, since a 1,024-node run holds
+// millions.
 type wrEntry struct {
-	cqe   nic.CQE
-	dst   int32
-	state uint8
+	value, seq     uint64
+	status, length uint32
+	dst            int32
+	state          uint8
+}
+
+func (e *wrEntry) setCQE(c nic.CQE) {
+	e.value, e.seq, e.status, e.length = c.Value, c.Seq, c.Status, c.Length
+}
+
+func (e *wrEntry) cqe(id uint64) nic.CQE {
+	return nic.CQE{WRID: id, Status: e.status, Length: e.length, Value: e.value, Seq: e.seq}
 }
 
 // The states of a work request in the record.
@@ -47,50 +61,51 @@ func newWorkRequests(sqSize int) WorkRequests { return WorkRequests{keep: 2 * ma
 // Post records work request id (the next id: the queue's producer index)
 // to node dst.
 func (r *WorkRequests) Post(id uint64, dst int) {
-	if r.len() == 0 {
-		r.win, r.head, r.first = r.win[:0], 0, id
+	if r.n == 0 {
+		r.first = id
 	}
-	if id != r.first+uint64(r.len()) {
+	if id != r.first+uint64(r.n) {
 		panic("machine: work requests posted out of order")
 	}
-	if r.head > 0 && r.head >= len(r.win)/2 {
-		// Compact: the spent half makes room without growing.
-		n := copy(r.win, r.win[r.head:])
-		r.win, r.head = r.win[:n], 0
-	}
-	r.win = append(r.win, wrEntry{dst: int32(dst)})
-	r.open++
-	for r.len() > r.keep && r.win[r.head].state == wrReaped {
+	for r.n >= r.keep && r.ring[r.head].state == wrReaped {
 		if r.late == nil {
 			r.late = map[uint64]wrEntry{}
 		}
-		r.late[r.first] = r.win[r.head]
+		r.late[r.first] = r.ring[r.head]
 		r.advance()
 	}
+	if r.n == len(r.ring) {
+		grown := make([]wrEntry, max(8, 2*len(r.ring)))
+		for k := 0; k < r.n; k++ {
+			grown[k] = r.ring[(r.head+k)&(len(r.ring)-1)]
+		}
+		r.ring, r.head = grown, 0
+	}
+	r.ring[(r.head+r.n)&(len(r.ring)-1)] = wrEntry{dst: int32(dst)}
+	r.n++
+	r.open++
 }
 
-func (r *WorkRequests) len() int { return len(r.win) - r.head }
+func (r *WorkRequests) len() int { return r.n }
 
 // at is id's entry in the window, or nil.
 func (r *WorkRequests) at(id uint64) *wrEntry {
-	if id < r.first || id-r.first >= uint64(r.len()) {
+	if id < r.first || id-r.first >= uint64(r.n) {
 		return nil
 	}
-	return &r.win[r.head+int(id-r.first)]
+	return &r.ring[(r.head+int(id-r.first))&(len(r.ring)-1)]
 }
 
 // advance drops the window's first entry.
 func (r *WorkRequests) advance() {
-	r.head++
+	r.head = (r.head + 1) & (len(r.ring) - 1)
 	r.first++
-	if r.head == len(r.win) {
-		r.win, r.head = r.win[:0], 0
-	}
+	r.n--
 }
 
 // trim drops the taken entries at the front of the window.
 func (r *WorkRequests) trim() {
-	for r.len() > 0 && r.win[r.head].state == wrTaken {
+	for r.n > 0 && r.ring[r.head].state == wrTaken {
 		r.advance()
 	}
 }
@@ -107,19 +122,22 @@ func (r *WorkRequests) Reaped(cqe nic.CQE) int {
 			r.late = map[uint64]wrEntry{}
 		}
 		if e != nil && e.state == wrReaped {
-			e.cqe = cqe
+			e.setCQE(cqe)
 			return int(e.dst)
 		}
 		if old, ok := r.late[cqe.WRID]; ok {
-			old.cqe = cqe
+			old.setCQE(cqe)
 			r.late[cqe.WRID] = old
 			return int(old.dst)
 		}
-		r.late[cqe.WRID] = wrEntry{cqe: cqe, dst: -1, state: wrReaped}
+		x := wrEntry{dst: -1, state: wrReaped}
+		x.setCQE(cqe)
+		r.late[cqe.WRID] = x
 		r.open++
 		return -1
 	}
-	e.cqe, e.state = cqe, wrReaped
+	e.setCQE(cqe)
+	e.state = wrReaped
 	return int(e.dst)
 }
 
@@ -146,9 +164,9 @@ func (r *WorkRequests) Take(id uint64) nic.CQE {
 		if e.state == wrTaken {
 			return nic.CQE{}
 		}
-		cqe := e.cqe
-		if e.state != wrReaped {
-			cqe = nic.CQE{}
+		var cqe nic.CQE
+		if e.state == wrReaped {
+			cqe = e.cqe(id)
 		}
 		e.state = wrTaken
 		r.open--
@@ -158,7 +176,7 @@ func (r *WorkRequests) Take(id uint64) nic.CQE {
 	if e, ok := r.late[id]; ok {
 		delete(r.late, id)
 		r.open--
-		return e.cqe
+		return e.cqe(id)
 	}
 	return nic.CQE{}
 }
@@ -166,9 +184,9 @@ func (r *WorkRequests) Take(id uint64) nic.CQE {
 // TakeReaped forgets every work request whose completion was reaped and
 // not taken (the rc Flush: it took them all).
 func (r *WorkRequests) TakeReaped() {
-	for i := r.head; i < len(r.win); i++ {
-		if r.win[i].state == wrReaped {
-			r.win[i].state = wrTaken
+	for k := 0; k < r.n; k++ {
+		if e := &r.ring[(r.head+k)&(len(r.ring)-1)]; e.state == wrReaped {
+			e.state = wrTaken
 			r.open--
 		}
 	}
@@ -180,16 +198,16 @@ func (r *WorkRequests) TakeReaped() {
 // Outstanding returns the id of a work request to dst whose completion has
 // not been reaped, from id from on: ok false if there is none.
 func (r *WorkRequests) Outstanding(dst int, from uint64) (id uint64, ok bool) {
-	i := 0
+	k := 0
 	if from > r.first {
-		if from-r.first >= uint64(r.len()) {
+		if from-r.first >= uint64(r.n) {
 			return 0, false
 		}
-		i = int(from - r.first)
+		k = int(from - r.first)
 	}
-	for ; r.head+i < len(r.win); i++ {
-		if e := &r.win[r.head+i]; e.state == wrPosted && int(e.dst) == dst {
-			return r.first + uint64(i), true
+	for ; k < r.n; k++ {
+		if e := &r.ring[(r.head+k)&(len(r.ring)-1)]; e.state == wrPosted && int(e.dst) == dst {
+			return r.first + uint64(k), true
 		}
 	}
 	return 0, false
@@ -199,9 +217,9 @@ func (r *WorkRequests) Outstanding(dst int, from uint64) (id uint64, ok bool) {
 // were reaped and not taken.
 func (r *WorkRequests) ReapedTo(dst int) []uint64 {
 	var ids []uint64
-	for i := r.head; i < len(r.win); i++ {
-		if e := &r.win[i]; e.state == wrReaped && int(e.dst) == dst {
-			ids = append(ids, r.first+uint64(i-r.head))
+	for k := 0; k < r.n; k++ {
+		if e := &r.ring[(r.head+k)&(len(r.ring)-1)]; e.state == wrReaped && int(e.dst) == dst {
+			ids = append(ids, r.first+uint64(k))
 		}
 	}
 	if len(r.late) > 0 {

@@ -133,6 +133,8 @@ type NIC struct {
 	// talked to, by peer and in creation order, and the limits they start
 	// with.
 	srd                        bool // it has srd queues
+	spareSent                  spares[sentPkt]
+	spareResp                  spares[Frame]
 	peers                      peerTable
 	peerList                   []*qp
 	peerRetryCnt, peerRNRRetry int
@@ -391,6 +393,9 @@ func (n *NIC) send(q *qp, f Frame) {
 	if len(q.resp) == 0 {
 		n.respQPs = append(n.respQPs, q)
 	}
+	if q.resp == nil {
+		q.resp = n.spareResp.get()
+	}
 	q.resp = append(q.resp, f)
 }
 
@@ -453,6 +458,9 @@ func (n *NIC) Tick(now sim.Tick) bool {
 			n.respQPs = slices.Delete(n.respQPs, 0, 1)
 			if len(q.resp) > 0 {
 				n.respQPs = append(n.respQPs, q)
+			} else {
+				n.spareResp.put(q.resp)
+				q.resp = nil
 			}
 			n.stFrames.Inc()
 		} else if q := n.nextRequester(); q != nil {

@@ -27,8 +27,8 @@ type qp struct {
 
 	// Requester.
 	sqHead, sqTail uint64
-	doorbells      []doorbell // doorbells whose work requests are not all fetched: doorbells[dbHead:]
-	dbHead         int
+	doorbells      []doorbell // doorbells whose work requests are not all fetched: a ring, dbLen from dbHead
+	dbHead, dbLen  int
 	fetching       bool
 	wqes           []*wqeState // fetched and not yet completed, in order
 	nextPSN        uint32
@@ -85,25 +85,30 @@ type doorbell struct {
 
 // doorbellOf is the doorbell that published work request i.
 func (q *qp) doorbellOf(i uint64) sim.Txn {
-	k := q.dbHead
-	for k < len(q.doorbells) && q.doorbells[k].tail <= i {
-		k++
+	mask := len(q.doorbells) - 1
+	for q.dbLen > 0 && q.doorbells[q.dbHead].tail <= i {
+		q.dbHead = (q.dbHead + 1) & mask
+		q.dbLen--
 	}
-	if k == len(q.doorbells) {
-		q.doorbells, q.dbHead = q.doorbells[:0], 0
+	if q.dbLen == 0 {
 		return sim.Txn{}
 	}
-	q.dbHead = k // the fetched ones stay behind the head until a ring compacts them
-	return q.doorbells[k].txn
+	return q.doorbells[q.dbHead].txn
 }
 
 // ring records a doorbell that published the work requests up to tail.
+// The doorbells wait in a ring of a power of two, as many as were ever
+// waiting at once: no slack beyond that.
 func (q *qp) ring(tail uint64, txn sim.Txn) {
-	if q.dbHead > 0 && q.dbHead >= len(q.doorbells)/2 {
-		n := copy(q.doorbells, q.doorbells[q.dbHead:])
-		q.doorbells, q.dbHead = q.doorbells[:n], 0
+	if q.dbLen == len(q.doorbells) {
+		grown := make([]doorbell, max(4, 2*len(q.doorbells)))
+		for k := 0; k < q.dbLen; k++ {
+			grown[k] = q.doorbells[(q.dbHead+k)&(len(q.doorbells)-1)]
+		}
+		q.doorbells, q.dbHead = grown, 0
 	}
-	q.doorbells = append(q.doorbells, doorbell{tail: tail, txn: txn})
+	q.doorbells[(q.dbHead+q.dbLen)&(len(q.doorbells)-1)] = doorbell{tail: tail, txn: txn}
+	q.dbLen++
 }
 
 type wqeState struct {
@@ -334,6 +339,9 @@ func (q *qp) packetize(w *wqeState) {
 		if q.kind == srdPeer {
 			f.Packet.DestQP, f.SrcPort = w.w.DstQPN&0xffffff, srcPort(w.sq.cfg.QPN)
 		}
+		if q.sent == nil {
+			q.sent = n.spareSent.get()
+		}
 		q.sent = append(q.sent, sentPkt{psn: p.PSN, f: f, w: w})
 	}
 	switch w.w.Opcode {
@@ -497,6 +505,10 @@ func (q *qp) ackThrough(psn uint32, now sim.Tick) {
 		return
 	}
 	q.sent = slices.Delete(q.sent, 0, k)
+	if len(q.sent) == 0 {
+		q.n.spareSent.put(q.sent)
+		q.sent = nil
+	}
 	q.txPos = max(q.txPos-k, 0)
 	q.progressed(now)
 	q.completeInOrder()
@@ -980,4 +992,27 @@ func (r *readResp) serve(cause sim.Txn) {
 	}
 	r.to = to
 	r.issued = r.to >= r.n
+}
+
+// spares keeps the emptied backing arrays of the QPs' per-packet lists
+// (frames to acknowledge, frames to send) for the next QP that needs one:
+// an srd NIC has a context per peer, and each kept the array of its
+// busiest moment, which at a thousand peers was most of a NIC's memory.
+type spares[T any] struct{ free [][]T }
+
+// get is an empty list with room, or nil.
+func (s *spares[T]) get() []T {
+	if len(s.free) == 0 {
+		return nil
+	}
+	l := s.free[len(s.free)-1]
+	s.free = s.free[:len(s.free)-1]
+	return l
+}
+
+// put keeps l's array (l is empty: its elements were cleared).
+func (s *spares[T]) put(l []T) {
+	if cap(l) > 0 {
+		s.free = append(s.free, l[:0])
+	}
 }

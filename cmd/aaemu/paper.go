@@ -33,7 +33,7 @@ import (
 func newPaperCmd() *cobra.Command {
 	var out, scenarioFile, machineName, fragment, matching, bulk, iommuMode, runs string
 	var jobs, partitions, maxNodes, fragments int
-	var list, reduced, resume bool
+	var list, reduced, resume, checkPolls bool
 	cmd := &cobra.Command{
 		Use:   "paper [PAPER] [FIGURE...]",
 		Short: "Run the sweeps of a paper's figures and check its claims (the Active Access paper by default)",
@@ -173,12 +173,14 @@ fewer than 32 cores is taken the same way.`,
 				}
 				sel.runs = re
 			}
+			paper.CheckEveryPoll = checkPolls
 			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), pp, figs, out, jobs, partitions, sel)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/paper", "output directory")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
 	partitionsFlag(cmd.Flags(), &partitions, 1) // the points already fill the cores
+	checkPollsFlag(cmd.Flags(), &checkPolls)
 	cmd.Flags().BoolVar(&list, "list", false, "list the papers and their figures")
 	cmd.Flags().BoolVar(&resume, "resume", false, "keep the points of each figure's points.csv in the output directory and run only the experiments it lacks (figures with points.csv)")
 	cmd.Flags().StringVar(&runs, "runs", "", "run only the experiments whose label matches this regular expression (figures with points.csv; their claims are checked when every point is there)")
@@ -446,7 +448,7 @@ func runSweepFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Figu
 		outs.abandon()
 		return err
 	}
-	s.Partitions = paper.Partitions
+	s.Partitions, s.CheckEveryPoll = paper.Partitions, paper.CheckEveryPoll
 	dir := filepath.Join(out, "fig"+f.Name)
 	rows, plots, wall, err := runAndWrite(ctx, stderr, s, "figure "+f.Name, dir, "fig"+f.Name, jobs, outs)
 	if err != nil {
