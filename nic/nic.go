@@ -132,7 +132,10 @@ type NIC struct {
 	// srd (srd.go): the reliable contexts, one per peer NIC this one has
 	// talked to, by peer and in creation order, and the limits they start
 	// with.
-	srd                        bool // it has srd queues
+	srd                        bool   // it has srd queues
+	peerHost                   qpHost // the peer contexts' rings: none, always zero
+	self                       roce.Endpoint
+	selfOf                     [2]int // the node and NIC self is of
 	spareSent                  spares[sentPkt]
 	spareResp                  spares[Frame]
 	peers                      peerTable
@@ -282,7 +285,7 @@ func (n *NIC) CreateQP(c QPConfig) error {
 	if c.SQSize < 1 || c.CQSize < 1 {
 		return fmt.Errorf("%s: QP %d needs a send and a completion queue", n.name, c.QPN)
 	}
-	q := &qp{cfg: c, n: n, idx: n.created, retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
+	q := &qp{cfg: c, n: n, qpHost: &qpHost{}, idx: n.created, retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
 	n.created++
 	n.addQP(q)
 	n.qps[c.QPN] = q
@@ -305,7 +308,17 @@ func (n *NIC) pendingWQEs() int {
 	return t
 }
 
-func (n *NIC) endpoint(node, nic int) roce.Endpoint { return roce.NodeEndpoint(node, nic) }
+func (n *NIC) endpoint(node, nic int) roce.Endpoint {
+	if node == n.spec.Node && nic == n.spec.Index {
+		// Its own, on every frame it sends: made once, its addresses
+		// shared by the frames (nothing writes into a frame's).
+		if n.self.MAC == nil || n.selfOf != [2]int{node, nic} {
+			n.self, n.selfOf = roce.NodeEndpoint(node, nic), [2]int{node, nic}
+		}
+		return n.self
+	}
+	return roce.NodeEndpoint(node, nic)
+}
 
 // sendTLP queues a TLP for the host.
 func (n *NIC) sendTLP(t tlp.TLP, tx sim.Txn) {

@@ -25,18 +25,18 @@ type qp struct {
 	resp             []Frame // ACKs and responses to send, in order (NIC.respQPs takes turns)
 	npk              int     // leading wqes that have their packets (so their payload too)
 
+	// The rings in host memory: a connected QP's and an srd queue's own;
+	// the srd peer contexts, which have none, share their NIC's zero one
+	// (a thousand peers would each carry it).
+	*qpHost
+
 	// Requester.
-	sqHead, sqTail uint64
-	doorbells      []doorbell // doorbells whose work requests are not all fetched: a ring, dbLen from dbHead
-	dbHead, dbLen  int
-	fetching       bool
-	wqes           []*wqeState // fetched and not yet completed, in order
-	nextPSN        uint32
-	ackedPSN       uint32    // every PSN before this one is acknowledged
-	sent           []sentPkt // packets with PSNs, not acknowledged, in PSN order
-	txPos          int       // next packet of sent to put on the wire
-	deadlineAt     sim.Tick  // retransmission timer (0: off)
-	cqTail         uint64
+	wqes       []*wqeState // fetched and not yet completed, in order
+	nextPSN    uint32
+	ackedPSN   uint32    // every PSN before this one is acknowledged
+	sent       []sentPkt // packets with PSNs, not acknowledged, in PSN order
+	txPos      int       // next packet of sent to put on the wire
+	deadlineAt sim.Tick  // retransmission timer (0: off)
 
 	// Responder.
 	expPSN   uint32
@@ -48,21 +48,13 @@ type qp struct {
 	nakSent  bool
 
 	// Receive queue (SEND).
-	rqHead, rqTail uint64 // receive requests fetched, posted
-	rqFetching     bool
-	rwqes          []rwqe // fetched, not yet filled
-	sendOff        uint64 // bytes of the current SEND message received
-	rcqTail        uint64
-	rcq            *cq      // a shared receive CQ (SetRecvCQ), instead of the ring at RCQBase
-	rnrUntil       sim.Tick // requester: the peer had no receive buffer; wait
+	sendOff  uint64   // bytes of the current SEND message received
+	rnrUntil sim.Tick // requester: the peer had no receive buffer; wait
 
-	// srd (srd.go). A queue: its work requests fetched and not yet
-	// completed (they wait in the peer contexts). A peer context: the SEND
-	// message being received, with the receive request it took from its
-	// destination queue.
-	outstanding int
-	recvQ       *qp
-	recvR       rwqe
+	// srd (srd.go). A peer context: the SEND message being received, with
+	// the receive request it took from its destination queue.
+	recvQ *qp
+	recvR rwqe
 
 	// Retries (retry.go).
 	state                   QPState
@@ -72,6 +64,28 @@ type qp struct {
 	timeouts, retransmitted uint64
 }
 
+// qpHost is a QP's state of its rings in host memory: the send queue's
+// indices and doorbells, the completion queues' tails, the receive queue.
+type qpHost struct {
+	// Send queue.
+	sqHead, sqTail uint64
+	doorbells      []doorbell // doorbells whose work requests are not all fetched: a ring, dbLen from dbHead
+	dbHead, dbLen  int
+	fetching       bool
+	cqTail         uint64
+
+	// Receive queue (SEND).
+	rqFetching     bool
+	rqHead, rqTail uint64 // receive requests fetched, posted
+	rwqes          []rwqe // fetched, not yet filled
+	rcqTail        uint64
+	rcq            *cq // a shared receive CQ (SetRecvCQ), instead of the ring at RCQBase
+
+	// An srd queue: its work requests fetched and not yet completed
+	// (they wait in the peer contexts).
+	outstanding int
+}
+
 type rwqe struct {
 	index uint64
 	addr  uint64
@@ -79,11 +93,12 @@ type rwqe struct {
 }
 
 type doorbell struct {
-	tail uint64 // the producer index it published
-	txn  sim.Txn
+	tail uint64    // the producer index it published
+	id   sim.TxnID // its transaction: the cause of the fetches of its work requests
 }
 
-// doorbellOf is the doorbell that published work request i.
+// doorbellOf is the doorbell that published work request i (its
+// transaction's id only: what the fetch names as its cause).
 func (q *qp) doorbellOf(i uint64) sim.Txn {
 	mask := len(q.doorbells) - 1
 	for q.dbLen > 0 && q.doorbells[q.dbHead].tail <= i {
@@ -93,7 +108,7 @@ func (q *qp) doorbellOf(i uint64) sim.Txn {
 	if q.dbLen == 0 {
 		return sim.Txn{}
 	}
-	return q.doorbells[q.dbHead].txn
+	return sim.Txn{ID: q.doorbells[q.dbHead].id}
 }
 
 // ring records a doorbell that published the work requests up to tail.
@@ -107,7 +122,7 @@ func (q *qp) ring(tail uint64, txn sim.Txn) {
 		}
 		q.doorbells, q.dbHead = grown, 0
 	}
-	q.doorbells[(q.dbHead+q.dbLen)&(len(q.doorbells)-1)] = doorbell{tail: tail, txn: txn}
+	q.doorbells[(q.dbHead+q.dbLen)&(len(q.doorbells)-1)] = doorbell{tail: tail, id: txn.ID}
 	q.dbLen++
 }
 

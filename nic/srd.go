@@ -130,7 +130,7 @@ func (n *NIC) CreateQueue(c QueueConfig) error {
 	if c.SQSize < 1 || c.CQSize < 1 {
 		return fmt.Errorf("%s: queue %d needs a send and a completion queue", n.name, c.QPN)
 	}
-	q := &qp{cfg: QPConfig{QPN: c.QPN, RemoteNode: -1, SQBase: c.SQBase, SQSize: c.SQSize, CQBase: c.CQBase, CQSize: c.CQSize,
+	q := &qp{qpHost: &qpHost{}, cfg: QPConfig{QPN: c.QPN, RemoteNode: -1, SQBase: c.SQBase, SQSize: c.SQSize, CQBase: c.CQBase, CQSize: c.CQSize,
 		RQBase: c.RQBase, RQSize: c.RQSize, RCQBase: c.RCQBase}, n: n, kind: srdQueue, idx: n.created}
 	n.created++
 	n.addQP(q)
@@ -174,7 +174,7 @@ func (n *NIC) peer(node, nic int) *qp {
 	if q := n.peers.get(node, nic); q != nil {
 		return q
 	}
-	q := &qp{cfg: QPConfig{QPN: SRDPeerQPN, RemoteNode: node, RemoteNIC: nic, RemoteQPN: SRDPeerQPN}, n: n, kind: srdPeer,
+	q := &qp{cfg: QPConfig{QPN: SRDPeerQPN, RemoteNode: node, RemoteNIC: nic, RemoteQPN: SRDPeerQPN}, n: n, kind: srdPeer, qpHost: &n.peerHost,
 		idx: n.created, retryCnt: n.peerRetryCnt, rnrRetry: n.peerRNRRetry}
 	n.created++
 	n.addQP(q)
