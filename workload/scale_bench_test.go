@@ -34,6 +34,8 @@ type scaleRow struct {
 	wall       time.Duration // per simulated millisecond
 	events     uint64        // block evaluations
 	heapMB     float64
+	stackMB    float64 // the goroutines' stacks (the processes' coroutines): not in the heap
+	sysMB      float64 // all the runtime holds from the system
 	puts       uint64 // puts completed (their completion entries written)
 	built      time.Duration
 	partitions int
@@ -61,6 +63,8 @@ func BenchmarkDHTScale(b *testing.B) {
 			b.ReportMetric(float64(r.wall.Nanoseconds()), "ns/sim-ms")
 			b.ReportMetric(float64(r.events)/r.wall.Seconds(), "events/s")
 			b.ReportMetric(r.heapMB, "heap-MB")
+			b.ReportMetric(r.stackMB, "stack-MB")
+			b.ReportMetric(r.sysMB, "sys-MB")
 			b.ReportMetric(float64(r.puts), "puts/sim-ms")
 			b.ReportMetric(float64(r.events), "evals")
 			rows = append(rows, r)
@@ -126,7 +130,7 @@ func runDHTScale(b *testing.B, nodes int) scaleRow {
 		}
 	}
 	c.Close() // the processes are still running: free them for the next size
-	return scaleRow{nodes: nodes, wall: wall, events: e.World().UnitTicks(), heapMB: float64(ms.HeapAlloc) / (1 << 20), puts: puts, built: built, partitions: *scalePartitions}
+	return scaleRow{nodes: nodes, wall: wall, events: e.World().UnitTicks(), heapMB: float64(ms.HeapAlloc) / (1 << 20), stackMB: float64(ms.StackInuse) / (1 << 20), sysMB: float64(ms.Sys) / (1 << 20), puts: puts, built: built, partitions: *scalePartitions}
 }
 
 // scaleTable formats the rows with the growth exponent of wall time in N.
