@@ -36,7 +36,7 @@ type scaleRow struct {
 	heapMB     float64
 	stackMB    float64 // the goroutines' stacks (the processes' coroutines): not in the heap
 	sysMB      float64 // all the runtime holds from the system
-	puts       uint64 // puts completed (their completion entries written)
+	puts       uint64  // puts completed (their completion entries written)
 	built      time.Duration
 	partitions int
 }
