@@ -76,7 +76,7 @@ func (m *IOMMU) begin(pi int, pkt *pcie.Packet, now sim.Tick) (*job, bool) {
 }
 
 // releaseJob returns a job whose TLP is done to the free list: a steady
-// stream of writes allocates no jobs.
+// stream of writes and reads allocates no jobs.
 func (m *IOMMU) releaseJob(j *job) {
 	*j = job{}
 	m.freeJobs = append(m.freeJobs, j)
@@ -387,6 +387,7 @@ func (m *IOMMU) commit(now sim.Tick) {
 			req := *t
 			req.Addr = j.tr.pa &^ 3
 			m.memOut.Push(memory.Req{Txn: j.p.Txn, Kind: memory.DeviceRead, TLP: req})
+			m.releaseJob(j) // a read's job ends here: its completions come back by tag
 		}
 		m.commitQ[k] = nil
 		k++

@@ -24,7 +24,7 @@ const (
 // destination: each work request names its destination node, and the
 // destination queue of a SEND (the peer core's queue, which has the same
 // QPN), in the WQE. Completions then come in posting order per destination
-// only; WRDst and Pending let the verbs match them by wr_id.
+// only; WRs lets the verbs match them by wr_id.
 type QP struct {
 	QPN          uint32
 	Rail         int    // the NIC of the node it is on (Spec.NICs)
@@ -39,11 +39,11 @@ type QP struct {
 	RCQBase      uint64
 	RQPosted     uint64
 	RQDone       uint64
-	Results      map[uint64]nic.CQE // completions reaped before their Wait, by WRID
+	// WRs are the work requests posted and not yet taken by a Wait, Test
+	// or Flush: their destinations, and their completions once reaped.
+	WRs WorkRequests
 
-	SRD     bool           // the core's srd queue, for every destination
-	WRDst   map[uint64]int // srd: the destination of each work request until its completion is taken
-	Pending map[int]int    // srd: work requests posted and not yet reaped, by destination
+	SRD bool // the core's srd queue, for every destination
 }
 
 // QP returns the node's queue pair towards node dst for core k on NIC 0,
@@ -89,7 +89,7 @@ func (c *Cluster) connect(a, b *Node, rail int) error {
 func (c *Cluster) qpn(peer, core int) uint32 { return uint32(0x100 + peer*c.Spec.Cores + core) }
 
 func (c *Cluster) connectQP(a, b *Node, rail, core int) error {
-	h := &QP{QPN: c.qpn(b.ID, core), Rail: rail, Size: c.Spec.SQSize, Results: map[uint64]nic.CQE{}}
+	h := &QP{QPN: c.qpn(b.ID, core), Rail: rail, Size: c.Spec.SQSize, WRs: newWorkRequests(c.Spec.SQSize)}
 	if err := c.rings(a, h); err != nil {
 		return err
 	}
@@ -104,8 +104,7 @@ func (c *Cluster) connectQP(a, b *Node, rail, core int) error {
 func (c *Cluster) createQueues(a *Node, rail int) error {
 	a.queues = append(a.queues, nil)
 	for k := 0; k < c.Spec.Cores; k++ {
-		h := &QP{QPN: uint32(0x100 + k), Rail: rail, Size: c.Spec.SQSize, Results: map[uint64]nic.CQE{},
-			SRD: true, WRDst: map[uint64]int{}, Pending: map[int]int{}}
+		h := &QP{QPN: uint32(0x100 + k), Rail: rail, Size: c.Spec.SQSize, WRs: newWorkRequests(c.Spec.SQSize), SRD: true}
 		if err := c.rings(a, h); err != nil {
 			return err
 		}

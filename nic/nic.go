@@ -132,7 +132,7 @@ type NIC struct {
 	NetIn  *sim.Chan[Frame]
 
 	req          *pcie.Requester
-	tags         map[uint16]dmaPurpose // what each outstanding DMA read is for
+	tags         []dmaPurpose // what each outstanding DMA read is for, by tag (busy)
 	atomicsByTag map[uint16]*atomicServe
 	qps          map[uint32]*qp
 	order        []uint32 // QPNs in creation order: deterministic iteration
@@ -140,7 +140,13 @@ type NIC struct {
 	// srd (srd.go): the reliable contexts, one per peer NIC this one has
 	// talked to, by peer and in creation order, and the limits they start
 	// with.
-	peers                      map[peerKey]*qp
+	srd                        bool   // it has srd queues
+	peerHost                   qpHost // the peer contexts' rings: none, always zero
+	self                       roce.Endpoint
+	selfOf                     [2]int // the node and NIC self is of
+	spareSent                  spares[sentPkt]
+	spareResp                  spares[Frame]
+	peers                      peerTable
 	peerList                   []*qp
 	peerRetryCnt, peerRNRRetry int
 	// Scheduling (sched.go): every QP by creation index, the sets of those
@@ -222,6 +228,7 @@ const (
 )
 
 type dmaPurpose struct {
+	busy bool // its tag is in use
 	kind purposeKind
 	qp   *qp
 	w    *wqeState
@@ -241,7 +248,7 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	n := &NIC{spec: spec, name: name, tags: map[uint16]dmaPurpose{}, qps: map[uint32]*qp{}, atomicsByTag: map[uint16]*atomicServe{},
+	n := &NIC{spec: spec, name: name, qps: map[uint32]*qp{}, atomicsByTag: map[uint16]*atomicServe{},
 		tlpQ: pcie.NewOutbox(pcie.PacketClass), sram: SRAM{size: spec.SRAMBytes}}
 	n.u = clk.Add(name, n)
 	if schedCheck {
@@ -251,6 +258,7 @@ func NewNIC(clk *sim.Clock, name string, spec Spec) (*NIC, error) {
 	if n.req, err = pcie.NewRequester(spec.ID, spec.TagBits); err != nil {
 		return nil, err
 	}
+	n.tags = make([]dmaPurpose, 1<<spec.TagBits)
 	st := n.u.Engine().Stats()
 	c := func(s, unit, desc string) *sim.Counter { return st.Counter(name+"."+s, unit, desc) }
 	n.stFrames = c("frames_out", "frames", "frames sent (requests, responses, ACKs, retransmissions)")
@@ -287,7 +295,7 @@ func (n *NIC) CreateQP(c QPConfig) error {
 	if c.SQSize < 1 || c.CQSize < 1 {
 		return fmt.Errorf("%s: QP %d needs a send and a completion queue", n.name, c.QPN)
 	}
-	q := &qp{cfg: c, n: n, idx: n.created, retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
+	q := &qp{cfg: c, n: n, qpHost: &qpHost{}, idx: n.created, retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
 	n.created++
 	n.addQP(q)
 	n.qps[c.QPN] = q
@@ -310,7 +318,17 @@ func (n *NIC) pendingWQEs() int {
 	return t
 }
 
-func (n *NIC) endpoint(node, nic int) roce.Endpoint { return roce.NodeEndpoint(node, nic) }
+func (n *NIC) endpoint(node, nic int) roce.Endpoint {
+	if node == n.spec.Node && nic == n.spec.Index {
+		// Its own, on every frame it sends: made once, its addresses
+		// shared by the frames (nothing writes into a frame's).
+		if n.self.MAC == nil || n.selfOf != [2]int{node, nic} {
+			n.self, n.selfOf = roce.NodeEndpoint(node, nic), [2]int{node, nic}
+		}
+		return n.self
+	}
+	return roce.NodeEndpoint(node, nic)
+}
 
 // sendTLP queues a TLP for the host.
 func (n *NIC) sendTLP(t tlp.TLP, tx sim.Txn) {
@@ -379,7 +397,7 @@ func (n *NIC) issueReads(chunks []pcie.Chunk, off int, p dmaPurpose) int {
 		pp := p
 		pp.off = p.off + off
 		pp.txn = n.u.Engine().NewTxn(p.txn.ID, "tlp.MRd", n.name)
-		n.tags[t.Tag] = pp
+		n.setTag(t.Tag, pp)
 		n.sendTLP(t, pp.txn)
 		off += c.N
 	}
@@ -408,6 +426,9 @@ func (n *NIC) send(q *qp, f Frame) {
 func (n *NIC) queueResp(q *qp, f Frame) {
 	if len(q.resp) == 0 {
 		n.respQPs = append(n.respQPs, q)
+	}
+	if q.resp == nil {
+		q.resp = n.spareResp.get()
 	}
 	q.resp = append(q.resp, f)
 }
@@ -479,6 +500,9 @@ func (n *NIC) Tick(now sim.Tick) bool {
 			n.respQPs = slices.Delete(n.respQPs, 0, 1)
 			if len(q.resp) > 0 {
 				n.respQPs = append(n.respQPs, q)
+			} else {
+				n.spareResp.put(q.resp)
+				q.resp = nil
 			}
 			n.stFrames.Inc()
 		} else if q := n.nextRequester(); q != nil {
@@ -536,13 +560,28 @@ func (n *NIC) doorbell(p *pcie.Packet, now sim.Tick) {
 		return
 	}
 	q.sqTail = v
-	q.doorbells = append(q.doorbells, doorbell{tail: q.sqTail, txn: p.Txn})
+	q.ring(q.sqTail, p.Txn)
+}
+
+// setTag records what the read with tag is for.
+func (n *NIC) setTag(tag uint16, p dmaPurpose) {
+	p.busy = true
+	n.tags[tag] = p
+}
+
+// tag is what the read with tag is for: false if no read has it.
+func (n *NIC) tag(tag uint16) (dmaPurpose, bool) {
+	if int(tag) >= len(n.tags) {
+		return dmaPurpose{}, false
+	}
+	p := n.tags[tag]
+	return p, p.busy
 }
 
 // fromCompletion takes a completion of one of the NIC's DMA reads.
 func (n *NIC) fromCompletion(p *pcie.Packet, now sim.Tick) {
 	t := &p.TLP
-	purpose, ok := n.tags[t.Tag]
+	purpose, ok := n.tag(t.Tag)
 	done, data, err := n.req.Complete(t)
 	if !ok || (err != nil && !done) {
 		return // unexpected completion: dropped
@@ -551,14 +590,14 @@ func (n *NIC) fromCompletion(p *pcie.Packet, now sim.Tick) {
 		n.activate(purpose.qp)
 	}
 	if purpose.kind == serveAtomic {
-		delete(n.tags, t.Tag)
+		n.tags[t.Tag] = dmaPurpose{}
 		n.atomicDone(purpose, t, err, now)
 		return
 	}
 	if !done {
 		return
 	}
-	delete(n.tags, t.Tag)
+	n.tags[t.Tag] = dmaPurpose{}
 	switch purpose.kind {
 	case fetchWQE:
 		purpose.qp.wqeFetched(data, err, purpose.txn, now)

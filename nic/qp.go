@@ -25,17 +25,18 @@ type qp struct {
 	resp             []Frame // ACKs and responses to send, in order (NIC.respQPs takes turns)
 	npk              int     // leading wqes that have their packets (so their payload too)
 
+	// The rings in host memory: a connected QP's and an srd queue's own;
+	// the srd peer contexts, which have none, share their NIC's zero one
+	// (a thousand peers would each carry it).
+	*qpHost
+
 	// Requester.
-	sqHead, sqTail uint64
-	doorbells      []doorbell // doorbells whose work requests are not all fetched
-	fetching       bool
-	wqes           []*wqeState // fetched and not yet completed, in order
-	nextPSN        uint32
-	ackedPSN       uint32    // every PSN before this one is acknowledged
-	sent           []sentPkt // packets with PSNs, not acknowledged, in PSN order
-	txPos          int       // next packet of sent to put on the wire
-	deadlineAt     sim.Tick  // retransmission timer (0: off)
-	cqTail         uint64
+	wqes       []*wqeState // fetched and not yet completed, in order
+	nextPSN    uint32
+	ackedPSN   uint32    // every PSN before this one is acknowledged
+	sent       []sentPkt // packets with PSNs, not acknowledged, in PSN order
+	txPos      int       // next packet of sent to put on the wire
+	deadlineAt sim.Tick  // retransmission timer (0: off)
 
 	// Responder.
 	expPSN   uint32
@@ -47,21 +48,13 @@ type qp struct {
 	nakSent  bool
 
 	// Receive queue (SEND).
-	rqHead, rqTail uint64 // receive requests fetched, posted
-	rqFetching     bool
-	rwqes          []rwqe // fetched, not yet filled
-	sendOff        uint64 // bytes of the current SEND message received
-	rcqTail        uint64
-	rcq            *cq      // a shared receive CQ (SetRecvCQ), instead of the ring at RCQBase
-	rnrUntil       sim.Tick // requester: the peer had no receive buffer; wait
+	sendOff  uint64   // bytes of the current SEND message received
+	rnrUntil sim.Tick // requester: the peer had no receive buffer; wait
 
-	// srd (srd.go). A queue: its work requests fetched and not yet
-	// completed (they wait in the peer contexts). A peer context: the SEND
-	// message being received, with the receive request it took from its
-	// destination queue.
-	outstanding int
-	recvQ       *qp
-	recvR       rwqe
+	// srd (srd.go). A peer context: the SEND message being received, with
+	// the receive request it took from its destination queue.
+	recvQ *qp
+	recvR rwqe
 
 	// Retries (retry.go).
 	state                   QPState
@@ -71,6 +64,28 @@ type qp struct {
 	timeouts, retransmitted uint64
 }
 
+// qpHost is a QP's state of its rings in host memory: the send queue's
+// indices and doorbells, the completion queues' tails, the receive queue.
+type qpHost struct {
+	// Send queue.
+	sqHead, sqTail uint64
+	doorbells      []doorbell // doorbells whose work requests are not all fetched: a ring, dbLen from dbHead
+	dbHead, dbLen  int
+	fetching       bool
+	cqTail         uint64
+
+	// Receive queue (SEND).
+	rqFetching     bool
+	rqHead, rqTail uint64 // receive requests fetched, posted
+	rwqes          []rwqe // fetched, not yet filled
+	rcqTail        uint64
+	rcq            *cq // a shared receive CQ (SetRecvCQ), instead of the ring at RCQBase
+
+	// An srd queue: its work requests fetched and not yet completed
+	// (they wait in the peer contexts).
+	outstanding int
+}
+
 type rwqe struct {
 	index uint64
 	addr  uint64
@@ -78,21 +93,37 @@ type rwqe struct {
 }
 
 type doorbell struct {
-	tail uint64 // the producer index it published
-	txn  sim.Txn
+	tail uint64    // the producer index it published
+	id   sim.TxnID // its transaction: the cause of the fetches of its work requests
 }
 
-// doorbellOf is the doorbell that published work request i.
+// doorbellOf is the doorbell that published work request i (its
+// transaction's id only: what the fetch names as its cause).
 func (q *qp) doorbellOf(i uint64) sim.Txn {
-	k := 0
-	for k < len(q.doorbells) && q.doorbells[k].tail <= i {
-		k++
+	mask := len(q.doorbells) - 1
+	for q.dbLen > 0 && q.doorbells[q.dbHead].tail <= i {
+		q.dbHead = (q.dbHead + 1) & mask
+		q.dbLen--
 	}
-	q.doorbells = slices.Delete(q.doorbells, 0, k)
-	if len(q.doorbells) == 0 {
+	if q.dbLen == 0 {
 		return sim.Txn{}
 	}
-	return q.doorbells[0].txn
+	return sim.Txn{ID: q.doorbells[q.dbHead].id}
+}
+
+// ring records a doorbell that published the work requests up to tail.
+// The doorbells wait in a ring of a power of two, as many as were ever
+// waiting at once: no slack beyond that.
+func (q *qp) ring(tail uint64, txn sim.Txn) {
+	if q.dbLen == len(q.doorbells) {
+		grown := make([]doorbell, max(4, 2*len(q.doorbells)))
+		for k := 0; k < q.dbLen; k++ {
+			grown[k] = q.doorbells[(q.dbHead+k)&(len(q.doorbells)-1)]
+		}
+		q.doorbells, q.dbHead = grown, 0
+	}
+	q.doorbells[(q.dbHead+q.dbLen)&(len(q.doorbells)-1)] = doorbell{tail: tail, id: txn.ID}
+	q.dbLen++
 }
 
 type wqeState struct {
@@ -323,6 +354,9 @@ func (q *qp) packetize(w *wqeState) {
 		if q.kind == srdPeer {
 			f.Packet.DestQP, f.SrcPort = w.w.DstQPN&0xffffff, srcPort(w.sq.cfg.QPN)
 		}
+		if q.sent == nil {
+			q.sent = n.spareSent.get()
+		}
 		q.sent = append(q.sent, sentPkt{psn: p.PSN, f: f, w: w})
 	}
 	switch w.w.Opcode {
@@ -486,6 +520,10 @@ func (q *qp) ackThrough(psn uint32, now sim.Tick) {
 		return
 	}
 	q.sent = slices.Delete(q.sent, 0, k)
+	if len(q.sent) == 0 {
+		q.n.spareSent.put(q.sent)
+		q.sent = nil
+	}
 	q.txPos = max(q.txPos-k, 0)
 	q.progressed(now)
 	q.completeInOrder()
@@ -554,7 +592,7 @@ func (n *NIC) fromNet(f *Frame, now sim.Tick) {
 	q := n.qps[p.DestQP]
 	// srd: answers to a context, requests to a queue, or to no queue of a
 	// NIC with srd queues (a SEND to it fails at the responder).
-	if p.DestQP == SRDPeerQPN || q != nil && q.kind == srdQueue || q == nil && n.peers != nil {
+	if p.DestQP == SRDPeerQPN || q != nil && q.kind == srdQueue || q == nil && n.srd {
 		n.fromNetSRD(f, now)
 		return
 	}
@@ -874,7 +912,7 @@ func (q *qp) issueAtomic(a *atomicServe) {
 		return
 	}
 	a.issued = true
-	n.tags[t.Tag] = dmaPurpose{kind: serveAtomic, qp: q}
+	n.setTag(t.Tag, dmaPurpose{kind: serveAtomic, qp: q})
 	n.atomicsByTag[t.Tag] = a
 	n.sendTLP(t, n.u.Engine().NewTxn(a.cause, "tlp."+t.Kind.String(), n.name))
 }
@@ -981,4 +1019,27 @@ func (r *readResp) serve(cause sim.Txn) {
 	}
 	r.to = to
 	r.issued = r.to >= r.n
+}
+
+// spares keeps the emptied backing arrays of the QPs' per-packet lists
+// (frames to acknowledge, frames to send) for the next QP that needs one:
+// an srd NIC has a context per peer, and each kept the array of its
+// busiest moment, which at a thousand peers was most of a NIC's memory.
+type spares[T any] struct{ free [][]T }
+
+// get is an empty list with room, or nil.
+func (s *spares[T]) get() []T {
+	if len(s.free) == 0 {
+		return nil
+	}
+	l := s.free[len(s.free)-1]
+	s.free = s.free[:len(s.free)-1]
+	return l
+}
+
+// put keeps l's array (l is empty: its elements were cleared).
+func (s *spares[T]) put(l []T) {
+	if cap(l) > 0 {
+		s.free = append(s.free, l[:0])
+	}
 }

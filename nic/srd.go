@@ -65,6 +65,50 @@ const SRDPeerQPN = 0xff
 
 type peerKey struct{ node, nic int }
 
+// peerTable finds a peer context by node and NIC: a slot per node up to
+// the highest one met (a node's NICs in a short slice), since a lookup
+// is made for every frame; numbers past maxPeerNode (a work request's
+// nonsense) go to a map.
+type peerTable struct {
+	byNode [][]*qp
+	far    map[peerKey]*qp
+}
+
+const maxPeerNode = 1 << 16
+
+func near(node, nic int) bool { return uint(node) < maxPeerNode && uint(nic) < 256 }
+
+func (t *peerTable) get(node, nic int) *qp {
+	if !near(node, nic) {
+		return t.far[peerKey{node, nic}]
+	}
+	if node < len(t.byNode) {
+		if s := t.byNode[node]; nic < len(s) {
+			return s[nic]
+		}
+	}
+	return nil
+}
+
+func (t *peerTable) set(node, nic int, q *qp) {
+	if !near(node, nic) {
+		if t.far == nil {
+			t.far = map[peerKey]*qp{}
+		}
+		t.far[peerKey{node, nic}] = q
+		return
+	}
+	if node >= len(t.byNode) {
+		t.byNode = append(t.byNode, make([][]*qp, node+1-len(t.byNode))...)
+	}
+	s := t.byNode[node]
+	if nic >= len(s) {
+		s = append(s, make([]*qp, nic+1-len(s))...)
+		t.byNode[node] = s
+	}
+	s[nic] = q
+}
+
 // QueueConfig creates a queue of the srd transport: its rings in host
 // memory, as a QP's (QPConfig), and no peer.
 type QueueConfig struct {
@@ -86,14 +130,14 @@ func (n *NIC) CreateQueue(c QueueConfig) error {
 	if c.SQSize < 1 || c.CQSize < 1 {
 		return fmt.Errorf("%s: queue %d needs a send and a completion queue", n.name, c.QPN)
 	}
-	q := &qp{cfg: QPConfig{QPN: c.QPN, RemoteNode: -1, SQBase: c.SQBase, SQSize: c.SQSize, CQBase: c.CQBase, CQSize: c.CQSize,
+	q := &qp{qpHost: &qpHost{}, cfg: QPConfig{QPN: c.QPN, RemoteNode: -1, SQBase: c.SQBase, SQSize: c.SQSize, CQBase: c.CQBase, CQSize: c.CQSize,
 		RQBase: c.RQBase, RQSize: c.RQSize, RCQBase: c.RCQBase}, n: n, kind: srdQueue, idx: n.created}
 	n.created++
 	n.addQP(q)
 	n.qps[c.QPN] = q
 	n.order = append(n.order, c.QPN)
-	if n.peers == nil {
-		n.peers = map[peerKey]*qp{}
+	if !n.srd {
+		n.srd = true
 		n.peerRetryCnt, n.peerRNRRetry = DefaultRetryCnt, DefaultRNRRetry
 		n.u.Probe("srd_peers", 16, func() (uint64, bool) { return uint64(len(n.peerList)), true })
 	}
@@ -118,7 +162,7 @@ func (n *NIC) Peers() int { return len(n.peerList) }
 
 // PeerStatus is the status of the srd context for NIC nic of node node.
 func (n *NIC) PeerStatus(node, nic int) (QPStatus, bool) {
-	q := n.peers[peerKey{node, nic}]
+	q := n.peers.get(node, nic)
 	if q == nil {
 		return QPStatus{}, false
 	}
@@ -127,15 +171,14 @@ func (n *NIC) PeerStatus(node, nic int) (QPStatus, bool) {
 
 // peer is the context for NIC nic of node, created on first use.
 func (n *NIC) peer(node, nic int) *qp {
-	k := peerKey{node, nic}
-	if q := n.peers[k]; q != nil {
+	if q := n.peers.get(node, nic); q != nil {
 		return q
 	}
-	q := &qp{cfg: QPConfig{QPN: SRDPeerQPN, RemoteNode: node, RemoteNIC: nic, RemoteQPN: SRDPeerQPN}, n: n, kind: srdPeer,
+	q := &qp{cfg: QPConfig{QPN: SRDPeerQPN, RemoteNode: node, RemoteNIC: nic, RemoteQPN: SRDPeerQPN}, n: n, kind: srdPeer, qpHost: &n.peerHost,
 		idx: n.created, retryCnt: n.peerRetryCnt, rnrRetry: n.peerRNRRetry}
 	n.created++
 	n.addQP(q)
-	n.peers[k] = q
+	n.peers.set(node, nic, q)
 	n.peerList = append(n.peerList, q)
 	return q
 }
@@ -181,7 +224,7 @@ func (q *qp) srdFetched(w *wqeState, data []byte, err error) {
 // that sent it. A request from a peer without one creates it; an answer
 // to nothing of ours is dropped.
 func (n *NIC) fromNetSRD(f *Frame, now sim.Tick) {
-	if n.peers == nil || f.DstNode != n.spec.Node {
+	if !n.srd || f.DstNode != n.spec.Node {
 		return // this NIC has no srd queues, or the frame is not for it
 	}
 	src := 0
@@ -189,7 +232,7 @@ func (n *NIC) fromNetSRD(f *Frame, now sim.Tick) {
 		src = int(f.Src.MAC[5]) // the sending NIC's number (roce.NodeEndpoint)
 	}
 	p := &f.Packet
-	q := n.peers[peerKey{f.SrcNode, src}]
+	q := n.peers.get(f.SrcNode, src)
 	if q == nil {
 		switch p.Opcode {
 		case roce.Ack, roce.AtomicAck, roce.ReadRespFirst, roce.ReadRespMiddle, roce.ReadRespLast, roce.ReadRespOnly:

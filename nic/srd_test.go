@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -347,6 +348,13 @@ func TestSRDMix(t *testing.T) {
 			}
 			if tc.lossPPM == 0 && retrans != 0 {
 				t.Fatalf("%d retransmissions without loss", retrans)
+			}
+			// The peer contexts share their NIC's host-ring state, which
+			// they must never write: it stays zero.
+			for i := range b.nodes {
+				if h := &b.nodes[i].n.peerHost; !reflect.DeepEqual(*h, qpHost{}) {
+					t.Errorf("node %d: the peer contexts wrote their shared ring state: %+v", i, *h)
+				}
 			}
 			frames := readCapture(t, b.pcap.Bytes())
 			for _, c := range frames {

@@ -13,7 +13,7 @@ func TestQPTimersOrder(t *testing.T) {
 	r := sim.NewRand(3, "timers")
 	qps := make([]*qp, 40)
 	for i := range qps {
-		qps[i] = &qp{idx: i}
+		qps[i] = &qp{idx: i, qpHost: &qpHost{}}
 	}
 	var h qpTimers
 	var want []qpTimer
@@ -53,7 +53,7 @@ func TestQPTimersCompact(t *testing.T) {
 	r := sim.NewRand(5, "compact")
 	qps := make([]*qp, 30)
 	for i := range qps {
-		qps[i] = &qp{idx: i}
+		qps[i] = &qp{idx: i, qpHost: &qpHost{}}
 	}
 	var h qpTimers
 	for k := 0; k < 400; k++ {

@@ -124,8 +124,8 @@ func TestSRDVerbs(t *testing.T) {
 							t.Errorf("node %d core %d received from %v, want %v", i, core, from, want)
 						}
 						h := x.N.QP((i+1)%n, core)
-						if len(h.Results) != 0 || len(h.WRDst) != 0 {
-							t.Errorf("node %d core %d: %d results and %d destinations left", i, core, len(h.Results), len(h.WRDst))
+						if h.WRs.Open() != 0 {
+							t.Errorf("node %d core %d: %d work requests left", i, core, h.WRs.Open())
 						}
 					})
 				}

@@ -40,6 +40,6 @@ func TestSRDFullQueueFlush(t *testing.T) {
 	c.Run(10*sim.MS, c.AppsDone)
 	if !done {
 		h := c.Nodes[0].QP(1, 0)
-		t.Fatalf("flush never returned: posted %d completed %d pending %v results %d", h.Posted, h.Completed, h.Pending, len(h.Results))
+		t.Fatalf("flush never returned: posted %d completed %d open %d", h.Posted, h.Completed, h.WRs.Open())
 	}
 }

@@ -14,7 +14,6 @@ package verbs
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/machine"
@@ -78,10 +77,9 @@ func (c *Ctx) post(dst int, w nic.WQE) WR {
 			c.reapSRD(h)
 		}
 		w.DstNode, w.DstNIC, w.DstQPN = dst, h.Rail, h.QPN // the peer core's queue (same rail) has this core's QPN
-		h.WRDst[h.Posted] = dst
-		h.Pending[dst]++
 	}
 	slot := h.Posted
+	h.WRs.Post(slot, dst)
 	h.Posted++
 	w.Signaled = true
 	w.WRID = slot
@@ -107,7 +105,7 @@ func requestPackets(w nic.WQE, pmtu int) int {
 func (c *Ctx) reap(dst int) nic.CQE {
 	h := c.qp(dst)
 	cqe := c.pollCQ(h.CQBase, h.Size, &h.Completed)
-	h.Results[cqe.WRID] = cqe
+	h.WRs.Reaped(cqe)
 	return cqe
 }
 
@@ -118,8 +116,7 @@ func (c *Ctx) reapSRD(h *machine.QP) {
 	if !ok {
 		return
 	}
-	h.Results[cqe.WRID] = cqe
-	h.Pending[h.WRDst[cqe.WRID]]--
+	h.WRs.Reaped(cqe)
 }
 
 // pollCQ polls the ring at base (size entries) for entry *done+1, reads it
@@ -145,17 +142,9 @@ func (c *Ctx) pollCQOnce(base uint64, size int, done *uint64) (nic.CQE, bool) {
 		return nic.CQE{}, false
 	}
 	*done++
-	b := make([]byte, nic.CQESize)
-	c.P.Read(addr, b)
-	return nic.ParseCQE(b), true
-}
-
-// takeSRD takes w's completion from the srd queue's results.
-func takeSRD(h *machine.QP, wrid uint64) nic.CQE {
-	cqe := h.Results[wrid]
-	delete(h.Results, wrid)
-	delete(h.WRDst, wrid)
-	return cqe
+	var b [nic.CQESize]byte
+	c.P.Read(addr, b[:])
+	return nic.ParseCQE(b[:]), true
 }
 
 // Wait blocks until the work request has completed and returns its
@@ -164,19 +153,15 @@ func (c *Ctx) Wait(w WR) (nic.CQE, error) {
 	h := c.qp(w.dst)
 	var cqe nic.CQE
 	if h.SRD {
-		for {
-			if _, ok := h.Results[w.seq-1]; ok {
-				break
-			}
+		for !h.WRs.Done(w.seq - 1) {
 			c.reapSRD(h)
 		}
-		cqe = takeSRD(h, w.seq-1)
+		cqe = h.WRs.Take(w.seq - 1)
 	} else {
 		for h.Completed < w.seq {
 			c.reap(w.dst)
 		}
-		cqe = h.Results[w.seq-1] // the WRID is the index at posting
-		delete(h.Results, w.seq-1)
+		cqe = h.WRs.Take(w.seq - 1) // the WRID is the index at posting
 	}
 	if cqe.Status != nic.StatusOK {
 		return cqe, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, cqe.Status)
@@ -196,8 +181,7 @@ func (c *Ctx) Test(w WR) (cqe nic.CQE, done bool, err error) {
 	if !c.takeArrived(h, func() bool { return h.Completed >= w.seq }) {
 		return nic.CQE{}, false, nil
 	}
-	cqe = h.Results[w.seq-1]
-	delete(h.Results, w.seq-1)
+	cqe = h.WRs.Take(w.seq - 1)
 	if cqe.Status != nic.StatusOK {
 		return cqe, true, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, cqe.Status)
 	}
@@ -219,13 +203,9 @@ func (c *Ctx) takeArrived(h *machine.QP, have func() bool) bool {
 			return false
 		}
 		h.Completed++ // claimed before the read yields the core
-		b := make([]byte, nic.CQESize)
-		c.P.Read(addr, b)
-		e := nic.ParseCQE(b)
-		h.Results[e.WRID] = e
-		if h.SRD {
-			h.Pending[h.WRDst[e.WRID]]--
-		}
+		var b [nic.CQESize]byte
+		c.P.Read(addr, b[:])
+		h.WRs.Reaped(nic.ParseCQE(b[:]))
 	}
 	return true
 }
@@ -233,10 +213,10 @@ func (c *Ctx) takeArrived(h *machine.QP, have func() bool) bool {
 // testSRD is Test on an srd queue: the entries that have arrived are
 // taken until w's is among them.
 func (c *Ctx) testSRD(h *machine.QP, w WR) (nic.CQE, bool, error) {
-	if !c.takeArrived(h, func() bool { _, ok := h.Results[w.seq-1]; return ok }) {
+	if !c.takeArrived(h, func() bool { return h.WRs.Done(w.seq - 1) }) {
 		return nic.CQE{}, false, nil
 	}
-	cqe := takeSRD(h, w.seq-1)
+	cqe := h.WRs.Take(w.seq - 1)
 	if cqe.Status != nic.StatusOK {
 		return cqe, true, fmt.Errorf("work request %d to node %d failed with status %d", w.seq, w.dst, cqe.Status)
 	}
@@ -371,7 +351,7 @@ func (c *Ctx) Flush(dst int) error {
 			err = fmt.Errorf("an operation to node %d failed with status %d", dst, cqe.Status)
 		}
 	}
-	clear(h.Results) // Flush reports the failures of everything it waited for
+	h.WRs.TakeReaped() // Flush reports the failures of everything it waited for
 	return err
 }
 
@@ -382,19 +362,22 @@ func (c *Ctx) Now() sim.Tick { return c.P.Now() }
 // only, and reports the first failure among them (in posting order) that
 // no Wait or Test took.
 func (c *Ctx) flushSRD(h *machine.QP, dst int) error {
-	for h.Pending[dst] > 0 {
-		c.reapSRD(h)
-	}
-	var done []uint64
-	for id, d := range h.WRDst {
-		if _, ok := h.Results[id]; ok && d == dst {
-			done = append(done, id)
+	// Until no work request to dst is left unreaped, including those
+	// another process on the core posts meanwhile.
+	var from uint64
+	for {
+		id, ok := h.WRs.Outstanding(dst, from)
+		if !ok {
+			break
 		}
+		for h.WRs.Unreaped(id) {
+			c.reapSRD(h)
+		}
+		from = id + 1
 	}
-	slices.Sort(done) // (map order must not decide which failure is reported)
 	var err error
-	for _, id := range done {
-		if cqe := takeSRD(h, id); cqe.Status != nic.StatusOK && err == nil {
+	for _, id := range h.WRs.ReapedTo(dst) {
+		if cqe := h.WRs.Take(id); cqe.Status != nic.StatusOK && err == nil {
 			err = fmt.Errorf("an operation to node %d failed with status %d", dst, cqe.Status)
 		}
 	}

@@ -67,8 +67,8 @@ func TestTestAndSQFree(t *testing.T) {
 	if !c.AppsDone() {
 		t.Fatal("did not finish")
 	}
-	if h := a.QP(1, 0); h.Completed != 2 || len(h.Results) != 0 {
-		t.Errorf("%d completions reaped, %d left unclaimed", h.Completed, len(h.Results))
+	if h := a.QP(1, 0); h.Completed != 2 || h.WRs.Open() != 0 {
+		t.Errorf("%d completions reaped, %d left unclaimed", h.Completed, h.WRs.Open())
 	}
 }
 

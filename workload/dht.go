@@ -456,6 +456,8 @@ func (d *DHT) makeKeys() {
 		zipf = newZipfTable(max(cells*cellSize/4096, 1), d.cfg.PageZipf)
 	}
 	for _, s := range d.sources {
+		s.keys = make([]uint64, 0, d.cfg.Inserts)
+		s.owners = make([]int32, 0, d.cfg.Inserts)
 		for i := 0; i < d.cfg.Inserts; i++ {
 			owner := 1
 			if d.cfg.Procs > 0 {
@@ -487,6 +489,14 @@ func (d *DHT) makeKeys() {
 			sh.keys = append(sh.keys, key)
 			s.keys = append(s.keys, key)
 			s.owners = append(s.owners, int32(owner))
+		}
+	}
+	// What drew the keys is not needed again: a 1,024-node run would hold
+	// it, and the shards' slack, all run long.
+	for _, sh := range d.shards {
+		if sh != nil {
+			sh.gen, sh.usedList, sh.hot = nil, nil, nil
+			sh.keys = slices.Clone(sh.keys)
 		}
 	}
 	// A stream of its own, so that the keys are the same with or without

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +23,20 @@ var scaleNodes = []int{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 // default: the host's cores).
 var scalePartitions = flag.Int("scale.partitions", runtime.NumCPU(), "BenchmarkDHTScale: goroutines the nodes run on")
 
+// scaleHeapProfile, if set, is where each size writes a heap profile of
+// its live cluster after the run (-scale.heapprofile; the size is added
+// to the name): what a node holds, by allocation site.
+var scaleHeapProfile = flag.String("scale.heapprofile", "", "BenchmarkDHTScale: write the live cluster's heap profile to this file (.N added)")
+
 // scaleRow is one size's measurement.
 type scaleRow struct {
 	nodes      int
 	wall       time.Duration // per simulated millisecond
 	events     uint64        // block evaluations
 	heapMB     float64
-	puts       uint64 // puts completed (their completion entries written)
+	stackMB    float64 // the goroutines' stacks (the processes' coroutines): not in the heap
+	sysMB      float64 // all the runtime holds from the system
+	puts       uint64  // puts completed (their completion entries written)
 	built      time.Duration
 	partitions int
 }
@@ -54,6 +63,8 @@ func BenchmarkDHTScale(b *testing.B) {
 			b.ReportMetric(float64(r.wall.Nanoseconds()), "ns/sim-ms")
 			b.ReportMetric(float64(r.events)/r.wall.Seconds(), "events/s")
 			b.ReportMetric(r.heapMB, "heap-MB")
+			b.ReportMetric(r.stackMB, "stack-MB")
+			b.ReportMetric(r.sysMB, "sys-MB")
 			b.ReportMetric(float64(r.puts), "puts/sim-ms")
 			b.ReportMetric(float64(r.events), "evals")
 			rows = append(rows, r)
@@ -106,8 +117,20 @@ func runDHTScale(b *testing.B, nodes int) scaleRow {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	if *scaleHeapProfile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", *scaleHeapProfile, nodes))
+		if err == nil {
+			err = pprof.WriteHeapProfile(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 	c.Close() // the processes are still running: free them for the next size
-	return scaleRow{nodes: nodes, wall: wall, events: e.World().UnitTicks(), heapMB: float64(ms.HeapAlloc) / (1 << 20), puts: puts, built: built, partitions: *scalePartitions}
+	return scaleRow{nodes: nodes, wall: wall, events: e.World().UnitTicks(), heapMB: float64(ms.HeapAlloc) / (1 << 20), stackMB: float64(ms.StackInuse) / (1 << 20), sysMB: float64(ms.Sys) / (1 << 20), puts: puts, built: built, partitions: *scalePartitions}
 }
 
 // scaleTable formats the rows with the growth exponent of wall time in N.

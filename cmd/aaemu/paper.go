@@ -33,7 +33,7 @@ import (
 func newPaperCmd() *cobra.Command {
 	var out, scenarioFile, machineName, fragment, matching, bulk, iommuMode, runs string
 	var jobs, partitions, maxNodes, fragments int
-	var list, reduced, resume bool
+	var list, reduced, resume, checkPolls bool
 	var iotlbOnly string
 	cmd := &cobra.Command{
 		Use:   "paper [PAPER] [FIGURE...]",
@@ -185,12 +185,14 @@ gets and atomics done by the target's CPU.`,
 				}
 				sel.runs = re
 			}
+			paper.CheckEveryPoll = checkPolls
 			return runPaper(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), pp, figs, out, jobs, partitions, sel)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/paper", "output directory")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points simulated in parallel")
 	partitionsFlag(cmd.Flags(), &partitions, 1) // the points already fill the cores
+	checkPollsFlag(cmd.Flags(), &checkPolls)
 	cmd.Flags().BoolVar(&list, "list", false, "list the papers and their figures")
 	cmd.Flags().StringVar(&iotlbOnly, "iotlb-only", "", "run 7c with only the pages of this kind in the IOTLB (table: the paper's simulated IOTLB may have seen only the table's pages; the others are translated outside it at no cost)")
 	cmd.Flags().BoolVar(&resume, "resume", false, "keep the points of each figure's points.csv in the output directory and run only the experiments it lacks (figures with points.csv)")
@@ -461,7 +463,7 @@ func runSweepFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Figu
 		outs.abandon()
 		return err
 	}
-	s.Partitions = paper.Partitions
+	s.Partitions, s.CheckEveryPoll = paper.Partitions, paper.CheckEveryPoll
 	dir := filepath.Join(out, "fig"+f.Name)
 	rows, plots, wall, err := runAndWrite(ctx, stderr, s, "figure "+f.Name, dir, "fig"+f.Name, jobs, outs)
 	if err != nil {

@@ -14,6 +14,15 @@ func partitionsFlag(f *pflag.FlagSet, p *int, def int) {
 	f.IntVar(p, "partitions", def, "goroutines that run each cluster's nodes in parallel; 0: one per 32 of the cluster's cores, at most the host's (never changes a result)")
 }
 
+// checkPollsFlag adds --check-every-poll: the cores run every check of
+// their polling loops instead of sleeping through those that cannot see a
+// change (machine.Cluster.SetPollSleep). Like --partitions it never
+// changes an output, only the kernel's counts of its own work and the
+// wall time.
+func checkPollsFlag(f *pflag.FlagSet, p *bool) {
+	f.BoolVar(p, "check-every-poll", false, "run every check of the cores' polling loops instead of sleeping through those that cannot see a change (slower; never changes a result)")
+}
+
 // auto is the default partition count of a command that runs one
 // simulation at a time: chosen by the cluster's size.
 const auto = 0

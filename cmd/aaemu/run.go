@@ -99,7 +99,7 @@ at 5% and 25% collisions. See examples/ for scenario files.`,
 	f.BoolVar(&o.noHost, "no-host-stats", false, "do not write host.json (the host's speed, which differs from run to run)")
 	f.BoolVar(&o.txnLog, "txn-log", false, "write txns.jsonl: every transaction of the first experiment and its cause")
 	partitionsFlag(f, &o.partitions, auto)
-	f.BoolVar(&o.checkPolls, "check-every-poll", false, "run every check of the cores' polling loops instead of sleeping through those that cannot see a change (slower; never changes a result)")
+	checkPollsFlag(f, &o.checkPolls)
 	return cmd
 }
 

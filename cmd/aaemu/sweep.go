@@ -22,7 +22,7 @@ import (
 func newSweepCmd() *cobra.Command {
 	var out, executor, shard string
 	var jobs, partitions int
-	var fresh bool
+	var fresh, checkPolls bool
 	var sl slurmOptions
 	cmd := &cobra.Command{
 		Use:   "sweep sweep.yaml",
@@ -80,7 +80,7 @@ pcie_tlps_per_insert, wire_bytes_per_insert, target_polls.`,
   aaemu sweep merge /shared/sweep`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := sweepRun{file: args[0], out: out, jobs: jobs, partitions: partitions, fresh: fresh, slurm: sl}
+			o := sweepRun{file: args[0], out: out, jobs: jobs, partitions: partitions, checkPolls: checkPolls, fresh: fresh, slurm: sl}
 			switch {
 			case shard != "" && cmd.Flags().Changed("executor"):
 				return fmt.Errorf("--shard runs one share here: it takes no --executor")
@@ -107,6 +107,7 @@ pcie_tlps_per_insert, wire_bytes_per_insert, target_polls.`,
 	// Points already fill the cores: by default a point's nodes run on one
 	// goroutine each, unless fewer points than cores run at once.
 	partitionsFlag(cmd.Flags(), &partitions, 1)
+	checkPollsFlag(cmd.Flags(), &checkPolls)
 	cmd.Flags().StringVar(&executor, "executor", "local", "where the tasks run: local or slurm")
 	cmd.Flags().StringVar(&shard, "shard", "", "run only share i/n of the tasks (those whose index is i modulo n) into OUT/parts")
 	cmd.Flags().BoolVar(&fresh, "fresh", false, "run every task, even those OUT/parts holds done with the same inputs")
@@ -136,6 +137,7 @@ say "complete": false.`,
 type sweepRun struct {
 	file, out        string
 	jobs, partitions int
+	checkPolls       bool
 	fresh            bool
 	slurm            slurmOptions
 }
@@ -157,6 +159,7 @@ func (o *sweepRun) parse() (*sweep.Spec, error) {
 		return nil, err
 	}
 	s.Partitions = o.partitions
+	s.CheckEveryPoll = o.checkPolls
 	return s, nil
 }
 

@@ -28,6 +28,7 @@ type workloadOpts struct {
 	seed                    uint64
 	jsonOut                 string
 	partitions              int
+	checkPolls              bool
 }
 
 func newWorkloadCmd() *cobra.Command {
@@ -75,6 +76,7 @@ run checks its own result and fails if it is wrong.
 	f.StringVar(&o.schemes, "schemes", "", "comma-separated schemes (default: all the workload has)")
 	f.Uint64Var(&o.seed, "seed", 1, "root seed")
 	partitionsFlag(f, &o.partitions, auto)
+	checkPollsFlag(f, &o.checkPolls)
 	f.StringVar(&o.jsonOut, "json", "", "also write the rows as JSON to this file")
 	f.IntVar(&o.outstanding, "outstanding", 1, "stream: work requests in flight (1 .. 256)")
 	f.StringVar(&o.op, "op", "write", "stream: write (RDMA WRITE) or send (SEND/receive)")
@@ -93,6 +95,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, kind string, o w
 		return err
 	}
 	sc.Partitions = o.partitions
+	sc.CheckEveryPoll = o.checkPolls
 	sc.Machine.Nodes, sc.Machine.Cores, sc.Machine.Wire.RateMbps = o.nodes, max(o.procs, 1), o.rateMbps
 	w := &sc.Workload
 	w.Kind = kind

@@ -351,6 +351,22 @@ func atCat(pts []Point, x int, cat string, s workload.Scheme) float64 {
 // changes a result.
 var Partitions = 1
 
+// CheckEveryPoll makes the figures' cores run every check of their
+// polling loops (aaemu paper --check-every-poll; machine.Cluster.
+// SetPollSleep): set before the figures run. It never changes a result.
+var CheckEveryPoll bool
+
+// Configure applies the run options (Partitions, CheckEveryPoll) to a
+// figure's cluster.
+func Configure(c *machine.Cluster) {
+	c.SetPartitions(Partitions)
+	PollOption(c)
+}
+
+// PollOption applies CheckEveryPoll alone, to a cluster that keeps one
+// partition.
+func PollOption(c *machine.Cluster) { c.SetPollSleep(!CheckEveryPoll) }
+
 // cluster is the machine of the custom figures: 4 cores per node, 10 Gb/s.
 func cluster(nodes int) (*aa.System, error) { return clusterOf(nodes, 4, "") }
 
@@ -361,7 +377,7 @@ func clusterOf(nodes, cores int, transport string) (*aa.System, error) {
 	spec.Wire.RateMbps = 10000
 	c, err := aa.New(sim.NewEngine(1), spec)
 	if err == nil {
-		c.Cluster.SetPartitions(Partitions)
+		Configure(c.Cluster)
 	}
 	return c, err
 }

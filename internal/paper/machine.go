@@ -83,7 +83,7 @@ func clusterOn(p *Preset, nodes, cores int, transport string) (*aa.System, error
 	}
 	c, err := aa.New(sim.NewEngine(1), p.spec(nodes, cores))
 	if err == nil {
-		c.Cluster.SetPartitions(Partitions)
+		Configure(c.Cluster)
 	}
 	return c, err
 }

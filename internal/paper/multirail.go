@@ -311,7 +311,7 @@ func railsRun(ctx context.Context, frag int, m lcp.Matching, bulk lcp.Bulk, io M
 	if err != nil {
 		return nil, err
 	}
-	c.SetPartitions(Partitions)
+	Configure(c)
 	cfg := lcp.DefaultConfig()
 	cfg.FragmentBytes, cfg.Matching, cfg.Bulk = frag, m, bulk
 	size := railsFragments * frag
@@ -391,7 +391,7 @@ func imbBandwidth(ctx context.Context, s mrSeries, frag int, m lcp.Matching, bul
 	if err != nil {
 		return 0, err
 	}
-	c.SetPartitions(Partitions)
+	Configure(c)
 	cfg := lcp.DefaultConfig()
 	cfg.FragmentBytes, cfg.Protocol, cfg.Registration, cfg.Matching, cfg.Bulk = frag, s.proto, s.reg, m, bulk
 	warm, iters := 1, 8

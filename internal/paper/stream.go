@@ -55,6 +55,7 @@ func streamFigure(name, title string, rateMbps uint64, p *Preset) *Figure {
 				if err != nil {
 					return 0, err
 				}
+				PollOption(c.Cluster)
 				out := 1
 				if s == noIOMMU32 || s == eIOMMU32 {
 					out = 32

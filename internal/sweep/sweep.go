@@ -46,6 +46,10 @@ type Spec struct {
 	// Partitions is the goroutines each point's cluster runs its nodes on
 	// (a run option: it never changes a result).
 	Partitions int `yaml:"-"`
+	// CheckEveryPoll makes each point's cores run every check of their
+	// polling loops (scenario.Scenario.CheckEveryPoll): a run option that
+	// never changes a result.
+	CheckEveryPoll bool `yaml:"-"`
 	// Run options: Parts, when not empty, is a directory where every task
 	// leaves its rows and manifest as it finishes, and from which a task
 	// already done with the same inputs is taken instead of run (resume);
@@ -371,6 +375,7 @@ func (s *Spec) value(p Point, i int) int {
 func (s *Spec) scenarioAt(p Point) (scenario.Scenario, error) {
 	sc := s.base.Clone() // points are built concurrently: none may write into the base
 	sc.Partitions = s.Partitions
+	sc.CheckEveryPoll = s.CheckEveryPoll
 	if len(s.Seeds) > 0 {
 		sc.Seed = s.Seeds[0]
 	}

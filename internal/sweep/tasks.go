@@ -95,7 +95,7 @@ func (s *Spec) Inputs(t Task) (string, error) {
 		return "", err
 	}
 	sc.Seed = t.Seed
-	sc.Partitions = 0 // a run option: it never changes a result
+	sc.Partitions, sc.CheckEveryPoll = 0, false // run options: they never change a result
 	b, err := json.Marshal(struct {
 		Scenario any    `json:"scenario"`
 		Seed     uint64 `json:"seed"`

@@ -328,6 +328,7 @@ func runTimed(ctx context.Context, app splitc.App, c config, z splitc.Sizes) (fl
 	if err != nil {
 		return 0, err
 	}
+	paper.PollOption(cl)
 	run, err := splitc.NewRun(app, c.platform.Layout, z)
 	if err != nil {
 		return 0, err
@@ -383,6 +384,7 @@ func probe(c config) error {
 	if err != nil {
 		return err
 	}
+	paper.PollOption(cl)
 	_, err = splitc.RunAM(cl, c.platform.Layout, cfg, func(r splitc.Rank) error {
 		if err := r.Handle(1, func(*splitc.Msg) {}); err != nil {
 			return err

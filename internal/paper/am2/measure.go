@@ -6,6 +6,7 @@ import (
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/examples/machines"
+	"github.com/aaemu/aaemu/internal/paper"
 	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/msg/am2"
 	"github.com/aaemu/aaemu/scenario"
@@ -174,6 +175,7 @@ func sendCost(sc sendCase, n int) (am2.SendCost, error) {
 		if err != nil {
 			return am2.SendCost{}, err
 		}
+		paper.PollOption(c)
 		as := am2.DefaultSpec()
 		as.Poll = sc.policy
 		sys, err := am2.New(c, as)
@@ -257,6 +259,7 @@ func idlePoll(policy am2.Policy, n int) (sim.Tick, error) {
 		if err != nil {
 			return 0, err
 		}
+		paper.PollOption(c)
 		as := am2.DefaultSpec()
 		as.Poll = policy
 		sys, err := am2.New(c, as)

@@ -62,7 +62,7 @@ func cluster(cores int) (*machine.Cluster, error) {
 	ms.Nodes, ms.Cores = 2, cores
 	c, err := machine.New(sim.NewEngine(1), ms)
 	if err == nil {
-		c.SetPartitions(paper.Partitions)
+		paper.Configure(c)
 	}
 	return c, err
 }
