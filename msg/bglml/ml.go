@@ -241,6 +241,7 @@ type Layer struct {
 	nextRx  uint16
 	bc      *bcast                   // the torus broadcast under way
 	tree    *treeOp                  // the collective-network operation under way
+	gbar    *gbarrier                // the global barrier under way
 	bcEarly map[uint32][]bcastStaged // broadcast packets that came before their broadcast, by key
 	vnEarly []*torus.Packet          // (virtual node mode, task 1) copy notices before its Bcast
 	bcFwd   int                      // broadcast forwards queued
@@ -319,6 +320,8 @@ type Stats struct {
 	// TreeOps counts the collective-network operations the node took part
 	// in, TreePackets the results it read.
 	TreeOps, TreePackets uint64
+	// Barriers counts the global barriers the node took part in.
+	Barriers uint64
 	// Bcasts counts the torus broadcasts the node took part in,
 	// BcastStaged their packets that came before it had posted theirs.
 	Bcasts, BcastStaged uint64
@@ -447,7 +450,7 @@ func (l *Layer) Choose(n, info int) Protocol {
 // Idle reports whether the layer has nothing to send and nothing under
 // way (no grant, token or data awaited).
 func (l *Layer) Idle() bool {
-	if len(l.sendq) > 0 || l.nheld > 0 || len(l.grants) > 0 || len(l.adapt) > 0 || len(l.rdv) > 0 || l.bc != nil || l.tree != nil || len(l.coDone) > 0 {
+	if len(l.sendq) > 0 || l.nheld > 0 || len(l.grants) > 0 || len(l.adapt) > 0 || len(l.rdv) > 0 || l.bc != nil || l.tree != nil || l.gbar != nil || len(l.coDone) > 0 {
 		return false
 	}
 	for _, t := range l.tokens {
@@ -1036,6 +1039,9 @@ func (l *Layer) Advance(p *cpu.Proc) bool {
 func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 	did := l.coComplete(p)
 	if l.treeStep(p) {
+		did = true
+	}
+	if l.barrierStep(p) {
 		did = true
 	}
 	for k := 0; k < l.params.Batch; k++ {

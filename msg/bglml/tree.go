@@ -352,3 +352,61 @@ func (l *Layer) TreeAllreduce(p *cpu.Proc, red TreeReduction, src, dst uint64, c
 			store(j, v)
 		}})
 }
+
+// gbarrier is a node's part of a global barrier under way.
+type gbarrier struct {
+	armed bool
+	done  func()
+}
+
+// GlobalBarrier takes part in a barrier on the global barrier network
+// (L38): the advance loop arms it, then looks at it every pass (a status
+// look; such a pass does not doze, as the tree's do not) until the
+// release comes, and calls done. Every node of the machine takes part.
+func (l *Layer) GlobalBarrier(p *cpu.Proc, done func()) error {
+	if l.nd.Tree == nil {
+		return fmt.Errorf("bglml: node %d: no barrier network (bgl.Machine.Collective before the run)", l.nd.Index)
+	}
+	if l.tasks > 1 {
+		return fmt.Errorf("bglml: node %d: the barrier network in virtual node mode (one task a node only)", l.nd.Index)
+	}
+	if l.gbar != nil {
+		return fmt.Errorf("bglml: node %d: a barrier while one is under way", l.nd.Index)
+	}
+	p.Compute(l.costs.Post)
+	l.gbar = &gbarrier{done: done}
+	l.Stats.Barriers++
+	l.barrierStep(p)
+	return nil
+}
+
+// barrierStep is the advance loop's work on the barrier: arm it, or look
+// for its release.
+func (l *Layer) barrierStep(p *cpu.Proc) bool {
+	b := l.gbar
+	if b == nil {
+		return false
+	}
+	l.looks++ // a pass that looks at the barrier does not doze
+	if !b.armed {
+		ok, err := l.nd.TryBarrierArm(p)
+		if err != nil {
+			panic(fmt.Sprintf("bglml: %v", err))
+		}
+		b.armed = ok
+		return ok
+	}
+	ok, err := l.nd.TryBarrierRelease(p)
+	if err != nil {
+		panic(fmt.Sprintf("bglml: %v", err))
+	}
+	if !ok {
+		return false
+	}
+	l.gbar = nil
+	if b.done != nil {
+		p.Compute(l.costs.Callback)
+		b.done()
+	}
+	return true
+}

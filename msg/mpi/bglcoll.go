@@ -31,6 +31,10 @@ const (
 	// ImplTorus is a reduction by point-to-point messages over the torus
 	// (the MPI core's binomial reduce and recursive-doubling allreduce).
 	ImplTorus = "torus"
+	// ImplBarrier is the global barrier network (L38): MPI_Barrier on
+	// MPI_COMM_WORLD (the torus's point-to-point algorithm, ImplTorus,
+	// elsewhere).
+	ImplBarrier = "barrier"
 )
 
 // BGL is Blue Gene/L's MPI collectives over the torus transport (seed
@@ -38,7 +42,9 @@ const (
 // the collective network for MPI_COMM_WORLD; the torus broadcast with the
 // deposit bit for a communicator whose nodes make a rectangular box of
 // the torus; the mesh-aware point-to-point broadcast otherwise.
-// MPI_Allreduce and MPI_Reduce take the collective network on
+// MPI_Barrier takes the global barrier network on MPI_COMM_WORLD and the
+// MPI core's point-to-point algorithm elsewhere. MPI_Allreduce and
+// MPI_Reduce take the collective network on
 // MPI_COMM_WORLD for the operations its ALU can do (Op.Tree), and the
 // torus's point-to-point algorithms otherwise. The collective network
 // needs the machine's tree built before the run (RunTorus builds it when
@@ -55,6 +61,9 @@ type BGL struct {
 	// ReduceWith forces the reductions' (ImplTree, ImplTorus, ImplMesh);
 	// "" chooses.
 	ReduceWith string
+	// BarrierWith forces MPI_Barrier's (ImplBarrier, ImplTorus); ""
+	// chooses.
+	BarrierWith string
 	// Routes is the deposit broadcast's routes (0: 3).
 	Routes int
 	// MeshPiece is the mesh-aware broadcast's pipeline unit in bytes (0:
@@ -515,4 +524,37 @@ func (g BGL) Reduce(c *Comm, send, recv Buf, op Op, root int) error {
 		return fmt.Errorf("mpi: Reduce into %d bytes from %d", recv.Len, send.Len)
 	}
 	return treeReduce(c, ep, send, recv, op)
+}
+
+// Barrier returns when every rank of c has entered it: on the global
+// barrier network for MPI_COMM_WORLD (every node arms it, the wired AND
+// releases them all), by the MPI core's algorithm otherwise.
+func (g BGL) Barrier(c *Comm) error {
+	ep, m := bglEnv(c)
+	world := onWorld(c, ep, m)
+	impl := g.BarrierWith
+	if impl == "" {
+		impl = ImplTorus
+		if world {
+			impl = ImplBarrier
+		}
+	}
+	if c.Rank() == 0 {
+		c.r.w.countColl("Barrier", impl, 0)
+	}
+	switch impl {
+	case ImplTorus:
+		return g.MPICH2.Barrier(c)
+	case ImplBarrier:
+		if !world {
+			return fmt.Errorf("mpi: the barrier network serves MPI_COMM_WORLD of one rank a node only (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+		}
+		done := false
+		if err := ep.ml.GlobalBarrier(c.r.p, func() { done = true }); err != nil {
+			return err
+		}
+		c.r.waitUntil(func() bool { return done })
+		return nil
+	}
+	return fmt.Errorf("mpi: barrier implementation %q (%s, %s)", impl, ImplBarrier, ImplTorus)
 }
