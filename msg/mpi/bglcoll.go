@@ -48,9 +48,12 @@ const (
 // MPI_COMM_WORLD for the operations its ALU can do (Op.Tree), and the
 // torus's point-to-point algorithms otherwise. The collective network
 // needs the machine's tree built before the run (RunTorus builds it when
-// Config.Collectives is a BGL). A rank in virtual node mode has neither
-// the tree nor the deposit broadcast (one task a node): it takes the
-// mesh-aware broadcast and the torus. Result.Collectives counts what
+// Config.Collectives is a BGL). In virtual node mode the tree is not used
+// (the layer's collective-network operations are one task a node); a
+// communicator of both tasks of every node of a box (MPI_COMM_WORLD
+// among them) takes the deposit broadcast, each node's task 0 receiving
+// the routes and task 1 copying the data from it (bglml.Layer.BcastBox);
+// others take the mesh-aware broadcast. Result.Collectives counts what
 // each operation took.
 type BGL struct {
 	MPICH2
@@ -89,11 +92,23 @@ func onWorld(c *Comm, ep *torusEP, m *bgl.Machine) bool {
 	return ep != nil && c.ctx == 0 && ep.t.tasks == 1 && m.Tree != nil && c.Size() == len(m.Nodes)
 }
 
-// commBox is the box of the torus c's nodes make, if they make one (one
-// rank a node).
+// commBox is the box of the torus c's nodes make, if they make one, with
+// every task of each of its nodes in c (in virtual node mode, both).
 func commBox(c *Comm, ep *torusEP, m *bgl.Machine) (bglml.Box, bool) {
-	if ep == nil || ep.t.tasks != 1 {
+	if ep == nil {
 		return bglml.Box{}, false
+	}
+	tasks := ep.t.tasks
+	if tasks > 1 {
+		per := make([]int, len(m.Nodes))
+		for r := 0; r < c.Size(); r++ {
+			per[c.Place(r).Node]++
+		}
+		for _, k := range per {
+			if k != 0 && k != tasks {
+				return bglml.Box{}, false
+			}
+		}
 	}
 	dims := m.Torus.Spec.Dims
 	var box bglml.Box
@@ -130,7 +145,7 @@ func commBox(c *Comm, ep *torusEP, m *bgl.Machine) (bglml.Box, bool) {
 		}
 		box.Lo[d], box.Ext[d] = lo, n
 	}
-	if box.Ext[0]*box.Ext[1]*box.Ext[2] != c.Size() {
+	if box.Ext[0]*box.Ext[1]*box.Ext[2]*tasks != c.Size() {
 		return bglml.Box{}, false
 	}
 	return box, true
@@ -186,7 +201,7 @@ func (g BGL) Bcast(c *Comm, b Buf, root int) error {
 		return nil
 	case ImplDeposit:
 		if !isBox {
-			return fmt.Errorf("mpi: the deposit broadcast needs a communicator whose nodes make a box of the torus, one rank a node; these %d ranks do not", c.Size())
+			return fmt.Errorf("mpi: the deposit broadcast needs a communicator whose nodes make a box of the torus, with every task of each; these %d ranks do not", c.Size())
 		}
 		return g.depositBcast(c, ep, m, box, b, root)
 	case ImplMesh:
@@ -200,8 +215,9 @@ func (g BGL) Bcast(c *Comm, b Buf, root int) error {
 
 // depositBcast is the message layer's torus broadcast in the box. Its
 // routes start at a corner of the box (anywhere along a ring it covers
-// whole): a root elsewhere first sends the message to the nearest such
-// node, which broadcasts it.
+// whole), from the task 0 there (virtual node mode): a root elsewhere
+// first sends the message to the nearest such node's task 0, which
+// broadcasts it.
 func (g BGL) depositBcast(c *Comm, ep *torusEP, m *bgl.Machine, box bglml.Box, b Buf, root int) error {
 	dims := m.Torus.Spec.Dims
 	at := func(r int) torus.Coord { return m.Nodes[c.Place(r).Node].Torus.At }
@@ -218,12 +234,12 @@ func (g BGL) depositBcast(c *Comm, ep *torusEP, m *bgl.Machine, box bglml.Box, b
 		}
 	}
 	from := root
-	if src != at(root) {
-		for r := 0; r < c.Size(); r++ {
-			if at(r) == src {
-				from = r
-			}
+	for r := 0; r < c.Size(); r++ {
+		if at(r) == src && c.Place(r).Core == 0 {
+			from = r
 		}
+	}
+	if from != root {
 		cc := c.Collective()
 		switch c.Rank() {
 		case root:

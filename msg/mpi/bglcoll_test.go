@@ -378,3 +378,86 @@ func TestBGLBarrier(t *testing.T) {
 		})
 	}
 }
+
+// TestBGLBcastVirtualNode broadcasts in virtual node mode (two ranks a
+// node, XYZT with t slowest, so that rank r and r+N share a node): on
+// MPI_COMM_WORLD and on the tasks of planes of nodes (boxes with both
+// tasks of each node: the deposit broadcast, task 1 copying from task 0),
+// on the ranks of one task per node (no box in this sense: the mesh-aware
+// broadcast), from roots on task 0 and task 1, corners and interiors;
+// every byte at every task, and the implementation each took.
+func TestBGLBcastVirtualNode(t *testing.T) {
+	const X, Y, Z = 4, 2, 2
+	const N = X * Y * Z
+	cases := []struct {
+		name  string
+		mesh  bool
+		comm  func(c *Comm) *Comm
+		comms uint64
+		roots []int
+		impl  string
+	}{
+		{"world", false, func(c *Comm) *Comm { return c }, 1, []int{0, N + 5, 6}, ImplDeposit},
+		{"world-mesh", true, func(c *Comm) *Comm { return c }, 1, []int{N + 3, 9}, ImplDeposit},
+		{"planes", false, func(c *Comm) *Comm {
+			s, _ := c.Split(c.Rank()%N/(X*Y), c.Rank())
+			return s
+		}, Z, []int{1, 11}, ImplDeposit},
+		{"task-halves", false, func(c *Comm) *Comm {
+			s, _ := c.Split(c.Rank()/N, c.Rank())
+			return s
+		}, 2, []int{0, 7}, ImplMesh},
+	}
+	sizes := []int{1, 1000, 9000}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := bgl.DefaultSpec(X, Y, Z).WithMode(bgl.VirtualNodeMode)
+			spec.Torus.Mesh = tc.mesh
+			m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var failed []string
+			res, err := RunTorus(m, Config{Collectives: BGL{MeshPiece: 4096}}, TorusConfig{}, nil, func(w *Comm) {
+				c := tc.comm(w)
+				rng := rand.New(rand.NewPCG(uint64(w.Rank()), 4))
+				for _, root := range tc.roots {
+					root %= c.Size()
+					for k, n := range sizes {
+						b := c.Alloc(n)
+						want := torusPattern(root, k, n)
+						if c.Rank() == root {
+							c.Write(b, want)
+						}
+						c.Compute(rng.IntN(3000))
+						if err := c.Bcast(b, root); err != nil {
+							failed = append(failed, fmt.Sprintf("rank %d: %v", w.Rank(), err))
+							return
+						}
+						if !bytes.Equal(c.Read(b), want) {
+							failed = append(failed, fmt.Sprintf("rank %d: %d bytes from %d: data differs", w.Rank(), n, root))
+						}
+					}
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range failed {
+				t.Error(f)
+			}
+			bcasts := uint64(0)
+			for _, s := range res.Collectives {
+				if s.Call == "Bcast" {
+					if s.Impl != tc.impl {
+						t.Errorf("%d broadcasts took %s, want %s", s.Calls, s.Impl, tc.impl)
+					}
+					bcasts += s.Calls
+				}
+			}
+			if want := tc.comms * uint64(len(tc.roots)*len(sizes)); bcasts != want {
+				t.Errorf("%d broadcasts counted, want %d", bcasts, want)
+			}
+		})
+	}
+}
