@@ -48,12 +48,13 @@ const (
 // MPI_COMM_WORLD for the operations its ALU can do (Op.Tree), and the
 // torus's point-to-point algorithms otherwise. The collective network
 // needs the machine's tree built before the run (RunTorus builds it when
-// Config.Collectives is a BGL). In virtual node mode the tree is not used
-// (the layer's collective-network operations are one task a node); a
-// communicator of both tasks of every node of a box (MPI_COMM_WORLD
-// among them) takes the deposit broadcast, each node's task 0 receiving
-// the routes and task 1 copying the data from it (bglml.Layer.BcastBox);
-// others take the mesh-aware broadcast. Result.Collectives counts what
+// Config.Collectives is a BGL). In virtual node mode each node's task 0
+// takes the node's part and task 1 copies the data from it: MPI_Bcast on
+// MPI_COMM_WORLD takes the tree (bglml.Layer.TreeBcast), on a
+// communicator of both tasks of every node of a box the deposit broadcast
+// (bglml.Layer.BcastBox), on others the mesh-aware broadcast; the
+// reductions and MPI_Barrier take the torus (the layer's tree reductions
+// and barrier are one task a node). Result.Collectives counts what
 // each operation took.
 type BGL struct {
 	MPICH2
@@ -90,6 +91,13 @@ func bglEnv(c *Comm) (*torusEP, *bgl.Machine) {
 // tree serves (its classes are set up per partition, L61).
 func onWorld(c *Comm, ep *torusEP, m *bgl.Machine) bool {
 	return ep != nil && c.ctx == 0 && ep.t.tasks == 1 && m.Tree != nil && c.Size() == len(m.Nodes)
+}
+
+// treeWorld reports whether c is MPI_COMM_WORLD of a run with every
+// task of every node and the collective network built: what the tree's
+// broadcast serves (in virtual node mode through the nodes' task 0).
+func treeWorld(c *Comm, ep *torusEP, m *bgl.Machine) bool {
+	return ep != nil && c.ctx == 0 && m.Tree != nil && c.Size() == len(m.Nodes)*ep.t.tasks
 }
 
 // commBox is the box of the torus c's nodes make, if they make one, with
@@ -172,7 +180,7 @@ func (g BGL) Bcast(c *Comm, b Buf, root int) error {
 		switch {
 		case ep == nil:
 			impl = ImplMPICH2
-		case onWorld(c, ep, m):
+		case treeWorld(c, ep, m):
 			impl = ImplTree
 		case isBox:
 			impl = ImplDeposit
@@ -190,11 +198,32 @@ func (g BGL) Bcast(c *Comm, b Buf, root int) error {
 	case ImplMPICH2:
 		return g.MPICH2.Bcast(c, b, root)
 	case ImplTree:
-		if !onWorld(c, ep, m) {
-			return fmt.Errorf("mpi: the collective network serves MPI_COMM_WORLD of one rank a node only (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+		if !treeWorld(c, ep, m) {
+			return fmt.Errorf("mpi: the collective network serves MPI_COMM_WORLD (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+		}
+		// In virtual node mode the data goes in at the root node's task 0:
+		// a root on task 1 first hands it over.
+		from := root
+		if c.Place(root).Core != 0 {
+			for r := 0; r < c.Size(); r++ {
+				if c.Place(r).Node == c.Place(root).Node && c.Place(r).Core == 0 {
+					from = r
+				}
+			}
+			cc := c.Collective()
+			switch c.Rank() {
+			case root:
+				if err := cc.Send(b, from, tagBcast); err != nil {
+					return err
+				}
+			case from:
+				if _, err := cc.Recv(b, root, tagBcast); err != nil {
+					return err
+				}
+			}
 		}
 		done := false
-		if err := ep.ml.TreeBcast(c.r.p, c.Rank() == root, b.Addr, b.Len, func() { done = true }); err != nil {
+		if err := ep.ml.TreeBcast(c.r.p, c.Rank() == from, b.Addr, b.Len, func() { done = true }); err != nil {
 			return err
 		}
 		c.r.waitUntil(func() bool { return done })

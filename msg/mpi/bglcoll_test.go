@@ -381,8 +381,9 @@ func TestBGLBarrier(t *testing.T) {
 
 // TestBGLBcastVirtualNode broadcasts in virtual node mode (two ranks a
 // node, XYZT with t slowest, so that rank r and r+N share a node): on
-// MPI_COMM_WORLD and on the tasks of planes of nodes (boxes with both
-// tasks of each node: the deposit broadcast, task 1 copying from task 0),
+// MPI_COMM_WORLD (the tree), on its duplicate and on the tasks of planes
+// of nodes (boxes with both tasks of each node: the deposit broadcast),
+// task 1 copying from task 0 in both,
 // on the ranks of one task per node (no box in this sense: the mesh-aware
 // broadcast), from roots on task 0 and task 1, corners and interiors;
 // every byte at every task, and the implementation each took.
@@ -397,8 +398,10 @@ func TestBGLBcastVirtualNode(t *testing.T) {
 		roots []int
 		impl  string
 	}{
-		{"world", false, func(c *Comm) *Comm { return c }, 1, []int{0, N + 5, 6}, ImplDeposit},
-		{"world-mesh", true, func(c *Comm) *Comm { return c }, 1, []int{N + 3, 9}, ImplDeposit},
+		{"world", false, func(c *Comm) *Comm { return c }, 1, []int{0, N + 5, 6}, ImplTree},
+		{"world-mesh", true, func(c *Comm) *Comm { return c }, 1, []int{N + 3, 9}, ImplTree},
+		{"dup", false, func(c *Comm) *Comm { d, _ := c.Dup(); return d }, 1, []int{0, N + 5, 6}, ImplDeposit},
+		{"dup-mesh", true, func(c *Comm) *Comm { d, _ := c.Dup(); return d }, 1, []int{N + 3, 9}, ImplDeposit},
 		{"planes", false, func(c *Comm) *Comm {
 			s, _ := c.Split(c.Rank()%N/(X*Y), c.Rank())
 			return s
