@@ -253,7 +253,7 @@ func (l *Layer) TreeBcast(p *cpu.Proc, root bool, addr uint64, size int, done fu
 			p.Compute(l.costs.Post)
 			bc.peerDone = true
 			l.bc = bc
-			l.Stats.Bcasts++
+			l.Stats.TreeOps++ // its part: the copies
 			for _, pk := range l.vnEarly {
 				l.onBcastCopy(p, pk)
 			}
