@@ -234,6 +234,7 @@ func (l *Layer) treeStep(p *cpu.Proc) bool {
 // comes in (tellPeer, as in the torus broadcast); done is called at task 0
 // once task 1 has copied it all.
 func (l *Layer) TreeBcast(p *cpu.Proc, root bool, addr uint64, size int, done func()) error {
+	defer l.mask()()
 	if size < 1 || size > MaxMessage {
 		return fmt.Errorf("bglml: collective-network broadcast of %d bytes (1 to %d)", size, MaxMessage)
 	}
@@ -410,6 +411,7 @@ type gbarrier struct {
 // look; such a pass does not doze, as the tree's do not) until the
 // release comes, and calls done. Every node of the machine takes part.
 func (l *Layer) GlobalBarrier(p *cpu.Proc, done func()) error {
+	defer l.mask()()
 	if l.nd.Tree == nil {
 		return fmt.Errorf("bglml: node %d: no barrier network (bgl.Machine.Collective before the run)", l.nd.Index)
 	}
