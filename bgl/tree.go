@@ -186,3 +186,32 @@ func (n *Node) TryTreeRead(p *cpu.Proc) (collective.Packet, bool, error) {
 	p.Compute(s.ReadCycles)
 	return n.Tree.Rec.Recv(), true, nil
 }
+
+// TryBarrierArm arms the node's global barrier from its main core (a
+// store to the barrier's register: a status access's cycles, an
+// estimate); false if the previous arming has not been taken yet.
+func (n *Node) TryBarrierArm(p *cpu.Proc) (bool, error) {
+	if n.Tree == nil {
+		return false, fmt.Errorf("bgl: node %d: no barrier network (Machine.Collective)", n.Index)
+	}
+	p.Compute(n.PL.spec.StatusCycles)
+	if !n.Tree.Arm.Ready() {
+		return false, nil
+	}
+	n.Tree.Arm.Send(struct{}{})
+	return true, nil
+}
+
+// TryBarrierRelease looks once at the node's global barrier (a status
+// look) and takes its release if it has come.
+func (n *Node) TryBarrierRelease(p *cpu.Proc) (bool, error) {
+	if n.Tree == nil {
+		return false, fmt.Errorf("bgl: node %d: no barrier network (Machine.Collective)", n.Index)
+	}
+	p.Compute(n.PL.spec.StatusCycles)
+	if !n.Tree.Release.Valid() {
+		return false, nil
+	}
+	n.Tree.Release.Recv()
+	return true, nil
+}

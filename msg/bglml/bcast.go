@@ -87,6 +87,7 @@ type bcast struct {
 	torusDone, peerDone bool
 	have                []bool
 	prefix, told        int
+	unit                int // bytes a packet of have (0: a torus packet's; the tree's 256)
 }
 
 // VNBcastChunk is how many bytes of a broadcast's data, received in
@@ -382,7 +383,11 @@ func (l *Layer) Forwarding() int { return l.bcFwd }
 // invalidates its own and copies.
 func (l *Layer) tellPeer(p *cpu.Proc) {
 	bc := l.bc
-	upto := min(bc.prefix*torus.MaxPayload, bc.size)
+	unit := bc.unit
+	if unit == 0 {
+		unit = torus.MaxPayload
+	}
+	upto := min(bc.prefix*unit, bc.size)
 	if upto == bc.told || upto-bc.told < VNBcastChunk && upto < bc.size {
 		return
 	}

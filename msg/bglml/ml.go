@@ -201,8 +201,9 @@ const (
 )
 
 // FirstHeaderBytes is the message header at the start of a first
-// packet's payload: size (4 bytes), message number (2), info length (1),
-// spare (1).
+// packet's payload: size (4 bytes), the message's place among the
+// sender's messages to this receiver (2, counting from 1 and wrapping),
+// info length (1), spare (1).
 const FirstHeaderBytes = 8
 
 const firstHdr = FirstHeaderBytes
@@ -222,8 +223,16 @@ type Layer struct {
 	sendq  []*out
 	msgq   [][]*out // per destination: its messages on the send queue, in order
 	nextID uint16
-	tokens []int               // per destination: confirmations awaited
-	grants map[uint16]*Message // rendezvous sends waiting for their grant, by number
+	tokens []int // per destination: confirmations awaited
+	// sendSeq is per destination the last message's place, recvSeq per
+	// source the last one matched, held per source its first packets
+	// that came before a message sent earlier (an adaptive-eager
+	// message's first packet can overtake the deterministic messages sent
+	// before it): the upcalls come in send order (MPI's matching order).
+	sendSeq, recvSeq []uint16
+	held             [][]heldFirst
+	nheld            int
+	grants           map[uint16]*Message // rendezvous sends waiting for their grant, by number
 
 	eagerIn []*rx                // per source: its eager message under way
 	adapt   map[uint32]*rx       // adaptive-eager messages by source and number
@@ -232,6 +241,7 @@ type Layer struct {
 	nextRx  uint16
 	bc      *bcast                   // the torus broadcast under way
 	tree    *treeOp                  // the collective-network operation under way
+	gbar    *gbarrier                // the global barrier under way
 	bcEarly map[uint32][]bcastStaged // broadcast packets that came before their broadcast, by key
 	vnEarly []*torus.Packet          // (virtual node mode, task 1) copy notices before its Bcast
 	bcFwd   int                      // broadcast forwards queued
@@ -293,6 +303,7 @@ type Stats struct {
 	Packets   uint64    // written
 	Received  uint64    // messages completed
 	Staged    uint64    // adaptive packets that arrived before their message's first
+	Held      uint64    // first packets held for a message sent before theirs
 	FullPolls uint64    // writes that found the FIFO full
 	CoPackets uint64    // data packets the coprocessor received
 	CoRecv    uint64    // transfers the coprocessor received
@@ -309,6 +320,8 @@ type Stats struct {
 	// TreeOps counts the collective-network operations the node took part
 	// in, TreePackets the results it read.
 	TreeOps, TreePackets uint64
+	// Barriers counts the global barriers the node took part in.
+	Barriers uint64
 	// Bcasts counts the torus broadcasts the node took part in,
 	// BcastStaged their packets that came before it had posted theirs.
 	Bcasts, BcastStaged uint64
@@ -341,6 +354,14 @@ type rx struct {
 	token     bool
 	co        bool     // received by the coprocessor
 	doneAt    sim.Tick // (co) its completion visible to the main core
+}
+
+// heldFirst is a first packet that came before a message sent earlier.
+type heldFirst struct {
+	t   byte
+	id  uint16
+	seq uint16
+	pk  *torus.Packet
 }
 
 type staged struct {
@@ -382,7 +403,7 @@ func newLayer(m *bgl.Machine, i, t int, params Params, costs Costs, up Handler) 
 	}
 	l := &Layer{meshed: m.Spec.Torus.Mesh, fifos: m.Spec.Torus.InjFIFOs, full: make([]bool, m.Spec.Torus.InjFIFOs+tasks-1), nd: nd, bs: &m.Spec, nodes: nodes, params: params, costs: costs, up: up, plb: nd.Alloc(torus.MaxPacketBytes),
 		pl: nd.PL, self: i*tasks + t, tasks: tasks, ends: ends,
-		tokens: make([]int, ends), msgq: make([][]*out, ends), grants: map[uint16]*Message{}, eagerIn: make([]*rx, ends),
+		tokens: make([]int, ends), sendSeq: make([]uint16, ends), recvSeq: make([]uint16, ends), held: make([][]heldFirst, ends), msgq: make([][]*out, ends), grants: map[uint16]*Message{}, eagerIn: make([]*rx, ends),
 		adapt: map[uint32]*rx{}, rdv: map[uint16]*rx{}, early: map[uint32][]*staged{}}
 	if tasks > 1 {
 		l.pl = newVNPort(nd, t, l.fifos, &m.Spec)
@@ -429,7 +450,7 @@ func (l *Layer) Choose(n, info int) Protocol {
 // Idle reports whether the layer has nothing to send and nothing under
 // way (no grant, token or data awaited).
 func (l *Layer) Idle() bool {
-	if len(l.sendq) > 0 || len(l.grants) > 0 || len(l.adapt) > 0 || len(l.rdv) > 0 || l.bc != nil || l.tree != nil || len(l.coDone) > 0 {
+	if len(l.sendq) > 0 || l.nheld > 0 || len(l.grants) > 0 || len(l.adapt) > 0 || len(l.rdv) > 0 || l.bc != nil || l.tree != nil || l.gbar != nil || len(l.coDone) > 0 {
 		return false
 	}
 	for _, t := range l.tokens {
@@ -522,12 +543,13 @@ func unsoft(s *[torus.SoftHeaderSize]byte) (t byte, src int, id uint16, idx int)
 		int(s[5]) | int(s[6])<<8 | int(s[7])<<16
 }
 
-// first is a first packet's payload: the message header, the info and up
-// to room bytes of data from addr.
-func (l *Layer) first(id uint16, m *Message, n int) []byte {
+// first is a first packet's payload: the message header (seq: its place
+// among the messages to its receiver, nextSeq), the info and up to room
+// bytes of data from addr.
+func (l *Layer) first(seq uint16, m *Message, n int) []byte {
 	b := make([]byte, firstHdr+len(m.Info)+n)
 	binary.LittleEndian.PutUint32(b, uint32(m.Len))
-	binary.LittleEndian.PutUint16(b[4:], id)
+	binary.LittleEndian.PutUint16(b[4:], seq)
 	b[6] = byte(len(m.Info))
 	copy(b[firstHdr:], m.Info)
 	l.nd.Mem.Read(m.Addr, b[firstHdr+len(m.Info):])
@@ -564,11 +586,12 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 	}
 	dst := l.coord(m.Dst)
 	room := torus.MaxPayload - firstHdr - len(m.Info)
+	seq := l.nextSeq(m.Dst)
 	switch proto {
 	case OnePacket:
 		o := &out{dst: m.Dst, message: true, n: 1, from: from, ready: true, sent: m.Done,
 			build: func(int) *torus.Packet {
-				return &torus.Packet{Dst: dst, Soft: soft(tOne, l.self, 0, 0), Payload: l.first(0, m, m.Len)}
+				return &torus.Packet{Dst: dst, Soft: soft(tOne, l.self, 0, 0), Payload: l.first(seq, m, m.Len)}
 			}}
 		// No message object: the packet goes now if it can (L132).
 		l.enqueue(o)
@@ -588,7 +611,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		l.enqueue(&out{dst: m.Dst, message: true, n: n, from: from, ready: true, sent: m.Done,
 			build: func(k int) *torus.Packet {
 				if k == 0 {
-					return &torus.Packet{Dst: dst, Soft: soft(tEagerFirst, l.self, id, 0), Payload: l.first(id, m, min(room, m.Len))}
+					return &torus.Packet{Dst: dst, Soft: soft(tEagerFirst, l.self, id, 0), Payload: l.first(seq, m, min(room, m.Len))}
 				}
 				off := room + (k-1)*torus.MaxPayload
 				return &torus.Packet{Dst: dst, Soft: soft(tEagerData, l.self, id, k),
@@ -609,7 +632,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 			build: func(k int) *torus.Packet {
 				pk := &torus.Packet{Dst: dst, Dynamic: true, Soft: soft(tAdaptive, l.self, id, k)}
 				if k == 0 {
-					pk.Payload = l.first(id, m, min(room, m.Len))
+					pk.Payload = l.first(seq, m, min(room, m.Len))
 				} else {
 					off := room + (k-1)*torus.MaxPayload
 					pk.Payload = l.data(m.Addr+uint64(off), min(torus.MaxPayload, m.Len-off))
@@ -624,7 +647,7 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		scout.Len = 0
 		l.enqueue(&out{dst: m.Dst, message: true, n: 1, from: bgl.FromCache, ready: true,
 			build: func(int) *torus.Packet {
-				pl := l.first(id, &scout, 0)
+				pl := l.first(seq, &scout, 0)
 				binary.LittleEndian.PutUint32(pl, uint32(m.Len))
 				return &torus.Packet{Dst: dst, Soft: soft(tScout, l.self, id, 0), Payload: pl}
 			}})
@@ -652,6 +675,15 @@ func (l *Layer) validSend(m *Message) error {
 			l.nd.Index, m.Len, len(m.Info), torus.MaxPayload-firstHdr)
 	}
 	return nil
+}
+
+// nextSeq numbers a message to dst: its place among the messages to dst
+// (wrapping; 0 is skipped so that a zeroed header is never a place).
+func (l *Layer) nextSeq(dst int) uint16 {
+	if l.sendSeq[dst]++; l.sendSeq[dst] == 0 {
+		l.sendSeq[dst] = 1
+	}
+	return l.sendSeq[dst]
 }
 
 func (l *Layer) id() uint16 {
@@ -1009,6 +1041,9 @@ func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 	if l.treeStep(p) {
 		did = true
 	}
+	if l.barrierStep(p) {
+		did = true
+	}
 	for k := 0; k < l.params.Batch; k++ {
 		if k > 0 {
 			f = l.pl.Pending(p)
@@ -1164,52 +1199,15 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 				return
 			}
 			l.place(p, f, r, r.first+(idx-1)*torus.MaxPayload)
+			if r.got == r.size {
+				delete(l.adapt, key)
+				l.complete(p, r)
+			}
 		} else {
-			pk := l.read(p, f)
-			r = l.open(p, src, pk.Payload)
-			r.token = true
-			r.id = id
-			l.adapt[key] = r
-			for _, s := range l.early[key] {
-				off := r.first + (s.idx-1)*torus.MaxPayload
-				p.Compute(l.pl.CopyCost(len(s.data)))
-				l.nd.Mem.Write(r.addr+uint64(off), s.data)
-				r.got += len(s.data)
-			}
-			delete(l.early, key)
+			l.firstIn(p, t, src, id, l.read(p, f))
 		}
-		if r.got == r.size {
-			delete(l.adapt, key)
-			l.complete(p, r)
-		}
-	case tOne, tEagerFirst:
-		pk := l.read(p, f)
-		r := l.open(p, src, pk.Payload)
-		if r.got < r.size {
-			if t == tOne {
-				panic(fmt.Sprintf("bglml: node %d: a one-packet message from node %d short of its size", l.nd.Index, src))
-			}
-			if l.eagerIn[src] != nil {
-				panic(fmt.Sprintf("bglml: node %d: a second eager message from node %d before the first ended", l.nd.Index, src))
-			}
-			l.eagerIn[src] = r
-			return
-		}
-		l.complete(p, r)
-	case tScout:
-		pk := l.read(p, f)
-		size := int(binary.LittleEndian.Uint32(pk.Payload))
-		info := pk.Payload[firstHdr : firstHdr+int(pk.Payload[6])]
-		p.Compute(l.costs.Upcall)
-		addr, done := l.up(src, info, size)
-		r := &rx{src: src, addr: addr, size: size, done: done}
-		rid := l.rxID(r)
-		l.toCoprocessor(p, r)
-		l.grant(p, src, id, r, 0, size)
-		if size == 0 {
-			delete(l.rdv, rid)
-			l.complete(p, r)
-		}
+	case tOne, tEagerFirst, tScout:
+		l.firstIn(p, t, src, id, l.read(p, f))
 	case tGrant:
 		pk := l.read(p, f)
 		rid := binary.LittleEndian.Uint16(pk.Payload)
@@ -1237,6 +1235,102 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 		l.tokens[src]--
 	default:
 		panic(fmt.Sprintf("bglml: node %d: packet of type %d from node %d", l.nd.Index, t, src))
+	}
+}
+
+// firstIn takes a message's first packet pk (read): matched now if every
+// message src sent before it to this task has been, else held until they
+// are. Only an adaptive-eager message's first packet can come early (the
+// others are deterministically routed through one FIFO, in order, and the
+// message after an adaptive-eager one waits for its confirmation, L140),
+// so a held packet is never followed by packets that need it matched.
+func (l *Layer) firstIn(p *cpu.Proc, t byte, src int, id uint16, pk *torus.Packet) {
+	seq := binary.LittleEndian.Uint16(pk.Payload[4:])
+	if seq != nextPlace(l.recvSeq[src]) {
+		// Out of the packet buffer into memory of the layer's, as an
+		// early adaptive packet is (the copies reordering costs, L53).
+		p.Compute(l.pl.CopyCost(len(pk.Payload)))
+		l.held[src] = append(l.held[src], heldFirst{t: t, id: id, seq: seq, pk: pk})
+		l.nheld++
+		l.Stats.Held++
+		return
+	}
+	for {
+		l.recvSeq[src] = seq
+		l.match(p, t, src, id, pk)
+		seq = nextPlace(seq)
+		k := 0
+		for k < len(l.held[src]) && l.held[src][k].seq != seq {
+			k++
+		}
+		if k == len(l.held[src]) {
+			return
+		}
+		h := l.held[src][k]
+		l.held[src] = append(l.held[src][:k], l.held[src][k+1:]...)
+		l.nheld--
+		p.Compute(l.costs.Lookup)
+		t, id, pk = h.t, h.id, h.pk
+	}
+}
+
+// nextPlace is the place after seq (nextSeq's).
+func nextPlace(seq uint16) uint16 {
+	if seq++; seq == 0 {
+		seq = 1
+	}
+	return seq
+}
+
+// match starts receiving the message whose first packet is pk (its turn
+// come): the upcall, and what its protocol does then.
+func (l *Layer) match(p *cpu.Proc, t byte, src int, id uint16, pk *torus.Packet) {
+	switch t {
+	case tAdaptive:
+		key := uint32(src)<<16 | uint32(id)
+		r := l.open(p, src, pk.Payload)
+		r.token = true
+		r.id = id
+		l.adapt[key] = r
+		for _, s := range l.early[key] {
+			off := r.first + (s.idx-1)*torus.MaxPayload
+			p.Compute(l.pl.CopyCost(len(s.data)))
+			l.nd.Mem.Write(r.addr+uint64(off), s.data)
+			r.got += len(s.data)
+		}
+		delete(l.early, key)
+		if r.got == r.size {
+			delete(l.adapt, key)
+			l.complete(p, r)
+		}
+	case tOne, tEagerFirst:
+		r := l.open(p, src, pk.Payload)
+		if r.got < r.size {
+			if t == tOne {
+				panic(fmt.Sprintf("bglml: node %d: a one-packet message from node %d short of its size", l.nd.Index, src))
+			}
+			if l.eagerIn[src] != nil {
+				panic(fmt.Sprintf("bglml: node %d: a second eager message from node %d before the first ended", l.nd.Index, src))
+			}
+			l.eagerIn[src] = r
+			return
+		}
+		l.complete(p, r)
+	case tScout:
+		size := int(binary.LittleEndian.Uint32(pk.Payload))
+		info := pk.Payload[firstHdr : firstHdr+int(pk.Payload[6])]
+		p.Compute(l.costs.Upcall)
+		addr, done := l.up(src, info, size)
+		r := &rx{src: src, addr: addr, size: size, done: done}
+		rid := l.rxID(r)
+		l.toCoprocessor(p, r)
+		l.grant(p, src, id, r, 0, size)
+		if size == 0 {
+			delete(l.rdv, rid)
+			l.complete(p, r)
+		}
+	case tVNAddr:
+		l.matchCopy(p, src, id, pk)
 	}
 }
 

@@ -160,6 +160,7 @@ func deliverOn(t *testing.T, m *bgl.Machine, n int, end string, open func(me int
 	}
 	for _, l := range layers {
 		sum.Staged += l.Stats.Staged
+		sum.Held += l.Stats.Held
 		sum.Copied += l.Stats.Copied
 		sum.Packets += l.Stats.Packets
 		sum.CoRecv += l.Stats.CoRecv

@@ -30,6 +30,7 @@ type treeOp struct {
 	build func(p *cpu.Proc, k int) (collective.Packet, bgl.Source, bool)
 	got   func(p *cpu.Proc, k int, r collective.Packet)
 	done  func()
+	vn    bool // a broadcast's in virtual node mode, on task 0 (TreeBcast)
 }
 
 // TreeReduction is what a reduction on the collective network computes.
@@ -152,7 +153,7 @@ func (l *Layer) startTree(p *cpu.Proc, op *treeOp) error {
 	if l.nd.Tree == nil {
 		return fmt.Errorf("bglml: node %d: no collective network (bgl.Machine.Collective before the run)", l.nd.Index)
 	}
-	if l.tasks > 1 {
+	if l.tasks > 1 && !op.vn {
 		return fmt.Errorf("bglml: node %d: the collective network in virtual node mode (one task a node only)", l.nd.Index)
 	}
 	if l.tree != nil {
@@ -226,13 +227,57 @@ func (l *Layer) treeStep(p *cpu.Proc) bool {
 // 256-byte packet at a time, every other node zeros, and the routers' OR
 // is the root's data at every node, which each node but the root stores
 // at addr. done is called when the node has read the whole message.
+//
+// In virtual node mode every task calls it: the node's task 0 takes part
+// in the tree (its FIFOs are the main core's), the data at a root node
+// being task 0's, and task 1 copies the data from task 0's buffer as it
+// comes in (tellPeer, as in the torus broadcast); done is called at task 0
+// once task 1 has copied it all.
 func (l *Layer) TreeBcast(p *cpu.Proc, root bool, addr uint64, size int, done func()) error {
+	defer l.mask()()
 	if size < 1 || size > MaxMessage {
 		return fmt.Errorf("bglml: collective-network broadcast of %d bytes (1 to %d)", size, MaxMessage)
 	}
 	n := (size + collective.PacketBytes - 1) / collective.PacketBytes
 	part := func(k int) int { return min(collective.PacketBytes, size-k*collective.PacketBytes) }
-	return l.startTree(p, &treeOp{n: n, done: done,
+	var bc *bcast
+	if l.tasks > 1 {
+		if l.nd.Tree == nil {
+			return fmt.Errorf("bglml: node %d: no collective network (bgl.Machine.Collective before the run)", l.nd.Index)
+		}
+		if l.bc != nil || l.tree != nil {
+			return fmt.Errorf("bglml: %s: a broadcast while one is under way", l.name())
+		}
+		bc = &bcast{addr: addr, size: size, done: done, unit: collective.PacketBytes}
+		if l.self%l.tasks != 0 {
+			// The node's second task: its data comes from task 0 by copies.
+			p.Compute(l.costs.Post)
+			bc.peerDone = true
+			l.bc = bc
+			l.Stats.TreeOps++ // its part: the copies
+			for _, pk := range l.vnEarly {
+				l.onBcastCopy(p, pk)
+			}
+			l.vnEarly = nil
+			return nil
+		}
+		bc.have = make([]bool, n)
+		done = func() { l.torusDone(p) }
+	}
+	got := func(_ *cpu.Proc, k int, r collective.Packet) {
+		if !root {
+			b := make([]byte, collective.PacketBytes)
+			for w, v := range r.W {
+				binary.LittleEndian.PutUint64(b[8*w:], v)
+			}
+			l.nd.Mem.Write(addr+uint64(k*collective.PacketBytes), b[:part(k)])
+		}
+		if bc != nil && !root {
+			bc.prefix = k + 1 // the results come in order
+			l.tellPeer(p)
+		}
+	}
+	op := &treeOp{n: n, done: done, vn: bc != nil, got: got,
 		build: func(_ *cpu.Proc, k int) (collective.Packet, bgl.Source, bool) {
 			pkt := collective.Packet{Op: collective.OpOr}
 			if !root {
@@ -244,17 +289,19 @@ func (l *Layer) TreeBcast(p *cpu.Proc, root bool, addr uint64, size int, done fu
 				pkt.W[w] = binary.LittleEndian.Uint64(b[8*w:])
 			}
 			return pkt, bgl.FromMemory, true
-		},
-		got: func(_ *cpu.Proc, k int, r collective.Packet) {
-			if root {
-				return
-			}
-			b := make([]byte, collective.PacketBytes)
-			for w, v := range r.W {
-				binary.LittleEndian.PutUint64(b[8*w:], v)
-			}
-			l.nd.Mem.Write(addr+uint64(k*collective.PacketBytes), b[:part(k)])
-		}})
+		}}
+	if err := l.startTree(p, op); err != nil {
+		return err
+	}
+	if bc != nil {
+		l.bc = bc
+		if root {
+			// The root's data is all here: the other task may copy it at once.
+			bc.prefix = n
+			l.tellPeer(p)
+		}
+	}
+	return nil
 }
 
 // TreeAllreduce takes part in a reduction over the collective network of
@@ -351,4 +398,63 @@ func (l *Layer) TreeAllreduce(p *cpu.Proc, red TreeReduction, src, dst uint64, c
 			}
 			store(j, v)
 		}})
+}
+
+// gbarrier is a node's part of a global barrier under way.
+type gbarrier struct {
+	armed bool
+	done  func()
+}
+
+// GlobalBarrier takes part in a barrier on the global barrier network
+// (L38): the advance loop arms it, then looks at it every pass (a status
+// look; such a pass does not doze, as the tree's do not) until the
+// release comes, and calls done. Every node of the machine takes part.
+func (l *Layer) GlobalBarrier(p *cpu.Proc, done func()) error {
+	defer l.mask()()
+	if l.nd.Tree == nil {
+		return fmt.Errorf("bglml: node %d: no barrier network (bgl.Machine.Collective before the run)", l.nd.Index)
+	}
+	if l.tasks > 1 {
+		return fmt.Errorf("bglml: node %d: the barrier network in virtual node mode (one task a node only)", l.nd.Index)
+	}
+	if l.gbar != nil {
+		return fmt.Errorf("bglml: node %d: a barrier while one is under way", l.nd.Index)
+	}
+	p.Compute(l.costs.Post)
+	l.gbar = &gbarrier{done: done}
+	l.Stats.Barriers++
+	l.barrierStep(p)
+	return nil
+}
+
+// barrierStep is the advance loop's work on the barrier: arm it, or look
+// for its release.
+func (l *Layer) barrierStep(p *cpu.Proc) bool {
+	b := l.gbar
+	if b == nil {
+		return false
+	}
+	l.looks++ // a pass that looks at the barrier does not doze
+	if !b.armed {
+		ok, err := l.nd.TryBarrierArm(p)
+		if err != nil {
+			panic(fmt.Sprintf("bglml: %v", err))
+		}
+		b.armed = ok
+		return ok
+	}
+	ok, err := l.nd.TryBarrierRelease(p)
+	if err != nil {
+		panic(fmt.Sprintf("bglml: %v", err))
+	}
+	if !ok {
+		return false
+	}
+	l.gbar = nil
+	if b.done != nil {
+		p.Compute(l.costs.Callback)
+		b.done()
+	}
+	return true
 }

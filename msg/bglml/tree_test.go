@@ -221,3 +221,71 @@ func TestTreeBadInput(t *testing.T) {
 		t.Errorf("without the collective network: %v", errs)
 	}
 }
+
+// TestTreeBcastVirtualNode broadcasts over the collective network in
+// virtual node mode: every task calls TreeBcast, the root node's task 0
+// has the data, each node's task 0 takes part in the tree and its task 1
+// copies from task 0's buffer in chunks of VNBcastChunk as the results
+// come (the root node's task 1 in one piece); every byte at every task.
+func TestTreeBcastVirtualNode(t *testing.T) {
+	for _, c := range []struct {
+		root, size int
+	}{{0, 1}, {5, 1000}, {13, 3*VNBcastChunk + 100}} {
+		t.Run(fmt.Sprintf("root %d, %d bytes", c.root, c.size), func(t *testing.T) {
+			m, err := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(4, 2, 2).WithMode(bgl.VirtualNodeMode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Collective(); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]byte, c.size)
+			for k := range want {
+				want[k] = byte(k*13 + k>>8 + 1)
+			}
+			ls := make([]*Layer, 2*len(m.Nodes))
+			bufs := make([]uint64, len(ls))
+			for i := range ls {
+				if ls[i], err = NewTask(m, i, DefaultParams(), DefaultCosts(), nil); err != nil {
+					t.Fatal(err)
+				}
+				nd := m.Nodes[i/2]
+				bufs[i] = nd.Alloc(c.size)
+				root := i == 2*c.root
+				if root {
+					nd.Mem.Write(bufs[i], want)
+				}
+				nd.Cores[i%2].Spawn("bcast", func(p *cpu.Proc) {
+					have := false
+					if err := ls[i].TreeBcast(p, root, bufs[i], c.size, func() { have = true }); err != nil {
+						t.Error(err)
+						return
+					}
+					ls[i].Until(p, func() bool { return have })
+					ls[i].Until(p, ls[i].Idle)
+				})
+			}
+			m.World.Run(sim.S)
+			chunks := uint64((c.size + VNBcastChunk - 1) / VNBcastChunk)
+			for i := range ls {
+				got := make([]byte, c.size)
+				m.Nodes[i/2].Mem.Read(bufs[i], got)
+				if !bytes.Equal(got, want) {
+					t.Errorf("task %d: data differs", i)
+				}
+				if i%2 == 1 {
+					w := chunks
+					if i/2 == c.root {
+						w = 1
+					}
+					if ls[i].Stats.Copied != w {
+						t.Errorf("task %d copied %d times, want %d", i, ls[i].Stats.Copied, w)
+					}
+				}
+				if ls[i].Stats.TreeOps != 1 {
+					t.Errorf("task %d: %d collective-network operations, want 1", i, ls[i].Stats.TreeOps)
+				}
+			}
+		})
+	}
+}

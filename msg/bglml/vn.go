@@ -177,9 +177,10 @@ func (l *Layer) sendCopy(p *cpu.Proc, m *Message) error {
 	hdr := *m
 	hdr.Len = 0
 	dst := l.coord(m.Dst)
+	seq := l.nextSeq(m.Dst)
 	l.enqueue(&out{dst: m.Dst, message: true, n: 1, from: bgl.FromCache, ready: true,
 		build: func(int) *torus.Packet {
-			pl := l.first(id, &hdr, 0)
+			pl := l.first(seq, &hdr, 0)
 			binary.LittleEndian.PutUint32(pl, uint32(m.Len))
 			pl = binary.LittleEndian.AppendUint64(pl, m.Addr)
 			return &torus.Packet{Dst: dst, Soft: soft(tVNAddr, l.self, id, 0), Payload: pl}
@@ -215,6 +216,20 @@ func (l *Layer) copyFrom(p *cpu.Proc, dst, src uint64, n int) {
 	l.Stats.Copied++
 }
 
+// matchCopy matches a message of the other task's (its address packet
+// pk): the upcall, the copy, the response that frees the sender's buffer.
+func (l *Layer) matchCopy(p *cpu.Proc, src int, id uint16, pk *torus.Packet) {
+	size := int(binary.LittleEndian.Uint32(pk.Payload))
+	ni := int(pk.Payload[6])
+	info := pk.Payload[firstHdr : firstHdr+ni]
+	from := binary.LittleEndian.Uint64(pk.Payload[firstHdr+ni:])
+	p.Compute(l.costs.Upcall)
+	addr, done := l.up(src, info, size)
+	l.copyFrom(p, addr, from, size)
+	l.control(p, src, &torus.Packet{Dst: l.coord(src), Soft: soft(tVNFree, l.self, id, 0)})
+	l.complete(p, &rx{src: src, addr: addr, size: size, got: size, done: done})
+}
+
 // onVirtual handles a packet of the virtual node mode protocol from the
 // other task, at the head of FIFO f.
 func (l *Layer) onVirtual(p *cpu.Proc, f int, t byte, src int, id uint16) {
@@ -224,15 +239,7 @@ func (l *Layer) onVirtual(p *cpu.Proc, f int, t byte, src int, id uint16) {
 	pk := l.read(p, f)
 	switch t {
 	case tVNAddr:
-		size := int(binary.LittleEndian.Uint32(pk.Payload))
-		ni := int(pk.Payload[6])
-		info := pk.Payload[firstHdr : firstHdr+ni]
-		from := binary.LittleEndian.Uint64(pk.Payload[firstHdr+ni:])
-		p.Compute(l.costs.Upcall)
-		addr, done := l.up(src, info, size)
-		l.copyFrom(p, addr, from, size)
-		l.control(p, src, &torus.Packet{Dst: l.coord(src), Soft: soft(tVNFree, l.self, id, 0)})
-		l.complete(p, &rx{src: src, addr: addr, size: size, got: size, done: done})
+		l.firstIn(p, t, src, id, pk)
 	case tVNFree:
 		p.Compute(l.costs.Lookup)
 		m := l.grants[id]

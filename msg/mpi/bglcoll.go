@@ -31,6 +31,10 @@ const (
 	// ImplTorus is a reduction by point-to-point messages over the torus
 	// (the MPI core's binomial reduce and recursive-doubling allreduce).
 	ImplTorus = "torus"
+	// ImplBarrier is the global barrier network (L38): MPI_Barrier on
+	// MPI_COMM_WORLD (the torus's point-to-point algorithm, ImplTorus,
+	// elsewhere).
+	ImplBarrier = "barrier"
 )
 
 // BGL is Blue Gene/L's MPI collectives over the torus transport (seed
@@ -38,13 +42,19 @@ const (
 // the collective network for MPI_COMM_WORLD; the torus broadcast with the
 // deposit bit for a communicator whose nodes make a rectangular box of
 // the torus; the mesh-aware point-to-point broadcast otherwise.
-// MPI_Allreduce and MPI_Reduce take the collective network on
+// MPI_Barrier takes the global barrier network on MPI_COMM_WORLD and the
+// MPI core's point-to-point algorithm elsewhere. MPI_Allreduce and
+// MPI_Reduce take the collective network on
 // MPI_COMM_WORLD for the operations its ALU can do (Op.Tree), and the
 // torus's point-to-point algorithms otherwise. The collective network
 // needs the machine's tree built before the run (RunTorus builds it when
-// Config.Collectives is a BGL). A rank in virtual node mode has neither
-// the tree nor the deposit broadcast (one task a node): it takes the
-// mesh-aware broadcast and the torus. Result.Collectives counts what
+// Config.Collectives is a BGL). In virtual node mode each node's task 0
+// takes the node's part and task 1 copies the data from it: MPI_Bcast on
+// MPI_COMM_WORLD takes the tree (bglml.Layer.TreeBcast), on a
+// communicator of both tasks of every node of a box the deposit broadcast
+// (bglml.Layer.BcastBox), on others the mesh-aware broadcast; the
+// reductions and MPI_Barrier take the torus (the layer's tree reductions
+// and barrier are one task a node). Result.Collectives counts what
 // each operation took.
 type BGL struct {
 	MPICH2
@@ -55,6 +65,9 @@ type BGL struct {
 	// ReduceWith forces the reductions' (ImplTree, ImplTorus, ImplMesh);
 	// "" chooses.
 	ReduceWith string
+	// BarrierWith forces MPI_Barrier's (ImplBarrier, ImplTorus); ""
+	// chooses.
+	BarrierWith string
 	// Routes is the deposit broadcast's routes (0: 3).
 	Routes int
 	// MeshPiece is the mesh-aware broadcast's pipeline unit in bytes (0:
@@ -80,11 +93,30 @@ func onWorld(c *Comm, ep *torusEP, m *bgl.Machine) bool {
 	return ep != nil && c.ctx == 0 && ep.t.tasks == 1 && m.Tree != nil && c.Size() == len(m.Nodes)
 }
 
-// commBox is the box of the torus c's nodes make, if they make one (one
-// rank a node).
+// treeWorld reports whether c is MPI_COMM_WORLD of a run with every
+// task of every node and the collective network built: what the tree's
+// broadcast serves (in virtual node mode through the nodes' task 0).
+func treeWorld(c *Comm, ep *torusEP, m *bgl.Machine) bool {
+	return ep != nil && c.ctx == 0 && m.Tree != nil && c.Size() == len(m.Nodes)*ep.t.tasks
+}
+
+// commBox is the box of the torus c's nodes make, if they make one, with
+// every task of each of its nodes in c (in virtual node mode, both).
 func commBox(c *Comm, ep *torusEP, m *bgl.Machine) (bglml.Box, bool) {
-	if ep == nil || ep.t.tasks != 1 {
+	if ep == nil {
 		return bglml.Box{}, false
+	}
+	tasks := ep.t.tasks
+	if tasks > 1 {
+		per := make([]int, len(m.Nodes))
+		for r := 0; r < c.Size(); r++ {
+			per[c.Place(r).Node]++
+		}
+		for _, k := range per {
+			if k != 0 && k != tasks {
+				return bglml.Box{}, false
+			}
+		}
 	}
 	dims := m.Torus.Spec.Dims
 	var box bglml.Box
@@ -121,7 +153,7 @@ func commBox(c *Comm, ep *torusEP, m *bgl.Machine) (bglml.Box, bool) {
 		}
 		box.Lo[d], box.Ext[d] = lo, n
 	}
-	if box.Ext[0]*box.Ext[1]*box.Ext[2] != c.Size() {
+	if box.Ext[0]*box.Ext[1]*box.Ext[2]*tasks != c.Size() {
 		return bglml.Box{}, false
 	}
 	return box, true
@@ -148,7 +180,7 @@ func (g BGL) Bcast(c *Comm, b Buf, root int) error {
 		switch {
 		case ep == nil:
 			impl = ImplMPICH2
-		case onWorld(c, ep, m):
+		case treeWorld(c, ep, m):
 			impl = ImplTree
 		case isBox:
 			impl = ImplDeposit
@@ -166,18 +198,39 @@ func (g BGL) Bcast(c *Comm, b Buf, root int) error {
 	case ImplMPICH2:
 		return g.MPICH2.Bcast(c, b, root)
 	case ImplTree:
-		if !onWorld(c, ep, m) {
-			return fmt.Errorf("mpi: the collective network serves MPI_COMM_WORLD of one rank a node only (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+		if !treeWorld(c, ep, m) {
+			return fmt.Errorf("mpi: the collective network serves MPI_COMM_WORLD (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+		}
+		// In virtual node mode the data goes in at the root node's task 0:
+		// a root on task 1 first hands it over.
+		from := root
+		if c.Place(root).Core != 0 {
+			for r := 0; r < c.Size(); r++ {
+				if c.Place(r).Node == c.Place(root).Node && c.Place(r).Core == 0 {
+					from = r
+				}
+			}
+			cc := c.Collective()
+			switch c.Rank() {
+			case root:
+				if err := cc.Send(b, from, tagBcast); err != nil {
+					return err
+				}
+			case from:
+				if _, err := cc.Recv(b, root, tagBcast); err != nil {
+					return err
+				}
+			}
 		}
 		done := false
-		if err := ep.ml.TreeBcast(c.r.p, c.Rank() == root, b.Addr, b.Len, func() { done = true }); err != nil {
+		if err := ep.ml.TreeBcast(c.r.p, c.Rank() == from, b.Addr, b.Len, func() { done = true }); err != nil {
 			return err
 		}
 		c.r.waitUntil(func() bool { return done })
 		return nil
 	case ImplDeposit:
 		if !isBox {
-			return fmt.Errorf("mpi: the deposit broadcast needs a communicator whose nodes make a box of the torus, one rank a node; these %d ranks do not", c.Size())
+			return fmt.Errorf("mpi: the deposit broadcast needs a communicator whose nodes make a box of the torus, with every task of each; these %d ranks do not", c.Size())
 		}
 		return g.depositBcast(c, ep, m, box, b, root)
 	case ImplMesh:
@@ -191,8 +244,9 @@ func (g BGL) Bcast(c *Comm, b Buf, root int) error {
 
 // depositBcast is the message layer's torus broadcast in the box. Its
 // routes start at a corner of the box (anywhere along a ring it covers
-// whole): a root elsewhere first sends the message to the nearest such
-// node, which broadcasts it.
+// whole), from the task 0 there (virtual node mode): a root elsewhere
+// first sends the message to the nearest such node's task 0, which
+// broadcasts it.
 func (g BGL) depositBcast(c *Comm, ep *torusEP, m *bgl.Machine, box bglml.Box, b Buf, root int) error {
 	dims := m.Torus.Spec.Dims
 	at := func(r int) torus.Coord { return m.Nodes[c.Place(r).Node].Torus.At }
@@ -209,12 +263,12 @@ func (g BGL) depositBcast(c *Comm, ep *torusEP, m *bgl.Machine, box bglml.Box, b
 		}
 	}
 	from := root
-	if src != at(root) {
-		for r := 0; r < c.Size(); r++ {
-			if at(r) == src {
-				from = r
-			}
+	for r := 0; r < c.Size(); r++ {
+		if at(r) == src && c.Place(r).Core == 0 {
+			from = r
 		}
+	}
+	if from != root {
 		cc := c.Collective()
 		switch c.Rank() {
 		case root:
@@ -515,4 +569,37 @@ func (g BGL) Reduce(c *Comm, send, recv Buf, op Op, root int) error {
 		return fmt.Errorf("mpi: Reduce into %d bytes from %d", recv.Len, send.Len)
 	}
 	return treeReduce(c, ep, send, recv, op)
+}
+
+// Barrier returns when every rank of c has entered it: on the global
+// barrier network for MPI_COMM_WORLD (every node arms it, the wired AND
+// releases them all), by the MPI core's algorithm otherwise.
+func (g BGL) Barrier(c *Comm) error {
+	ep, m := bglEnv(c)
+	world := onWorld(c, ep, m)
+	impl := g.BarrierWith
+	if impl == "" {
+		impl = ImplTorus
+		if world {
+			impl = ImplBarrier
+		}
+	}
+	if c.Rank() == 0 {
+		c.r.w.countColl("Barrier", impl, 0)
+	}
+	switch impl {
+	case ImplTorus:
+		return g.MPICH2.Barrier(c)
+	case ImplBarrier:
+		if !world {
+			return fmt.Errorf("mpi: the barrier network serves MPI_COMM_WORLD of one rank a node only (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+		}
+		done := false
+		if err := ep.ml.GlobalBarrier(c.r.p, func() { done = true }); err != nil {
+			return err
+		}
+		c.r.waitUntil(func() bool { return done })
+		return nil
+	}
+	return fmt.Errorf("mpi: barrier implementation %q (%s, %s)", impl, ImplBarrier, ImplTorus)
 }

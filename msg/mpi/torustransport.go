@@ -298,7 +298,7 @@ func RunTorus(m *bgl.Machine, cfg Config, tc TorusConfig, nodeOf []int, body fun
 	if nodeOf == nil && tasks > 1 {
 		nodeOf = bgl.XYZTTasks(m.Torus.Spec.Dims, tasks)
 	}
-	if _, ok := cfg.Collectives.(BGL); ok && tasks == 1 {
+	if _, ok := cfg.Collectives.(BGL); ok {
 		// BGL's collectives on MPI_COMM_WORLD use the collective network.
 		if _, err := m.Collective(); err != nil {
 			return nil, err
