@@ -1,6 +1,7 @@
 package paper
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/aaemu/aaemu/sim"
@@ -35,7 +36,7 @@ func TestCheckEveryPollReachesTheCores(t *testing.T) {
 	if evals[1] <= evals[0] {
 		t.Errorf("every poll checked: %d evaluations, sleeping %d: the option did not reach the cores", evals[1], evals[0])
 	}
-	if results[0] != results[1] {
+	if !reflect.DeepEqual(results[0], results[1]) {
 		t.Errorf("results differ: %+v and %+v", results[0], results[1])
 	}
 }
