@@ -363,22 +363,28 @@ type meshTreeVal struct {
 	kids   []int
 }
 
-// meshBcast is the mesh-aware point-to-point broadcast: the message in
-// pieces of MeshPiece bytes down meshTree, each rank passing a piece to
-// its children as soon as it has it (MPI messages, so each piece is an
-// eager message or a rendezvous by size).
-func (g BGL) meshBcast(c *Comm, m *bgl.Machine, b Buf, root int) error {
+// meshPlan is the communicator's mesh-aware tree from root (built once,
+// kept as an attribute) and the pipeline's piece size.
+func (g BGL) meshPlan(c *Comm, m *bgl.Machine, root int) (meshTreeVal, int) {
 	v, ok := c.Attr(meshTreeKey{root})
 	if !ok {
 		p, k := meshTree(c, m, root)
 		v = meshTreeVal{p, k}
 		c.SetAttr(meshTreeKey{root}, v)
 	}
-	t := v.(meshTreeVal)
 	piece := g.MeshPiece
 	if piece == 0 {
 		piece = 8192
 	}
+	return v.(meshTreeVal), piece
+}
+
+// meshBcast is the mesh-aware point-to-point broadcast: the message in
+// pieces of MeshPiece bytes down meshTree, each rank passing a piece to
+// its children as soon as it has it (MPI messages, so each piece is an
+// eager message or a rendezvous by size).
+func (g BGL) meshBcast(c *Comm, m *bgl.Machine, b Buf, root int) error {
+	t, piece := g.meshPlan(c, m, root)
 	cc := c.Collective()
 	n := (b.Len + piece - 1) / piece
 	part := func(k int) Buf { return b.Slice(k*piece, min(piece, b.Len-k*piece)) }
@@ -415,17 +421,7 @@ func (g BGL) meshReduce(c *Comm, send, recv Buf, op Op, root int) error {
 		return err
 	}
 	_, m := bglEnv(c)
-	v, ok := c.Attr(meshTreeKey{root})
-	if !ok {
-		p, k := meshTree(c, m, root)
-		v = meshTreeVal{p, k}
-		c.SetAttr(meshTreeKey{root}, v)
-	}
-	t := v.(meshTreeVal)
-	piece := g.MeshPiece
-	if piece == 0 {
-		piece = 8192
-	}
+	t, piece := g.meshPlan(c, m, root)
 	piece = max(op.Size, piece/op.Size*op.Size)
 	cc := c.Collective()
 	n := (send.Len + piece - 1) / piece
