@@ -210,17 +210,9 @@ func (g BGL) Bcast(c *Comm, b Buf, root int) error {
 					from = r
 				}
 			}
-			cc := c.Collective()
-			switch c.Rank() {
-			case root:
-				if err := cc.Send(b, from, tagBcast); err != nil {
-					return err
-				}
-			case from:
-				if _, err := cc.Recv(b, root, tagBcast); err != nil {
-					return err
-				}
-			}
+		}
+		if err := handOver(c, b, root, from); err != nil {
+			return err
 		}
 		done := false
 		if err := ep.ml.TreeBcast(c.r.p, c.Rank() == from, b.Addr, b.Len, func() { done = true }); err != nil {
@@ -240,6 +232,23 @@ func (g BGL) Bcast(c *Comm, b Buf, root int) error {
 		return g.meshBcast(c, m, b, root)
 	}
 	return fmt.Errorf("mpi: broadcast implementation %q (%s, %s, %s, %s)", impl, ImplTree, ImplDeposit, ImplMesh, ImplMPICH2)
+}
+
+// handOver moves a broadcast's data from root to the rank from which an
+// implementation must start it (nothing if they are one).
+func handOver(c *Comm, b Buf, root, from int) error {
+	if from == root {
+		return nil
+	}
+	cc := c.Collective()
+	switch c.Rank() {
+	case root:
+		return cc.Send(b, from, tagBcast)
+	case from:
+		_, err := cc.Recv(b, root, tagBcast)
+		return err
+	}
+	return nil
 }
 
 // depositBcast is the message layer's torus broadcast in the box. Its
@@ -268,18 +277,8 @@ func (g BGL) depositBcast(c *Comm, ep *torusEP, m *bgl.Machine, box bglml.Box, b
 			from = r
 		}
 	}
-	if from != root {
-		cc := c.Collective()
-		switch c.Rank() {
-		case root:
-			if err := cc.Send(b, from, tagBcast); err != nil {
-				return err
-			}
-		case from:
-			if _, err := cc.Recv(b, root, tagBcast); err != nil {
-				return err
-			}
-		}
+	if err := handOver(c, b, root, from); err != nil {
+		return err
 	}
 	routes := g.Routes
 	if routes == 0 {
