@@ -58,24 +58,9 @@ func mpich2Order(size int) bglml.AlltoallOrder {
 	return bglml.Pairwise
 }
 
-// BisectionTime is the least time an alltoall of size bytes between
-// every pair of a mesh (or torus) of dims can take: the bytes that must
-// cross the middle of its longest dimension, over the links that cross
-// it, each carrying 240 payload bytes per 1,080-cycle packet (η × the
-// raw rate, L54). With N nodes and X along that dimension, (N/2)² × size
-// bytes cross each way over N/X links (2N/X in a torus).
-func BisectionTime(spec bgl.Spec, size int) sim.Tick {
-	d := spec.Torus.Dims
-	n := d[0] * d[1] * d[2]
-	x := max(d[0], d[1], d[2])
-	links := n / x
-	if !spec.Torus.Mesh {
-		links *= 2
-	}
-	bytes := float64(n/2) * float64(n/2) * float64(size)
-	perLink := float64(torus.MaxPayload) / float64(spec.Torus.PacketCycles(torus.MaxPacketBytes/torus.ChunkBytes)) // B/cycle
-	return sim.Tick(bytes / (float64(links) * perLink) * float64(spec.Torus.Period()))
-}
+// BisectionTime is the least time an alltoall of size bytes can take on
+// the mesh or torus of spec (bglml.BisectionTime).
+func BisectionTime(spec bgl.Spec, size int) sim.Tick { return bglml.BisectionTime(spec, size) }
 
 // Fig6 is Figure 6 (L200–L204): MPI_Alltoall's efficiency against the
 // bisection bound on the 8×8×8 mesh, MPICH2's algorithms against the
