@@ -225,7 +225,12 @@ func AlltoallWith(spec bgl.Spec, params Params, costs Costs, size int, order All
 			}
 		}
 	}
-	res := AlltoallResult{Time: end, Cut: cut, InNet: innet, InInj: inInj, InRec: inRec}
+	return AlltoallResult{Time: end, Links: LinkLoads(m), Cut: cut, InNet: innet, InInj: inInj, InRec: inRec}, nil
+}
+
+// LinkLoads is every link's load in machine m's run so far.
+func LinkLoads(m *bgl.Machine) []LinkLoad {
+	var ls []LinkLoad
 	st := m.World.Stats()
 	for i, nd := range m.Nodes {
 		for o := torus.Port(0); o < torus.NumLinkPorts; o++ {
@@ -233,10 +238,10 @@ func AlltoallWith(spec bgl.Spec, params Params, costs Costs, size int, order All
 			if !ok {
 				continue // no link there (a mesh's edge)
 			}
-			res.Links = append(res.Links, LinkLoad{Node: i, At: nd.Torus.At, Port: o, Busy: sim.Tick(c.(*sim.Counter).Value())})
+			ls = append(ls, LinkLoad{Node: i, At: nd.Torus.At, Port: o, Busy: sim.Tick(c.(*sim.Counter).Value())})
 		}
 	}
-	return res, nil
+	return ls
 }
 
 // cutCounters are the busy-time counters of the links across the middle
