@@ -28,8 +28,11 @@ const (
 	Posted
 	// Spread is the optimised alltoall (L156, L203): every send posted
 	// at once, the destinations in a random order of each node's, one
-	// packet of each message in turn (Params.Interleave) and every packet
-	// adaptively routed (adaptive eager, or rendezvous above EagerMax).
+	// packet of each message in turn (Params.Interleave), every packet
+	// adaptively routed and paced to the bisection bound (AlltoallPace).
+	// Its messages are Unordered (one a pair, into a buffer known from
+	// the start): one packet, or adaptive eager at any size without
+	// confirmations or rendezvous.
 	Spread
 )
 
@@ -104,7 +107,7 @@ func AlltoallWith(spec bgl.Spec, params Params, costs Costs, size int, order All
 	if order == Spread {
 		params.Interleave, params.Adaptive = true, !opt.Deterministic
 		if params.Pace == 0 && !opt.Unpaced {
-			params.Pace = AlltoallPace(spec, params, size)
+			params.Pace = AlltoallPace(spec, size)
 		}
 	}
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
@@ -151,7 +154,16 @@ func AlltoallWith(spec bgl.Spec, params Params, costs Costs, size int, order All
 		all = append(all, l)
 		nd.Cores[0].Spawn("alltoall", func(p *cpu.Proc) {
 			post := func(d int) {
-				m := &Message{Dst: d, Addr: send + uint64(d*size), Len: size, Done: func() { sent++ }, Unordered: order == Spread && !opt.Deterministic}
+				m := &Message{Dst: d, Addr: send + uint64(d*size), Len: size, Done: func() { sent++ }}
+				if order == Spread && !opt.Deterministic {
+					// One message a pair into a buffer known from the
+					// start: no order to keep, and nothing to ask the
+					// receiver first (no rendezvous).
+					m.Unordered = true
+					if l.Choose(size, 0) != OnePacket {
+						m.Proto = AdaptiveEager
+					}
+				}
 				if err := l.Send(p, m); err != nil && failed == nil {
 					failed = err
 				}
@@ -287,18 +299,14 @@ func BisectionTime(spec bgl.Spec, size int) sim.Tick {
 }
 
 // AlltoallPace is the optimised alltoall's pace (Params.Pace) for
-// messages of size bytes with params' protocols: the bisection bound
-// spread evenly over the message packets each node writes, so that the
-// nodes together inject no faster than the links across the middle of
-// the network drain. (Every node sends as many packets, and the same
-// share of them to the other half.)
-func AlltoallPace(spec bgl.Spec, params Params, size int) sim.Tick {
+// messages of size bytes: the bisection bound spread evenly over the
+// packets each node writes (one-packet or adaptive-eager messages), so
+// that the nodes together inject no faster than the links across the
+// middle of the network drain. (Every node sends as many packets, and
+// the same share of them to the other half.)
+func AlltoallPace(spec bgl.Spec, size int) sim.Tick {
 	d := spec.Torus.Dims
 	n := d[0] * d[1] * d[2]
-	pk := 1 + (size+torus.MaxPayload-1)/torus.MaxPayload // rendezvous: the scout and the data
-	if size <= params.EagerMax || firstHdr+size <= torus.MaxPayload {
-		// one packet, or adaptive eager: the first packet holds less
-		pk = 1 + max(0, (size-(torus.MaxPayload-firstHdr)+torus.MaxPayload-1)/torus.MaxPayload)
-	}
+	pk := 1 + max(0, (size-(torus.MaxPayload-firstHdr)+torus.MaxPayload-1)/torus.MaxPayload)
 	return BisectionTime(spec, size) / sim.Tick((n-1)*pk)
 }
