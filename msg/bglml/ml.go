@@ -97,12 +97,11 @@ type Params struct {
 	Interleave bool
 	// Pace, if not 0, is the least mean interval between the node's
 	// message packets (a message's data, a rendezvous's scout and data;
-	// not grants or tokens): the k-th is
-	// written no earlier than Pace × k after the first, so that a node
-	// injects no faster than its share of what the network drains (the
-	// optimised alltoall, AlltoallPace) and catches up after a stall as
-	// far as its injection FIFOs take it. A pass that meets the pace
-	// writes nothing more.
+	// not grants or tokens): the k-th is written no earlier than Pace × k
+	// after the first, so that a node injects no faster than its share
+	// of what the network drains (the optimised alltoall, AlltoallPace)
+	// and catches up after a stall as far as its injection FIFOs take
+	// it. A pass that meets the pace writes nothing more.
 	Pace sim.Tick
 	// Coprocessor has the node's second core receive rendezvous (and
 	// get) data into buffers of whole L1 lines (L135–L137): the grant
@@ -197,8 +196,9 @@ type Message struct {
 	Proto Protocol // Auto: by size
 	Done  func()
 	// Unordered says that the message need not arrive in order with the
-	// others to Dst (the optimised alltoall sends one to each node): if
-	// it goes in one packet, that packet is routed adaptively.
+	// others to Dst (the optimised alltoall sends one to each node): a
+	// one-packet message is then routed adaptively, and an adaptive-eager
+	// one takes no confirmation.
 	Unordered bool
 }
 
