@@ -71,6 +71,9 @@ type AlltoallResult struct {
 	// InInj and InRec are, of InNet, those in the injection and the
 	// reception FIFOs.
 	InInj, InRec []int
+	// Escaped is the times an adaptive packet found no dynamic channel
+	// with room and took the escape channel, over all routers.
+	Escaped uint64
 }
 
 // AlltoallOptions are an alltoall's measurements.
@@ -237,7 +240,13 @@ func AlltoallWith(spec bgl.Spec, params Params, costs Costs, size int, order All
 			}
 		}
 	}
-	return AlltoallResult{Time: end, Links: LinkLoads(m), Cut: cut, InNet: innet, InInj: inInj, InRec: inRec}, nil
+	var esc uint64
+	for i := range m.Nodes {
+		if c, ok := m.World.Stats().Get(fmt.Sprintf("bgl.node[%d].router.escaped", i)); ok {
+			esc += c.(*sim.Counter).Value()
+		}
+	}
+	return AlltoallResult{Time: end, Links: LinkLoads(m), Cut: cut, InNet: innet, InInj: inInj, InRec: inRec, Escaped: esc}, nil
 }
 
 // LinkLoads is every link's load in machine m's run so far.
