@@ -2,6 +2,7 @@ package bglml
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 
@@ -77,11 +78,15 @@ func TestAlltoallPaced(t *testing.T) {
 func TestPacedDozeMatchesSpin(t *testing.T) {
 	spec := bgl.DefaultSpec(4, 3, 2)
 	spec.Torus.Mesh = true
-	for _, size := range []int{200, 952, 2000} {
+	for _, c := range []struct {
+		size   int
+		strict bool
+	}{{200, false}, {952, false}, {2000, false}, {952, true}} {
+		size := c.size
 		var out [2]string
 		for k, spin := range []bool{true, false} {
 			params := DefaultParams()
-			params.Spin = spin
+			params.Spin, params.PaceStrict = spin, c.strict
 			r, err := Alltoall(spec, params, DefaultCosts(), size, Spread, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -89,7 +94,7 @@ func TestPacedDozeMatchesSpin(t *testing.T) {
 			out[k] = fmt.Sprint(r)
 		}
 		if out[0] != out[1] {
-			t.Errorf("%d B: polling and dozing differ", size)
+			t.Errorf("%d B (strict %v): polling and dozing differ", size, c.strict)
 		}
 	}
 }
@@ -148,5 +153,32 @@ func TestPace(t *testing.T) {
 	}
 	if _, st := run(pace, true); st.Packets != 0 {
 		t.Errorf("an unordered adaptive-eager message: the receiver wrote %d packets, want none", st.Packets)
+	}
+}
+
+// TestAlltoallFull runs the optimised alltoall on the 8×8×8 mesh (952 B,
+// Figure 6's) with the cut sampled every 250 µs, paced as by default or
+// strictly with A2A_FULL=strict, when A2A_FULL is set (about ten minutes
+// of CPU): `A2A_FULL=1 go test ./msg/bglml -run TestAlltoallFull -v
+// -timeout 0`.
+func TestAlltoallFull(t *testing.T) {
+	mode := os.Getenv("A2A_FULL")
+	if mode == "" {
+		t.Skip("A2A_FULL not set")
+	}
+	spec := bgl.DefaultSpec(8, 8, 8)
+	spec.Torus.Mesh = true
+	params := DefaultParams()
+	params.PaceStrict = mode == "strict"
+	r, err := AlltoallWith(spec, params, DefaultCosts(), 952, Spread, 1, AlltoallOptions{Sample: 250 * sim.US})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Time < BisectionTime(spec, 952) {
+		t.Fatalf("%v, under the bound %v", r.Time, BisectionTime(spec, 952))
+	}
+	t.Logf("strict %v: %v, %.1f %% of the bound; %d escapes", params.PaceStrict, r.Time, 100*float64(BisectionTime(spec, 952))/float64(r.Time), r.Escaped)
+	for i := range r.Cut {
+		t.Logf("%5d µs: cut %5.1f %%, %6d packets in the network (%d in injection FIFOs, %d in reception FIFOs)", (i+1)*250, 100*r.Cut[i], r.InNet[i], r.InInj[i], r.InRec[i])
 	}
 }

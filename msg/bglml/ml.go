@@ -103,6 +103,10 @@ type Params struct {
 	// and catches up after a stall as far as its injection FIFOs take
 	// it. A pass that meets the pace writes nothing more.
 	Pace sim.Tick
+	// PaceStrict writes each paced packet at least Pace after the node's
+	// one before: a node held back (its FIFOs full, its core reading)
+	// does not catch up.
+	PaceStrict bool
 	// Coprocessor has the node's second core receive rendezvous (and
 	// get) data into buffers of whole L1 lines (L135–L137): the grant
 	// asks for the data in the second FIFO set, which the coprocessor's
@@ -892,8 +896,8 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 		}
 		l.Stats.Packets++
 		if paced {
-			if l.paceN == 0 {
-				l.paceFrom = p.Now()
+			if l.paceN == 0 || l.params.PaceStrict {
+				l.paceFrom, l.paceN = p.Now(), 0
 			}
 			l.paceN++
 		}
