@@ -28,8 +28,11 @@ const (
 	Posted
 	// Spread is the optimised alltoall (L156, L203): every send posted
 	// at once, the destinations in a random order of each node's, one
-	// packet of each message in turn (Params.Interleave) and every packet
-	// adaptively routed (adaptive eager, or rendezvous above EagerMax).
+	// packet of each message in turn (Params.Interleave), every packet
+	// adaptively routed and paced to the bisection bound (AlltoallPace).
+	// Its messages are Unordered (one a pair, into a buffer known from
+	// the start): one packet, or adaptive eager at any size without
+	// confirmations or rendezvous.
 	Spread
 )
 
@@ -59,6 +62,30 @@ type LinkLoad struct {
 type AlltoallResult struct {
 	Time  sim.Tick
 	Links []LinkLoad
+	// Cut is, with AlltoallOptions.Sample, the mean utilisation of the
+	// links across the middle of x (both ways) in each interval of the
+	// run, and InNet the data packets written but not yet read at each
+	// interval's end.
+	Cut   []float64
+	InNet []int
+	// InInj and InRec are, of InNet, those in the injection and the
+	// reception FIFOs.
+	InInj, InRec []int
+	// Escaped is the times an adaptive packet found no dynamic channel
+	// with room and took the escape channel, over all routers.
+	Escaped uint64
+}
+
+// AlltoallOptions are an alltoall's measurements.
+type AlltoallOptions struct {
+	// Sample: sample the cut's utilisation every so long (0: not).
+	Sample sim.Tick
+	// Unpaced leaves the Spread order's injection unpaced (its pace is
+	// otherwise AlltoallPace's, unless Params.Pace sets one).
+	Unpaced bool
+	// Deterministic routes the Spread order's packets in dimension order
+	// (eager) instead of adaptively.
+	Deterministic bool
 }
 
 // Alltoall runs an alltoall of size bytes between every pair of nodes
@@ -66,6 +93,14 @@ type AlltoallResult struct {
 // order order (seed: the Spread order's random destinations), and checks
 // that every node got every other's block.
 func Alltoall(spec bgl.Spec, params Params, costs Costs, size int, order AlltoallOrder, seed int64) (AlltoallResult, error) {
+	return AlltoallWith(spec, params, costs, size, order, seed, AlltoallOptions{})
+}
+
+// AlltoallWith is Alltoall with measurements.
+func AlltoallWith(spec bgl.Spec, params Params, costs Costs, size int, order AlltoallOrder, seed int64, opt AlltoallOptions) (AlltoallResult, error) {
+	if opt.Sample < 0 {
+		return AlltoallResult{}, fmt.Errorf("bglml: alltoall sampled every %v", opt.Sample)
+	}
 	if size < 1 || size > MaxMessage {
 		return AlltoallResult{}, fmt.Errorf("bglml: alltoall of %d bytes (1 to %d)", size, MaxMessage)
 	}
@@ -73,7 +108,10 @@ func Alltoall(spec bgl.Spec, params Params, costs Costs, size int, order Alltoal
 		return AlltoallResult{}, fmt.Errorf("bglml: alltoall order %v (pairwise, posted, spread)", order)
 	}
 	if order == Spread {
-		params.Interleave, params.Adaptive = true, true
+		params.Interleave, params.Adaptive = true, !opt.Deterministic
+		if params.Pace == 0 && !opt.Unpaced {
+			params.Pace = AlltoallPace(spec, size)
+		}
 	}
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
@@ -88,6 +126,7 @@ func Alltoall(spec bgl.Spec, params Params, costs Costs, size int, order Alltoal
 	var end sim.Tick
 	var failed error
 	recv := make([]uint64, n)
+	var all []*Layer
 	for i := range m.Nodes {
 		i := i
 		nd := m.Nodes[i]
@@ -115,9 +154,20 @@ func Alltoall(spec bgl.Spec, params Params, costs Costs, size int, order Alltoal
 		if err != nil {
 			return AlltoallResult{}, err
 		}
+		all = append(all, l)
 		nd.Cores[0].Spawn("alltoall", func(p *cpu.Proc) {
 			post := func(d int) {
-				if err := l.Send(p, &Message{Dst: d, Addr: send + uint64(d*size), Len: size, Done: func() { sent++ }}); err != nil && failed == nil {
+				m := &Message{Dst: d, Addr: send + uint64(d*size), Len: size, Done: func() { sent++ }}
+				if order == Spread && !opt.Deterministic {
+					// One message a pair into a buffer known from the
+					// start: no order to keep, and nothing to ask the
+					// receiver first (no rendezvous).
+					m.Unordered = true
+					if l.Choose(size, 0) != OnePacket {
+						m.Proto = AdaptiveEager
+					}
+				}
+				if err := l.Send(p, m); err != nil && failed == nil {
 					failed = err
 				}
 			}
@@ -137,7 +187,42 @@ func Alltoall(spec bgl.Spec, params Params, costs Costs, size int, order Alltoal
 			l.Until(p, l.Idle)
 		})
 	}
-	m.World.Run(10 * sim.S)
+	var cut []float64
+	var innet, inInj, inRec []int
+	if opt.Sample > 0 {
+		cutLinks := cutCounters(m)
+		var prev uint64
+		for t := opt.Sample; t <= 10*sim.S; t += opt.Sample {
+			m.World.Run(t)
+			var busy uint64
+			for _, c := range cutLinks {
+				busy += c.Value()
+			}
+			cut = append(cut, float64(busy-prev)/float64(opt.Sample)/float64(len(cutLinks)))
+			prev = busy
+			var w, r uint64
+			for _, l := range all {
+				w += l.Stats.Packets
+				r += l.Stats.Read
+			}
+			innet = append(innet, int(w-r))
+			var ni, nr int
+			for _, nd := range m.Nodes {
+				for _, f := range nd.Torus.Router.Inj {
+					ni += f.Len()
+				}
+				for _, f := range nd.Torus.Router.Rec {
+					nr += f.Len()
+				}
+			}
+			inInj, inRec = append(inInj, ni), append(inRec, nr)
+			if m.World.Next() == sim.Never {
+				break
+			}
+		}
+	} else {
+		m.World.Run(10 * sim.S)
+	}
 	if failed != nil {
 		return AlltoallResult{}, failed
 	}
@@ -155,7 +240,18 @@ func Alltoall(spec bgl.Spec, params Params, costs Costs, size int, order Alltoal
 			}
 		}
 	}
-	res := AlltoallResult{Time: end}
+	var esc uint64
+	for i := range m.Nodes {
+		if c, ok := m.World.Stats().Get(fmt.Sprintf("bgl.node[%d].router.escaped", i)); ok {
+			esc += c.(*sim.Counter).Value()
+		}
+	}
+	return AlltoallResult{Time: end, Links: LinkLoads(m), Cut: cut, InNet: innet, InInj: inInj, InRec: inRec, Escaped: esc}, nil
+}
+
+// LinkLoads is every link's load in machine m's run so far.
+func LinkLoads(m *bgl.Machine) []LinkLoad {
+	var ls []LinkLoad
 	st := m.World.Stats()
 	for i, nd := range m.Nodes {
 		for o := torus.Port(0); o < torus.NumLinkPorts; o++ {
@@ -163,8 +259,63 @@ func Alltoall(spec bgl.Spec, params Params, costs Costs, size int, order Alltoal
 			if !ok {
 				continue // no link there (a mesh's edge)
 			}
-			res.Links = append(res.Links, LinkLoad{Node: i, At: nd.Torus.At, Port: o, Busy: sim.Tick(c.(*sim.Counter).Value())})
+			ls = append(ls, LinkLoad{Node: i, At: nd.Torus.At, Port: o, Busy: sim.Tick(c.(*sim.Counter).Value())})
 		}
 	}
-	return res, nil
+	return ls
+}
+
+// cutCounters are the busy-time counters of the links across the middle
+// of the x dimension, both ways.
+func cutCounters(m *bgl.Machine) []*sim.Counter {
+	mid := m.Spec.Torus.Dims[0]/2 - 1
+	var cs []*sim.Counter
+	st := m.World.Stats()
+	for i, nd := range m.Nodes {
+		var o torus.Port
+		switch nd.Torus.At[0] {
+		case mid:
+			o = torus.XPlus
+		case mid + 1:
+			o = torus.XMinus
+		default:
+			continue
+		}
+		if c, ok := st.Get(fmt.Sprintf("bgl.node[%d].%v.busy_ps", i, o)); ok {
+			cs = append(cs, c.(*sim.Counter))
+		}
+	}
+	return cs
+}
+
+// BisectionTime is the least time an alltoall of size bytes between
+// every pair of a mesh (or torus) of dims can take: the bytes that must
+// cross the middle of its longest dimension, over the links that cross
+// it, each carrying 240 payload bytes per 1,080-cycle packet (η × the
+// raw rate, L54). With N nodes and X along that dimension, (N/2)² × size
+// bytes cross each way over N/X links (2N/X in a torus).
+func BisectionTime(spec bgl.Spec, size int) sim.Tick {
+	d := spec.Torus.Dims
+	n := d[0] * d[1] * d[2]
+	x := max(d[0], d[1], d[2])
+	links := n / x
+	if !spec.Torus.Mesh {
+		links *= 2
+	}
+	bytes := float64(n/2) * float64(n/2) * float64(size)
+	perLink := float64(torus.MaxPayload) / float64(spec.Torus.PacketCycles(torus.MaxPacketBytes/torus.ChunkBytes)) // B/cycle
+	return sim.Tick(bytes / (float64(links) * perLink) * float64(spec.Torus.Period()))
+}
+
+// AlltoallPace is the optimised alltoall's pace (Params.Pace) for
+// messages of size bytes: the bisection bound spread evenly over the
+// packets each node writes (one-packet or adaptive-eager messages), so
+// that the nodes together inject no faster than the links across the
+// middle of the network drain. (Every node sends as many packets, and
+// the same share of them to the other half.)
+func AlltoallPace(spec bgl.Spec, size int) sim.Tick {
+	d := spec.Torus.Dims
+	n := d[0] * d[1] * d[2]
+	pk := 1 + max(0, (size-(torus.MaxPayload-firstHdr)+torus.MaxPayload-1)/torus.MaxPayload)
+	return BisectionTime(spec, size) / sim.Tick((n-1)*pk)
 }

@@ -85,5 +85,8 @@ func (l *Layer) nextChange() sim.Tick {
 	if len(l.coDone) > 0 {
 		t = min(t, l.coDone[0].doneAt)
 	}
+	if l.paceFound {
+		t = min(t, l.paceAt()) // the pass that met the pace writes then
+	}
 	return t
 }

@@ -95,6 +95,18 @@ type Params struct {
 	// destinations at once, over all its links (the optimised alltoall's
 	// injection order, L156).
 	Interleave bool
+	// Pace, if not 0, is the least mean interval between the node's
+	// message packets (a message's data, a rendezvous's scout and data;
+	// not grants or tokens): the k-th is written no earlier than Pace × k
+	// after the first, so that a node injects no faster than its share
+	// of what the network drains (the optimised alltoall, AlltoallPace)
+	// and catches up after a stall as far as its injection FIFOs take
+	// it. A pass that meets the pace writes nothing more.
+	Pace sim.Tick
+	// PaceStrict writes each paced packet at least Pace after the node's
+	// one before: a node held back (its FIFOs full, its core reading)
+	// does not catch up.
+	PaceStrict bool
 	// Coprocessor has the node's second core receive rendezvous (and
 	// get) data into buffers of whole L1 lines (L135–L137): the grant
 	// asks for the data in the second FIFO set, which the coprocessor's
@@ -145,6 +157,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("bglml.eager_max: %d out of range (0 to 2^30)", p.EagerMax)
 	case p.Batch < 1 || p.Batch > 1024:
 		return fmt.Errorf("bglml.batch: %d out of range (1 to 1024)", p.Batch)
+	case p.Pace > sim.S:
+		return fmt.Errorf("bglml.pace: %d ps out of range (0 to 1 s)", p.Pace)
 	}
 	return nil
 }
@@ -185,6 +199,11 @@ type Message struct {
 	Len   int
 	Proto Protocol // Auto: by size
 	Done  func()
+	// Unordered says that the message need not arrive in order with the
+	// others to Dst (the optimised alltoall sends one to each node): a
+	// one-packet message is then routed adaptively, and an adaptive-eager
+	// one takes no confirmation.
+	Unordered bool
 }
 
 // Packet types, in the software header's first byte.
@@ -202,9 +221,14 @@ const (
 
 // FirstHeaderBytes is the message header at the start of a first
 // packet's payload: size (4 bytes), the message's place among the
-// sender's messages to this receiver (2, counting from 1 and wrapping),
-// info length (1), spare (1).
+// sender's messages to this receiver (2, counting from 1 and wrapping; 0
+// for a Message.Unordered one, which is matched as it comes), info length
+// (1), flags (1).
 const FirstHeaderBytes = 8
+
+// hdrUnordered, in the header's flags, marks a Message.Unordered one: an
+// adaptive-eager message then takes no confirmation.
+const hdrUnordered = 1
 
 const firstHdr = FirstHeaderBytes
 
@@ -271,6 +295,12 @@ type Layer struct {
 	// without stepping past those whose FIFO is full (nextWritable).
 	byFIFO       [64][]*out
 	seqLo, seqHi int64
+	// Pacing (Params.Pace): the time the first paced packet was written
+	// (paceN > 0), the paced packets written, and whether this pass met
+	// the pace (its send half then stops).
+	paceFrom  sim.Tick
+	paceN     uint64
+	paceFound bool
 	// notified: the torus wakes the core Until runs on when a packet
 	// arrives (so that it can doze).
 	notified bool
@@ -301,6 +331,7 @@ type Layer struct {
 type Stats struct {
 	Messages  [5]uint64 // sent, by protocol
 	Packets   uint64    // written
+	Read      uint64    // packets taken from the reception FIFOs
 	Received  uint64    // messages completed
 	Staged    uint64    // adaptive packets that arrived before their message's first
 	Held      uint64    // first packets held for a message sent before theirs
@@ -551,6 +582,9 @@ func (l *Layer) first(seq uint16, m *Message, n int) []byte {
 	binary.LittleEndian.PutUint32(b, uint32(m.Len))
 	binary.LittleEndian.PutUint16(b[4:], seq)
 	b[6] = byte(len(m.Info))
+	if m.Unordered {
+		b[7] = hdrUnordered
+	}
 	copy(b[firstHdr:], m.Info)
 	l.nd.Mem.Read(m.Addr, b[firstHdr+len(m.Info):])
 	return b
@@ -586,12 +620,15 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 	}
 	dst := l.coord(m.Dst)
 	room := torus.MaxPayload - firstHdr - len(m.Info)
-	seq := l.nextSeq(m.Dst)
+	var seq uint16 // 0: unordered
+	if !m.Unordered {
+		seq = l.nextSeq(m.Dst)
+	}
 	switch proto {
 	case OnePacket:
-		o := &out{dst: m.Dst, message: true, n: 1, from: from, ready: true, sent: m.Done,
+		o := &out{dst: m.Dst, message: true, n: 1, from: from, ready: true, sent: m.Done, adaptive: m.Unordered,
 			build: func(int) *torus.Packet {
-				return &torus.Packet{Dst: dst, Soft: soft(tOne, l.self, 0, 0), Payload: l.first(seq, m, m.Len)}
+				return &torus.Packet{Dst: dst, Dynamic: m.Unordered, Soft: soft(tOne, l.self, 0, 0), Payload: l.first(seq, m, m.Len)}
 			}}
 		// No message object: the packet goes now if it can (L132).
 		l.enqueue(o)
@@ -624,7 +661,9 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		done := m.Done
 		l.enqueue(&out{dst: m.Dst, message: true, n: n, from: from, ready: true, adaptive: true,
 			sent: func() {
-				l.tokens[m.Dst]++ // the next message to dst waits for the confirmation
+				if !m.Unordered {
+					l.tokens[m.Dst]++ // the next message to dst waits for the confirmation
+				}
 				if done != nil {
 					done()
 				}
@@ -878,12 +917,19 @@ func (l *Layer) startable(o *out) bool {
 // an entry.
 func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 	n := 0
+	paced := l.params.Pace > 0 && (o.message || o.adaptive)
 	for o.next < o.n && n < budget {
 		fifo := l.pinned(o.dst)
 		if l.params.Interleave && o.adaptive {
 			fifo = l.spread(o.dst, o.next)
 		}
 		if l.full[fifo] {
+			break
+		}
+		// (After the FIFO found full: the pass stops at the first entry
+		// that could write, whether it goes entry by entry or jumps.)
+		if paced && l.paceN > 0 && p.Now() < l.paceAt() {
+			l.paceFound = true
 			break
 		}
 		// A packet built for a look that found no room is kept for the
@@ -913,6 +959,12 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 			panic(fmt.Sprintf("bglml: node %d: %v", l.nd.Index, err))
 		}
 		l.Stats.Packets++
+		if paced {
+			if l.paceN == 0 || l.params.PaceStrict {
+				l.paceFrom, l.paceN = p.Now(), 0
+			}
+			l.paceN++
+		}
 		o.pk = nil
 		if o.in != 0 {
 			l.unindex(o)
@@ -927,6 +979,9 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 	}
 	return n
 }
+
+// paceAt is the earliest time the next paced packet may be written.
+func (l *Layer) paceAt() sim.Tick { return l.paceFrom + sim.Tick(l.paceN)*l.params.Pace }
 
 // finish ends an entry whose packets are all written.
 func (l *Layer) finish(p *cpu.Proc, o *out) {
@@ -1058,7 +1113,7 @@ func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 		return l.interleave(p) || did
 	}
 	budget := l.params.Batch
-	for i := 0; i < len(l.sendq) && budget > 0; i++ {
+	for i := 0; i < len(l.sendq) && budget > 0 && !l.paceFound; i++ {
 		if l.nfull >= l.nqueued && !scanAll {
 			l.Stats.ScanStops++
 			break
@@ -1110,7 +1165,7 @@ func (l *Layer) interleave(p *cpu.Proc) bool {
 		l.rr = 0
 	}
 	i := l.rr
-	for left := n; left > 0 && budget > 0 && len(l.sendq) > 0 && l.nfull < len(l.full); left-- {
+	for left := n; left > 0 && budget > 0 && len(l.sendq) > 0 && l.nfull < len(l.full) && !l.paceFound; left-- {
 		if l.nfull >= l.nqueuedAny && !scanAll {
 			// Every FIFO an entry could write is full: the rest of the
 			// round would only step past the entries, to where it ends.
@@ -1143,6 +1198,8 @@ func (l *Layer) interleave(p *cpu.Proc) bool {
 				l.remove(i)
 				l.finish(p, o)
 			}
+		} else if l.paceFound {
+			i-- // the entry that met the pace goes first in the next round
 		}
 		if i >= len(l.sendq) {
 			i = 0
@@ -1159,6 +1216,7 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 	if err != nil || hd == nil {
 		panic(fmt.Sprintf("bglml: node %d: FIFO %d: %v", l.nd.Index, f, err))
 	}
+	l.Stats.Read++
 	p.Compute(l.costs.Dispatch)
 	t, src, id, idx := unsoft(&hd.Soft)
 	switch t {
@@ -1246,6 +1304,10 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 // so a held packet is never followed by packets that need it matched.
 func (l *Layer) firstIn(p *cpu.Proc, t byte, src int, id uint16, pk *torus.Packet) {
 	seq := binary.LittleEndian.Uint16(pk.Payload[4:])
+	if seq == 0 { // Message.Unordered: no place among the others
+		l.match(p, t, src, id, pk)
+		return
+	}
 	if seq != nextPlace(l.recvSeq[src]) {
 		// Out of the packet buffer into memory of the layer's, as an
 		// early adaptive packet is (the copies reordering costs, L53).
@@ -1289,7 +1351,7 @@ func (l *Layer) match(p *cpu.Proc, t byte, src int, id uint16, pk *torus.Packet)
 	case tAdaptive:
 		key := uint32(src)<<16 | uint32(id)
 		r := l.open(p, src, pk.Payload)
-		r.token = true
+		r.token = pk.Payload[7]&hdrUnordered == 0 // an unordered one needs no confirmation
 		r.id = id
 		l.adapt[key] = r
 		for _, s := range l.early[key] {
@@ -1414,4 +1476,5 @@ func (l *Layer) complete(p *cpu.Proc, r *rx) {
 func (l *Layer) clearFull() {
 	clear(l.full)
 	l.nfull = 0
+	l.paceFound = false
 }
