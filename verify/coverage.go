@@ -69,6 +69,7 @@ func AllBins() []string {
 		"change/unregister/flush", "change/register/flush-waited",
 		"change/clearfaults/event-again", "change/clearfaults/overflow-cleared", "change/clearfaults/in-flight",
 		"change/racing/in-flight", "change/racing/in-flight/same-page",
+		"change/racing/split/in-flight", "change/racing/merge/in-flight", "change/racing/detach/in-flight", "change/racing/attach/in-flight",
 		"iuid/0", "iuid/1023", "iuid/other",
 		"page/2MB/allowed", "page/2MB/denied", "page/1GB/allowed", "page/1GB/denied", "domain/same-iova")
 	return out
@@ -261,6 +262,11 @@ func (c *Coverage) Add(s *Stimulus, o *Observation) {
 				op := s.Ops[i]
 				if op.TLP.Addr>>12 == c.IOVA>>12 && s.Devices[op.Dev].Dom() == c.Dom() {
 					hit["change/racing/in-flight/same-page"] = true
+				}
+				// And of each kind that changes more than one page.
+				switch c.Kind {
+				case "split", "merge", "detach", "attach":
+					hit["change/racing/"+c.Kind+"/in-flight"] = true
 				}
 			}
 		}

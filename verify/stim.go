@@ -166,10 +166,11 @@ type Change struct {
 	// Racing: a clearfaults call clears the fault records the moment the
 	// IOMMU has taken every op before After, while their faults may still
 	// be on their way to the registers, rather than at a quiet point; a
-	// setbits, map or unmap call writes the tables and invalidates the
-	// moment the IOMMU takes op After-1, while the other TLPs before After
-	// may still be in flight (each decided with the tables as they are
-	// when the IOMMU takes it).
+	// setbits, map, unmap, split, merge, detach or attach call writes the
+	// tables and invalidates the moment the IOMMU takes op After-1, while
+	// the other TLPs before After may still be in flight (each decided
+	// with the tables as they are when the IOMMU takes it). A log's
+	// removal or registration never races (RacesTables).
 	Racing bool `json:"racing,omitempty"`
 }
 
@@ -263,9 +264,21 @@ func Generate(seed uint64) *Stimulus {
 }
 
 // RacesTables reports whether a call changes the tables racing the TLPs in
-// flight (Change.Racing on a setbits, map or unmap).
+// flight (Change.Racing on a setbits, map, unmap, split, merge, detach or
+// attach). A log's removal or registration never races: the driver frees
+// or hands over the ring, so it must first quiesce the log (every record
+// reserved in it written and consumed), which is the quiet point the
+// harness waits for.
 func (c *Change) RacesTables() bool {
-	return c.Racing && (c.Kind == "setbits" || c.Kind == "map" || c.Kind == "unmap")
+	return c.Racing && racesTables(c.Kind)
+}
+
+func racesTables(kind string) bool {
+	switch kind {
+	case "setbits", "map", "unmap", "split", "merge", "detach", "attach":
+		return true
+	}
+	return false
 }
 
 // racingTables makes, from a stream of its own, half of the page calls
@@ -279,6 +292,20 @@ func racingTables(seed uint64, s *Stimulus) {
 		c := &s.Changes[i]
 		alone := c.After > 0 && (i == 0 || s.Changes[i-1].After < c.After) && (i+1 == len(s.Changes) || s.Changes[i+1].After > c.After)
 		if (c.Kind == "setbits" || c.Kind == "map" || c.Kind == "unmap") && alone && r.IntN(2) == 0 {
+			c.Racing = true
+		}
+	}
+	// Split, merge (Driver.Remap), detach and attach race from a stream of
+	// their own, so the page calls above race as they did before them. A
+	// driver may make each with traffic in flight: Remap writes the new
+	// entry and invalidates the whole range at one instant, Attach and
+	// Detach write the context entry and invalidate the context cache (a
+	// device's TLPs in flight at a detach fault, as VT-d has it).
+	r = rand.New(rand.NewPCG(seed, 0xc0de7ab1))
+	for i := range s.Changes {
+		c := &s.Changes[i]
+		alone := c.After > 0 && (i == 0 || s.Changes[i-1].After < c.After) && (i+1 == len(s.Changes) || s.Changes[i+1].After > c.After)
+		if (c.Kind == "split" || c.Kind == "merge" || c.Kind == "detach" || c.Kind == "attach") && alone && r.IntN(2) == 0 {
 			c.Racing = true
 		}
 	}
@@ -1018,10 +1045,10 @@ func (s *Stimulus) validateChanges(flushes map[uint64]int, logs map[uint16]int) 
 		}
 		prev = c.After
 		if c.Racing && c.Kind != "clearfaults" && !c.RacesTables() {
-			return bad(".racing", "clearfaults, setbits, map and unmap only: the other calls are made at quiet points", "a %s call cannot race", c.Kind)
+			return bad(".racing", "clearfaults, setbits, map, unmap, split, merge, detach and attach only: a log's removal or registration waits for the log to be quiet", "a %s call cannot race", c.Kind)
 		}
 		if c.RacesTables() && (c.After < 1 || i > 0 && s.Changes[i-1].After == c.After || i+1 < len(s.Changes) && s.Changes[i+1].After == c.After) {
-			return bad(".racing", "a racing setbits, map or unmap after a TLP (after >= 1) and alone at its place", "a %s call at op %d races nothing there", c.Kind, c.After)
+			return bad(".racing", "a racing setbits, map, unmap, split, merge, detach or attach after a TLP (after >= 1) and alone at its place", "a %s call at op %d races nothing there", c.Kind, c.After)
 		}
 		switch c.Kind {
 		case "detach", "attach":
