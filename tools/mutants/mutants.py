@@ -117,6 +117,17 @@ MUTANTS = [
     ("iommu: an IOTLB fill when a TLP's walk is over, after an invalidation that came during it",
      "iommu/iommu.go", "\t\tm.finish(m.cur, now)\n",
      "\t\tif j := m.cur; j.tr.fault == 0 && j.tr.level == 1 && j.tr.did != 0 { m.iotlb.Insert(makeTLBKey(j.tr.did, j.iova>>12), tlbEntry{leaf: j.tr.leaf, frame: j.tr.pa &^ 0xfff, r: j.tr.r, w: j.tr.w, level: 1}) }; m.finish(m.cur, now)\n"),
+    # Only a racing detach sees this: at a quiet point the last TLP was
+    # over long before the device-selective invalidation.
+    ("iommu: the last-context register made valid again when a translated TLP is over, after an invalidation that came during it",
+     "iommu/iommu.go", "\t\tm.finish(m.cur, now)\n",
+     "\t\tif m.cur.tr.fault == 0 { m.lastCtxValid = true }; m.finish(m.cur, now)\n"),
+    # Only a racing split or merge sees this: the racing setbits, map and
+    # unmap change 4 KB pages, and at a quiet point the last walk's fill
+    # came long before the invalidation of the range.
+    ("iommu: an IOTLB fill of a large page's 4 KB piece when a TLP's walk is over, after an invalidation that came during it",
+     "iommu/iommu.go", "\t\tm.finish(m.cur, now)\n",
+     "\t\tif j := m.cur; j.tr.fault == 0 && j.tr.level > 1 && j.tr.did != 0 { m.iotlb.Insert(makeTLBKey(j.tr.did, j.iova>>12), tlbEntry{leaf: j.tr.leaf, frame: j.tr.pa &^ 0xfff, r: j.tr.r, w: j.tr.w, level: j.tr.level}) }; m.finish(m.cur, now)\n"),
     # The CPU: local atomics, interrupts and uncached reads.
     ("cpu: a local CAS that swaps when the compare fails",
      "cpu/cpu.go", "\tif old == cmp {\n\t\tp.core.mem.Store64(addr, swap)", "\tif old != cmp {\n\t\tp.core.mem.Store64(addr, swap)",
