@@ -409,14 +409,17 @@ type gbarrier struct {
 // GlobalBarrier takes part in a barrier on the global barrier network
 // (L38): the advance loop arms it, then looks at it every pass (a status
 // look; such a pass does not doze, as the tree's do not) until the
-// release comes, and calls done. Every node of the machine takes part.
+// release comes, and calls done. Every node of the machine takes part;
+// in virtual node mode through its task 0 alone.
 func (l *Layer) GlobalBarrier(p *cpu.Proc, done func()) error {
 	defer l.mask()()
 	if l.nd.Tree == nil {
 		return fmt.Errorf("bglml: node %d: no barrier network (bgl.Machine.Collective before the run)", l.nd.Index)
 	}
-	if l.tasks > 1 {
-		return fmt.Errorf("bglml: node %d: the barrier network in virtual node mode (one task a node only)", l.nd.Index)
+	if l.self%l.tasks != 0 {
+		// In virtual node mode the node's task 0 arms it for both tasks,
+		// once task 1 has told it that it arrived.
+		return fmt.Errorf("bglml: %s: the barrier network in virtual node mode is task 0's (task 1 hands its arrival to it)", l.name())
 	}
 	if l.gbar != nil {
 		return fmt.Errorf("bglml: node %d: a barrier while one is under way", l.nd.Index)

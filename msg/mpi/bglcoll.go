@@ -53,8 +53,9 @@ const (
 // MPI_COMM_WORLD takes the tree (bglml.Layer.TreeBcast), on a
 // communicator of both tasks of every node of a box the deposit broadcast
 // (bglml.Layer.BcastBox), on others the mesh-aware broadcast; the
-// reductions and MPI_Barrier take the torus (the layer's tree reductions
-// and barrier are one task a node). Result.Collectives counts what
+// reductions take the torus (the layer's tree reductions are one task a
+// node); MPI_Barrier on MPI_COMM_WORLD takes the barrier network, task 1
+// arriving at task 0 first (Barrier). Result.Collectives counts what
 // each operation took.
 type BGL struct {
 	MPICH2
@@ -569,9 +570,16 @@ func (g BGL) Reduce(c *Comm, send, recv Buf, op Op, root int) error {
 // Barrier returns when every rank of c has entered it: on the global
 // barrier network for MPI_COMM_WORLD (every node arms it, the wired AND
 // releases them all), by the MPI core's algorithm otherwise.
+//
+// In virtual node mode both tasks of a node arrive before its task 0
+// arms the barrier network: task 1 sends task 0 an empty message through
+// the node's virtual FIFO (scratchpad, under the lockbox: the one-packet
+// path of the virtual torus device, L115), task 0 arms once it has it,
+// and when task 0 sees the release it sends task 1 an empty message back,
+// on which task 1 leaves.
 func (g BGL) Barrier(c *Comm) error {
 	ep, m := bglEnv(c)
-	world := onWorld(c, ep, m)
+	world := treeWorld(c, ep, m)
 	impl := g.BarrierWith
 	if impl == "" {
 		impl = ImplTorus
@@ -587,13 +595,38 @@ func (g BGL) Barrier(c *Comm) error {
 		return g.MPICH2.Barrier(c)
 	case ImplBarrier:
 		if !world {
-			return fmt.Errorf("mpi: the barrier network serves MPI_COMM_WORLD of one rank a node only (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+			return fmt.Errorf("mpi: the barrier network serves MPI_COMM_WORLD (every task of every node, L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+		}
+		peer := -1
+		if ep.t.tasks > 1 {
+			for r := 0; r < c.Size(); r++ {
+				if r != c.Rank() && c.Place(r).Node == c.Place(c.Rank()).Node {
+					peer = r
+				}
+			}
+		}
+		cc := c.Collective()
+		if peer >= 0 && c.Place(c.Rank()).Core != 0 {
+			// Task 1: arrive at task 0, leave on its word of the release.
+			if err := cc.Send(Buf{}, peer, tagBarrier); err != nil {
+				return err
+			}
+			_, err := cc.Recv(Buf{}, peer, tagBarrier)
+			return err
+		}
+		if peer >= 0 {
+			if _, err := cc.Recv(Buf{}, peer, tagBarrier); err != nil {
+				return err
+			}
 		}
 		done := false
 		if err := ep.ml.GlobalBarrier(c.r.p, func() { done = true }); err != nil {
 			return err
 		}
 		c.r.waitUntil(func() bool { return done })
+		if peer >= 0 {
+			return cc.Send(Buf{}, peer, tagBarrier)
+		}
 		return nil
 	}
 	return fmt.Errorf("mpi: barrier implementation %q (%s, %s)", impl, ImplBarrier, ImplTorus)

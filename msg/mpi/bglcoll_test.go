@@ -20,6 +20,13 @@ func bglRun(t *testing.T, x, y, z int, mesh bool, g BGL, body func(c *Comm, fail
 	t.Helper()
 	spec := bgl.DefaultSpec(x, y, z)
 	spec.Torus.Mesh = mesh
+	return bglRunSpec(t, spec, g, body)
+}
+
+// bglRunSpec is bglRun on the machine of spec (virtual node mode: a rank
+// a task).
+func bglRunSpec(t *testing.T, spec bgl.Spec, g BGL, body func(c *Comm, fail func(string, ...any))) (*Result, []string) {
+	t.Helper()
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		t.Fatal(err)
@@ -306,20 +313,32 @@ func TestBGLBarrier(t *testing.T) {
 		with   string
 		planes bool
 		dup    bool
+		vn     bool
+		mesh   bool
 		impl   string
 	}{
-		{"world", "", false, false, ImplBarrier},
-		{"world-torus", ImplTorus, false, false, ImplTorus},
-		{"dup", "", false, true, ImplTorus},
-		{"planes", "", true, false, ImplTorus},
+		{"world", "", false, false, false, false, ImplBarrier},
+		{"world-torus", ImplTorus, false, false, false, false, ImplTorus},
+		{"dup", "", false, true, false, false, ImplTorus},
+		{"planes", "", true, false, false, false, ImplTorus},
+		// Virtual node mode: task 1 arrives at task 0, which arms.
+		{"vn-world", "", false, false, true, false, ImplBarrier},
+		{"vn-world-mesh", "", false, false, true, true, ImplBarrier},
+		{"vn-dup", "", false, true, true, false, ImplTorus},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			n := X * Y * Z
+			spec := bgl.DefaultSpec(X, Y, Z)
+			spec.Torus.Mesh = tc.mesh
+			if tc.vn {
+				spec = spec.WithMode(bgl.VirtualNodeMode)
+				n *= 2
+			}
 			enter := make([][rounds]sim.Tick, n)
 			leave := make([][rounds]sim.Tick, n)
 			group := make([]int, n)
-			res, failed := bglRun(t, X, Y, Z, false, BGL{BarrierWith: tc.with}, func(w *Comm, fail func(string, ...any)) {
+			res, failed := bglRunSpec(t, spec, BGL{BarrierWith: tc.with}, func(w *Comm, fail func(string, ...any)) {
 				c := w
 				if tc.dup {
 					c, _ = w.Dup()
