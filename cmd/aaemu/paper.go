@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -539,12 +540,16 @@ func runCustomFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Fig
 	if err != nil {
 		return err
 	}
+	// An extra picture whose runs --runs left out is not drawn, and said so.
+	var notDrawn *paper.NotDrawn
 	if f.Extra != nil {
-		if err := f.Extra(dir); err != nil {
+		if err := f.Extra(dir); err != nil && !errors.As(err, &notDrawn) {
 			return fmt.Errorf("figure %s: %w", f.Name, err)
 		}
 		for _, x := range f.ExtraFiles {
-			plots = append(plots, filepath.Join(dir, x))
+			if notDrawn == nil || !slices.Contains(notDrawn.Files, x) {
+				plots = append(plots, filepath.Join(dir, x))
+			}
 		}
 	}
 	fmt.Fprintf(stdout, "Figure %s: %s\n", f.Name, f.Title)
@@ -557,6 +562,9 @@ func runCustomFigure(ctx context.Context, stdout, stderr io.Writer, f *paper.Fig
 		fmt.Fprintf(stdout, ", %s", filepath.Base(x))
 	}
 	fmt.Fprintln(stdout, ")")
+	if notDrawn != nil {
+		fmt.Fprintf(stdout, "  %s\n", notDrawn)
+	}
 	if n := c.Experiments(); len(pts) < n {
 		note := fmt.Sprintf("claims not checked: %d of its %d experiments' points (--resume with the others' points adds them)", len(pts), n)
 		fmt.Fprintf(stdout, "  %s\n\n", note)

@@ -59,6 +59,49 @@ func TestPaperBGLAlltoall(t *testing.T) {
 	}
 }
 
+// TestPaperBGLAlltoallRuns runs `aaemu paper bgl 6 --reduced --runs X`
+// with X each series: the figure exits 0, draws the heat map of the series
+// it ran, says which it did not draw, and leaves its claims unjudged.
+func TestPaperBGLAlltoallRuns(t *testing.T) {
+	for _, tc := range []struct {
+		runs, drawn, notDrawn string
+	}{
+		{"optimised", "heat-optimised", "heat-mpich2"},
+		{"MPICH2", "heat-mpich2", "heat-optimised"},
+	} {
+		t.Run(tc.runs, func(t *testing.T) {
+			dir := t.TempDir()
+			out, err := aaemu(t, "paper", "bgl", "6", "--reduced", "--runs", tc.runs, "--out", dir)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, want := range []string{"not drawn: " + tc.notDrawn + ".png, " + tc.notDrawn + ".svg: --runs left out", "claims not checked: 2 of its 4"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "B14") {
+				t.Errorf("claims judged on half the points:\n%s", out)
+			}
+			fig := filepath.Join(dir, "bgl", "fig6")
+			for _, f := range []string{"points.csv", "fig6.png", tc.drawn + ".png", tc.drawn + ".svg"} {
+				if st, err := os.Stat(filepath.Join(fig, f)); err != nil || st.Size() == 0 {
+					t.Errorf("bgl/fig6/%s: %v", f, err)
+				}
+			}
+			for _, f := range []string{tc.notDrawn + ".png", tc.notDrawn + ".svg"} {
+				if _, err := os.Stat(filepath.Join(fig, f)); err == nil {
+					t.Errorf("bgl/fig6/%s drawn without its run", f)
+				}
+			}
+			csv, _ := os.ReadFile(filepath.Join(fig, "points.csv"))
+			if lines := strings.Count(string(csv), "\n"); lines != 1+len(bglpaper.ReducedAlltoall().Sizes) {
+				t.Errorf("points.csv has %d lines:\n%s", lines, csv)
+			}
+		})
+	}
+}
+
 // TestPaperBGLNetwork runs `aaemu paper bgl link tree --reduced`: B5 and
 // B6 (the link's and the node's payload rates) and B16 (the collective
 // and barrier networks' latency, scaled to 65,536 nodes), all agreeing.

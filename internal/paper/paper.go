@@ -46,6 +46,18 @@ type Figure struct {
 	Notes func(rows []sweep.Row) string
 }
 
+// NotDrawn is what a figure's Extra returns when runs it draws from were
+// left out (aaemu paper --runs): it drew the others; Files are the ones it
+// did not write, Why says which runs they lack.
+type NotDrawn struct {
+	Files []string
+	Why   string
+}
+
+func (e *NotDrawn) Error() string {
+	return fmt.Sprintf("not drawn: %s: %s", strings.Join(e.Files, ", "), e.Why)
+}
+
 // Claim is one qualitative statement of the paper and how to measure it.
 type Claim struct {
 	Text  string

@@ -30,7 +30,6 @@ type treeOp struct {
 	build func(p *cpu.Proc, k int) (collective.Packet, bgl.Source, bool)
 	got   func(p *cpu.Proc, k int, r collective.Packet)
 	done  func()
-	vn    bool // a broadcast's in virtual node mode, on task 0 (TreeBcast)
 }
 
 // TreeReduction is what a reduction on the collective network computes.
@@ -153,8 +152,11 @@ func (l *Layer) startTree(p *cpu.Proc, op *treeOp) error {
 	if l.nd.Tree == nil {
 		return fmt.Errorf("bglml: node %d: no collective network (bgl.Machine.Collective before the run)", l.nd.Index)
 	}
-	if l.tasks > 1 && !op.vn {
-		return fmt.Errorf("bglml: node %d: the collective network in virtual node mode (one task a node only)", l.nd.Index)
+	if l.self%l.tasks != 0 {
+		// In virtual node mode the tree's FIFOs are task 0's: it takes
+		// part for its node (a broadcast's task 1 copies from it, a
+		// reduction's hands it its contribution first).
+		return fmt.Errorf("bglml: %s: the collective network in virtual node mode is task 0's", l.name())
 	}
 	if l.tree != nil {
 		return fmt.Errorf("bglml: node %d: a collective-network operation while one is under way", l.nd.Index)
@@ -277,7 +279,7 @@ func (l *Layer) TreeBcast(p *cpu.Proc, root bool, addr uint64, size int, done fu
 			l.tellPeer(p)
 		}
 	}
-	op := &treeOp{n: n, done: done, vn: bc != nil, got: got,
+	op := &treeOp{n: n, done: done, got: got,
 		build: func(_ *cpu.Proc, k int) (collective.Packet, bgl.Source, bool) {
 			pkt := collective.Packet{Op: collective.OpOr}
 			if !root {
@@ -309,7 +311,9 @@ func (l *Layer) TreeBcast(p *cpu.Proc, root bool, addr uint64, size int, done fu
 // MPI_Reduce is the same with the others' results dropped). One pass of
 // ceil(count/32) packets, or two for TreeSumFloat: the exponents' maximum,
 // then the mantissas aligned to it as fixed-point integers, summed. done
-// is called when the node has the result.
+// is called when the node has the result. In virtual node mode the
+// node's task 0 calls it with the node's contribution (the two tasks'
+// combined: the caller's part).
 func (l *Layer) TreeAllreduce(p *cpu.Proc, red TreeReduction, src, dst uint64, count int, done func()) error {
 	if red < TreeSumInt || red > TreeSumFloat {
 		return fmt.Errorf("bglml: collective-network reduction %v", red)
@@ -409,14 +413,17 @@ type gbarrier struct {
 // GlobalBarrier takes part in a barrier on the global barrier network
 // (L38): the advance loop arms it, then looks at it every pass (a status
 // look; such a pass does not doze, as the tree's do not) until the
-// release comes, and calls done. Every node of the machine takes part.
+// release comes, and calls done. Every node of the machine takes part;
+// in virtual node mode through its task 0 alone.
 func (l *Layer) GlobalBarrier(p *cpu.Proc, done func()) error {
 	defer l.mask()()
 	if l.nd.Tree == nil {
 		return fmt.Errorf("bglml: node %d: no barrier network (bgl.Machine.Collective before the run)", l.nd.Index)
 	}
-	if l.tasks > 1 {
-		return fmt.Errorf("bglml: node %d: the barrier network in virtual node mode (one task a node only)", l.nd.Index)
+	if l.self%l.tasks != 0 {
+		// In virtual node mode the node's task 0 arms it for both tasks,
+		// once task 1 has told it that it arrived.
+		return fmt.Errorf("bglml: %s: the barrier network in virtual node mode is task 0's (task 1 hands its arrival to it)", l.name())
 	}
 	if l.gbar != nil {
 		return fmt.Errorf("bglml: node %d: a barrier while one is under way", l.nd.Index)

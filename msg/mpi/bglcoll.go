@@ -53,8 +53,9 @@ const (
 // MPI_COMM_WORLD takes the tree (bglml.Layer.TreeBcast), on a
 // communicator of both tasks of every node of a box the deposit broadcast
 // (bglml.Layer.BcastBox), on others the mesh-aware broadcast; the
-// reductions and MPI_Barrier take the torus (the layer's tree reductions
-// and barrier are one task a node). Result.Collectives counts what
+// reductions on MPI_COMM_WORLD take the tree, task 1 handing its
+// contribution to task 0 first (treeReduce); MPI_Barrier there takes the
+// barrier network, task 1 arriving at task 0 first (Barrier). Result.Collectives counts what
 // each operation took.
 type BGL struct {
 	MPICH2
@@ -84,13 +85,6 @@ func bglEnv(c *Comm) (*torusEP, *bgl.Machine) {
 		}
 	}
 	return nil, nil
-}
-
-// onWorld reports whether c is MPI_COMM_WORLD of a run with one rank on
-// every node of the machine and the collective network built: what the
-// tree serves (its classes are set up per partition, L61).
-func onWorld(c *Comm, ep *torusEP, m *bgl.Machine) bool {
-	return ep != nil && c.ctx == 0 && ep.t.tasks == 1 && m.Tree != nil && c.Size() == len(m.Nodes)
 }
 
 // treeWorld reports whether c is MPI_COMM_WORLD of a run with every
@@ -458,20 +452,72 @@ func (g BGL) meshReduce(c *Comm, send, recv Buf, op Op, root int) error {
 	return nil
 }
 
-// treeReduce is a reduction on the collective network into recv (nil:
-// the result is dropped, MPI_Reduce off the root).
-func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op) error {
+// nodePeer is the rank of c on the other task of the caller's node in
+// virtual node mode, or -1 (coprocessor mode, or not in c).
+func nodePeer(c *Comm, ep *torusEP) int {
+	if ep == nil || ep.t.tasks < 2 {
+		return -1
+	}
+	for r := 0; r < c.Size(); r++ {
+		if r != c.Rank() && c.Place(r).Node == c.Place(c.Rank()).Node {
+			return r
+		}
+	}
+	return -1
+}
+
+// treeReduce is a reduction on the collective network into recv of the
+// ranks that want the result (every rank for root -1, MPI_Allreduce;
+// root for MPI_Reduce). In virtual node mode task 1 first hands its
+// contribution to its node's task 0 (a message to the other task of the
+// node: the virtual FIFO for an eager message, the L144 copy beyond);
+// task 0 combines the two on its core, the lower rank's on the left (acc
+// = acc ⊕ in, Op.Apply), takes part in the tree for the node, and hands
+// the result back to task 1 when task 1 wants it.
+func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op, root int) error {
 	r := c.r
+	me, peer := c.Rank(), nodePeer(c, ep)
+	wants := func(k int) bool { return root < 0 || k == root }
+	cc := c.Collective()
+	if peer >= 0 && c.Place(me).Core != 0 {
+		if err := cc.Send(send, peer, tagReduce); err != nil {
+			return err
+		}
+		if !wants(me) {
+			return nil
+		}
+		_, err := cc.Recv(recv, peer, tagReduce)
+		return err
+	}
+	src := send
+	if peer >= 0 {
+		in, acc := r.tmp(send.Len), r.tmp(send.Len)
+		defer r.release(in)
+		defer r.release(acc)
+		if _, err := cc.Recv(in, peer, tagReduce); err != nil {
+			return err
+		}
+		lo, hi := send, in
+		if peer < me {
+			lo, hi = in, send
+		}
+		r.memcpy(acc, lo)
+		r.reduce(acc, hi, op)
+		src = acc
+	}
 	dst := recv
-	if dst.Len == 0 {
+	if !wants(me) {
 		dst = r.tmp(send.Len)
 		defer r.release(dst)
 	}
 	done := false
-	if err := ep.ml.TreeAllreduce(r.p, op.Tree, send.Addr, dst.Addr, send.Len/8, func() { done = true }); err != nil {
+	if err := ep.ml.TreeAllreduce(r.p, op.Tree, src.Addr, dst.Addr, send.Len/8, func() { done = true }); err != nil {
 		return err
 	}
 	r.waitUntil(func() bool { return done })
+	if peer >= 0 && wants(peer) {
+		return cc.Send(dst, peer, tagReduce)
+	}
 	return nil
 }
 
@@ -479,7 +525,7 @@ func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op) error {
 // ReduceWith), or why a forced one cannot.
 func (g BGL) reduceImpl(c *Comm, send Buf, op Op) (string, *torusEP, error) {
 	ep, m := bglEnv(c)
-	world := onWorld(c, ep, m)
+	world := treeWorld(c, ep, m)
 	fits := op.Tree != 0 && op.Size == 8
 	switch g.ReduceWith {
 	case "":
@@ -496,7 +542,7 @@ func (g BGL) reduceImpl(c *Comm, send Buf, op Op) (string, *torusEP, error) {
 		return ImplMesh, ep, nil
 	case ImplTree:
 		if !world {
-			return "", nil, fmt.Errorf("mpi: the collective network serves MPI_COMM_WORLD of one rank a node only (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+			return "", nil, fmt.Errorf("mpi: the collective network serves MPI_COMM_WORLD (every task of every node, L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
 		}
 		if !fits {
 			return "", nil, fmt.Errorf("mpi: %s on the collective network: its ALU adds, takes the maximum of, ands, ors and xors 64-bit integers (the software maps onto it signed and unsigned sums, maxima and minima, bitwise operations, and float64 maxima, minima and, in two passes, sums); %s is none of these", op.Name, op.Name)
@@ -533,7 +579,7 @@ func (g BGL) Allreduce(c *Comm, send, recv Buf, op Op) error {
 	if recv.Len != send.Len {
 		return fmt.Errorf("mpi: Allreduce into %d bytes from %d", recv.Len, send.Len)
 	}
-	return treeReduce(c, ep, send, recv, op)
+	return treeReduce(c, ep, send, recv, op, -1)
 }
 
 // Reduce combines every rank's send into root's recv.
@@ -557,21 +603,25 @@ func (g BGL) Reduce(c *Comm, send, recv Buf, op Op, root int) error {
 	if err := checkOp(send, op); err != nil || send.Len == 0 {
 		return err
 	}
-	if c.Rank() != root {
-		return treeReduce(c, ep, send, Buf{}, op)
-	}
-	if recv.Len != send.Len {
+	if c.Rank() == root && recv.Len != send.Len {
 		return fmt.Errorf("mpi: Reduce into %d bytes from %d", recv.Len, send.Len)
 	}
-	return treeReduce(c, ep, send, recv, op)
+	return treeReduce(c, ep, send, recv, op, root)
 }
 
 // Barrier returns when every rank of c has entered it: on the global
 // barrier network for MPI_COMM_WORLD (every node arms it, the wired AND
 // releases them all), by the MPI core's algorithm otherwise.
+//
+// In virtual node mode both tasks of a node arrive before its task 0
+// arms the barrier network: task 1 sends task 0 an empty message through
+// the node's virtual FIFO (scratchpad, under the lockbox: the one-packet
+// path of the virtual torus device, L115), task 0 arms once it has it,
+// and when task 0 sees the release it sends task 1 an empty message back,
+// on which task 1 leaves.
 func (g BGL) Barrier(c *Comm) error {
 	ep, m := bglEnv(c)
-	world := onWorld(c, ep, m)
+	world := treeWorld(c, ep, m)
 	impl := g.BarrierWith
 	if impl == "" {
 		impl = ImplTorus
@@ -587,13 +637,31 @@ func (g BGL) Barrier(c *Comm) error {
 		return g.MPICH2.Barrier(c)
 	case ImplBarrier:
 		if !world {
-			return fmt.Errorf("mpi: the barrier network serves MPI_COMM_WORLD of one rank a node only (L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+			return fmt.Errorf("mpi: the barrier network serves MPI_COMM_WORLD (every task of every node, L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
+		}
+		peer := nodePeer(c, ep)
+		cc := c.Collective()
+		if peer >= 0 && c.Place(c.Rank()).Core != 0 {
+			// Task 1: arrive at task 0, leave on its word of the release.
+			if err := cc.Send(Buf{}, peer, tagBarrier); err != nil {
+				return err
+			}
+			_, err := cc.Recv(Buf{}, peer, tagBarrier)
+			return err
+		}
+		if peer >= 0 {
+			if _, err := cc.Recv(Buf{}, peer, tagBarrier); err != nil {
+				return err
+			}
 		}
 		done := false
 		if err := ep.ml.GlobalBarrier(c.r.p, func() { done = true }); err != nil {
 			return err
 		}
 		c.r.waitUntil(func() bool { return done })
+		if peer >= 0 {
+			return cc.Send(Buf{}, peer, tagBarrier)
+		}
 		return nil
 	}
 	return fmt.Errorf("mpi: barrier implementation %q (%s, %s)", impl, ImplBarrier, ImplTorus)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,6 +21,13 @@ func bglRun(t *testing.T, x, y, z int, mesh bool, g BGL, body func(c *Comm, fail
 	t.Helper()
 	spec := bgl.DefaultSpec(x, y, z)
 	spec.Torus.Mesh = mesh
+	return bglRunSpec(t, spec, g, body)
+}
+
+// bglRunSpec is bglRun on the machine of spec (virtual node mode: a rank
+// a task).
+func bglRunSpec(t *testing.T, spec bgl.Spec, g BGL, body func(c *Comm, fail func(string, ...any))) (*Result, []string) {
+	t.Helper()
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		t.Fatal(err)
@@ -306,20 +314,32 @@ func TestBGLBarrier(t *testing.T) {
 		with   string
 		planes bool
 		dup    bool
+		vn     bool
+		mesh   bool
 		impl   string
 	}{
-		{"world", "", false, false, ImplBarrier},
-		{"world-torus", ImplTorus, false, false, ImplTorus},
-		{"dup", "", false, true, ImplTorus},
-		{"planes", "", true, false, ImplTorus},
+		{"world", "", false, false, false, false, ImplBarrier},
+		{"world-torus", ImplTorus, false, false, false, false, ImplTorus},
+		{"dup", "", false, true, false, false, ImplTorus},
+		{"planes", "", true, false, false, false, ImplTorus},
+		// Virtual node mode: task 1 arrives at task 0, which arms.
+		{"vn-world", "", false, false, true, false, ImplBarrier},
+		{"vn-world-mesh", "", false, false, true, true, ImplBarrier},
+		{"vn-dup", "", false, true, true, false, ImplTorus},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			n := X * Y * Z
+			spec := bgl.DefaultSpec(X, Y, Z)
+			spec.Torus.Mesh = tc.mesh
+			if tc.vn {
+				spec = spec.WithMode(bgl.VirtualNodeMode)
+				n *= 2
+			}
 			enter := make([][rounds]sim.Tick, n)
 			leave := make([][rounds]sim.Tick, n)
 			group := make([]int, n)
-			res, failed := bglRun(t, X, Y, Z, false, BGL{BarrierWith: tc.with}, func(w *Comm, fail func(string, ...any)) {
+			res, failed := bglRunSpec(t, spec, BGL{BarrierWith: tc.with}, func(w *Comm, fail func(string, ...any)) {
 				c := w
 				if tc.dup {
 					c, _ = w.Dup()
@@ -461,6 +481,125 @@ func TestBGLBcastVirtualNode(t *testing.T) {
 			if want := tc.comms * uint64(len(tc.roots)*len(sizes)); bcasts != want {
 				t.Errorf("%d broadcasts counted, want %d", bcasts, want)
 			}
+		})
+	}
+}
+
+// TestBGLReduceVirtualNode reduces in virtual node mode (two ranks a node,
+// rank r and r+N on one node) on MPI_COMM_WORLD (the tree: task 1 hands
+// its part to task 0, which combines and takes part) and on its duplicate
+// (the torus), torus and mesh, with every operation the tree does and the
+// product, MPI_Reduce to roots on task 0 and task 1: every element at
+// every rank that gets the result against the serial reduction in rank
+// order (the float sum of values float64 sums exactly, bit for bit), the
+// implementation each took, and the same ticks on a second run.
+func TestBGLReduceVirtualNode(t *testing.T) {
+	const X, Y, Z = 4, 2, 2
+	const N = X * Y * Z
+	ops := []Op{SumInt64, SumUint64, MaxInt64, MinInt64, MaxUint64, MinUint64, BandUint64, BorUint64, BxorUint64, MaxFloat64, MinFloat64, SumFloat64, ProdFloat64}
+	value := func(op Op, rank, i int) uint64 {
+		rng := rand.New(rand.NewPCG(uint64(rank), uint64(i)))
+		switch op.Name {
+		case "sum_float64":
+			return math.Float64bits(float64(rng.IntN(1<<29)-1<<28) / 1024)
+		case "prod_float64":
+			// Powers of two: the torus's algorithm combines in its own
+			// order (MPICH2's), and 32 factors of 1+k/8 need more than
+			// float64's 53 bits, so only exact products compare bit for bit.
+			return math.Float64bits(math.Ldexp(1, rng.IntN(5)-2))
+		case "max_float64", "min_float64":
+			return math.Float64bits(rng.NormFloat64() * math.Ldexp(1, rng.IntN(60)-30))
+		}
+		return rng.Uint64()
+	}
+	cases := []struct {
+		name  string
+		mesh  bool
+		dup   bool
+		count int
+		roots []int
+	}{
+		{"world/count=1", false, false, 1, []int{0, N + 3}},
+		{"world/count=40", false, false, 40, []int{5, N + 6}},
+		{"world-mesh/count=300", true, false, 300, []int{N + 1, 9}},
+		{"dup/count=40", false, true, 40, []int{N + 3}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func() (*Result, []string, []sim.Tick) {
+				spec := bgl.DefaultSpec(X, Y, Z).WithMode(bgl.VirtualNodeMode)
+				spec.Torus.Mesh = tc.mesh
+				ends := make([]sim.Tick, 2*N)
+				res, failed := bglRunSpec(t, spec, BGL{}, func(w *Comm, fail func(string, ...any)) {
+					c := w
+					if tc.dup {
+						c, _ = w.Dup()
+					}
+					rng := rand.New(rand.NewPCG(uint64(w.Rank()), 9))
+					for _, op := range ops {
+						mine, want := make([]byte, 8*tc.count), make([]byte, 8*tc.count)
+						for i := 0; i < tc.count; i++ {
+							binary.LittleEndian.PutUint64(mine[8*i:], value(op, c.Rank(), i))
+							binary.LittleEndian.PutUint64(want[8*i:], value(op, 0, i))
+						}
+						for r := 1; r < c.Size(); r++ {
+							in := make([]byte, 8*tc.count)
+							for i := 0; i < tc.count; i++ {
+								binary.LittleEndian.PutUint64(in[8*i:], value(op, r, i))
+							}
+							op.Apply(want, in)
+						}
+						send, recv := c.Alloc(8*tc.count), c.Alloc(8*tc.count)
+						c.Write(send, mine)
+						c.Compute(rng.IntN(3000))
+						if err := c.Allreduce(send, recv, op); err != nil {
+							fail("%v", err)
+							return
+						}
+						if !bytes.Equal(c.Read(recv), want) {
+							fail("Allreduce %s: differs from the serial reduction", op.Name)
+						}
+						for _, root := range tc.roots {
+							c.Write(recv, make([]byte, 8*tc.count))
+							c.Compute(rng.IntN(3000))
+							if err := c.Reduce(send, recv, op, root); err != nil {
+								fail("%v", err)
+								return
+							}
+							if c.Rank() == root && !bytes.Equal(c.Read(recv), want) {
+								fail("Reduce %s to %d: differs from the serial reduction", op.Name, root)
+							}
+						}
+					}
+					ends[w.Rank()] = w.Now()
+				})
+				return res, failed, ends
+			}
+			res, failed, ends := run()
+			for _, f := range failed {
+				t.Error(f)
+			}
+			calls := map[string]uint64{}
+			for _, s := range res.Collectives {
+				if s.Call == "Allreduce" || s.Call == "Reduce" {
+					calls[s.Call+" "+s.Impl] += s.Calls
+				}
+			}
+			tree, torus := uint64(len(ops)-1), uint64(1)
+			if tc.dup {
+				tree, torus = 0, uint64(len(ops))
+			}
+			roots := uint64(len(tc.roots))
+			for k, want := range map[string]uint64{"Allreduce tree": tree, "Allreduce torus": torus, "Reduce tree": tree * roots, "Reduce torus": torus * roots} {
+				if calls[k] != want {
+					t.Errorf("%s: %d operations, want %d", k, calls[k], want)
+				}
+			}
+			_, _, again := run()
+			if !slices.Equal(ends, again) {
+				t.Errorf("a second run ends at other ticks:\n%v\n%v", ends, again)
+			}
+			t.Logf("last rank done at %.2f µs", float64(slices.Max(ends))/float64(sim.US))
 		})
 	}
 }
