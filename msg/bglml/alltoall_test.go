@@ -2,7 +2,6 @@ package bglml
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 
@@ -156,29 +155,34 @@ func TestPace(t *testing.T) {
 	}
 }
 
-// TestAlltoallFull runs the optimised alltoall on the 8×8×8 mesh (952 B,
-// Figure 6's) with the cut sampled every 250 µs, paced as by default or
-// strictly with A2A_FULL=strict, when A2A_FULL is set (about ten minutes
-// of CPU): `A2A_FULL=1 go test ./msg/bglml -run TestAlltoallFull -v
-// -timeout 0`.
-func TestAlltoallFull(t *testing.T) {
-	mode := os.Getenv("A2A_FULL")
-	if mode == "" {
-		t.Skip("A2A_FULL not set")
-	}
-	spec := bgl.DefaultSpec(8, 8, 8)
-	spec.Torus.Mesh = true
-	params := DefaultParams()
-	params.PaceStrict = mode == "strict"
-	r, err := AlltoallWith(spec, params, DefaultCosts(), 952, Spread, 1, AlltoallOptions{Sample: 250 * sim.US})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Time < BisectionTime(spec, 952) {
-		t.Fatalf("%v, under the bound %v", r.Time, BisectionTime(spec, 952))
-	}
-	t.Logf("strict %v: %v, %.1f %% of the bound; %d escapes", params.PaceStrict, r.Time, 100*float64(BisectionTime(spec, 952))/float64(r.Time), r.Escaped)
-	for i := range r.Cut {
-		t.Logf("%5d µs: cut %5.1f %%, %6d packets in the network (%d in injection FIFOs, %d in reception FIFOs)", (i+1)*250, 100*r.Cut[i], r.InNet[i], r.InInj[i], r.InRec[i])
+// BenchmarkAlltoallFull runs the optimised alltoall on the 8×8×8 mesh
+// (952 B, Figure 6's) with the cut sampled every 250 µs, paced as by
+// default and strictly; a measurement of several minutes of CPU each, so
+// a benchmark, not a test: `go test ./msg/bglml -run '^$' -bench
+// AlltoallFull/paced -benchtime 1x -timeout 0 -v`.
+func BenchmarkAlltoallFull(b *testing.B) {
+	for _, strict := range []bool{false, true} {
+		name := map[bool]string{false: "paced", true: "strict"}[strict]
+		b.Run(name, func(b *testing.B) {
+			spec := bgl.DefaultSpec(8, 8, 8)
+			spec.Torus.Mesh = true
+			params := DefaultParams()
+			params.PaceStrict = strict
+			for i := 0; i < b.N; i++ {
+				r, err := AlltoallWith(spec, params, DefaultCosts(), 952, Spread, 1, AlltoallOptions{Sample: 250 * sim.US})
+				if err != nil {
+					b.Fatal(err)
+				}
+				bound := BisectionTime(spec, 952)
+				if r.Time < bound {
+					b.Fatalf("%v, under the bound %v", r.Time, bound)
+				}
+				b.ReportMetric(100*float64(bound)/float64(r.Time), "%-of-bound")
+				b.ReportMetric(float64(r.Escaped), "escapes")
+				for i := range r.Cut {
+					b.Logf("%5d µs: cut %5.1f %%, %6d packets in the network (%d in injection FIFOs, %d in reception FIFOs)", (i+1)*250, 100*r.Cut[i], r.InNet[i], r.InInj[i], r.InRec[i])
+				}
+			}
+		})
 	}
 }
