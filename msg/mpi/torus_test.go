@@ -45,33 +45,7 @@ func TestTorusDeliver(t *testing.T) {
 			}
 			var failed []string
 			_, err := RunTorus(m, Config{}, tc, nil, func(c *Comm) {
-				n := c.Size()
-				me := c.Rank()
-				var reqs []*Request
-				var bufs []Buf
-				var want [][]byte
-				for k, sz := range sizes {
-					for peer := 0; peer < n; peer++ {
-						if peer == me {
-							continue
-						}
-						sb := c.Alloc(max(sz, 1))
-						c.Write(Buf{Addr: sb.Addr, Len: sz}, torusPattern(me, k, sz))
-						reqs = append(reqs, c.Isend(Buf{Addr: sb.Addr, Len: sz}, peer, 7))
-						rb := c.Alloc(max(sz, 1))
-						reqs = append(reqs, c.Irecv(Buf{Addr: rb.Addr, Len: sz}, peer, 7))
-						bufs = append(bufs, Buf{Addr: rb.Addr, Len: sz})
-						want = append(want, torusPattern(peer, k, sz))
-					}
-				}
-				if _, err := c.Waitall(reqs...); err != nil {
-					failed = append(failed, err.Error())
-				}
-				for i, b := range bufs {
-					if !bytes.Equal(c.Read(b), want[i]) {
-						failed = append(failed, fmt.Sprintf("rank %d: receive %d (%d bytes) differs", me, i, b.Len))
-					}
-				}
+				failed = append(failed, exchangeAll(c, sizes)...)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -208,4 +182,37 @@ func TestMPICH2Bcast(t *testing.T) {
 			t.Error(f)
 		}
 	}
+}
+
+// exchangeAll has every rank send a message of each size to every other
+// (all posted at once, tag 7) and receive theirs; it returns what
+// differs from the senders' patterns.
+func exchangeAll(c *Comm, sizes []int) (failed []string) {
+	n, me := c.Size(), c.Rank()
+	var reqs []*Request
+	var bufs []Buf
+	var want [][]byte
+	for k, sz := range sizes {
+		for peer := 0; peer < n; peer++ {
+			if peer == me {
+				continue
+			}
+			sb := c.Alloc(max(sz, 1))
+			c.Write(Buf{Addr: sb.Addr, Len: sz}, torusPattern(me, k, sz))
+			reqs = append(reqs, c.Isend(Buf{Addr: sb.Addr, Len: sz}, peer, 7))
+			rb := c.Alloc(max(sz, 1))
+			reqs = append(reqs, c.Irecv(Buf{Addr: rb.Addr, Len: sz}, peer, 7))
+			bufs = append(bufs, Buf{Addr: rb.Addr, Len: sz})
+			want = append(want, torusPattern(peer, k, sz))
+		}
+	}
+	if _, err := c.Waitall(reqs...); err != nil {
+		failed = append(failed, err.Error())
+	}
+	for i, b := range bufs {
+		if !bytes.Equal(c.Read(b), want[i]) {
+			failed = append(failed, fmt.Sprintf("rank %d: receive %d (%d bytes) differs", me, i, b.Len))
+		}
+	}
+	return failed
 }

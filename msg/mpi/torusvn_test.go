@@ -1,7 +1,6 @@
 package mpi
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -35,32 +34,7 @@ func TestTorusVirtualNode(t *testing.T) {
 		}
 		var failed []string
 		res, err := RunTorus(m, Config{}, TorusConfig{Params: Params{EagerLimit: 1200}}, nodeOf, func(c *Comm) {
-			n, me := c.Size(), c.Rank()
-			var reqs []*Request
-			var bufs []Buf
-			var want [][]byte
-			for k, sz := range sizes {
-				for peer := 0; peer < n; peer++ {
-					if peer == me {
-						continue
-					}
-					sb := c.Alloc(max(sz, 1))
-					c.Write(Buf{Addr: sb.Addr, Len: sz}, torusPattern(me, k, sz))
-					reqs = append(reqs, c.Isend(Buf{Addr: sb.Addr, Len: sz}, peer, 7))
-					rb := c.Alloc(max(sz, 1))
-					reqs = append(reqs, c.Irecv(Buf{Addr: rb.Addr, Len: sz}, peer, 7))
-					bufs = append(bufs, Buf{Addr: rb.Addr, Len: sz})
-					want = append(want, torusPattern(peer, k, sz))
-				}
-			}
-			if _, err := c.Waitall(reqs...); err != nil {
-				failed = append(failed, err.Error())
-			}
-			for i, b := range bufs {
-				if !bytes.Equal(c.Read(b), want[i]) {
-					failed = append(failed, fmt.Sprintf("rank %d: receive %d (%d bytes) differs", me, i, b.Len))
-				}
-			}
+			failed = append(failed, exchangeAll(c, sizes)...)
 		})
 		if err != nil {
 			t.Fatal(err)
