@@ -104,7 +104,7 @@ func (c *Cluster) connectQP(a, b *Node, rail, core int) error {
 func (c *Cluster) createQueues(a *Node, rail int) error {
 	a.queues = append(a.queues, nil)
 	for k := 0; k < c.Spec.Cores; k++ {
-		h := &QP{QPN: uint32(0x100 + k), Rail: rail, Size: c.Spec.SQSize, WRs: newWorkRequests(c.Spec.SQSize), SRD: true}
+		h := &QP{QPN: uint32(0x100 + k), Rail: rail, Size: c.Spec.SQSize, WRs: newQueueWorkRequests(c.Spec.SQSize), SRD: true}
 		if err := c.rings(a, h); err != nil {
 			return err
 		}

@@ -58,6 +58,27 @@ const (
 
 func newWorkRequests(sqSize int) WorkRequests { return WorkRequests{keep: 2 * max(sqSize, 1)} }
 
+// newQueueWorkRequests is the record of a core's srd queue, which every
+// peer's work requests share and which runs as full as its send queue:
+// the ring starts at the send queue's length (a power of two at or above
+// it) rather than growing there through every smaller one, each of whose
+// arrays would be garbage (a connected QP's record starts empty: there is
+// one per peer and most stay short).
+func newQueueWorkRequests(sqSize int) WorkRequests {
+	r := newWorkRequests(sqSize)
+	r.ring = make([]wrEntry, ringLen(sqSize))
+	return r
+}
+
+// ringLen is the power of two at or above n, at least 8.
+func ringLen(n int) int {
+	l := 8
+	for l < n {
+		l *= 2
+	}
+	return l
+}
+
 // Post records work request id (the next id: the queue's producer index)
 // to node dst.
 func (r *WorkRequests) Post(id uint64, dst int) {

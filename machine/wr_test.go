@@ -31,95 +31,102 @@ func TestWorkRequestsMatchMaps(t *testing.T) {
 		{"stragglers and flushes", 2, 4, 0.3, 0.2, 0.05},
 		{"nothing taken", 4, 2, 0, 1, 0},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rng := rand.New(rand.NewSource(1))
-			r := newWorkRequests(tc.sq)
-			m := wrMaps{map[uint64]nic.CQE{}, map[uint64]int{}, map[int]int{}}
-			var posted, reaped uint64
-			queue := make([][]uint64, tc.dsts) // posted, not reaped, per destination
-			var forgotten = map[uint64]bool{}
-			for step := 0; step < 20000; step++ {
-				switch {
-				case posted-reaped < uint64(tc.sq) && rng.Intn(2) == 0:
-					d := rng.Intn(tc.dsts)
-					r.Post(posted, d)
-					m.dst[posted] = d
-					m.pending[d]++
-					queue[d] = append(queue[d], posted)
-					posted++
-				case posted > reaped:
-					d := rng.Intn(tc.dsts)
-					for len(queue[d]) == 0 {
-						d = (d + 1) % tc.dsts
-					}
-					id := queue[d][0]
-					queue[d] = queue[d][1:]
-					reaped++
-					cqe := nic.CQE{WRID: id, Status: uint32(rng.Intn(2)), Value: rng.Uint64()}
-					if got := r.Reaped(cqe); got != d {
-						t.Fatalf("step %d: reaped %d's destination %d, want %d", step, id, got, d)
-					}
-					m.results[id] = cqe
-					m.pending[m.dst[id]]--
-					if rng.Float64() < tc.forgetP {
-						forgotten[id] = true
-					} else if rng.Float64() < tc.takeP {
-						take(t, &r, &m, id)
-					}
-				}
-				// Take an older completion now and then, as a late Wait does.
-				if len(m.results) > 0 && rng.Intn(8) == 0 {
-					ids := sortedKeys(m.results)
-					id := ids[rng.Intn(len(ids))]
-					if !forgotten[id] {
-						take(t, &r, &m, id)
-					}
-				}
-				if rng.Float64() < tc.flushP {
-					d := rng.Intn(tc.dsts)
-					// What flushSRD asks: is any to d unreaped, and which are reaped.
-					_, got := r.Outstanding(d, 0)
-					if want := m.pending[d] > 0; got != want {
-						t.Fatalf("step %d: outstanding to %d %v, want %v", step, d, got, want)
-					}
-					var want []uint64
-					for _, id := range sortedKeys(m.results) {
-						if m.dst[id] == d {
-							want = append(want, id)
+		// A connected QP's record starts empty, an srd queue's at its send
+		// queue's length: the same records either way.
+		for _, mk := range []struct {
+			name string
+			new  func(int) WorkRequests
+		}{{"grown", newWorkRequests}, {"presized", newQueueWorkRequests}} {
+			t.Run(tc.name+"/"+mk.name, func(t *testing.T) {
+				rng := rand.New(rand.NewSource(1))
+				r := mk.new(tc.sq)
+				m := wrMaps{map[uint64]nic.CQE{}, map[uint64]int{}, map[int]int{}}
+				var posted, reaped uint64
+				queue := make([][]uint64, tc.dsts) // posted, not reaped, per destination
+				var forgotten = map[uint64]bool{}
+				for step := 0; step < 20000; step++ {
+					switch {
+					case posted-reaped < uint64(tc.sq) && rng.Intn(2) == 0:
+						d := rng.Intn(tc.dsts)
+						r.Post(posted, d)
+						m.dst[posted] = d
+						m.pending[d]++
+						queue[d] = append(queue[d], posted)
+						posted++
+					case posted > reaped:
+						d := rng.Intn(tc.dsts)
+						for len(queue[d]) == 0 {
+							d = (d + 1) % tc.dsts
+						}
+						id := queue[d][0]
+						queue[d] = queue[d][1:]
+						reaped++
+						cqe := nic.CQE{WRID: id, Status: uint32(rng.Intn(2)), Value: rng.Uint64()}
+						if got := r.Reaped(cqe); got != d {
+							t.Fatalf("step %d: reaped %d's destination %d, want %d", step, id, got, d)
+						}
+						m.results[id] = cqe
+						m.pending[m.dst[id]]--
+						if rng.Float64() < tc.forgetP {
+							forgotten[id] = true
+						} else if rng.Float64() < tc.takeP {
+							take(t, &r, &m, id)
 						}
 					}
-					if got := r.ReapedTo(d); !slices.Equal(got, want) {
-						t.Fatalf("step %d: reaped to %d %v, want %v", step, d, got, want)
-					}
-					if rng.Intn(2) == 0 {
-						r.TakeReaped() // the rc Flush
-						for id := range m.results {
-							delete(m.dst, id)
+					// Take an older completion now and then, as a late Wait does.
+					if len(m.results) > 0 && rng.Intn(8) == 0 {
+						ids := sortedKeys(m.results)
+						id := ids[rng.Intn(len(ids))]
+						if !forgotten[id] {
+							take(t, &r, &m, id)
 						}
-						clear(m.results)
+					}
+					if rng.Float64() < tc.flushP {
+						d := rng.Intn(tc.dsts)
+						// What flushSRD asks: is any to d unreaped, and which are reaped.
+						_, got := r.Outstanding(d, 0)
+						if want := m.pending[d] > 0; got != want {
+							t.Fatalf("step %d: outstanding to %d %v, want %v", step, d, got, want)
+						}
+						var want []uint64
+						for _, id := range sortedKeys(m.results) {
+							if m.dst[id] == d {
+								want = append(want, id)
+							}
+						}
+						if got := r.ReapedTo(d); !slices.Equal(got, want) {
+							t.Fatalf("step %d: reaped to %d %v, want %v", step, d, got, want)
+						}
+						if rng.Intn(2) == 0 {
+							r.TakeReaped() // the rc Flush
+							for id := range m.results {
+								delete(m.dst, id)
+							}
+							clear(m.results)
+						}
+					}
+					if r.Open() != len(m.dst) {
+						t.Fatalf("step %d: %d open, want %d", step, r.Open(), len(m.dst))
+					}
+					for _, id := range []uint64{posted - 1, posted / 2, reaped, 0} {
+						_, done := m.results[id]
+						if r.Done(id) != done {
+							t.Fatalf("step %d: done(%d) %v, want %v", step, id, r.Done(id), done)
+						}
+						_, recorded := m.dst[id]
+						if want := recorded && !done; r.Unreaped(id) != want {
+							t.Fatalf("step %d: unreaped(%d) %v, want %v", step, id, r.Unreaped(id), want)
+						}
 					}
 				}
-				if r.Open() != len(m.dst) {
-					t.Fatalf("step %d: %d open, want %d", step, r.Open(), len(m.dst))
+				if tc.forgetP > 0 && len(r.late) == 0 {
+					t.Error("no straggler left the window: the test does not test it")
 				}
-				for _, id := range []uint64{posted - 1, posted / 2, reaped, 0} {
-					_, done := m.results[id]
-					if r.Done(id) != done {
-						t.Fatalf("step %d: done(%d) %v, want %v", step, id, r.Done(id), done)
-					}
-					_, recorded := m.dst[id]
-					if want := recorded && !done; r.Unreaped(id) != want {
-						t.Fatalf("step %d: unreaped(%d) %v, want %v", step, id, r.Unreaped(id), want)
-					}
+				if r.len() > 2*r.keep+tc.sq {
+					t.Errorf("window of %d entries for a send queue of %d", r.len(), tc.sq)
 				}
-			}
-			if tc.forgetP > 0 && len(r.late) == 0 {
-				t.Error("no straggler left the window: the test does not test it")
-			}
-			if r.len() > 2*r.keep+tc.sq {
-				t.Errorf("window of %d entries for a send queue of %d", r.len(), tc.sq)
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -69,6 +69,7 @@ type Controller struct {
 	seq     uint64
 	busyTil sim.Tick
 	out     sim.Queue[pcie.Packet] // completions waiting for room in Cpl
+	cpls    []tlp.TLP              // scratch: a read's completions, before they join out
 
 	reads, writes, bytesRd, bytesWr *sim.Counter
 
@@ -210,14 +211,17 @@ func (c *Controller) perform(r *Req) {
 		}
 	case DeviceRead:
 		t := &r.TLP
-		cpls := c.spec.Sizes.SplitCompletions(t, c.spec.CompleterID, func(addr uint64, n int) []byte {
+		c.cpls = c.spec.Sizes.AppendSplitCompletions(c.cpls[:0], t, c.spec.CompleterID, func(addr uint64, n int) []byte {
 			b := make([]byte, n)
 			c.Store.Read(addr, b)
 			return b
 		})
-		for _, cp := range cpls {
+		for _, cp := range c.cpls {
 			c.out.Push(pcie.Packet{Txn: sim.Txn{ID: r.ID, Cause: r.Cause}, TLP: cp})
 		}
+		// The pushed packets hold the completions (copied) and their data;
+		// the scratch slice must not keep the data alive after them.
+		clear(c.cpls)
 		c.reads.Inc()
 		c.bytesRd.Add(uint64(t.EnabledBytes()))
 	case DeviceAtomic:

@@ -122,6 +122,9 @@ type QueueConfig struct {
 	RCQBase uint64 // RQSize receive completions
 }
 
+// maxDoorbellRing bounds the doorbell ring an srd queue starts with.
+const maxDoorbellRing = 4096
+
 // CreateQueue creates an srd queue: its doorbells are a QP's, at QPN.
 func (n *NIC) CreateQueue(c QueueConfig) error {
 	if _, dup := n.qps[c.QPN]; dup || c.QPN == 0 || c.QPN == SRDPeerQPN || c.QPN >= MaxQPN {
@@ -130,7 +133,15 @@ func (n *NIC) CreateQueue(c QueueConfig) error {
 	if c.SQSize < 1 || c.CQSize < 1 {
 		return fmt.Errorf("%s: queue %d needs a send and a completion queue", n.name, c.QPN)
 	}
-	q := &qp{qpHost: &qpHost{}, cfg: QPConfig{QPN: c.QPN, RemoteNode: -1, SQBase: c.SQBase, SQSize: c.SQSize, CQBase: c.CQBase, CQSize: c.CQSize,
+	// The queue's doorbells: unfetched ones never outnumber its send
+	// queue's work requests, and a core's queue carries every peer's, so
+	// the ring starts at that bound (up to maxDoorbellRing; it grows past
+	// it as before) rather than growing there through garbage.
+	db := 4
+	for db < c.SQSize && db < maxDoorbellRing {
+		db *= 2
+	}
+	q := &qp{qpHost: &qpHost{doorbells: make([]doorbell, db)}, cfg: QPConfig{QPN: c.QPN, RemoteNode: -1, SQBase: c.SQBase, SQSize: c.SQSize, CQBase: c.CQBase, CQSize: c.CQSize,
 		RQBase: c.RQBase, RQSize: c.RQSize, RCQBase: c.RCQBase}, n: n, kind: srdQueue, idx: n.created}
 	n.created++
 	n.addQP(q)

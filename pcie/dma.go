@@ -84,14 +84,20 @@ func (s Sizes) SegmentWrite(req tlp.ID, addr uint64, data []byte) []tlp.TLP {
 // boundary; Byte Count is the number of bytes still to come including this
 // completion's; Lower Address is the low 7 bits of the first byte's address.
 func (s Sizes) SplitCompletions(req *tlp.TLP, completer tlp.ID, read func(addr uint64, n int) []byte) []tlp.TLP {
+	return s.AppendSplitCompletions(nil, req, completer, read)
+}
+
+// AppendSplitCompletions is SplitCompletions appending to out: a
+// completer that copies each completion on at once reuses one slice for
+// every read request instead of allocating one per request.
+func (s Sizes) AppendSplitCompletions(out []tlp.TLP, req *tlp.TLP, completer tlp.ID, read func(addr uint64, n int) []byte) []tlp.TLP {
 	first := req.Addr + uint64(req.FirstByteOffset())
 	total := req.EnabledBytes()
 	if req.FirstBE == 0 && req.Length == 1 {
 		// A zero-length read returns one DW with Byte Count 1.
 		d := read(req.Addr, 4)
-		return []tlp.TLP{tlp.NewCompletion(req, completer, tlp.SC, 1, uint8(req.Addr&0x7f), d)}
+		return append(out, tlp.NewCompletion(req, completer, tlp.SC, 1, uint8(req.Addr&0x7f), d))
 	}
-	var out []tlp.TLP
 	addr := first
 	remaining := total
 	for remaining > 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/aaemu/aaemu/pcie/tlp"
@@ -191,5 +192,45 @@ func TestRequesterTagLimitAndErrors(t *testing.T) {
 	req, _ := ten.Issue(0, 4)
 	if req.Tag < 256 {
 		t.Fatalf("10-bit tag %d has Tag[9:8] = 00", req.Tag)
+	}
+}
+
+// AppendSplitCompletions appends after what its slice holds the very
+// completions SplitCompletions returns, whatever the slice held before: a
+// completer reusing one slice sends what it sent with a new one.
+func TestAppendSplitCompletionsMatchesSplit(t *testing.T) {
+	s := Sizes{MPS: 128, MRRS: 512, RCB: 64}
+	memory := func(addr uint64, n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(addr) + byte(i)
+		}
+		return b
+	}
+	var scratch []tlp.TLP
+	for _, tc := range []struct {
+		name string
+		addr uint64
+		n    int
+	}{
+		{"the worked example", 0x1010, 256},
+		{"one completion", 0x2000, 64},
+		{"zero-length read", 0x3004, 0},
+		{"unaligned across RCBs", 0x403d, 300},
+		{"one completion again, after more", 0x5000, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := tlp.NewMemRead(dev, 3, tc.addr, tc.n)
+			want := s.SplitCompletions(&req, tlp.NewID(0, 0, 0), memory)
+			prefix := tlp.NewMemRead(dev, 9, 0x10, 4)
+			got := s.AppendSplitCompletions([]tlp.TLP{prefix}, &req, tlp.NewID(0, 0, 0), memory)
+			if len(got) != len(want)+1 || !reflect.DeepEqual(got[0], prefix) || !reflect.DeepEqual(got[1:], want) {
+				t.Fatalf("appended %+v, want %+v after the prefix", got, want)
+			}
+			scratch = s.AppendSplitCompletions(scratch[:0], &req, tlp.NewID(0, 0, 0), memory)
+			if !reflect.DeepEqual(scratch, want) {
+				t.Fatalf("reused slice %+v, want %+v", scratch, want)
+			}
+		})
 	}
 }

@@ -455,6 +455,10 @@ func (d *DHT) makeKeys() {
 	if d.cfg.PageZipf > 0 {
 		zipf = newZipfTable(max(cells*cellSize/4096, 1), d.cfg.PageZipf)
 	}
+	// How many keys each shard takes: its list is filled after the draws,
+	// in the same order (source by source), at its final length rather
+	// than grown through every shorter one.
+	perShard := make([]int, len(d.shards))
 	for _, s := range d.sources {
 		s.keys = make([]uint64, 0, d.cfg.Inserts)
 		s.owners = make([]int32, 0, d.cfg.Inserts)
@@ -486,17 +490,23 @@ func (d *DHT) makeKeys() {
 				sh.usedList = append(sh.usedList, cell)
 			}
 			key := uint64(cell) + uint64(cells)*sh.gen.inc(cell) // never 0, unique in the shard
-			sh.keys = append(sh.keys, key)
+			perShard[owner]++
 			s.keys = append(s.keys, key)
 			s.owners = append(s.owners, int32(owner))
 		}
 	}
 	// What drew the keys is not needed again: a 1,024-node run would hold
-	// it, and the shards' slack, all run long.
-	for _, sh := range d.shards {
+	// it all run long.
+	for i, sh := range d.shards {
 		if sh != nil {
 			sh.gen, sh.usedList, sh.hot = nil, nil, nil
-			sh.keys = slices.Clone(sh.keys)
+			sh.keys = make([]uint64, 0, perShard[i])
+		}
+	}
+	for _, s := range d.sources {
+		for i, key := range s.keys {
+			sh := d.shards[s.owners[i]]
+			sh.keys = append(sh.keys, key)
 		}
 	}
 	// A stream of its own, so that the keys are the same with or without
