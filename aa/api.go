@@ -28,14 +28,14 @@ type Node struct {
 	sys   *System
 	logs  map[uint16]*Log
 	flush map[uint16]uint64 // IUID → flushing page
-	// spNotify are the SP logs' notifies, in creation order: a write of
-	// the scratchpad may concern any of them.
-	spNotify []*cpu.Notify
+	// spNotify are the SP logs' notifies by scratchpad slot: a write of a
+	// slot concerns the one log that reads it.
+	spNotify map[int]*cpu.Notify
 }
 
 // spWritten is the scratchpad's OnWrite.
-func (n *Node) spWritten() {
-	for _, x := range n.spNotify {
+func (n *Node) spWritten(slot int) {
+	if x := n.spNotify[slot]; x != nil {
 		x.Changed()
 	}
 }
@@ -53,7 +53,7 @@ func New(e *sim.Engine, s machine.Spec) (*System, error) {
 func Over(c *machine.Cluster) *System {
 	sys := &System{Cluster: c}
 	for _, n := range c.Nodes {
-		sys.Nodes = append(sys.Nodes, &Node{Node: n, sys: sys, logs: map[uint16]*Log{}, flush: map[uint16]uint64{}})
+		sys.Nodes = append(sys.Nodes, &Node{Node: n, sys: sys, logs: map[uint16]*Log{}, flush: map[uint16]uint64{}, spNotify: map[int]*cpu.Notify{}})
 	}
 	c.OnStop(func() {
 		for _, n := range sys.Nodes {

@@ -51,7 +51,8 @@ func (l *Log) KeepData() { l.keepData = true }
 // CreateLog gives the node an access log of size bytes for IUID, consumed by
 // h with the notification mode: Poll (a process polls the tail in memory on
 // core 0), Int (an MSI; the handler runs on core 0 after the interrupt
-// latency), SP (the polling hyperthread polls the scratchpad).
+// latency), SP (a polling hyperthread polls the scratchpad: the node's, or
+// the sibling of LogOptions.Core's core, machine.Spec.PollingHyperthreads).
 func (n *Node) CreateLog(iuid uint16, size uint64, mode iommu.Notify, h Handler) (*Log, error) {
 	return n.CreateLogThreshold(iuid, size, mode, 0, h)
 }
@@ -67,7 +68,10 @@ func (n *Node) CreateLogThreshold(iuid uint16, size uint64, mode iommu.Notify, t
 // LogOptions are a log's less common settings.
 type LogOptions struct {
 	Threshold uint32 // Int: bytes of records per MSI (0: every record)
-	Core      int    // Poll: the core whose process polls the log (default 0)
+	// Core: the core whose process owns the log (default 0). Poll: that
+	// core's process polls it; SP with a polling hyperthread a core: that
+	// core's sibling polls it.
+	Core int
 }
 
 // CreateLogWith is CreateLog with options.
@@ -101,13 +105,23 @@ func (n *Node) CreateLogWith(iuid uint16, size uint64, mode iommu.Notify, opt Lo
 		})
 	case iommu.SP:
 		cfg.SPSlot = uint32(len(n.logs))
-		// The scratchpad's writes, and Stop, are all that can change
-		// what the loop looks at: its core may sleep until one comes.
+		if int(cfg.SPSlot) >= n.SP.Slots() {
+			return nil, fmt.Errorf("node %d, log of IUID %d: the scratchpad's %d slots are taken (a slot a log)", n.ID, iuid, n.SP.Slots())
+		}
+		// The scratchpad's writes of the log's slot, and Stop, are all
+		// that can change what the loop looks at: its core may sleep
+		// until one comes. The log's hyperthread is the node's, or the
+		// sibling of the owning process's core, which uses that core's
+		// connections (machine.Spec.PollingHyperthreads).
 		l.notify = &cpu.Notify{}
 		n.SP.OnWrite = n.spWritten
-		n.spNotify = append(n.spNotify, l.notify)
-		n.Poller.SpawnDaemon(fmt.Sprintf("log%d_sp", iuid), func(p *cpu.Proc) {
-			c := n.Ctx(p, 0)
+		n.spNotify[int(cfg.SPSlot)] = l.notify
+		ctxCore := 0
+		if n.Pollers != nil {
+			ctxCore = opt.Core
+		}
+		n.PollerOf(opt.Core).SpawnDaemon(fmt.Sprintf("log%d_sp", iuid), func(p *cpu.Proc) {
+			c := n.Ctx(p, ctxCore)
 			for !l.stopped {
 				p.ScratchpadPollNotified(l.notify, func() bool { return l.stopped || n.SP.Read(int(cfg.SPSlot)) > l.head })
 				l.drain(c)

@@ -26,13 +26,24 @@ import (
 
 // Spec describes a cluster.
 type Spec struct {
-	Nodes  int
-	Cores  int // cores per node running processes (a polling hyperthread is extra)
-	CPU    cpu.Spec
-	IOMMU  iommu.Spec
-	Memory memory.Spec
-	NIC    nic.Spec
-	PCIe   pcie.LinkSpec
+	Nodes int
+	Cores int // cores per node running processes (a polling hyperthread is extra)
+	CPU   cpu.Spec
+	// PollingHyperthreads places the SP notification mode's polling
+	// hyperthreads: PollingPerNode ("" too), one extra thread a node that
+	// polls every SP log of the node and runs their handlers in turn, or
+	// PollingPerCore, the SMT sibling of each core, which polls the logs
+	// of that core's process (aa.LogOptions.Core) and runs their
+	// handlers. A sibling is a cpu.Core of its own: it issues on its own
+	// (no pipeline shared with its core: the model has no SMT), loads and
+	// stores the node's memory at the same costs, reads the node's one
+	// scratchpad, and under SMP is a cache of its own, as the node's
+	// polling thread is.
+	PollingHyperthreads string
+	IOMMU               iommu.Spec
+	Memory              memory.Spec
+	NIC                 nic.Spec
+	PCIe                pcie.LinkSpec
 	// PCIeDown makes the root port → NIC direction a PCIe link too (a
 	// pcie.Dir of the PCIe spec, paired with the NIC → root port one):
 	// doorbells, the cores' uncached loads and stores, and the completions
@@ -174,7 +185,10 @@ type Node struct {
 	NICs       []*nic.NIC
 	Ups, Downs []*pcie.Dir
 	Cores      []*cpu.Core
-	Poller     *cpu.Core     // the polling hyperthread (SP mode)
+	Poller     *cpu.Core // the node's polling hyperthread (SP mode, PollingPerNode)
+	// Pollers are the cores' SMT siblings (SP mode, PollingPerCore; nil
+	// otherwise): Pollers[k] polls the SP logs of core k's process.
+	Pollers    []*cpu.Core
 	SMP        *cpu.SMP      // the cores' coherence model (Spec.SMP; nil: none)
 	NIU        *startx.NIU   // the StarT-X NIU (Spec.StartX; nil: none), on its own link
 	NIUs       []*startx.NIU // all its NIUs (Spec.StartXNICs): NIUs[0] is NIU
@@ -230,6 +244,11 @@ func New(e *sim.Engine, s Spec) (*Cluster, error) {
 	}
 	if s.Cores < 1 || s.Cores > maxCores {
 		return nil, fmt.Errorf("cores: %d, want 1..%d", s.Cores, maxCores)
+	}
+	switch s.PollingHyperthreads {
+	case "", PollingPerNode, PollingPerCore:
+	default:
+		return nil, fmt.Errorf("polling hyperthreads %q: want %s or %s", s.PollingHyperthreads, PollingPerNode, PollingPerCore)
 	}
 	if s.NICs < 0 || s.NICs > MaxNICs {
 		return nil, fmt.Errorf("nics: %d, want 1..%d", s.NICs, MaxNICs)
@@ -501,6 +520,11 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 		return nil, err
 	}
 	n.Poller = cpu.NewCore(n.CPUClk, p+"cpu_poll", s.CPU, n.Mem)
+	if s.PollingHyperthreads == PollingPerCore {
+		for k := range n.Cores {
+			n.Pollers = append(n.Pollers, cpu.NewCore(n.CPUClk, fmt.Sprintf("%scpu%d_poll", p, k), s.CPU, n.Mem))
+		}
+	}
 	if err := n.smp(); err != nil {
 		return nil, err
 	}
@@ -512,7 +536,7 @@ func (c *Cluster) newNode(id int) (*Node, error) {
 	irq := sim.NewChan[pcie.Packet](n.IOMMU.Unit(), n.Cores[0].Unit(), p+"irq", 8)
 	n.IOMMU.Irq = irq
 	n.Cores[0].Irq = irq
-	n.SP = scratchpad.New(n.CPUClk, p+"scratchpad", 64, n.IOMMU.Unit())
+	n.SP = scratchpad.New(n.CPUClk, p+"scratchpad", ScratchpadSlots, n.IOMMU.Unit())
 	n.IOMMU.SP = n.SP.In
 	return n, nil
 }
@@ -584,8 +608,31 @@ func (n *Node) addNIC(r int) error {
 	return nil
 }
 
-// smp attaches the node's cores, then its polling thread (a cache of its
-// own), to the node's SMP when the spec has one.
+// The placements of the polling hyperthreads (Spec.PollingHyperthreads).
+const (
+	PollingPerNode = "node" // one a node, for every SP log of the node
+	PollingPerCore = "core" // one a core, its SMT sibling, for its process's logs
+)
+
+// ScratchpadSlots is the tail mirrors a node's scratchpad holds: one an SP
+// log.
+const ScratchpadSlots = 64
+
+// PollerOf is the polling hyperthread that serves an SP log of core k's
+// process: core k's sibling (PollingPerCore) or the node's one.
+func (n *Node) PollerOf(k int) *cpu.Core {
+	if n.Pollers != nil {
+		return n.Pollers[k]
+	}
+	return n.Poller
+}
+
+// pollers is every polling hyperthread of the node: its own and the
+// cores' siblings.
+func (n *Node) pollers() []*cpu.Core { return append([]*cpu.Core{n.Poller}, n.Pollers...) }
+
+// smp attaches the node's cores, then its polling threads (each a cache
+// of its own), to the node's SMP when the spec has one.
 func (n *Node) smp() error {
 	s := n.c.Spec.SMP
 	if s == nil {
@@ -600,7 +647,12 @@ func (n *Node) smp() error {
 			return err
 		}
 	}
-	return n.SMP.Attach(n.Poller)
+	for _, t := range n.pollers() {
+		if err := n.SMP.Attach(t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WireBytes is every byte the network carried. A frame counts once per wire

@@ -208,7 +208,9 @@ func (c *Cluster) SetPollSleep(on bool) {
 		for _, core := range n.Cores {
 			core.SetPollSleep(on)
 		}
-		n.Poller.SetPollSleep(on)
+		for _, t := range n.pollers() {
+			t.SetPollSleep(on)
+		}
 	}
 }
 
@@ -220,7 +222,9 @@ func (c *Cluster) Close() {
 		for _, core := range n.Cores {
 			core.Close()
 		}
-		n.Poller.Close()
+		for _, t := range n.pollers() {
+			t.Close()
+		}
 	}
 }
 

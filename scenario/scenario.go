@@ -135,6 +135,10 @@ type MachineSpec struct {
 	CPU struct {
 		InterruptNS  uint64 `yaml:"interrupt_ns" json:"interrupt_ns"`   // 0..1e9
 		ScratchpadNS uint64 `yaml:"scratchpad_ns" json:"scratchpad_ns"` // 0..1e9
+		// PollingHyperthreads places the SP mode's polling hyperthreads:
+		// node (the default), one a node for every SP log; core, the SMT
+		// sibling of each core for its process's logs.
+		PollingHyperthreads string `yaml:"polling_hyperthreads" json:"polling_hyperthreads,omitempty"`
 
 		CPUSMP `yaml:",inline"` // SMP nodes (smp.go)
 	} `yaml:"cpu" json:"cpu"`
@@ -400,6 +404,7 @@ func (s *Scenario) Validate() (string, error) {
 			}
 			return "", nil
 		},
+		s.checkPollingHyperthreads,
 		func() (string, error) {
 			switch m.IOMMU.Mode {
 			case workload.IOMMUExtended, workload.IOMMUNone:
@@ -450,6 +455,21 @@ func notOneOf(v, what string, known []string, allowed string) *input.Error {
 		allowed = fmt.Sprintf("did you mean %q? %s", s, allowed)
 	}
 	return input.Errorf(allowed, "%q is not %s", v, what)
+}
+
+// checkPollingHyperthreads checks machine.cpu.polling_hyperthreads.
+func (s *Scenario) checkPollingHyperthreads() (string, error) {
+	const key = "machine.cpu.polling_hyperthreads"
+	const allowed = machine.PollingPerNode + ": one polling hyperthread a node, for every SP log; " +
+		machine.PollingPerCore + ": the SMT sibling of each core, for its process's logs"
+	switch v := s.Machine.CPU.PollingHyperthreads; v {
+	case "", machine.PollingPerNode, machine.PollingPerCore:
+	default:
+		return key, notOneOf(v, "a placement of the polling hyperthreads", []string{machine.PollingPerNode, machine.PollingPerCore}, allowed)
+	}
+	// (machine.cores ≤ 64: a node's SP logs, one a process at most, fit
+	// its scratchpad's machine.ScratchpadSlots.)
+	return "", nil
 }
 
 // checkTransport checks machine.transport: rc or srd, and rc for the
@@ -574,6 +594,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.IOMMU.FlushBufferEntries = m.IOMMU.FlushBufferEntries
 	c.IOMMU.ProcessPS, c.IOMMU.MemAccessPS = sim.Tick(m.IOMMU.ProcessNS)*sim.NS, sim.Tick(m.IOMMU.MemAccessNS)*sim.NS
 	c.CPU.InterruptPS, c.CPU.ScratchpadPS = sim.Tick(m.CPU.InterruptNS)*sim.NS, sim.Tick(m.CPU.ScratchpadNS)*sim.NS
+	c.PollingHyperthreads = m.CPU.PollingHyperthreads
 	s.smpSpec(&c)
 	s.mmioSpec(&c)
 	s.descriptorSpec(&c)

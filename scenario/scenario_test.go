@@ -81,6 +81,8 @@ func TestScenarioErrors(t *testing.T) {
 		{"workload:\n  dht:\n    collisions: []\n", "s.yaml:3: workload.dht.collisions: a list of 0 ratios (1..64 ratios 0..1)"},
 		{"workload:\n  dht:\n    log_bytes: 100\n", "s.yaml:3: workload.dht.log_bytes: 100 is not a multiple of 8 (0: 64 KiB, or a multiple of 8 from 96 to 67108864)"},
 		{"workload:\n  dht:\n    log_bytes: 88\n", "s.yaml:3: workload.dht.log_bytes: 88 bytes do not hold two records of an insert (0: 64 KiB, or a multiple of 8 from 96 to 67108864)"},
+		{"machine:\n  cpu: {polling_hyperthreads: cores}\n", `s.yaml:2: machine.cpu.polling_hyperthreads: "cores" is not a placement of the polling hyperthreads (did you mean "core"? node: one polling hyperthread a node, for every SP log; core: the SMT sibling of each core, for its process's logs)`},
+		{"machine:\n  cpu: {polling_hyperthreads: smt}\n", `s.yaml:2: machine.cpu.polling_hyperthreads: "smt" is not a placement of the polling hyperthreads (node: one polling hyperthread a node, for every SP log; core: the SMT sibling of each core, for its process's logs)`},
 		{"workload:\n  dht:\n    aa_logs: thread\n", `s.yaml:3: workload.dht.aa_logs: "thread" is not a log layout (node: one access log per node; process: one per inserting process)`},
 		{"workload:\n  dht:\n    log_bytes: 4800\n    aa_int_records: 51\n", "s.yaml:4: workload.dht.aa_int_records: 51 records fill more than half the log (0..50: records filling at most half the 4800-byte log)"},
 		{"machine:\n  iommu: {mode: off}\n", `s.yaml:2: machine.iommu.mode: "off" is not an IOMMU mode (e-iommu: the extended IOMMU; no-iommu: no IOMMU on the PCIe path)`},

@@ -15,9 +15,9 @@ type Scratchpad struct {
 	In    *sim.Chan[iommu.SPWrite]
 	words []uint64
 	wr    *sim.Counter
-	// OnWrite, when set, runs at every write of a slot (after it): the
-	// polling hyperthread's core may sleep until then.
-	OnWrite func()
+	// OnWrite, when set, runs at every write of a slot (after it), with
+	// the slot: the polling hyperthread that reads it may sleep until then.
+	OnWrite func(slot int)
 }
 
 // New places a scratchpad of slots words in clk, fed by the IOMMU unit src.
@@ -41,12 +41,15 @@ func (s *Scratchpad) Tick(sim.Tick) bool {
 			s.words[w.Slot] = w.Tail
 			s.wr.Inc()
 			if s.OnWrite != nil {
-				s.OnWrite()
+				s.OnWrite(int(w.Slot))
 			}
 		}
 	}
 	return false
 }
+
+// Slots is the number of slots.
+func (s *Scratchpad) Slots() int { return len(s.words) }
 
 // Read returns slot i. The caller (the polling hyperthread) pays the
 // scratchpad access time.

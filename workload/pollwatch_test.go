@@ -16,6 +16,9 @@ import (
 // and on 1, 2 and 4 partitions, ends with the same statistics, simulated
 // times, transaction log and results as with a load on every check and
 // no sleep; only the kernel's evaluations differ, fewer with the sleep.
+// With a log a process, AA-SP's polling hyperthreads are the node's one
+// (which polls them all and never sleeps) or each core's sibling, whose
+// one log's loop sleeps until the scratchpad's write of its slot.
 func TestPollWatchMatchesEveryCheck(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -23,13 +26,16 @@ func TestPollWatchMatchesEveryCheck(t *testing.T) {
 		transport string
 		nodes     int
 		procs     int
+		polling   string // machine.Spec.PollingHyperthreads, with a log a process
 	}{
-		{"AA-SP, srd, 4×8", AASP, machine.TransportSRD, 4, 8},
-		{"AA-SP, rc, 3×2", AASP, "", 3, 2},
-		{"AA-Poll, rc, 3×4", AAPoll, "", 3, 4},
-		{"AA-Poll, srd, 2×4", AAPoll, machine.TransportSRD, 2, 4},
-		{"RMA, rc, 2×2", RMA, "", 2, 2},
-		{"RMA, srd, 4×4", RMA, machine.TransportSRD, 4, 4},
+		{"AA-SP, srd, 4×8", AASP, machine.TransportSRD, 4, 8, ""},
+		{"AA-SP, rc, 3×2", AASP, "", 3, 2, ""},
+		{"AA-SP, a hyperthread a core, srd, 4×8", AASP, machine.TransportSRD, 4, 8, machine.PollingPerCore},
+		{"AA-SP, a hyperthread a node, rc, 3×4", AASP, "", 3, 4, machine.PollingPerNode},
+		{"AA-Poll, rc, 3×4", AAPoll, "", 3, 4, ""},
+		{"AA-Poll, srd, 2×4", AAPoll, machine.TransportSRD, 2, 4, ""},
+		{"RMA, rc, 2×2", RMA, "", 2, 2, ""},
+		{"RMA, srd, 4×4", RMA, machine.TransportSRD, 4, 4, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,6 +45,10 @@ func TestPollWatchMatchesEveryCheck(t *testing.T) {
 					if tc.transport != "" {
 						s.Transport = tc.transport
 					}
+					if tc.polling != "" {
+						s.PollingHyperthreads = tc.polling
+						s.IOMMU.FlushBufferEntries = tc.procs
+					}
 				})
 				for _, n := range c.Nodes {
 					for _, core := range n.Cores {
@@ -47,7 +57,7 @@ func TestPollWatchMatchesEveryCheck(t *testing.T) {
 				}
 				c.SetPollSleep(sleep) // the polling hyperthreads too
 				c.Eng.World().EnableTxnLog()
-				d, err := SetupDHT(c, DHTConfig{Scheme: tc.scheme, Inserts: 60, Cells: 1 << 12, Collisions: 0.1, Procs: tc.procs, Seed: 1})
+				d, err := SetupDHT(c, DHTConfig{Scheme: tc.scheme, Inserts: 60, Cells: 1 << 12, Collisions: 0.1, Procs: tc.procs, Seed: 1, ProcessLogs: tc.polling != ""})
 				if err != nil {
 					t.Fatal(err)
 				}

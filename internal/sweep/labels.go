@@ -59,6 +59,7 @@ var labels = map[string]label{
 	"machine.cpu":                        {"CPU", ""},
 	"machine.cpu.interrupt_ns":           {"interrupt cost", "ns"},
 	"machine.cpu.scratchpad_ns":          {"scratchpad access time", "ns"},
+	"machine.cpu.polling_hyperthreads":   {"polling hyperthreads", ""},
 
 	"workload.kind":                  {"workload", ""},
 	"workload.*.schemes":             {"schemes", ""},
