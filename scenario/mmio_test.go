@@ -86,7 +86,7 @@ func TestU170UncachedRead(t *testing.T) {
 func TestMMIOKeys(t *testing.T) {
 	cases := []struct{ yaml, want string }{
 		{"machine:\n  nic:\n    sram_access_ns: 2000000\n", "s.yaml:3: machine.nic.sram_access_ns: 2000000 is out of range (0..1000000 ns; an uncached access of the NIC's device memory; 0: 50 ns)"},
-		{"machine:\n  cpu:\n    nic_read_cycles: 152\n", "s.yaml:3: machine.cpu.nic_read_cycles: unknown key (the keys of machine.cpu: interrupt_ns, scratchpad_ns, mhz, memcpy_mbps, nic_write_cycles, coherence)"},
+		{"machine:\n  cpu:\n    nic_read_cycles: 152\n", "s.yaml:3: machine.cpu.nic_read_cycles: unknown key (the keys of machine.cpu: interrupt_ns, scratchpad_ns, polling_hyperthreads, mhz, memcpy_mbps, nic_write_cycles, coherence)"},
 	}
 	for _, c := range cases {
 		_, err := ParseScenario("s.yaml", []byte(c.yaml))
