@@ -57,22 +57,29 @@ func (s *Scenario) MemoryEstimate() (uint64, []MemTerm) {
 	m := &s.Machine
 	n, cores := float64(m.Nodes), float64(m.Cores)
 	tlbSets, tlbWays := s.IOTLBShape()
+	// threads is the cores and their polling siblings (a core's share,
+	// counted as a core's: an upper bound, a sibling has no MMIO path).
+	threads := cores
+	if m.CPU.PollingHyperthreads == machine.PollingPerCore {
+		threads = 2 * cores
+	}
 	terms := []MemTerm{
-		{"the nodes", []string{"machine.nodes", "machine.cores"}, n * (memNode + cores*memCore)},
+		{"the nodes", []string{"machine.nodes", "machine.cores", "machine.cpu.polling_hyperthreads"}, n * (memNode + threads*memCore)},
 		qpTerm(m, n, cores),
 		{"the IOTLBs", []string{"machine.iommu.iotlb_sets", "machine.iommu.iotlb_ways", "machine.iommu.iotlb_entries", "machine.nodes"},
 			n * float64(tlbSets) * float64(tlbWays) * memTLBEntry},
 	}
 	if c := m.CPU.Coherence; c != nil {
-		// Every core and the polling thread has an L2 of l2_kb / line_bytes
+		// Every core, its sibling (polling_hyperthreads: core) and the
+		// node's polling thread has an L2 of l2_kb / line_bytes
 		// ways, each a cache entry.
 		line := float64(c.LineBytes)
 		if line == 0 {
 			line = 64
 		}
-		terms = append(terms, MemTerm{"the SMP caches (nodes × (cores+1) × l2_kb / line_bytes lines)",
+		terms = append(terms, MemTerm{"the SMP caches (nodes × (cores, polling threads) × l2_kb / line_bytes lines)",
 			[]string{"machine.cpu.coherence.l2_kb", "machine.cpu.coherence.line_bytes", "machine.cores", "machine.nodes"},
-			n * (cores + 1) * float64(c.L2KB) * 1024 / line * memCacheLine})
+			n * (threads + 1) * float64(c.L2KB) * 1024 / line * memCacheLine})
 	}
 	w := &s.Workload
 	procs := func(p int) float64 {

@@ -75,3 +75,19 @@ workload:
 		t.Errorf("a sibling a core: %.3g inserts/s, not more than the node's one thread's %.3g", rate["core"], rate["node"])
 	}
 }
+
+// A sibling a core counts in the memory estimate as a core does.
+func TestPollingHyperthreadsInTheEstimate(t *testing.T) {
+	est := func(place string) uint64 {
+		s, err := ParseScenario("s.yaml", fmt.Appendf(nil, "machine:\n  nodes: 64\n  cores: 32\n  transport: srd\n  cpu: {polling_hyperthreads: %s}\n", place))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := s.MemoryEstimate()
+		return b
+	}
+	node, core := est("node"), est("core")
+	if want := uint64(64 * 32 * memCore); core-node != want {
+		t.Errorf("estimate with a sibling a core %d, with a thread a node %d: %d more, want %d", core, node, core-node, want)
+	}
+}
