@@ -87,8 +87,9 @@ the figures that write points.csv (not the DHT sweeps).
 
 --machine gemini runs them on the machine of the paper's large-scale runs
 instead: 32 processes a node on a Gemini-class 3D torus (the nodes' block
-nearest a cube), fast host links and one access log a process, as the
-paper's threads each own a log (examples/machines/gemini.yaml); --machine
+nearest a cube), fast host links, one access log a process, as the
+paper's threads each own a log, and for AA-SP a polling hyperthread a core
+(examples/machines/gemini.yaml); --machine
 FILE on the machine of a scenario file. --machine gem5 runs 6a, 6b and 6c
 (all three without figure names) on the paper's two-node gem5 set-up
 instead (examples/machines/gem5.yaml): 1 GbE, the NIC on a PCIe Gen1 x1

@@ -100,10 +100,14 @@ func (p *Preset) network() string {
 
 // logs names the preset's access logs (workload.dht.aa_logs).
 func (p *Preset) logs() string {
+	logs := "one a node"
 	if p.sc.Workload.DHT.AALogs == "process" {
-		return "one a process"
+		logs = "one a process"
 	}
-	return "one a node"
+	if p.sc.Machine.CPU.PollingHyperthreads == machine.PollingPerCore {
+		logs += ", AA-SP's polled by each core's sibling hyperthread"
+	}
+	return logs
 }
 
 // cpuMHz is the preset's core clock (machine.cpu.mhz; 0 is 2000).

@@ -35,7 +35,7 @@ func TestFiguresOnPreset(t *testing.T) {
 		if g.Scenario != p || strings.Contains(g.Sweep, "rate_mbps") || strings.Contains(g.Sweep, "transport") || !strings.HasPrefix(g.Sweep, "scenario: gemini.yaml\n") {
 			t.Fatalf("%s: sweep\n%s", g.Name, g.Sweep)
 		}
-		if !strings.Contains(g.Title, "access logs: one a process") {
+		if !strings.Contains(g.Title, "access logs: one a process, AA-SP's polled by each core's sibling hyperthread)") {
 			t.Errorf("%s: %q", g.Name, g.Title)
 		}
 		s, err := sweep.ParseWith("figure "+g.Name, []byte(g.Sweep), p.Load)
