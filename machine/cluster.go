@@ -26,9 +26,13 @@ import (
 
 // Spec describes a cluster.
 type Spec struct {
-	Nodes int
-	Cores int // cores per node running processes (a polling hyperthread is extra)
-	CPU   cpu.Spec
+	Nodes  int
+	Cores  int // cores per node running processes (a polling hyperthread is extra)
+	CPU    cpu.Spec
+	IOMMU  iommu.Spec
+	Memory memory.Spec
+	NIC    nic.Spec
+	PCIe   pcie.LinkSpec
 	// PollingHyperthreads places the SP notification mode's polling
 	// hyperthreads: PollingPerNode ("" too), one extra thread a node that
 	// polls every SP log of the node and runs their handlers in turn, or
@@ -40,10 +44,6 @@ type Spec struct {
 	// scratchpad, and under SMP is a cache of its own, as the node's
 	// polling thread is.
 	PollingHyperthreads string
-	IOMMU               iommu.Spec
-	Memory              memory.Spec
-	NIC                 nic.Spec
-	PCIe                pcie.LinkSpec
 	// PCIeDown makes the root port → NIC direction a PCIe link too (a
 	// pcie.Dir of the PCIe spec, paired with the NIC → root port one):
 	// doorbells, the cores' uncached loads and stores, and the completions
