@@ -437,9 +437,14 @@ func (n *NIC) queueResp(q *qp, f Frame) {
 func srcPort(qpn uint32) uint16 { return uint16(0xc000 | qpn&0x3fff) }
 
 func (n *NIC) frame(q *qp, p roce.Packet, cause sim.TxnID, kind string) Frame {
+	return n.frameWith(q, p, n.u.Engine().NewTxn(cause, kind, n.name))
+}
+
+// frameWith is frame with its transaction given.
+func (n *NIC) frameWith(q *qp, p roce.Packet, txn sim.Txn) Frame {
 	p.PKey = 0xffff
 	p.DestQP = q.cfg.RemoteQPN
-	return Frame{Txn: n.u.Engine().NewTxn(cause, kind, n.name), SrcNode: n.spec.Node, DstNode: q.cfg.RemoteNode,
+	return Frame{Txn: txn, SrcNode: n.spec.Node, DstNode: q.cfg.RemoteNode,
 		Frame: roce.Frame{Src: n.endpoint(n.spec.Node, n.spec.Index), Dst: n.endpoint(q.cfg.RemoteNode, q.cfg.RemoteNIC),
 			SrcPort: srcPort(q.cfg.QPN), Packet: p}}
 }

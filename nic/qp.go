@@ -145,11 +145,19 @@ type wqeState struct {
 	value    uint64
 }
 
+// sentPkt is a request packet with its PSN, kept until acknowledged. It
+// holds what its frame is made from, not the frame (40 bytes, not 280:
+// at a thousand nodes a NIC keeps thousands of packets waiting for its
+// link): sentFrame makes the frame each time it goes on the wire, the same
+// frame every time, its transaction given when the packet got its PSN.
 type sentPkt struct {
-	psn   uint32
-	f     Frame
-	w     *wqeState
-	tries int // times sent
+	w      *wqeState
+	txn    sim.Txn
+	psn    uint32
+	off    uint32 // a WRITE's or SEND's: where the packet's payload starts
+	tries  uint32 // times sent
+	opcode uint8
+	ackReq bool
 }
 
 // readResp is a READ the responder serves: memory is read by DMA, then the
@@ -346,18 +354,13 @@ func (q *qp) packetize(w *wqeState) {
 		q.completeInOrder()
 		return
 	}
-	add := func(p roce.Packet, kind string) {
+	add := func(p roce.Packet, off int, kind string) {
 		p.PSN = q.nextPSN
 		q.nextPSN = (q.nextPSN + 1) & 0xffffff
-		f := n.frame(q, p, w.txn.ID, kind)
-		f.Bulk = w.w.Bulk && w.w.Opcode != OpSend
-		if q.kind == srdPeer {
-			f.Packet.DestQP, f.SrcPort = w.w.DstQPN&0xffffff, srcPort(w.sq.cfg.QPN)
-		}
 		if q.sent == nil {
 			q.sent = n.spareSent.get()
 		}
-		q.sent = append(q.sent, sentPkt{psn: p.PSN, f: f, w: w})
+		q.sent = append(q.sent, sentPkt{w: w, txn: n.u.Engine().NewTxn(w.txn.ID, kind, n.name), psn: p.PSN, off: uint32(off), opcode: p.Opcode, ackReq: p.AckReq})
 	}
 	switch w.w.Opcode {
 	case OpWrite, OpSend:
@@ -379,15 +382,12 @@ func (q *qp) packetize(w *wqeState) {
 			}
 			if send {
 				p.Opcode -= roce.WriteFirst - roce.SendFirst // the SEND opcodes mirror the WRITE ones
-			} else if off == 0 {
-				p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, uint32(total)
 			}
 			// The last packet asks for an ACK, and so does every
 			// AckReqEvery-th: a long message's ACKs show progress and
 			// restart the requester's retransmission timer.
 			p.AckReq = end == total || n.spec.AckReqEvery > 0 && (off/mtu+1)%n.spec.AckReqEvery == 0
-			p.Payload = w.payload[off:end]
-			add(p, "frame."+roce.OpName(p.Opcode))
+			add(p, off, "frame."+roce.OpName(p.Opcode))
 			if end == total {
 				break
 			}
@@ -395,8 +395,7 @@ func (q *qp) packetize(w *wqeState) {
 	case OpRead:
 		var p roce.Packet
 		p.Opcode, p.AckReq = roce.ReadRequest, true
-		p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, w.w.Length
-		add(p, "frame.READ")
+		add(p, 0, "frame.READ")
 		count := (int(w.w.Length) + n.spec.PMTU - 1) / n.spec.PMTU
 		w.nextResp = w.firstPSN
 		q.nextPSN = (w.firstPSN + uint32(count)) & 0xffffff
@@ -406,15 +405,41 @@ func (q *qp) packetize(w *wqeState) {
 		if w.w.Opcode == OpCAS {
 			p.Opcode = roce.CmpSwap
 		}
+		add(p, 0, "frame.ATOMIC")
+	}
+	w.lastPSN = (q.nextPSN - 1) & 0xffffff
+}
+
+// sentFrame makes s's frame from its work request, as packetize gave it
+// its PSN: the payload from the work request's (which stays until it
+// completes), the extended headers from the work request.
+func (q *qp) sentFrame(s *sentPkt) Frame {
+	n, w := q.n, s.w
+	var p roce.Packet
+	p.Opcode, p.PSN, p.AckReq = s.opcode, s.psn, s.ackReq
+	switch w.w.Opcode {
+	case OpWrite, OpSend:
+		end := min(int(s.off)+n.spec.PMTU, len(w.payload))
+		if w.w.Opcode == OpWrite && s.off == 0 {
+			p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, uint32(len(w.payload))
+		}
+		p.Payload = w.payload[s.off:end]
+	case OpRead:
+		p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, w.w.Length
+	case OpCAS, OpFetchOp:
 		p.AtomicETH.VA, p.AtomicETH.RKey = w.w.Remote, w.w.RKey
 		if w.w.Opcode == OpCAS {
 			p.AtomicETH.Compare, p.AtomicETH.SwapAdd = w.w.Compare, w.w.Swap
 		} else {
 			p.AtomicETH.SwapAdd = w.w.Compare
 		}
-		add(p, "frame.ATOMIC")
 	}
-	w.lastPSN = (q.nextPSN - 1) & 0xffffff
+	f := n.frameWith(q, p, s.txn)
+	f.Bulk = w.w.Bulk && w.w.Opcode != OpSend
+	if q.kind == srdPeer {
+		f.Packet.DestQP, f.SrcPort = w.w.DstQPN&0xffffff, srcPort(w.sq.cfg.QPN)
+	}
+	return f
 }
 
 // nextRequest returns the next request packet to send, within the window.
@@ -430,7 +455,7 @@ func (q *qp) nextRequest(now sim.Tick) (Frame, bool) {
 		q.retransmitted++
 	}
 	s.tries++
-	f := s.f
+	f := q.sentFrame(s)
 	q.txPos++
 	// The timer runs while packets are out. After a go-back-N rewind that
 	// the wire held up past the timeout, it restarts with the first resent

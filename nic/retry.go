@@ -247,7 +247,7 @@ func (q *qp) status() QPStatus {
 		s.Unfetched = int(q.sqTail - q.sqHead)
 	}
 	if len(q.sent) > 0 {
-		s.OldestPSN, s.OldestSent = q.sent[0].psn, q.sent[0].tries
+		s.OldestPSN, s.OldestSent = q.sent[0].psn, int(q.sent[0].tries)
 	}
 	if q.txPos > 0 {
 		s.TimerAt = q.deadlineAt
