@@ -437,7 +437,7 @@ func (n *NIC) queueResp(q *qp, f Frame) {
 	if q.resp == nil {
 		q.resp = n.spareResp.get()
 	}
-	q.resp = append(q.resp, f)
+	q.resp = n.spareResp.push(q.resp, f)
 }
 
 // srcPort is the UDP source port of a QP's frames: flow entropy.

@@ -2,6 +2,7 @@ package nic
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"slices"
 
 	"github.com/aaemu/aaemu/nic/roce"
@@ -360,7 +361,7 @@ func (q *qp) packetize(w *wqeState) {
 		if q.sent == nil {
 			q.sent = n.spareSent.get()
 		}
-		q.sent = append(q.sent, sentPkt{w: w, txn: n.u.Engine().NewTxn(w.txn.ID, kind, n.name), psn: p.PSN, off: uint32(off), opcode: p.Opcode, ackReq: p.AckReq})
+		q.sent = n.spareSent.push(q.sent, sentPkt{w: w, txn: n.u.Engine().NewTxn(w.txn.ID, kind, n.name), psn: p.PSN, off: uint32(off), opcode: p.Opcode, ackReq: p.AckReq})
 	}
 	switch w.w.Opcode {
 	case OpWrite, OpSend:
@@ -387,7 +388,7 @@ func (q *qp) packetize(w *wqeState) {
 			// AckReqEvery-th: a long message's ACKs show progress and
 			// restart the requester's retransmission timer.
 			p.AckReq = end == total || n.spec.AckReqEvery > 0 && (off/mtu+1)%n.spec.AckReqEvery == 0
-			add(p, off, "frame."+roce.OpName(p.Opcode))
+			add(p, off, frameKinds[p.Opcode])
 			if end == total {
 				break
 			}
@@ -409,6 +410,15 @@ func (q *qp) packetize(w *wqeState) {
 	}
 	w.lastPSN = (q.nextPSN - 1) & 0xffffff
 }
+
+// frameKinds names the transactions of request frames by opcode
+// ("frame.WRITE_ONLY"), made once, not at every packet.
+var frameKinds = func() (k [256]string) {
+	for op := range k {
+		k[op] = "frame." + roce.OpName(uint8(op))
+	}
+	return k
+}()
 
 // sentFrame makes s's frame from its work request, as packetize gave it
 // its PSN: the payload from the work request's (which stays until it
@@ -1050,21 +1060,53 @@ func (r *readResp) serve(cause sim.Txn) {
 // (frames to acknowledge, frames to send) for the next QP that needs one:
 // an srd NIC has a context per peer, and each kept the array of its
 // busiest moment, which at a thousand peers was most of a NIC's memory.
-type spares[T any] struct{ free [][]T }
+// They are kept by size class (the floor of the capacity's log2), and a
+// list that outgrows its array trades it for a larger spare one (push):
+// arrays are not dropped for the collector at every doubling of every
+// list, and no more are made than the lists hold at once.
+type spares[T any] struct{ free [bits.UintSize][][]T }
 
-// get is an empty list with room, or nil.
+// class is the size class of an array of capacity c > 0.
+func class(c int) int { return bits.Len(uint(c)) - 1 }
+
+// get is an empty list with room (the smallest kept), or nil.
 func (s *spares[T]) get() []T {
-	if len(s.free) == 0 {
-		return nil
+	for k := range s.free {
+		if n := len(s.free[k]); n > 0 {
+			l := s.free[k][n-1]
+			s.free[k] = s.free[k][:n-1]
+			return l
+		}
 	}
-	l := s.free[len(s.free)-1]
-	s.free = s.free[:len(s.free)-1]
-	return l
+	return nil
 }
 
 // put keeps l's array (l is empty: its elements were cleared).
 func (s *spares[T]) put(l []T) {
 	if cap(l) > 0 {
-		s.free = append(s.free, l[:0])
+		k := class(cap(l))
+		s.free[k] = append(s.free[k], l[:0])
 	}
+}
+
+// push appends v to l. A full l moves to a kept array of a larger class,
+// or to a new one, and its own array is cleared and kept.
+func (s *spares[T]) push(l []T, v T) []T {
+	if len(l) < cap(l) {
+		return append(l, v)
+	}
+	var to []T
+	for k := class(max(cap(l), 1)) + 1; k < len(s.free) && to == nil; k++ {
+		if n := len(s.free[k]); n > 0 {
+			to = s.free[k][n-1]
+			s.free[k] = s.free[k][:n-1]
+		}
+	}
+	if to == nil {
+		to = make([]T, 0, max(2*cap(l), 4))
+	}
+	to = append(append(to, l...), v)
+	clear(l)
+	s.put(l)
+	return to
 }
