@@ -299,7 +299,7 @@ func (n *NIC) CreateQP(c QPConfig) error {
 	if c.SQSize < 1 || c.CQSize < 1 {
 		return fmt.Errorf("%s: QP %d needs a send and a completion queue", n.name, c.QPN)
 	}
-	q := &qp{cfg: c, n: n, qpHost: &qpHost{}, idx: n.created, retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
+	q := &qp{cfg: qpID{QPN: c.QPN, RemoteQPN: c.RemoteQPN, RemoteNode: c.RemoteNode, RemoteNIC: c.RemoteNIC}, n: n, qpHost: &qpHost{rings: c}, idx: n.created, retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
 	n.created++
 	n.addQP(q)
 	n.qps[c.QPN] = q

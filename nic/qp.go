@@ -14,17 +14,27 @@ import (
 // requests out, ACKs and responses in) and the responder side (requests in,
 // ACKs and responses out).
 type qp struct {
-	cfg    QPConfig
-	n      *NIC
-	kind   qpKind
-	idx    int      // creation order
-	active bool     // has work or waits for the wire (sched.go)
-	timer  sim.Tick // its deadline in the NIC's timer heap (0: none)
-	// In the NIC's list of QPs touched at this edge, and in its list of
-	// those touched since the last quiet edge (sched.go).
-	touched, inCheck bool
-	resp             []Frame // ACKs and responses to send, in order (NIC.respQPs takes turns)
-	npk              int     // leading wqes that have their packets (so their payload too)
+	cfg  qpID
+	n    *NIC
+	kind qpKind
+	// active: has work or waits for the wire (sched.go). touched,
+	// inCheck: in the NIC's list of QPs touched at this edge, and in its
+	// list of those touched since the last quiet edge (sched.go). Next to
+	// kind and each other: a thousand peer contexts a NIC, each byte of
+	// padding counts.
+	active, touched, inCheck bool
+	nakSent                  bool    // responder
+	state                    QPState // retry.go
+	// Retries (retry.go): the status that put the QP in the error state;
+	// the limits (0 to 7); those used since the last progress (RNR retries
+	// have no limit at RNRRetryInfinite).
+	failed                      uint32
+	retryCnt, rnrRetry, retries int8
+	rnrRetries                  int32
+	idx                         int      // creation order
+	timer                       sim.Tick // its deadline in the NIC's timer heap (0: none)
+	resp                        []Frame  // ACKs and responses to send, in order (NIC.respQPs takes turns)
+	npk                         int      // leading wqes that have their packets (so their payload too)
 
 	// The rings in host memory: a connected QP's and an srd queue's own;
 	// the srd peer contexts, which have none, share their NIC's zero one
@@ -46,7 +56,6 @@ type qp struct {
 	writeOff uint64
 	reads    []*readResp
 	atomics  []*atomicServe
-	nakSent  bool
 
 	// Receive queue (SEND).
 	sendOff  uint64   // bytes of the current SEND message received
@@ -58,16 +67,21 @@ type qp struct {
 	recvR rwqe
 
 	// Retries (retry.go).
-	state                   QPState
-	failed                  uint32 // the status that put the QP in the error state
-	retryCnt, rnrRetry      int    // the limits
-	retries, rnrRetries     int    // used since the last progress
 	timeouts, retransmitted uint64
+}
+
+// qpID is what names a QP and its peer: its QPConfig without the rings
+// (qpHost.rings), which an srd peer context has none of.
+type qpID struct {
+	QPN, RemoteQPN        uint32
+	RemoteNode, RemoteNIC int
 }
 
 // qpHost is a QP's state of its rings in host memory: the send queue's
 // indices and doorbells, the completion queues' tails, the receive queue.
 type qpHost struct {
+	rings QPConfig // where they are (its QPN and remote fields unused)
+
 	// Send queue.
 	sqHead, sqTail uint64
 	doorbells      []doorbell // doorbells whose work requests are not all fetched: a ring, dbLen from dbHead
@@ -253,7 +267,7 @@ func (q *qp) deadline() sim.Tick {
 // only when a completion arrives, which wakes the NIC anyway, so a blocked
 // QP stays active without clocking the NIC every edge.
 func (q *qp) blocked() bool {
-	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 && q.cfg.RQSize > 0 {
+	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 && q.rings.RQSize > 0 {
 		return true
 	}
 	for _, w := range q.pending() {
@@ -284,7 +298,7 @@ func (q *qp) progress(now sim.Tick) {
 	// Every read needs a tag: while none is free, asking costs a look at
 	// each active QP's doorbell list for nothing.
 	if q.needsFetch() && n.req.Outstanding() < n.req.Tags() {
-		addr := q.cfg.SQBase + (q.sqHead%uint64(q.cfg.SQSize))*WQESize
+		addr := q.rings.SQBase + (q.sqHead%uint64(q.rings.SQSize))*WQESize
 		if n.dmaRead(addr, WQESize, dmaPurpose{kind: fetchWQE, qp: q, txn: q.doorbellOf(q.sqHead)}) {
 			q.fetching = true
 		}
@@ -310,8 +324,8 @@ func (q *qp) progress(now sim.Tick) {
 		q.packetize(w)
 	}
 	// Receive requests, fetched ahead of the SENDs that will fill them.
-	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 && q.cfg.RQSize > 0 {
-		addr := q.cfg.RQBase + (q.rqHead%uint64(q.cfg.RQSize))*RWQESize
+	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 && q.rings.RQSize > 0 {
+		addr := q.rings.RQBase + (q.rqHead%uint64(q.rings.RQSize))*RWQESize
 		if n.dmaRead(addr, RWQESize, dmaPurpose{kind: fetchRWQE, qp: q}) {
 			q.rqFetching = true
 		}
@@ -600,7 +614,7 @@ func (n *NIC) writeCompletion(w *wqeState) {
 		c := CQE{WRID: w.w.WRID, Status: w.status, Length: w.w.Length, Value: w.value, Seq: sq.cqTail}
 		b := make([]byte, CQESize)
 		c.Put(b)
-		addr := sq.cfg.CQBase + ((sq.cqTail-1)%uint64(sq.cfg.CQSize))*CQESize
+		addr := sq.rings.CQBase + ((sq.cqTail-1)%uint64(sq.rings.CQSize))*CQESize
 		n.dmaWrite(addr, b, w.txn.ID)
 		n.stCQEs.Inc()
 	}
@@ -668,7 +682,7 @@ func (q *qp) onAck(p *roce.Packet, now sim.Tick) {
 		if k < 0 {
 			return // nothing of ours is waiting at that PSN
 		}
-		if q.rnrRetry != RNRRetryInfinite && q.rnrRetries == q.rnrRetry {
+		if q.rnrRetry != RNRRetryInfinite && q.rnrRetries == int32(q.rnrRetry) {
 			q.fail(q.sent[k].w, StatusRNRRetryExceeded)
 			return
 		}
@@ -892,7 +906,7 @@ func (q *qp) recvCompletionValue(index uint64, status, length uint32, value uint
 	e := CQE{WRID: index, Status: status, Length: length, Value: value, Seq: q.rcqTail}
 	b := make([]byte, CQESize)
 	e.Put(b)
-	n.dmaWrite(q.cfg.RCQBase+((q.rcqTail-1)%uint64(q.cfg.RQSize))*CQESize, b, cause)
+	n.dmaWrite(q.rings.RCQBase+((q.rcqTail-1)%uint64(q.rings.RQSize))*CQESize, b, cause)
 }
 
 // duplicate answers a request the responder already executed: an ACK for

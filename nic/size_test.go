@@ -1,0 +1,25 @@
+package nic
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// What a thousand-node run holds per peer and per packet: an srd NIC has
+// a peer context (a qp) for each NIC it talks to, and keeps a sentPkt for
+// each packet until it is acknowledged. A field added to either moves a
+// 1,024-node run's memory by megabytes (docs/speed.md): the sizes are
+// checked, each at or under its allocation size class.
+func TestStateSizes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		got, max uintptr
+	}{
+		{"qp (an srd peer context)", unsafe.Sizeof(qp{}), 320},
+		{"sentPkt", unsafe.Sizeof(sentPkt{}), 40},
+	} {
+		if tc.got > tc.max {
+			t.Errorf("%s is %d bytes, more than %d", tc.name, tc.got, tc.max)
+		}
+	}
+}
