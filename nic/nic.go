@@ -149,6 +149,7 @@ type NIC struct {
 	// once (each TLP is copied into its queue).
 	chunks                     []pcie.Chunk
 	writes                     []tlp.TLP
+	cqe                        [CQESize]byte // a completion entry on its way into its TLPs
 	spareResp                  spares[Frame]
 	peers                      peerTable
 	peerList                   []*qp

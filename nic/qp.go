@@ -612,7 +612,7 @@ func (n *NIC) writeCompletion(w *wqeState) {
 	if w.w.Signaled || w.status != StatusOK {
 		sq.cqTail++
 		c := CQE{WRID: w.w.WRID, Status: w.status, Length: w.w.Length, Value: w.value, Seq: sq.cqTail}
-		b := make([]byte, CQESize)
+		b := n.cqe[:] // dmaWrite copies it into its TLPs
 		c.Put(b)
 		addr := sq.rings.CQBase + ((sq.cqTail-1)%uint64(sq.rings.CQSize))*CQESize
 		n.dmaWrite(addr, b, w.txn.ID)
@@ -897,14 +897,14 @@ func (q *qp) recvCompletionValue(index uint64, status, length uint32, value uint
 		// A shared CQ: the entry names the QP (and, on an srd queue, the
 		// sending node in the upper half), its sequence is the CQ's.
 		e := CQE{WRID: index, Status: status, Length: length, Value: uint64(q.cfg.QPN) | value<<32, Seq: c.tail + 1}
-		b := make([]byte, CQESize)
+		b := n.cqe[:]
 		e.Put(b)
 		n.dmaWrite(c.cfg.Base+(c.tail%uint64(c.cfg.Size))*CQESize, b, cause)
 		n.completed(c, n.u.Engine().Now(), cause)
 		return
 	}
 	e := CQE{WRID: index, Status: status, Length: length, Value: value, Seq: q.rcqTail}
-	b := make([]byte, CQESize)
+	b := n.cqe[:]
 	e.Put(b)
 	n.dmaWrite(q.rings.RCQBase+((q.rcqTail-1)%uint64(q.rings.RQSize))*CQESize, b, cause)
 }
