@@ -141,6 +141,9 @@ func (q *qp) ring(tail uint64, txn sim.Txn) {
 	q.dbLen++
 }
 
+// wqeState is a work request the NIC fetched, until it completes. The
+// flags sit together: 176 bytes, not 192 (a NIC holds one for every work
+// request it fetched and has not completed; TestStateSizes).
 type wqeState struct {
 	q        *qp // the QP, or the srd peer context, that carries it
 	sq       *qp // the queue it was posted to, whose CQ gets its completion (RC: q)
@@ -148,16 +151,16 @@ type wqeState struct {
 	txn      sim.Txn
 	payload  []byte
 	got      int
-	err      bool
-	issued   bool // payload reads issued
-	issuedTo int  // how far they reach (a payload larger than the tags cover is read in turns)
-	packets  bool // given PSNs
+	issuedTo int // how far the payload reads reach (a payload larger than the tags cover is read in turns)
+	value    uint64
 	firstPSN uint32
 	lastPSN  uint32
 	nextResp uint32 // read: next response PSN expected
-	done     bool
 	status   uint32
-	value    uint64
+	err      bool
+	issued   bool // payload reads issued
+	packets  bool // given PSNs
+	done     bool
 }
 
 // sentPkt is a request packet with its PSN, kept until acknowledged. It
