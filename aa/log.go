@@ -122,8 +122,11 @@ func (n *Node) CreateLogWith(iuid uint16, size uint64, mode iommu.Notify, opt Lo
 		}
 		n.PollerOf(opt.Core).SpawnDaemon(fmt.Sprintf("log%d_sp", iuid), func(p *cpu.Proc) {
 			c := n.Ctx(p, ctxCore)
+			// One condition for every wait: a closure made at each
+			// was garbage at every drain.
+			ready := func() bool { return l.stopped || n.SP.Read(int(cfg.SPSlot)) > l.head }
 			for !l.stopped {
-				p.ScratchpadPollNotified(l.notify, func() bool { return l.stopped || n.SP.Read(int(cfg.SPSlot)) > l.head })
+				p.ScratchpadPollNotified(l.notify, ready)
 				l.drain(c)
 			}
 		})

@@ -140,11 +140,16 @@ type NIC struct {
 	// srd (srd.go): the reliable contexts, one per peer NIC this one has
 	// talked to, by peer and in creation order, and the limits they start
 	// with.
-	srd                        bool   // it has srd queues
-	peerHost                   qpHost // the peer contexts' rings: none, always zero
-	self                       roce.Endpoint
-	selfOf                     [2]int // the node and NIC self is of
-	spareSent                  spares[sentPkt]
+	srd       bool   // it has srd queues
+	peerHost  qpHost // the peer contexts' rings: none, always zero
+	self      roce.Endpoint
+	selfOf    [2]int // the node and NIC self is of
+	spareSent spares[sentPkt]
+	// Scratch slices of the pieces of one DMA read or write, issued at
+	// once (each TLP is copied into its queue).
+	chunks                     []pcie.Chunk
+	writes                     []tlp.TLP
+	cqe                        [CQESize]byte // a completion entry on its way into its TLPs
 	spareResp                  spares[Frame]
 	peers                      peerTable
 	peerList                   []*qp
@@ -295,7 +300,7 @@ func (n *NIC) CreateQP(c QPConfig) error {
 	if c.SQSize < 1 || c.CQSize < 1 {
 		return fmt.Errorf("%s: QP %d needs a send and a completion queue", n.name, c.QPN)
 	}
-	q := &qp{cfg: c, n: n, qpHost: &qpHost{}, idx: n.created, retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
+	q := &qp{cfg: qpID{QPN: c.QPN, RemoteQPN: c.RemoteQPN, RemoteNode: c.RemoteNode, RemoteNIC: c.RemoteNIC}, n: n, qpHost: &qpHost{rings: c}, idx: n.created, retryCnt: DefaultRetryCnt, rnrRetry: DefaultRNRRetry}
 	n.created++
 	n.addQP(q)
 	n.qps[c.QPN] = q
@@ -364,26 +369,27 @@ func (n *NIC) rxBacklog() int { return n.tlpQ.Len() - n.ownReads }
 // tag can cover at once is read in turns, as tags come back.
 func (n *NIC) dmaReadPart(addr uint64, from, size int, p dmaPurpose) int {
 	free := max(n.req.Tags()-n.req.Outstanding(), 0)
-	return n.issueReads(readPart(n.spec.Sizes, addr, from, size, free), from, p)
+	n.chunks = readPart(n.spec.Sizes, addr, from, size, free, n.chunks[:0])
+	return n.issueReads(n.chunks, from, p)
 }
 
 // readPart is the first free MRd pieces of [from, size) of the size bytes
 // at addr. It segments no more than free pieces can cover (free × MRRS
 // bytes): segmenting the whole rest of a long buffer on every call made a
 // work request's reads quadratic in its length.
-func readPart(s pcie.Sizes, addr uint64, from, size, free int) []pcie.Chunk {
-	chunks := s.ReadChunks(addr+uint64(from), min(size-from, free*s.MRRS))
+func readPart(s pcie.Sizes, addr uint64, from, size, free int, out []pcie.Chunk) []pcie.Chunk {
+	chunks := s.AppendReadChunks(out, addr+uint64(from), min(size-from, free*s.MRRS))
 	return chunks[:min(len(chunks), free)]
 }
 
 // dmaRead issues reads of n bytes at addr, split at MRRS, for purpose p.
 // It returns false when tags ran out (the caller retries later).
 func (n *NIC) dmaRead(addr uint64, size int, p dmaPurpose) bool {
-	chunks := n.spec.Sizes.ReadChunks(addr, size)
-	if n.req.Tags()-n.req.Outstanding() < len(chunks) {
+	n.chunks = n.spec.Sizes.AppendReadChunks(n.chunks[:0], addr, size)
+	if n.req.Tags()-n.req.Outstanding() < len(n.chunks) {
 		return false
 	}
-	n.issueReads(chunks, 0, p)
+	n.issueReads(n.chunks, 0, p)
 	return true
 }
 
@@ -407,9 +413,11 @@ func (n *NIC) issueReads(chunks []pcie.Chunk, off int, p dmaPurpose) int {
 // dmaWrite writes data at addr, split into MWr TLPs.
 func (n *NIC) dmaWrite(addr uint64, data []byte, cause sim.TxnID) {
 	e := n.u.Engine()
-	for _, w := range n.spec.Sizes.SegmentWrite(n.spec.ID, addr, data) {
+	n.writes = n.spec.Sizes.AppendSegmentWrite(n.writes[:0], n.spec.ID, addr, data)
+	for _, w := range n.writes {
 		n.sendTLP(w, e.NewTxn(cause, "tlp.MWr", n.name))
 	}
+	clear(n.writes) // the queued TLPs hold their payloads, not this slice
 }
 
 func (n *NIC) send(q *qp, f Frame) {
@@ -430,16 +438,21 @@ func (n *NIC) queueResp(q *qp, f Frame) {
 	if q.resp == nil {
 		q.resp = n.spareResp.get()
 	}
-	q.resp = append(q.resp, f)
+	q.resp = n.spareResp.push(q.resp, f)
 }
 
 // srcPort is the UDP source port of a QP's frames: flow entropy.
 func srcPort(qpn uint32) uint16 { return uint16(0xc000 | qpn&0x3fff) }
 
 func (n *NIC) frame(q *qp, p roce.Packet, cause sim.TxnID, kind string) Frame {
+	return n.frameWith(q, p, n.u.Engine().NewTxn(cause, kind, n.name))
+}
+
+// frameWith is frame with its transaction given.
+func (n *NIC) frameWith(q *qp, p roce.Packet, txn sim.Txn) Frame {
 	p.PKey = 0xffff
 	p.DestQP = q.cfg.RemoteQPN
-	return Frame{Txn: n.u.Engine().NewTxn(cause, kind, n.name), SrcNode: n.spec.Node, DstNode: q.cfg.RemoteNode,
+	return Frame{Txn: txn, SrcNode: n.spec.Node, DstNode: q.cfg.RemoteNode,
 		Frame: roce.Frame{Src: n.endpoint(n.spec.Node, n.spec.Index), Dst: n.endpoint(q.cfg.RemoteNode, q.cfg.RemoteNIC),
 			SrcPort: srcPort(q.cfg.QPN), Packet: p}}
 }
@@ -591,7 +604,8 @@ func (n *NIC) fromCompletion(p *pcie.Packet, now sim.Tick) {
 	}
 	if purpose.kind == serveAtomic {
 		n.tags[t.Tag] = dmaPurpose{}
-		n.atomicDone(purpose, t, err, now)
+		n.atomicDone(purpose, t, err, now) // reads the completion, not data
+		n.req.Recycle(data)
 		return
 	}
 	if !done {
@@ -608,4 +622,7 @@ func (n *NIC) fromCompletion(p *pcie.Packet, now sim.Tick) {
 	case serveRead:
 		purpose.rr.arrived(purpose.off, data, err)
 	}
+	// Each of them parsed or copied the data: its buffer serves the next
+	// read (TestRecycledReadBuffersPoisoned).
+	n.req.Recycle(data)
 }

@@ -2,6 +2,7 @@ package nic
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"slices"
 
 	"github.com/aaemu/aaemu/nic/roce"
@@ -13,17 +14,27 @@ import (
 // requests out, ACKs and responses in) and the responder side (requests in,
 // ACKs and responses out).
 type qp struct {
-	cfg    QPConfig
-	n      *NIC
-	kind   qpKind
-	idx    int      // creation order
-	active bool     // has work or waits for the wire (sched.go)
-	timer  sim.Tick // its deadline in the NIC's timer heap (0: none)
-	// In the NIC's list of QPs touched at this edge, and in its list of
-	// those touched since the last quiet edge (sched.go).
-	touched, inCheck bool
-	resp             []Frame // ACKs and responses to send, in order (NIC.respQPs takes turns)
-	npk              int     // leading wqes that have their packets (so their payload too)
+	cfg  qpID
+	n    *NIC
+	kind qpKind
+	// active: has work or waits for the wire (sched.go). touched,
+	// inCheck: in the NIC's list of QPs touched at this edge, and in its
+	// list of those touched since the last quiet edge (sched.go). Next to
+	// kind and each other: a thousand peer contexts a NIC, each byte of
+	// padding counts.
+	active, touched, inCheck bool
+	nakSent                  bool    // responder
+	state                    QPState // retry.go
+	// Retries (retry.go): the status that put the QP in the error state;
+	// the limits (0 to 7); those used since the last progress (RNR retries
+	// have no limit at RNRRetryInfinite).
+	failed                      uint32
+	retryCnt, rnrRetry, retries int8
+	rnrRetries                  int32
+	idx                         int      // creation order
+	timer                       sim.Tick // its deadline in the NIC's timer heap (0: none)
+	resp                        []Frame  // ACKs and responses to send, in order (NIC.respQPs takes turns)
+	npk                         int      // leading wqes that have their packets (so their payload too)
 
 	// The rings in host memory: a connected QP's and an srd queue's own;
 	// the srd peer contexts, which have none, share their NIC's zero one
@@ -45,7 +56,6 @@ type qp struct {
 	writeOff uint64
 	reads    []*readResp
 	atomics  []*atomicServe
-	nakSent  bool
 
 	// Receive queue (SEND).
 	sendOff  uint64   // bytes of the current SEND message received
@@ -57,16 +67,21 @@ type qp struct {
 	recvR rwqe
 
 	// Retries (retry.go).
-	state                   QPState
-	failed                  uint32 // the status that put the QP in the error state
-	retryCnt, rnrRetry      int    // the limits
-	retries, rnrRetries     int    // used since the last progress
 	timeouts, retransmitted uint64
+}
+
+// qpID is what names a QP and its peer: its QPConfig without the rings
+// (qpHost.rings), which an srd peer context has none of.
+type qpID struct {
+	QPN, RemoteQPN        uint32
+	RemoteNode, RemoteNIC int
 }
 
 // qpHost is a QP's state of its rings in host memory: the send queue's
 // indices and doorbells, the completion queues' tails, the receive queue.
 type qpHost struct {
+	rings QPConfig // where they are (its QPN and remote fields unused)
+
 	// Send queue.
 	sqHead, sqTail uint64
 	doorbells      []doorbell // doorbells whose work requests are not all fetched: a ring, dbLen from dbHead
@@ -126,6 +141,9 @@ func (q *qp) ring(tail uint64, txn sim.Txn) {
 	q.dbLen++
 }
 
+// wqeState is a work request the NIC fetched, until it completes. The
+// flags sit together: 176 bytes, not 192 (a NIC holds one for every work
+// request it fetched and has not completed; TestStateSizes).
 type wqeState struct {
 	q        *qp // the QP, or the srd peer context, that carries it
 	sq       *qp // the queue it was posted to, whose CQ gets its completion (RC: q)
@@ -133,23 +151,31 @@ type wqeState struct {
 	txn      sim.Txn
 	payload  []byte
 	got      int
-	err      bool
-	issued   bool // payload reads issued
-	issuedTo int  // how far they reach (a payload larger than the tags cover is read in turns)
-	packets  bool // given PSNs
+	issuedTo int // how far the payload reads reach (a payload larger than the tags cover is read in turns)
+	value    uint64
 	firstPSN uint32
 	lastPSN  uint32
 	nextResp uint32 // read: next response PSN expected
-	done     bool
 	status   uint32
-	value    uint64
+	err      bool
+	issued   bool // payload reads issued
+	packets  bool // given PSNs
+	done     bool
 }
 
+// sentPkt is a request packet with its PSN, kept until acknowledged. It
+// holds what its frame is made from, not the frame (40 bytes, not 280:
+// at a thousand nodes a NIC keeps thousands of packets waiting for its
+// link): sentFrame makes the frame each time it goes on the wire, the same
+// frame every time, its transaction given when the packet got its PSN.
 type sentPkt struct {
-	psn   uint32
-	f     Frame
-	w     *wqeState
-	tries int // times sent
+	w      *wqeState
+	txn    sim.Txn
+	psn    uint32
+	off    uint32 // a WRITE's or SEND's: where the packet's payload starts
+	tries  uint32 // times sent
+	opcode uint8
+	ackReq bool
 }
 
 // readResp is a READ the responder serves: memory is read by DMA, then the
@@ -244,7 +270,7 @@ func (q *qp) deadline() sim.Tick {
 // only when a completion arrives, which wakes the NIC anyway, so a blocked
 // QP stays active without clocking the NIC every edge.
 func (q *qp) blocked() bool {
-	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 && q.cfg.RQSize > 0 {
+	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 && q.rings.RQSize > 0 {
 		return true
 	}
 	for _, w := range q.pending() {
@@ -275,7 +301,7 @@ func (q *qp) progress(now sim.Tick) {
 	// Every read needs a tag: while none is free, asking costs a look at
 	// each active QP's doorbell list for nothing.
 	if q.needsFetch() && n.req.Outstanding() < n.req.Tags() {
-		addr := q.cfg.SQBase + (q.sqHead%uint64(q.cfg.SQSize))*WQESize
+		addr := q.rings.SQBase + (q.sqHead%uint64(q.rings.SQSize))*WQESize
 		if n.dmaRead(addr, WQESize, dmaPurpose{kind: fetchWQE, qp: q, txn: q.doorbellOf(q.sqHead)}) {
 			q.fetching = true
 		}
@@ -301,8 +327,8 @@ func (q *qp) progress(now sim.Tick) {
 		q.packetize(w)
 	}
 	// Receive requests, fetched ahead of the SENDs that will fill them.
-	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 && q.cfg.RQSize > 0 {
-		addr := q.cfg.RQBase + (q.rqHead%uint64(q.cfg.RQSize))*RWQESize
+	if q.rqHead < q.rqTail && !q.rqFetching && len(q.rwqes) < 4 && q.rings.RQSize > 0 {
+		addr := q.rings.RQBase + (q.rqHead%uint64(q.rings.RQSize))*RWQESize
 		if n.dmaRead(addr, RWQESize, dmaPurpose{kind: fetchRWQE, qp: q}) {
 			q.rqFetching = true
 		}
@@ -346,18 +372,13 @@ func (q *qp) packetize(w *wqeState) {
 		q.completeInOrder()
 		return
 	}
-	add := func(p roce.Packet, kind string) {
+	add := func(p roce.Packet, off int, kind string) {
 		p.PSN = q.nextPSN
 		q.nextPSN = (q.nextPSN + 1) & 0xffffff
-		f := n.frame(q, p, w.txn.ID, kind)
-		f.Bulk = w.w.Bulk && w.w.Opcode != OpSend
-		if q.kind == srdPeer {
-			f.Packet.DestQP, f.SrcPort = w.w.DstQPN&0xffffff, srcPort(w.sq.cfg.QPN)
-		}
 		if q.sent == nil {
 			q.sent = n.spareSent.get()
 		}
-		q.sent = append(q.sent, sentPkt{psn: p.PSN, f: f, w: w})
+		q.sent = n.spareSent.push(q.sent, sentPkt{w: w, txn: n.u.Engine().NewTxn(w.txn.ID, kind, n.name), psn: p.PSN, off: uint32(off), opcode: p.Opcode, ackReq: p.AckReq})
 	}
 	switch w.w.Opcode {
 	case OpWrite, OpSend:
@@ -379,15 +400,12 @@ func (q *qp) packetize(w *wqeState) {
 			}
 			if send {
 				p.Opcode -= roce.WriteFirst - roce.SendFirst // the SEND opcodes mirror the WRITE ones
-			} else if off == 0 {
-				p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, uint32(total)
 			}
 			// The last packet asks for an ACK, and so does every
 			// AckReqEvery-th: a long message's ACKs show progress and
 			// restart the requester's retransmission timer.
 			p.AckReq = end == total || n.spec.AckReqEvery > 0 && (off/mtu+1)%n.spec.AckReqEvery == 0
-			p.Payload = w.payload[off:end]
-			add(p, "frame."+roce.OpName(p.Opcode))
+			add(p, off, frameKinds[p.Opcode])
 			if end == total {
 				break
 			}
@@ -395,8 +413,7 @@ func (q *qp) packetize(w *wqeState) {
 	case OpRead:
 		var p roce.Packet
 		p.Opcode, p.AckReq = roce.ReadRequest, true
-		p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, w.w.Length
-		add(p, "frame.READ")
+		add(p, 0, "frame.READ")
 		count := (int(w.w.Length) + n.spec.PMTU - 1) / n.spec.PMTU
 		w.nextResp = w.firstPSN
 		q.nextPSN = (w.firstPSN + uint32(count)) & 0xffffff
@@ -406,15 +423,50 @@ func (q *qp) packetize(w *wqeState) {
 		if w.w.Opcode == OpCAS {
 			p.Opcode = roce.CmpSwap
 		}
+		add(p, 0, "frame.ATOMIC")
+	}
+	w.lastPSN = (q.nextPSN - 1) & 0xffffff
+}
+
+// frameKinds names the transactions of request frames by opcode
+// ("frame.WRITE_ONLY"), made once, not at every packet.
+var frameKinds = func() (k [256]string) {
+	for op := range k {
+		k[op] = "frame." + roce.OpName(uint8(op))
+	}
+	return k
+}()
+
+// sentFrame makes s's frame from its work request, as packetize gave it
+// its PSN: the payload from the work request's (which stays until it
+// completes), the extended headers from the work request.
+func (q *qp) sentFrame(s *sentPkt) Frame {
+	n, w := q.n, s.w
+	var p roce.Packet
+	p.Opcode, p.PSN, p.AckReq = s.opcode, s.psn, s.ackReq
+	switch w.w.Opcode {
+	case OpWrite, OpSend:
+		end := min(int(s.off)+n.spec.PMTU, len(w.payload))
+		if w.w.Opcode == OpWrite && s.off == 0 {
+			p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, uint32(len(w.payload))
+		}
+		p.Payload = w.payload[s.off:end]
+	case OpRead:
+		p.RETH.VA, p.RETH.RKey, p.RETH.DMALen = w.w.Remote, w.w.RKey, w.w.Length
+	case OpCAS, OpFetchOp:
 		p.AtomicETH.VA, p.AtomicETH.RKey = w.w.Remote, w.w.RKey
 		if w.w.Opcode == OpCAS {
 			p.AtomicETH.Compare, p.AtomicETH.SwapAdd = w.w.Compare, w.w.Swap
 		} else {
 			p.AtomicETH.SwapAdd = w.w.Compare
 		}
-		add(p, "frame.ATOMIC")
 	}
-	w.lastPSN = (q.nextPSN - 1) & 0xffffff
+	f := n.frameWith(q, p, s.txn)
+	f.Bulk = w.w.Bulk && w.w.Opcode != OpSend
+	if q.kind == srdPeer {
+		f.Packet.DestQP, f.SrcPort = w.w.DstQPN&0xffffff, srcPort(w.sq.cfg.QPN)
+	}
+	return f
 }
 
 // nextRequest returns the next request packet to send, within the window.
@@ -430,7 +482,7 @@ func (q *qp) nextRequest(now sim.Tick) (Frame, bool) {
 		q.retransmitted++
 	}
 	s.tries++
-	f := s.f
+	f := q.sentFrame(s)
 	q.txPos++
 	// The timer runs while packets are out. After a go-back-N rewind that
 	// the wire held up past the timeout, it restarts with the first resent
@@ -563,9 +615,9 @@ func (n *NIC) writeCompletion(w *wqeState) {
 	if w.w.Signaled || w.status != StatusOK {
 		sq.cqTail++
 		c := CQE{WRID: w.w.WRID, Status: w.status, Length: w.w.Length, Value: w.value, Seq: sq.cqTail}
-		b := make([]byte, CQESize)
+		b := n.cqe[:] // dmaWrite copies it into its TLPs
 		c.Put(b)
-		addr := sq.cfg.CQBase + ((sq.cqTail-1)%uint64(sq.cfg.CQSize))*CQESize
+		addr := sq.rings.CQBase + ((sq.cqTail-1)%uint64(sq.rings.CQSize))*CQESize
 		n.dmaWrite(addr, b, w.txn.ID)
 		n.stCQEs.Inc()
 	}
@@ -633,7 +685,7 @@ func (q *qp) onAck(p *roce.Packet, now sim.Tick) {
 		if k < 0 {
 			return // nothing of ours is waiting at that PSN
 		}
-		if q.rnrRetry != RNRRetryInfinite && q.rnrRetries == q.rnrRetry {
+		if q.rnrRetry != RNRRetryInfinite && q.rnrRetries == int32(q.rnrRetry) {
 			q.fail(q.sent[k].w, StatusRNRRetryExceeded)
 			return
 		}
@@ -848,16 +900,16 @@ func (q *qp) recvCompletionValue(index uint64, status, length uint32, value uint
 		// A shared CQ: the entry names the QP (and, on an srd queue, the
 		// sending node in the upper half), its sequence is the CQ's.
 		e := CQE{WRID: index, Status: status, Length: length, Value: uint64(q.cfg.QPN) | value<<32, Seq: c.tail + 1}
-		b := make([]byte, CQESize)
+		b := n.cqe[:]
 		e.Put(b)
 		n.dmaWrite(c.cfg.Base+(c.tail%uint64(c.cfg.Size))*CQESize, b, cause)
 		n.completed(c, n.u.Engine().Now(), cause)
 		return
 	}
 	e := CQE{WRID: index, Status: status, Length: length, Value: value, Seq: q.rcqTail}
-	b := make([]byte, CQESize)
+	b := n.cqe[:]
 	e.Put(b)
-	n.dmaWrite(q.cfg.RCQBase+((q.rcqTail-1)%uint64(q.cfg.RQSize))*CQESize, b, cause)
+	n.dmaWrite(q.rings.RCQBase+((q.rcqTail-1)%uint64(q.rings.RQSize))*CQESize, b, cause)
 }
 
 // duplicate answers a request the responder already executed: an ACK for
@@ -1025,21 +1077,53 @@ func (r *readResp) serve(cause sim.Txn) {
 // (frames to acknowledge, frames to send) for the next QP that needs one:
 // an srd NIC has a context per peer, and each kept the array of its
 // busiest moment, which at a thousand peers was most of a NIC's memory.
-type spares[T any] struct{ free [][]T }
+// They are kept by size class (the floor of the capacity's log2), and a
+// list that outgrows its array trades it for a larger spare one (push):
+// arrays are not dropped for the collector at every doubling of every
+// list, and no more are made than the lists hold at once.
+type spares[T any] struct{ free [bits.UintSize][][]T }
 
-// get is an empty list with room, or nil.
+// class is the size class of an array of capacity c > 0.
+func class(c int) int { return bits.Len(uint(c)) - 1 }
+
+// get is an empty list with room (the smallest kept), or nil.
 func (s *spares[T]) get() []T {
-	if len(s.free) == 0 {
-		return nil
+	for k := range s.free {
+		if n := len(s.free[k]); n > 0 {
+			l := s.free[k][n-1]
+			s.free[k] = s.free[k][:n-1]
+			return l
+		}
 	}
-	l := s.free[len(s.free)-1]
-	s.free = s.free[:len(s.free)-1]
-	return l
+	return nil
 }
 
 // put keeps l's array (l is empty: its elements were cleared).
 func (s *spares[T]) put(l []T) {
 	if cap(l) > 0 {
-		s.free = append(s.free, l[:0])
+		k := class(cap(l))
+		s.free[k] = append(s.free[k], l[:0])
 	}
+}
+
+// push appends v to l. A full l moves to a kept array of a larger class,
+// or to a new one, and its own array is cleared and kept.
+func (s *spares[T]) push(l []T, v T) []T {
+	if len(l) < cap(l) {
+		return append(l, v)
+	}
+	var to []T
+	for k := class(max(cap(l), 1)) + 1; k < len(s.free) && to == nil; k++ {
+		if n := len(s.free[k]); n > 0 {
+			to = s.free[k][n-1]
+			s.free[k] = s.free[k][:n-1]
+		}
+	}
+	if to == nil {
+		to = make([]T, 0, max(2*cap(l), 4))
+	}
+	to = append(append(to, l...), v)
+	clear(l)
+	s.put(l)
+	return to
 }

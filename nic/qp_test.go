@@ -23,7 +23,8 @@ func TestRetransmitTimerAfterRewind(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := n.qps[0x100]
-	q.sent = []sentPkt{{psn: 0}, {psn: 1}, {psn: 2}}
+	w := &wqeState{q: q, sq: q, w: WQE{Opcode: OpWrite, Length: 8}, payload: make([]byte, 8)}
+	q.sent = []sentPkt{{psn: 0, w: w}, {psn: 1, w: w}, {psn: 2, w: w}}
 	rto := n.spec.RetransmitPS
 	tests := []struct {
 		name       string

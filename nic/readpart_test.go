@@ -24,7 +24,7 @@ func TestReadPartMatchesWholeSegmentation(t *testing.T) {
 						t.Run(fmt.Sprintf("mrrs=%d,addr=%d,size=%d,from=%d,free=%d", mrrs, addr, size, from, free), func(t *testing.T) {
 							all := s.ReadChunks(addr+uint64(from), size-from)
 							want := all[:min(len(all), free)]
-							if got := readPart(s, addr, from, size, free); !slices.Equal(got, want) {
+							if got := readPart(s, addr, from, size, free, nil); !slices.Equal(got, want) {
 								t.Fatalf("got %v, want %v", got, want)
 							}
 						})

@@ -53,7 +53,7 @@ func (n *NIC) SetRetry(qpn uint32, retryCnt, rnrRetry int) error {
 	case retryCnt < 0 || retryCnt > 7 || rnrRetry < 0 || rnrRetry > 7:
 		return fmt.Errorf("%s: QP %d: retry_cnt %d, rnr_retry %d: each must be 0 to 7", n.name, qpn, retryCnt, rnrRetry)
 	}
-	q.retryCnt, q.rnrRetry = retryCnt, rnrRetry
+	q.retryCnt, q.rnrRetry = int8(retryCnt), int8(rnrRetry)
 	return nil
 }
 
@@ -107,7 +107,7 @@ func (q *qp) fail(w *wqeState, status uint32) {
 // state with StatusFlushed; a receive request's wr_id is its index, so
 // those not yet fetched need no read.
 func (q *qp) flushRecv() {
-	if q.cfg.RQSize == 0 {
+	if q.rings.RQSize == 0 {
 		return // no receive queue
 	}
 	for _, r := range q.rwqes {
@@ -231,7 +231,7 @@ func count(n int, what string) string {
 func (q *qp) status() QPStatus {
 	s := QPStatus{QPN: q.cfg.QPN, RemoteQPN: q.cfg.RemoteQPN, RemoteNode: q.cfg.RemoteNode, State: q.state, Failed: q.failed,
 		Outstanding: len(q.wqes), Unacked: q.txPos, Unsent: len(q.sent) - q.txPos, NextPSN: q.nextPSN,
-		Retries: q.retries, RetryCnt: q.retryCnt, RNRRetries: q.rnrRetries, RNRRetry: q.rnrRetry,
+		Retries: int(q.retries), RetryCnt: int(q.retryCnt), RNRRetries: int(q.rnrRetries), RNRRetry: int(q.rnrRetry),
 		Timeouts: q.timeouts, Retransmitted: q.retransmitted,
 		Serving: len(q.reads), RecvPosted: len(q.rwqes)}
 	switch q.kind {
@@ -247,7 +247,7 @@ func (q *qp) status() QPStatus {
 		s.Unfetched = int(q.sqTail - q.sqHead)
 	}
 	if len(q.sent) > 0 {
-		s.OldestPSN, s.OldestSent = q.sent[0].psn, q.sent[0].tries
+		s.OldestPSN, s.OldestSent = q.sent[0].psn, int(q.sent[0].tries)
 	}
 	if q.txPos > 0 {
 		s.TimerAt = q.deadlineAt

@@ -184,8 +184,8 @@ func (r *refSched) checkQuiet(n *NIC, now, next sim.Tick) {
 func (q *qp) progressIdle(now sim.Tick) bool {
 	n := q.n
 	tagFree := n.req.Outstanding() < n.req.Tags()
-	rq := q.rqHead < q.rqTail && !q.rqFetching && q.cfg.RQSize > 0
-	if q.state == QPStateError && q.cfg.RQSize > 0 && (len(q.rwqes) > 0 || rq) {
+	rq := q.rqHead < q.rqTail && !q.rqFetching && q.rings.RQSize > 0
+	if q.state == QPStateError && q.rings.RQSize > 0 && (len(q.rwqes) > 0 || rq) {
 		return false
 	}
 	if tagFree && (q.needsFetch() || rq && len(q.rwqes) < 4) {

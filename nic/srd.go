@@ -141,8 +141,8 @@ func (n *NIC) CreateQueue(c QueueConfig) error {
 	for db < c.SQSize && db < maxDoorbellRing {
 		db *= 2
 	}
-	q := &qp{qpHost: &qpHost{doorbells: make([]doorbell, db)}, cfg: QPConfig{QPN: c.QPN, RemoteNode: -1, SQBase: c.SQBase, SQSize: c.SQSize, CQBase: c.CQBase, CQSize: c.CQSize,
-		RQBase: c.RQBase, RQSize: c.RQSize, RCQBase: c.RCQBase}, n: n, kind: srdQueue, idx: n.created}
+	q := &qp{qpHost: &qpHost{doorbells: make([]doorbell, db), rings: QPConfig{QPN: c.QPN, RemoteNode: -1, SQBase: c.SQBase, SQSize: c.SQSize, CQBase: c.CQBase, CQSize: c.CQSize,
+		RQBase: c.RQBase, RQSize: c.RQSize, RCQBase: c.RCQBase}}, cfg: qpID{QPN: c.QPN, RemoteNode: -1}, n: n, kind: srdQueue, idx: n.created}
 	n.created++
 	n.addQP(q)
 	n.qps[c.QPN] = q
@@ -163,7 +163,7 @@ func (n *NIC) SetPeerRetry(retryCnt, rnrRetry int) error {
 	}
 	n.peerRetryCnt, n.peerRNRRetry = retryCnt, rnrRetry
 	for _, q := range n.peerList {
-		q.retryCnt, q.rnrRetry = retryCnt, rnrRetry
+		q.retryCnt, q.rnrRetry = int8(retryCnt), int8(rnrRetry)
 	}
 	return nil
 }
@@ -185,8 +185,8 @@ func (n *NIC) peer(node, nic int) *qp {
 	if q := n.peers.get(node, nic); q != nil {
 		return q
 	}
-	q := &qp{cfg: QPConfig{QPN: SRDPeerQPN, RemoteNode: node, RemoteNIC: nic, RemoteQPN: SRDPeerQPN}, n: n, kind: srdPeer, qpHost: &n.peerHost,
-		idx: n.created, retryCnt: n.peerRetryCnt, rnrRetry: n.peerRNRRetry}
+	q := &qp{cfg: qpID{QPN: SRDPeerQPN, RemoteNode: node, RemoteNIC: nic, RemoteQPN: SRDPeerQPN}, n: n, kind: srdPeer, qpHost: &n.peerHost,
+		idx: n.created, retryCnt: int8(n.peerRetryCnt), rnrRetry: int8(n.peerRNRRetry)}
 	n.created++
 	n.addQP(q)
 	n.peers.set(node, nic, q)
@@ -270,7 +270,7 @@ func (q *qp) receiveSRD(f *Frame) bool {
 	if p.Opcode == roce.SendFirst || p.Opcode == roce.SendOnly {
 		d := n.qps[p.DestQP]
 		switch {
-		case d == nil || d.kind != srdQueue || d.cfg.RQSize == 0:
+		case d == nil || d.kind != srdQueue || d.rings.RQSize == 0:
 			q.recvQ = nil
 		case len(d.rwqes) == 0:
 			n.activate(d)                 // its posted receive requests may still be on their way

@@ -566,3 +566,33 @@ func TestSRDCaptureDecodes(t *testing.T) {
 		t.Fatalf("tshark flags frames:\n%s", s)
 	}
 }
+
+// The NIC hands each DMA read's buffer back to its requester once it has
+// parsed or copied the data, and the next read reuses it. With every
+// buffer overwritten when it is handed back (SetPoison), a NIC that still
+// read one after would move garbage: every work request must still do
+// what it says (runSRDMix checks the data in place), with the very frames
+// of an unpoisoned run.
+func TestRecycledReadBuffersPoisoned(t *testing.T) {
+	var caps [2][]byte
+	for r, poison := range []bool{false, true} {
+		b := newSRDBench(t, 3, 4, 3, func(int) uint32 { return 20_000 })
+		for _, nd := range b.nodes {
+			nd.n.req.SetPoison(poison)
+		}
+		runSRDMix(t, b)
+		caps[r] = b.pcap.Bytes()
+		if poison {
+			reused := false
+			for _, nd := range b.nodes {
+				reused = reused || len(nd.n.req.Spare()) > 0
+			}
+			if !reused {
+				t.Fatal("no buffer was handed back: the poison tests nothing")
+			}
+		}
+	}
+	if !bytes.Equal(caps[0], caps[1]) {
+		t.Fatal("poisoned buffers changed the frames: a buffer was handed back while in use")
+	}
+}

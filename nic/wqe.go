@@ -50,16 +50,18 @@ type WQE struct {
 	Signaled bool
 	// Bulk asks the NIC to move a WRITE's payload, or a READ's data at
 	// both ends, by its bulk DMA path (NIC.Bulk) where it has one.
-	Bulk    bool
-	Length  uint32
-	Local   uint64
-	Remote  uint64
+	Bulk   bool
+	Length uint32
+	Local  uint64
+	Remote uint64
+	// RKey sits with DstQPN, not in the encoded order: no padding after
+	// either (a NIC keeps one in every work request it fetched).
 	RKey    uint32
+	DstQPN  uint32 // srd only (bytes 56-59)
 	Compare uint64
 	Swap    uint64
 	WRID    uint64
-	// srd only (bytes 56-62).
-	DstQPN  uint32
+	// srd only (bytes 60-62).
 	DstNode int // 0..65535
 	DstNIC  int // 0..255
 }

@@ -67,13 +67,27 @@ func (s Sizes) WriteChunks(addr uint64, n int) []Chunk { return segment(addr, n,
 // MRRS bytes, never crossing a 4 KB boundary.
 func (s Sizes) ReadChunks(addr uint64, n int) []Chunk { return segment(addr, n, s.MRRS, nil) }
 
+// AppendReadChunks is ReadChunks appending to out: a requester that issues
+// the reads at once reuses one slice for all of them.
+func (s Sizes) AppendReadChunks(out []Chunk, addr uint64, n int) []Chunk {
+	return segment(addr, n, s.MRRS, out)
+}
+
 // SegmentWrite builds the MWr TLPs of a DMA write of data at addr.
 func (s Sizes) SegmentWrite(req tlp.ID, addr uint64, data []byte) []tlp.TLP {
-	var out []tlp.TLP
+	return s.AppendSegmentWrite(nil, req, addr, data)
+}
+
+// AppendSegmentWrite is SegmentWrite appending to out (each TLP has its own
+// copy of its payload: out may be reused once they are sent).
+func (s Sizes) AppendSegmentWrite(out []tlp.TLP, req tlp.ID, addr uint64, data []byte) []tlp.TLP {
 	off := 0
-	for _, c := range s.WriteChunks(addr, len(data)) {
-		out = append(out, tlp.NewMemWrite(req, 0, c.Addr, data[off:off+c.N]))
-		off += c.N
+	for n := len(data); n > 0; {
+		c := min(s.MPS-int(addr%uint64(s.MPS)), n)
+		out = append(out, tlp.NewMemWrite(req, 0, addr, data[off:off+c]))
+		addr += uint64(c)
+		off += c
+		n -= c
 	}
 	return out
 }

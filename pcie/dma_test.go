@@ -234,3 +234,112 @@ func TestAppendSplitCompletionsMatchesSplit(t *testing.T) {
 		})
 	}
 }
+
+// AppendSegmentWrite and AppendReadChunks append, after what their slice
+// holds, what the pieces of a write or read were before: one MWr per
+// WriteChunks piece with its bytes, ReadChunks' pieces; a reused slice
+// gives the same.
+func TestAppendSegmentsMatchChunks(t *testing.T) {
+	s := Sizes{MPS: 128, MRRS: 512, RCB: 64}
+	var wscratch []tlp.TLP
+	var rscratch []Chunk
+	for _, tc := range []struct {
+		name string
+		addr uint64
+		n    int
+	}{
+		{"aligned, several pieces", 0x1000, 600},
+		{"one piece", 0x2008, 8},
+		{"empty", 0x3000, 0},
+		{"unaligned across a 4 KB boundary", 0x4f3d, 1300},
+		{"one piece again, after more", 0x5000, 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := make([]byte, tc.n)
+			for i := range data {
+				data[i] = byte(i*13 + 5)
+			}
+			var want []tlp.TLP
+			off := 0
+			for _, c := range s.WriteChunks(tc.addr, tc.n) {
+				want = append(want, tlp.NewMemWrite(dev, 0, c.Addr, data[off:off+c.N]))
+				off += c.N
+			}
+			if got := s.SegmentWrite(dev, tc.addr, data); !reflect.DeepEqual(got, want) {
+				t.Fatalf("SegmentWrite %+v, want %+v", got, want)
+			}
+			prefix := tlp.NewMemRead(dev, 9, 0x10, 4)
+			got := s.AppendSegmentWrite([]tlp.TLP{prefix}, dev, tc.addr, data)
+			if len(got) != len(want)+1 || !reflect.DeepEqual(got[0], prefix) || len(want) > 0 && !reflect.DeepEqual(got[1:], want) {
+				t.Fatalf("appended %+v, want %+v after the prefix", got, want)
+			}
+			wscratch = s.AppendSegmentWrite(wscratch[:0], dev, tc.addr, data)
+			if len(wscratch) != len(want) || len(want) > 0 && !reflect.DeepEqual(wscratch, want) {
+				t.Fatalf("reused slice %+v, want %+v", wscratch, want)
+			}
+			wantR := s.ReadChunks(tc.addr, tc.n)
+			rscratch = s.AppendReadChunks(rscratch[:0], tc.addr, tc.n)
+			if len(rscratch) != len(wantR) || (len(wantR) > 0 && !reflect.DeepEqual(rscratch, wantR)) {
+				t.Fatalf("read pieces %+v, want %+v", rscratch, wantR)
+			}
+		})
+	}
+}
+
+// A buffer handed back (Recycle) serves a later read that fits it; a read
+// it does not fit gets a new one; at most one is kept per tag; a poisoned
+// requester overwrites what it is handed; and a read through a reused
+// buffer returns its own bytes, whatever the buffer held.
+func TestRequesterRecycle(t *testing.T) {
+	complete := func(rq *Requester, addr uint64, n int, fill byte) []byte {
+		t.Helper()
+		req, ok := rq.Issue(addr, n)
+		if !ok {
+			t.Fatal("no tag")
+		}
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = fill + byte(i)
+		}
+		c := tlp.NewCompletion(&req, 0, tlp.SC, n, uint8(addr&0x7f), data)
+		done, got, err := rq.Complete(&c)
+		if !done || err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read of %d: done %v err %v data %v", n, done, err, got)
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		name   string
+		first  int // bytes of the read whose buffer is handed back
+		next   int // bytes of the next read
+		reused bool
+	}{
+		{"same size", 64, 64, true},
+		{"smaller", 64, 8, true},
+		{"larger within the rounded capacity", 40, 64, true},
+		{"larger than the capacity", 64, 256, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rq, _ := NewRequester(dev, 5)
+			a := complete(rq, 0x1000, tc.first, 1)
+			rq.Recycle(a)
+			b := complete(rq, 0x2000, tc.next, 100)
+			if same := &a[:1][0] == &b[:1][0]; same != tc.reused {
+				t.Fatalf("buffer reused %v, want %v", same, tc.reused)
+			}
+		})
+	}
+	rq, _ := NewRequester(dev, 5)
+	rq.SetPoison(true)
+	a := complete(rq, 0x1000, 16, 1)
+	rq.Recycle(a)
+	if a[:cap(a)][0] != 0xa5 || a[:cap(a)][cap(a)-1] != 0xa5 {
+		t.Fatalf("a poisoned requester kept %v", a[:cap(a)])
+	}
+	for range 40 {
+		rq.Recycle(make([]byte, 8))
+	}
+	if len(rq.Spare()) != rq.Tags() {
+		t.Fatalf("%d spare buffers kept, want at most one per tag (%d)", len(rq.Spare()), rq.Tags())
+	}
+}

@@ -2,6 +2,7 @@ package pcie
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/aaemu/aaemu/pcie/tlp"
 )
@@ -14,6 +15,12 @@ type Requester struct {
 	base uint16 // first usable tag
 	st   []readState
 	free []uint16 // free tags, lowest last
+	// spare holds read buffers handed back by Recycle, which Issue reuses:
+	// a device that consumes each read's data at once (copies or parses
+	// it) hands it back, and holds a buffer per read in flight, not one
+	// per read made. At most one per tag is kept.
+	spare  [][]byte
+	poison bool // Recycle overwrites what it is handed (SetPoison)
 }
 
 type readState struct {
@@ -60,7 +67,7 @@ func (r *Requester) Issue(addr uint64, n int) (req tlp.TLP, ok bool) {
 	tag := r.free[len(r.free)-1]
 	r.free = r.free[:len(r.free)-1]
 	s := &r.st[tag-r.base]
-	*s = readState{busy: true, addr: addr, n: n, remaining: max(n, 1), buf: make([]byte, n)}
+	*s = readState{busy: true, addr: addr, n: n, remaining: max(n, 1), buf: r.buffer(n)}
 	return tlp.NewMemRead(r.id, tag, addr, n), true
 }
 
@@ -72,7 +79,7 @@ func (r *Requester) IssueNonPosted(t tlp.TLP, addr uint64, n int) (tlp.TLP, bool
 	}
 	tag := r.free[len(r.free)-1]
 	r.free = r.free[:len(r.free)-1]
-	r.st[tag-r.base] = readState{busy: true, addr: addr, n: n, remaining: n, buf: make([]byte, n)}
+	r.st[tag-r.base] = readState{busy: true, addr: addr, n: n, remaining: n, buf: r.buffer(n)}
 	t.RequesterID, t.Tag = r.id, tag
 	return t, true
 }
@@ -125,6 +132,47 @@ func (r *Requester) Complete(c *tlp.TLP) (done bool, data []byte, err error) {
 	r.release(c.Tag)
 	return true, data, nil
 }
+
+// buffer is a buffer for a read of n bytes: a spare one if it is large
+// enough (every byte of it is written before the read returns it), else a
+// new one, its capacity rounded up to a power of two so that it fits the
+// next reads too.
+func (r *Requester) buffer(n int) []byte {
+	if k := len(r.spare); k > 0 {
+		b := r.spare[k-1]
+		r.spare = r.spare[:k-1]
+		if cap(b) >= n {
+			return b[:n]
+		}
+	}
+	if n == 0 {
+		return make([]byte, 0)
+	}
+	return make([]byte, n, 1<<bits.Len(uint(n-1)))
+}
+
+// Recycle hands back the data a completed read returned (Complete), for
+// a later read to reuse: the caller must no longer read it, nor keep it.
+func (r *Requester) Recycle(data []byte) {
+	if cap(data) == 0 || len(r.spare) >= len(r.st) {
+		return
+	}
+	if r.poison {
+		data = data[:cap(data)]
+		for i := range data {
+			data[i] = 0xa5
+		}
+	}
+	r.spare = append(r.spare, data[:0])
+}
+
+// SetPoison makes Recycle overwrite every buffer handed back: a reader
+// that still held one then reads garbage, and a test of the device that
+// hands them back fails. For tests; the outputs are the same without it.
+func (r *Requester) SetPoison(on bool) { r.poison = on }
+
+// Spare is the buffers handed back and not yet reused (for tests).
+func (r *Requester) Spare() [][]byte { return r.spare }
 
 func (r *Requester) release(tag uint16) {
 	r.st[tag-r.base] = readState{}

@@ -83,7 +83,7 @@ MUTANTS = [
      "nic/qp.go", "for len(q.reads) > 0 && q.reads[0].got >= q.reads[0].n {", "for len(q.reads) > 0 && q.reads[0].got > 0 {"),
     # Only the API level's second NIC, atomics and sends see these.
     ("nic: the second NIC's writes carry the first NIC's requester ID",
-     "nic/nic.go", "n.spec.Sizes.SegmentWrite(n.spec.ID, addr, data)", "n.spec.Sizes.SegmentWrite(tlp.NewID(1, 0, 0), addr, data)"),
+     "nic/nic.go", "n.spec.Sizes.AppendSegmentWrite(n.writes[:0], n.spec.ID, addr, data)", "n.spec.Sizes.AppendSegmentWrite(n.writes[:0], tlp.NewID(1, 0, 0), addr, data)"),
     ("nic: a duplicate atomic executed again (its saved result not used)",
      "nic/qp.go", "\t\t\tdefault:\n\t\t\t\tq.atomicAck(a)", "\t\t\tdefault:\n\t\t\t\ta.issued, a.done = false, false"),
     ("nic: a SEND delivered into the last receive request fetched, not the queue's head",
