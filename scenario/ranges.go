@@ -75,6 +75,7 @@ var ranges = []keyRange{
 	{key: "machine.iommu.process_ns", lo: 0, hi: maxNS, unit: "ns"},
 	{key: "machine.iommu.mem_access_ns", lo: 0, hi: maxNS, unit: "ns"},
 	{key: "machine.iommu.slots", lo: 0, hi: 1024, note: "TLPs in flight; 0: one at a time"},
+	{key: "machine.iommu.flush_waiters", lo: 0, hi: 1024, note: "flush gets a flushing page holds at once; 0: one"},
 	{key: "machine.iommu.walkers", lo: 0, hi: 1024, note: "walks in flight, 1..slots with slots > 0; 0 without"},
 	{key: "machine.cpu.interrupt_ns", lo: 0, hi: maxNS, unit: "ns"},
 	{key: "machine.cpu.scratchpad_ns", lo: 0, hi: maxNS, unit: "ns"},

@@ -137,6 +137,9 @@ type MachineSpec struct {
 		// (docs/iommu.md, "One TLP at a time, or a pipeline").
 		Slots   int `yaml:"slots" json:"slots,omitempty"`
 		Walkers int `yaml:"walkers" json:"walkers,omitempty"`
+		// FlushWaiters: flush gets a flushing page holds at once, 0..1024
+		// (0 or 1: one; a second waits at the head of its port).
+		FlushWaiters int `yaml:"flush_waiters" json:"flush_waiters,omitempty"`
 		// Mode is e-iommu (the extended IOMMU on every node's PCIe path) or
 		// no-iommu (no IOMMU: the NIC's requests reach memory untranslated).
 		Mode string `yaml:"mode" json:"mode"`
@@ -612,6 +615,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.IOMMU.FlushBufferEntries = m.IOMMU.FlushBufferEntries
 	c.IOMMU.ProcessPS, c.IOMMU.MemAccessPS = sim.Tick(m.IOMMU.ProcessNS)*sim.NS, sim.Tick(m.IOMMU.MemAccessNS)*sim.NS
 	c.IOMMU.Slots, c.IOMMU.Walkers = m.IOMMU.Slots, m.IOMMU.Walkers
+	c.IOMMU.FlushWaiters = m.IOMMU.FlushWaiters
 	if m.NIC.ProcessNS != 0 {
 		c.NIC.ProcessPS = sim.Tick(m.NIC.ProcessNS) * sim.NS
 	}
