@@ -15,6 +15,7 @@ func TestPipelineAndNICProcessKeys(t *testing.T) {
 		{"machine:\n  iommu:\n    slots: 8\n    walkers: 16\n", "s.yaml:4: machine.iommu.walkers: 16 walkers in a pipeline of 8 slots (1..8: at most machine.iommu.slots)"},
 		{"machine:\n  iommu:\n    slots: 8\n", "machine.iommu.walkers: 0 walkers in a pipeline of 8 slots (1..8: at most machine.iommu.slots)"},
 		{"machine:\n  iommu:\n    slots: 2000\n", "s.yaml:3: machine.iommu.slots: 2000 is out of range (0..1024; TLPs in flight; 0: one at a time)"},
+		{"machine:\n  iommu:\n    flush_waiters: 2000\n", "s.yaml:3: machine.iommu.flush_waiters: 2000 is out of range (0..1024; flush gets a flushing page holds at once; 0: one)"},
 		{"machine:\n  nic:\n    process_ns: 2000000\n", "s.yaml:3: machine.nic.process_ns: 2000000 is out of range (0..1000000 ns; a received frame's processing; 0: 50 ns)"},
 	}
 	for _, c := range cases {
@@ -23,12 +24,12 @@ func TestPipelineAndNICProcessKeys(t *testing.T) {
 			t.Errorf("%q: error %v, want %q", c.yaml, err, c.want)
 		}
 	}
-	s, err := ParseScenario("s.yaml", []byte("machine:\n  iommu: {slots: 64, walkers: 16}\n  nic: {process_ns: 8}\n"))
+	s, err := ParseScenario("s.yaml", []byte("machine:\n  iommu: {slots: 64, walkers: 16, flush_waiters: 4}\n  nic: {process_ns: 8}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := s.ClusterSpec(); c.IOMMU.Slots != 64 || c.IOMMU.Walkers != 16 || c.NIC.ProcessPS != 8*sim.NS {
-		t.Fatalf("slots %d, walkers %d, NIC processing %v", c.IOMMU.Slots, c.IOMMU.Walkers, c.NIC.ProcessPS)
+	if c := s.ClusterSpec(); c.IOMMU.Slots != 64 || c.IOMMU.Walkers != 16 || c.IOMMU.FlushWaiters != 4 || c.NIC.ProcessPS != 8*sim.NS {
+		t.Fatalf("slots %d, walkers %d, flush waiters %d, NIC processing %v", c.IOMMU.Slots, c.IOMMU.Walkers, c.IOMMU.FlushWaiters, c.NIC.ProcessPS)
 	}
 	d, def := DefaultScenario(), machine.DefaultSpec()
 	if c := d.ClusterSpec(); c.IOMMU.Slots != 0 || c.IOMMU.Walkers != 0 || c.NIC.ProcessPS != def.NIC.ProcessPS {
