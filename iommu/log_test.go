@@ -2,6 +2,7 @@ package iommu
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/aaemu/aaemu/iommu/pte"
@@ -524,6 +525,69 @@ func TestRemap(t *testing.T) {
 			}
 			if used := inUse() - base; used != c.tables {
 				t.Fatalf("%d more tables in use, want %d", used, c.tables)
+			}
+		})
+	}
+}
+
+// Spec.FlushWaiters: with one flush a page (the default) a second flush of
+// the page waits at the head of its port's non-posted lane until the first
+// is released, and a plain read behind it waits as long; with two the page
+// holds both and the read passes. Either way each flush completes only
+// after the handler consumed the records before it. One TLP at a time and
+// in the pipeline.
+func TestFlushWaiters(t *testing.T) {
+	for _, c := range []struct {
+		waiters, slots int
+		readEarly      bool
+	}{
+		{0, 0, false}, {1, 0, false}, {2, 0, true},
+		{0, 64, false}, {2, 64, true},
+	} {
+		t.Run(fmt.Sprintf("waiters %d slots %d", c.waiters, c.slots), func(t *testing.T) {
+			spec := DefaultSpec()
+			if c.slots > 0 {
+				spec = pipelineSpec(c.slots, 16)
+			}
+			spec.FlushWaiters = c.waiters
+			s := newSystem(t, spec, 1)
+			s.drv.RegisterLog(testIUID, LogConfig{Base: testLog, Size: 1 << 16})
+			s.drv.Map(1, testIOVA, testPA, 4096, 4096, Perm{Bits: pte.WL | pte.WLD | pte.E, IUID: testIUID})
+			flushIOVA, plainIOVA := uint64(testIOVA+0x1000), uint64(testIOVA+0x2000)
+			s.drv.Map(1, flushIOVA, testPA+0x1000, 4096, 4096, Perm{Bits: pte.R})
+			s.drv.Map(1, plainIOVA, testPA+0x2000, 4096, 4096, Perm{Bits: pte.R})
+			if err := s.drv.RegisterFlushPage(testIUID, flushIOVA); err != nil {
+				t.Fatal(err)
+			}
+			id := s.devs[0].id
+			for i := 0; i < 5; i++ {
+				s.send(0, tlp.NewMemWrite(id, 0, testIOVA+uint64(i)*64, fill(64, byte(i))))
+			}
+			s.send(0, tlp.NewMemRead(id, 9, flushIOVA, 4), tlp.NewMemRead(id, 10, flushIOVA, 4), tlp.NewMemRead(id, 20, plainIOVA, 4))
+			cons := s.addConsumer(testIUID, 3*sim.US) // first consumes at 3 µs
+			var consumedAt sim.Tick
+			cons.check = func(r recordWithData, now sim.Tick) {
+				if r.Seq == 4 {
+					consumedAt = now
+				}
+			}
+			s.e.Run(50 * sim.US)
+			cons.stop = true
+			d := s.devs[0]
+			at := map[uint16]sim.Tick{}
+			for i, p := range d.got {
+				at[p.TLP.Tag] = d.gotAt[i]
+			}
+			if len(at) != 3 || s.m.stFlushes.Value() != 2 {
+				t.Fatalf("completions %v, %d flushes; want tags 9, 10, 20 and 2 flushes", at, s.m.stFlushes.Value())
+			}
+			for _, tag := range []uint16{9, 10} {
+				if consumedAt == 0 || at[tag] <= consumedAt {
+					t.Errorf("flush %d completed at %v, the handler consumed the last record at %v", tag, at[tag], consumedAt)
+				}
+			}
+			if early := at[20] < consumedAt; early != c.readEarly {
+				t.Errorf("the plain read behind the second flush completed at %v, the records were consumed at %v (before: %v, want %v)", at[20], consumedAt, early, c.readEarly)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"github.com/aaemu/aaemu/pcie"
 	"github.com/aaemu/aaemu/pcie/tlp"
 	"github.com/aaemu/aaemu/sim"
+	"slices"
 )
 
 // tagKey identifies an outstanding read: two devices use the same tags, so
@@ -25,18 +26,37 @@ type readCtx struct {
 }
 
 // flushEntry is a flushing-buffer entry: the flushing page of one IUID's
-// log and, while a flush get is active, the requester and tag whose
-// completion is withheld and the log position the consumer must pass.
+// log and the flush gets it holds (Spec.FlushWaiters at once), each with
+// the requester and tag whose completion is withheld and the log position
+// the consumer must pass.
 type flushEntry struct {
-	iuid     uint16
-	page     uint64
-	active   bool
+	iuid  uint16
+	page  uint64
+	waits []*flushWait
+}
+
+// flushWait is one flush get held by a flushing page.
+type flushWait struct {
 	released bool
 	rid      tlp.ID
 	tag      uint16
 	target   uint64 // reservation pointer when the flush arrived
 	held     []pcie.Packet
 	port     int
+}
+
+// full reports whether the page holds as many flushes as it may: a
+// further one waits at the head of its port.
+func (fe *flushEntry) full(spec *Spec) bool { return len(fe.waits) >= max(spec.FlushWaiters, 1) }
+
+// done removes w, whose last completion has gone to its device.
+func (fe *flushEntry) done(w *flushWait) {
+	for i, x := range fe.waits {
+		if x == w {
+			fe.waits = slices.Delete(fe.waits, i, i+1)
+			return
+		}
+	}
 }
 
 func (m *IOMMU) addFlushPage(iuid uint16, page uint64) error {
@@ -53,7 +73,7 @@ func (m *IOMMU) flushPage(iova uint64) *flushEntry {
 
 func (m *IOMMU) flushWaitsOn(iuid uint16) bool {
 	w := false
-	m.flushBuf.Each(func(_ int, _ uint64, v **flushEntry) { w = w || ((*v).active && (*v).iuid == iuid) })
+	m.flushBuf.Each(func(_ int, _ uint64, v **flushEntry) { w = w || (len((*v).waits) > 0 && (*v).iuid == iuid) })
 	return w
 }
 
@@ -63,8 +83,10 @@ func (m *IOMMU) activeFlushes() int {
 	}
 	n := 0
 	m.flushBuf.Each(func(_ int, _ uint64, v **flushEntry) {
-		if (*v).active && !(*v).released {
-			n++
+		for _, w := range (*v).waits {
+			if !w.released {
+				n++
+			}
 		}
 	})
 	return n
@@ -114,9 +136,7 @@ func (m *IOMMU) finishRead(j *job, now sim.Tick) {
 // that a second flush of the page taken meanwhile waits.
 func (m *IOMMU) startFlush(j *job) {
 	t := &j.p.TLP
-	fe := j.flush
-	fe.active, fe.released, fe.rid, fe.tag, fe.port, fe.held = true, false, t.RequesterID, t.Tag, j.port, fe.held[:0]
-	fe.target = j.flushLog.reserved
+	j.flush.waits = append(j.flush.waits, &flushWait{rid: t.RequesterID, tag: t.Tag, port: j.port, target: j.flushLog.reserved})
 }
 
 // takeCompletions intercepts completions from memory on their way to the
@@ -148,13 +168,13 @@ func (m *IOMMU) takeCompletions(now sim.Tick) {
 		}
 		pkt := m.MemCpl.Recv()
 		last := int(pkt.TLP.ByteCount) <= len(pkt.TLP.Data)-int(pkt.TLP.LowerAddr&3) || pkt.TLP.Status != tlp.SC
-		if fe := m.heldBy(key); fe != nil {
-			if !fe.released {
-				fe.held = append(fe.held, pkt)
+		if fe, w := m.heldBy(key); w != nil {
+			if !w.released {
+				w.held = append(w.held, pkt)
 				continue
 			}
 			if last {
-				fe.active = false
+				fe.done(w)
 				m.stFlushes.Inc()
 			}
 		}
@@ -171,14 +191,17 @@ func (m *IOMMU) takeCompletions(now sim.Tick) {
 	}
 }
 
-func (m *IOMMU) heldBy(k tagKey) *flushEntry {
-	var out *flushEntry
+func (m *IOMMU) heldBy(k tagKey) (*flushEntry, *flushWait) {
+	var fe *flushEntry
+	var out *flushWait
 	m.flushBuf.Each(func(_ int, _ uint64, v **flushEntry) {
-		if fe := *v; fe.active && fe.rid == k.rid && fe.tag == k.tag {
-			out = fe
+		for _, w := range (*v).waits {
+			if w.rid == k.rid && w.tag == k.tag {
+				fe, out = *v, w
+			}
 		}
 	})
-	return out
+	return fe, out
 }
 
 // releaseFlushes lets go of the withheld completions of every flush whose
@@ -186,22 +209,30 @@ func (m *IOMMU) heldBy(k tagKey) *flushEntry {
 func (m *IOMMU) releaseFlushes(now sim.Tick) {
 	m.flushBuf.Each(func(_ int, _ uint64, v **flushEntry) {
 		fe := *v
-		if !fe.active || fe.released {
+		if len(fe.waits) == 0 {
 			return
 		}
-		if lv, _ := m.logs.Lookup(fe.iuid); lv == nil || (*lv).head < fe.target {
+		lv, _ := m.logs.Lookup(fe.iuid)
+		if lv == nil {
 			return // a log with an active flush stays in the table
 		}
-		fe.released = true
-		p := m.ports[fe.port]
-		for _, pkt := range fe.held {
-			p.queue.Push(pkt)
-			c := &pkt.TLP
-			if int(c.ByteCount) <= len(c.Data)-int(c.LowerAddr&3) || c.Status != tlp.SC {
-				fe.active = false
-				m.stFlushes.Inc()
+		// In arrival order; a wait done here leaves the slice, so walk a
+		// copy of it.
+		for _, w := range slices.Clone(fe.waits) {
+			if w.released || (*lv).head < w.target {
+				continue
 			}
+			w.released = true
+			p := m.ports[w.port]
+			for _, pkt := range w.held {
+				p.queue.Push(pkt)
+				c := &pkt.TLP
+				if int(c.ByteCount) <= len(c.Data)-int(c.LowerAddr&3) || c.Status != tlp.SC {
+					fe.done(w)
+					m.stFlushes.Inc()
+				}
+			}
+			w.held = w.held[:0]
 		}
-		fe.held = fe.held[:0]
 	})
 }

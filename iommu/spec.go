@@ -62,15 +62,20 @@ type Spec struct {
 	Slots   int
 	Walkers int // walks in flight with Slots > 0 (at least 1)
 
-	LogCAMEntries      int      // access-log table entries on chip (default 16)
-	TagBufferEntries   int      // outstanding logged or flush reads (default 64)
-	FlushBufferEntries int      // flushing pages (default 8)
-	FaultRecords       int      // NFR: fault recording registers (default 8)
-	MaxActiveBytes     int      // largest active put/get (default 4096)
-	HeadPollPS         sim.Tick // re-read a log's head this often while waiting on it (default 100 ns)
-	NotifyIntervalPS   sim.Tick // Int mode: notify records below the threshold after this long (default 10 µs)
-	MemQueue           int      // IOMMU writes to memory waiting for the controller before input stalls (default 64)
-	DataPathBytes      int      // payload bytes a port's data path moves per cycle (default 32)
+	LogCAMEntries      int // access-log table entries on chip (default 16)
+	TagBufferEntries   int // outstanding logged or flush reads (default 64)
+	FlushBufferEntries int // flushing pages (default 8)
+	FaultRecords       int // NFR: fault recording registers (default 8)
+	MaxActiveBytes     int // largest active put/get (default 4096)
+	// FlushWaiters is how many flush gets one flushing page holds at
+	// once, each with its own requester, tag and log position. 0 (the
+	// default) or 1: one; a second flush of the page waits at the head of
+	// its port's non-posted lane until the first is released.
+	FlushWaiters     int
+	HeadPollPS       sim.Tick // re-read a log's head this often while waiting on it (default 100 ns)
+	NotifyIntervalPS sim.Tick // Int mode: notify records below the threshold after this long (default 10 µs)
+	MemQueue         int      // IOMMU writes to memory waiting for the controller before input stalls (default 64)
+	DataPathBytes    int      // payload bytes a port's data path moves per cycle (default 32)
 
 	RootTable uint64 // RTADDR: physical address of the root table
 	LogTable  uint64 // physical address of the in-memory access-log table (1024 × 64 bytes)
@@ -114,6 +119,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("head_poll_ps must be positive")
 	case s.MemQueue < 1:
 		return fmt.Errorf("mem_queue: %d", s.MemQueue)
+	case s.FlushWaiters < 0 || s.FlushWaiters > 1024:
+		return fmt.Errorf("flush waiters: %d out of 0..1024", s.FlushWaiters)
 	case s.Slots < 0 || s.Slots > 1024:
 		return fmt.Errorf("slots: %d out of 0..1024", s.Slots)
 	case s.Slots > 0 && (s.Walkers < 1 || s.Walkers > s.Slots):

@@ -119,8 +119,8 @@ func (m *IOMMU) decide(j *job, pkt *pcie.Packet) bool {
 	default:
 		j.act = decideRead(j.tr.leaf, j.tr.r)
 		if fe := m.flushPage(j.iova); fe != nil && j.act.perform {
-			if fe.active {
-				return false // one flush per page at a time
+			if fe.full(&m.spec) {
+				return false // the page holds as many flushes as it may
 			}
 			ls, ok := m.logFor(fe.iuid, &j.accesses)
 			if !ok {

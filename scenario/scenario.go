@@ -75,6 +75,9 @@ type MachineSpec struct {
 		// SRAMAccessNS: the NIC's time to serve a host access of its
 		// device memory (mmio.go).
 		SRAMAccessNS uint64 `yaml:"sram_access_ns" json:"sram_access_ns,omitempty"`
+		// ProcessNS: the NIC's receive side takes one frame per ProcessNS
+		// (0: the NIC's default, 50 ns; 1..1e6).
+		ProcessNS uint64 `yaml:"process_ns" json:"process_ns,omitempty"`
 		// Descriptors: e1000 adds an Intel 8254x's descriptor DMAs to
 		// every packet (a 16-byte descriptor read and write-back, on rings
 		// of DescriptorRing entries, default 256: the Linux e1000
@@ -128,6 +131,15 @@ type MachineSpec struct {
 		FlushBufferEntries int    `yaml:"flush_buffer_entries" json:"flush_buffer_entries"`
 		ProcessNS          uint64 `yaml:"process_ns" json:"process_ns"`       // 0..1e9
 		MemAccessNS        uint64 `yaml:"mem_access_ns" json:"mem_access_ns"` // 0..1e9
+		// Slots: TLPs the IOMMU has in flight at once, 0 (one at a time,
+		// the AA paper's model) or 1..1024, a pipeline whose walks and
+		// log-descriptor reads share Walkers walkers (1..slots)
+		// (docs/iommu.md, "One TLP at a time, or a pipeline").
+		Slots   int `yaml:"slots" json:"slots,omitempty"`
+		Walkers int `yaml:"walkers" json:"walkers,omitempty"`
+		// FlushWaiters: flush gets a flushing page holds at once, 0..1024
+		// (0 or 1: one; a second waits at the head of its port).
+		FlushWaiters int `yaml:"flush_waiters" json:"flush_waiters,omitempty"`
 		// Mode is e-iommu (the extended IOMMU on every node's PCIe path) or
 		// no-iommu (no IOMMU: the NIC's requests reach memory untranslated).
 		Mode string `yaml:"mode" json:"mode"`
@@ -384,6 +396,15 @@ func (s *Scenario) Validate() (string, error) {
 			return "", nil
 		},
 		func() (string, error) {
+			switch io := &m.IOMMU; {
+			case io.Slots == 0 && io.Walkers != 0:
+				return "machine.iommu.walkers", input.Errorf("0 with machine.iommu.slots 0 (one TLP at a time)", "%d walkers without a pipeline", io.Walkers)
+			case io.Slots > 0 && (io.Walkers < 1 || io.Walkers > io.Slots):
+				return "machine.iommu.walkers", input.Errorf(fmt.Sprintf("1..%d: at most machine.iommu.slots", io.Slots), "%d walkers in a pipeline of %d slots", io.Walkers, io.Slots)
+			}
+			return "", nil
+		},
+		func() (string, error) {
 			if m.IOMMU.IOTLBEntries > 0 {
 				return "", nil // within its range
 			}
@@ -593,6 +614,11 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.IOMMU.LogCAMEntries = m.IOMMU.LogCAMEntries
 	c.IOMMU.FlushBufferEntries = m.IOMMU.FlushBufferEntries
 	c.IOMMU.ProcessPS, c.IOMMU.MemAccessPS = sim.Tick(m.IOMMU.ProcessNS)*sim.NS, sim.Tick(m.IOMMU.MemAccessNS)*sim.NS
+	c.IOMMU.Slots, c.IOMMU.Walkers = m.IOMMU.Slots, m.IOMMU.Walkers
+	c.IOMMU.FlushWaiters = m.IOMMU.FlushWaiters
+	if m.NIC.ProcessNS != 0 {
+		c.NIC.ProcessPS = sim.Tick(m.NIC.ProcessNS) * sim.NS
+	}
 	c.CPU.InterruptPS, c.CPU.ScratchpadPS = sim.Tick(m.CPU.InterruptNS)*sim.NS, sim.Tick(m.CPU.ScratchpadNS)*sim.NS
 	c.PollingHyperthreads = m.CPU.PollingHyperthreads
 	s.smpSpec(&c)
