@@ -68,6 +68,9 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 		nd := &Node{Index: i, At: n.CoordOf(i), Eng: eng, Clk: clk, net: n}
 		r := &Router{spec: sp, net: n, node: i, at: nd.At, period: period, minTokens: 1 << 30, eligAt: sim.Never}
 		rname := fmt.Sprintf("%s.node[%d].router", name, i)
+		for o := range r.need {
+			r.need[o] = [NumVCs]int{noNeed, noNeed, noNeed, noNeed}
+		}
 		r.u = clk.Add(rname, datapath(r))
 		r.chunkPS = sim.Tick(spec.ChunkCycles()) * period
 		r.localPS = sim.Tick(spec.LocalCyclesPerChunk) * period
@@ -93,7 +96,10 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 			r.Rec[k] = newFIFO(st, fmt.Sprintf("%s.rec[%d]", rname, k), spec.RecChunks)
 			r.Rec[k].writer = r.u
 			// Space freed at t is the router's from the next edge.
-			r.Rec[k].onPop = func(t sim.Tick) { r.wakeAlloc(t + 1) }
+			r.Rec[k].onPop = func(t sim.Tick) {
+				r.popped |= 1 << k
+				r.wakeAlloc(t + 1)
+			}
 		}
 		r.delivered = st.Counter(rname+".delivered", "packets", "packets written into a reception FIFO at their destination")
 		r.deposited = st.Counter(rname+".deposited", "packets", "copies left by deposit-bit packets passing through")
