@@ -92,6 +92,9 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 		}
 		r.Rec = make([]*FIFO, spec.Groups*NumRecFIFOs)
 		r.rec = make([]stream, len(r.Rec))
+		for k := range r.rec {
+			r.strm[int(NumLinkPorts)+k] = &r.rec[k]
+		}
 		for k := range r.Rec {
 			r.Rec[k] = newFIFO(st, fmt.Sprintf("%s.rec[%d]", rname, k), spec.RecChunks)
 			r.Rec[k].writer = r.u
@@ -131,6 +134,7 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 			op.wireBytes = st.Counter(lname+".wire_bytes", "bytes", "bytes on the wire: chunks and per-packet overhead")
 			op.busyPS = st.Counter(lname+".busy_ps", "ps", "time the link was sending")
 			r.out[o] = op
+			r.strm[o] = &op.s
 			peer.in[o.opposite()] = &inPort{port: o.opposite(), link: op.link, tokens: op.tokens}
 			in := o.opposite()
 			op.link.OnArrive(func() { peer.arrived |= 1 << in })

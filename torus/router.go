@@ -105,6 +105,8 @@ type Router struct {
 	streaming, busy uint32
 	pending         uint8
 	popped          uint16
+	strm            [numStreams]*stream // stream i (stream)
+	wakeAt          sim.Tick            // the last wake schedule asked for
 	// occ is the sources (input channels and injection FIFOs) that hold
 	// a packet, and eligAt the first time after the last allocation at
 	// which a head becomes eligible: the router's own wake-up.
@@ -201,12 +203,7 @@ const numStreams = int(NumLinkPorts) + maxRec
 
 // stream is stream i: output i, or the path into reception FIFO
 // i-NumLinkPorts.
-func (r *Router) stream(i int) *stream {
-	if i < int(NumLinkPorts) {
-		return &r.out[i].s
-	}
-	return &r.rec[i-int(NumLinkPorts)]
-}
+func (r *Router) stream(i int) *stream { return r.strm[i] }
 
 // Tick is the router's datapath for one edge.
 func (r *Router) Tick(now sim.Tick) bool {
@@ -765,8 +762,11 @@ func (r *Router) schedule(now sim.Tick) bool {
 			next = min(next, t)
 		}
 	}
-	if next != sim.Never {
+	// A wake asked for before and still ahead is pending: the kernel
+	// does not cancel wakes.
+	if next != sim.Never && next != r.wakeAt {
 		r.u.WakeAt(next)
+		r.wakeAt = next
 	}
 	return false
 }
