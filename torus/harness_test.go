@@ -92,11 +92,11 @@ func newRig(t testing.TB, spec Spec, seed uint64, partitions int) *rig {
 	return newRigWith(t, spec, seed, partitions, func(r *Router) sim.Block { return r })
 }
 
-// newRigWith is newRig with the routers' datapath given: the reference's
-// for the equivalence test.
-func newRigWith(t testing.TB, spec Spec, seed uint64, partitions int, datapath func(*Router) sim.Block) *rig {
+// newRigWith is newRig with the routers' datapath given (the reference's
+// for the equivalence test) and further options of the world.
+func newRigWith(t testing.TB, spec Spec, seed uint64, partitions int, datapath func(*Router) sim.Block, opts ...sim.Option) *rig {
 	t.Helper()
-	w := sim.NewWorld(seed, sim.Partitions(partitions))
+	w := sim.NewWorld(seed, append([]sim.Option{sim.Partitions(partitions)}, opts...)...)
 	net, err := build(w, "torus", spec, datapath)
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,9 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 		nd := &Node{Index: i, At: n.CoordOf(i), Eng: eng, Clk: clk, net: n}
 		r := &Router{spec: sp, net: n, node: i, at: nd.At, period: period, minTokens: 1 << 30, eligAt: sim.Never}
 		rname := fmt.Sprintf("%s.node[%d].router", name, i)
+		for o := range r.need {
+			r.need[o] = [NumVCs]int{noNeed, noNeed, noNeed, noNeed}
+		}
 		r.u = clk.Add(rname, datapath(r))
 		r.chunkPS = sim.Tick(spec.ChunkCycles()) * period
 		r.localPS = sim.Tick(spec.LocalCyclesPerChunk) * period
@@ -89,11 +92,17 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 		}
 		r.Rec = make([]*FIFO, spec.Groups*NumRecFIFOs)
 		r.rec = make([]stream, len(r.Rec))
+		for k := range r.rec {
+			r.strm[int(NumLinkPorts)+k] = &r.rec[k]
+		}
 		for k := range r.Rec {
 			r.Rec[k] = newFIFO(st, fmt.Sprintf("%s.rec[%d]", rname, k), spec.RecChunks)
 			r.Rec[k].writer = r.u
 			// Space freed at t is the router's from the next edge.
-			r.Rec[k].onPop = func(t sim.Tick) { r.wakeAlloc(t + 1) }
+			r.Rec[k].onPop = func(t sim.Tick) {
+				r.popped |= 1 << k
+				r.wakeAlloc(t + 1)
+			}
 		}
 		r.delivered = st.Counter(rname+".delivered", "packets", "packets written into a reception FIFO at their destination")
 		r.deposited = st.Counter(rname+".deposited", "packets", "copies left by deposit-bit packets passing through")
@@ -125,6 +134,7 @@ func build(w *sim.World, name string, spec Spec, datapath func(*Router) sim.Bloc
 			op.wireBytes = st.Counter(lname+".wire_bytes", "bytes", "bytes on the wire: chunks and per-packet overhead")
 			op.busyPS = st.Counter(lname+".busy_ps", "ps", "time the link was sending")
 			r.out[o] = op
+			r.strm[o] = &op.s
 			peer.in[o.opposite()] = &inPort{port: o.opposite(), link: op.link, tokens: op.tokens}
 			in := o.opposite()
 			op.link.OnArrive(func() { peer.arrived |= 1 << in })

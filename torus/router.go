@@ -58,9 +58,11 @@ type Tokens struct {
 // The router costs per event, not per edge: allocation runs only at an
 // edge where a grant can have become possible (a head became eligible,
 // tokens came back, an output or a reception path freed, a reception FIFO
-// was read); a head that found no room is not routed again until one of
-// those happens. An allocation that grants nothing has no effect, so
-// skipping it changes nothing (TestRouterMatchesReference).
+// was read), and routes only the heads such an event can help: a head
+// that found no room is blocked, remembering the outputs and reception
+// paths it waits for, until one of them frees, gets the tokens it needs
+// or is read. Routing a blocked head again would fail again with no
+// effect, so skipping it changes nothing (TestRouterMatchesReference).
 type Router struct {
 	u    *sim.Unit
 	spec *Spec
@@ -83,10 +85,28 @@ type Router struct {
 	// before it, nothing a head waits for can have changed.
 	allocAt sim.Tick
 	stalled bool // a link was found full: allocate again at the next edge
-	// need is, per output and channel, the fewest tokens a head that
-	// found too few there needs: tokens that leave a channel below it
-	// cannot make a grant possible.
+	// blocked is the sources whose head was routed, found no room, and
+	// has seen nothing since that could give it some: allocation skips
+	// them. wait[i] is the blocked heads that wait for stream i (an
+	// output, then the reception paths: the output or path to free, its
+	// tokens, the reception FIFO to be read), and waits[src] the streams
+	// source src waits for.
+	blocked srcSet
+	wait    [numStreams]srcSet
+	waits   [maxSources]uint32
+	// need is, per output and channel, the fewest tokens a blocked head
+	// that found too few there needs: tokens that leave a channel below
+	// it cannot make a grant possible.
 	need [NumLinkPorts][NumVCs]int
+	// streaming is the streams with chunks still to leave (bit i: output
+	// i, then reception path i-NumLinkPorts), busy those whose output or
+	// path may still be busy, pending the input ports with tokens to send,
+	// and popped the reception FIFOs read since the allocation last saw it.
+	streaming, busy uint32
+	pending         uint8
+	popped          uint16
+	strm            [numStreams]*stream // stream i (stream)
+	wakeAt          sim.Tick            // the last wake schedule asked for
 	// occ is the sources (input channels and injection FIFOs) that hold
 	// a packet, and eligAt the first time after the last allocation at
 	// which a head becomes eligible: the router's own wake-up.
@@ -135,6 +155,7 @@ type outPort struct {
 // out period, none before it has arrived, and each frees a token.
 type stream struct {
 	busyUntil sim.Tick
+	due       sim.Tick // when the next chunk leaves (nextFree), while active
 	active    bool
 	from      Port // the input it is read from (Local: an injection FIFO)
 	vc        int
@@ -176,16 +197,22 @@ func (s *stream) end() sim.Tick {
 	return t
 }
 
+// numStreams bounds the streams: an output per link port, then a path
+// per reception FIFO.
+const numStreams = int(NumLinkPorts) + maxRec
+
+// stream is stream i: output i, or the path into reception FIFO
+// i-NumLinkPorts.
+func (r *Router) stream(i int) *stream { return r.strm[i] }
+
 // Tick is the router's datapath for one edge.
 func (r *Router) Tick(now sim.Tick) bool {
 	r.takeArrivals(now)
-	for o := range r.out {
-		if op := r.out[o]; op != nil {
-			r.drain(now, &op.s)
+	for m := r.streaming; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros32(m)
+		if s := r.stream(i); s.due <= now {
+			r.drain(now, i, s)
 		}
-	}
-	for i := range r.rec {
-		r.drain(now, &r.rec[i])
 	}
 	r.sendTokens()
 	r.allocate(now)
@@ -228,38 +255,44 @@ func (r *Router) takeTokens(now sim.Tick, o Port) {
 			op.avail[vc] += int(n)
 			if op.avail[vc] >= r.need[o][vc] {
 				r.wakeAlloc(now)
+				r.unblock(int(o))
 			}
 		}
 	}
 }
 
-// drain frees the tokens of the chunks a stream has sent by now.
-func (r *Router) drain(now sim.Tick, s *stream) {
-	if !s.active {
-		return
-	}
+// drain frees the tokens of the chunks stream i (s) has sent by now: it
+// is called when its next chunk is due (before that, none has left).
+func (r *Router) drain(now sim.Tick, i int, s *stream) {
 	k := s.freedBy(now)
 	if d := k - s.freed; d > 0 && s.from != Local {
 		ip := r.in[s.from]
 		ip.used[s.vc] -= d
 		ip.pend.Chunks[s.vc] += uint16(d)
 		ip.npend += d
+		r.pending |= 1 << s.from
 	}
 	s.freed = k
 	if k == s.n {
 		s.active = false
+		r.streaming &^= 1 << i
+	} else {
+		s.due = s.nextFree()
 	}
 }
 
 // sendTokens returns freed chunks upstream, one token message per input
 // port and edge (kept for the next edge if the token link is full).
 func (r *Router) sendTokens() {
-	for _, ip := range r.in {
-		if ip == nil || ip.npend == 0 || !ip.tokens.Ready() {
+	for m := r.pending; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros8(m)
+		ip := r.in[i]
+		if !ip.tokens.Ready() {
 			continue
 		}
 		ip.tokens.Send(ip.pend)
 		ip.pend, ip.npend = Tokens{}, 0
+		r.pending &^= 1 << i
 	}
 }
 
@@ -292,22 +325,24 @@ func (r *Router) allocate(now sim.Tick) {
 	if now < r.allocAt {
 		return
 	}
+	r.unblockFreed(now)
 	nsrc := int(NumLinkPorts)*NumVCs + len(r.Inj)
 	var taken [NumLinkPorts]bool
 	var recTaken [maxRec]bool
 	var granted srcSet
 	r.stalled = false
-	for o := range r.need {
-		r.need[o] = [NumVCs]int{noNeed, noNeed, noNeed, noNeed}
-	}
 	first := -1
 	for pass := 0; pass < 2; pass++ {
-		// The sources holding a packet, from rr round (a grant only
-		// empties sources: none joins during the pass); high-priority
-		// packets are only ever in the priority sources.
-		set := r.occ.minus(&r.prio)
+		// The sources holding a packet and not blocked, from rr round (a
+		// grant only empties sources: none joins during the pass);
+		// high-priority packets are only ever in the priority sources.
+		// A blocked head would find no room again: skipping it changes
+		// neither the grants nor their order.
+		set := r.occ.minus(&r.blocked)
 		if pass == 0 {
-			set = r.occ.and(&r.prio)
+			set = set.and(&r.prio)
+		} else {
+			set = set.minus(&r.prio)
 		}
 		var buf [maxSources]uint8
 		order := set.list(r.rr, nsrc, buf[:0])
@@ -318,11 +353,13 @@ func (r *Router) allocate(now sim.Tick) {
 			if p == nil || p.Priority != (pass == 0) || at+r.hopDelay() > now {
 				continue
 			}
-			if r.route(now, p, at, from, vc, src, &taken, &recTaken) {
+			if w, ok := r.route(now, p, at, from, vc, src, &taken, &recTaken); ok {
 				granted.add(src)
 				if first < 0 {
 					first = src
 				}
+			} else {
+				r.block(src, w)
 			}
 		}
 	}
@@ -384,6 +421,61 @@ const noNeed = 1 << 30
 // waitTokens notes that a head needs n tokens on channel vc of output o.
 func (r *Router) waitTokens(o Port, vc, n int) { r.need[o][vc] = min(r.need[o][vc], n) }
 
+// block notes that the head of source src found no room and waits for
+// the streams in w (bit i: stream i).
+func (r *Router) block(src int, w uint32) {
+	r.blocked.add(src)
+	r.waits[src] = w
+	for ; w != 0; w &= w - 1 {
+		r.wait[bits.TrailingZeros32(w)].add(src)
+	}
+}
+
+// unblock lets allocation route again the heads that wait for stream i:
+// it freed, got tokens or had its reception FIFO read. Those heads note
+// their needs again when they are routed, so output i's are forgotten.
+func (r *Router) unblock(i int) {
+	set := r.wait[i]
+	var buf [maxSources]uint8
+	for _, s := range set.list(0, maxSources, buf[:0]) {
+		for w := r.waits[s]; w != 0; w &= w - 1 {
+			r.wait[bits.TrailingZeros32(w)].del(int(s))
+		}
+		r.waits[s] = 0
+		r.blocked.del(int(s))
+	}
+	if i < int(NumLinkPorts) {
+		r.need[i] = [NumVCs]int{noNeed, noNeed, noNeed, noNeed}
+	}
+}
+
+// unblockFreed, at the start of an allocation, unblocks the heads that
+// wait for an output or reception path that has freed by now or a
+// reception FIFO read since the last allocation, and all of them after a
+// link was found full. A FIFO read now has room from the next edge: its
+// heads are unblocked again then.
+func (r *Router) unblockFreed(now sim.Tick) {
+	if r.stalled {
+		for i := range r.wait {
+			r.unblock(i)
+		}
+	}
+	for m := r.busy; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros32(m)
+		if r.stream(i).busyUntil <= now {
+			r.busy &^= 1 << i
+			r.unblock(i)
+		}
+	}
+	for m := r.popped; m != 0; m &= m - 1 {
+		k := bits.TrailingZeros16(m)
+		r.unblock(int(NumLinkPorts) + k)
+		if r.Rec[k].popAt < now {
+			r.popped &^= 1 << k
+		}
+	}
+}
+
 // headAt notes that source src, empty until now, has a head that becomes
 // eligible at t.
 func (r *Router) headAt(src int, t sim.Tick) {
@@ -411,8 +503,10 @@ func (r *Router) nextAlloc(now sim.Tick, granted *srcSet) (alloc, elig sim.Tick)
 	if r.stalled {
 		alloc = now + 1
 	}
+	// Blocked heads are eligible and were not granted.
 	var buf [maxSources]uint8
-	for _, s := range r.occ.list(0, maxSources, buf[:0]) {
+	set := r.occ.minus(&r.blocked)
+	for _, s := range set.list(0, maxSources, buf[:0]) {
 		e := r.eligible(int(s))
 		if e > now {
 			elig = min(elig, e)
@@ -421,19 +515,14 @@ func (r *Router) nextAlloc(now sim.Tick, granted *srcSet) (alloc, elig sim.Tick)
 		}
 	}
 	alloc = min(alloc, elig)
-	for _, op := range r.out {
-		if op != nil && op.s.busyUntil > now {
-			alloc = min(alloc, op.s.busyUntil)
+	for m := r.busy; m != 0; m &= m - 1 {
+		if t := r.stream(bits.TrailingZeros32(m)).busyUntil; t > now {
+			alloc = min(alloc, t)
 		}
 	}
-	for i := range r.rec {
-		if r.rec[i].busyUntil > now {
-			alloc = min(alloc, r.rec[i].busyUntil)
-		}
-		// Space the message layer freed now is the router's next edge.
-		if r.Rec[i].popAt == now {
-			alloc = min(alloc, now+1)
-		}
+	// Space the message layer freed now is the router's next edge.
+	if r.popped != 0 {
+		alloc = min(alloc, now+1)
 	}
 	return alloc, elig
 }
@@ -458,16 +547,21 @@ func (r *Router) remaining(p *Packet, d int) int {
 	if p.dir[d] == 0 {
 		return 0
 	}
-	n := r.spec.Dims[d]
+	// Both coordinates are in [0, n): the difference is in (-n, n).
 	h := (p.Dst[d] - r.at[d]) * int(p.dir[d])
-	return (h%n + n) % n
+	if h < 0 {
+		h += r.spec.Dims[d]
+	}
+	return h
 }
 
 // route tries to move the head p: into a reception FIFO at its
 // destination, or onto an output with room downstream. It reports whether
-// it moved.
+// it moved and, if not, the streams it waits for (bit i: stream i): the
+// outputs it may take and the reception path it needs, whichever was
+// busy, taken or short of tokens or room.
 func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src int,
-	taken *[NumLinkPorts]bool, recTaken *[maxRec]bool) bool {
+	taken *[NumLinkPorts]bool, recTaken *[maxRec]bool) (uint32, bool) {
 	// The packet's reception FIFO here: its input port's, or the
 	// high-priority one, of its FIFO set.
 	ri := int(p.Group)*NumRecFIFOs + int(from)
@@ -476,12 +570,12 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 			ri = int(p.Group)*NumRecFIFOs + int(NumLinkPorts)
 		}
 		if recTaken[ri] || r.rec[ri].busyUntil > now || r.Rec[ri].Room(now) < int(p.chunks) {
-			return false
+			return 1 << (int(NumLinkPorts) + ri), false
 		}
 		recTaken[ri] = true
 		r.deliver(now, p, at, from, vc, ri, false)
 		r.release(now, src)
-		return true
+		return 0, true
 	}
 	n := int(p.chunks)
 	// The deterministic way: the first dimension with hops left.
@@ -490,6 +584,7 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 		dd++
 	}
 	det := portOf(dd, p.dir[dd])
+	w := uint32(1) << det
 	bestPort, bestVC, bestAvail := Port(0), -1, -1
 	if p.Dynamic {
 		// Minimal adaptive: any dimension with hops left, on the dynamic
@@ -499,6 +594,7 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 				continue
 			}
 			o := portOf(d, p.dir[d])
+			w |= 1 << o
 			if taken[o] || !r.linkFree(now, o) {
 				continue
 			}
@@ -520,7 +616,7 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 			esc = VCPriority
 		}
 		if taken[det] || !r.linkFree(now, det) {
-			return false
+			return w, false
 		}
 		need := n
 		entering := from == Local || vc != esc || from.dim() != dd
@@ -529,7 +625,7 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 		}
 		if r.out[det].avail[esc] < need {
 			r.waitTokens(det, esc, need)
-			return false
+			return w, false
 		}
 		bestPort, bestVC = det, esc
 		if p.Dynamic {
@@ -539,7 +635,7 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 	// A deposit packet leaves a copy here on its way.
 	if p.Deposit && from != Local {
 		if recTaken[ri] || r.rec[ri].busyUntil > now || r.Rec[ri].Room(now) < n {
-			return false
+			return w | 1<<(int(NumLinkPorts)+ri), false
 		}
 		recTaken[ri] = true
 		r.deliver(now, p, at, from, vc, ri, true)
@@ -547,7 +643,7 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 	taken[bestPort] = true
 	r.send(now, p, at, from, vc, bestPort, bestVC)
 	r.release(now, src)
-	return true
+	return 0, true
 }
 
 // linkFree reports whether output o can start a packet now.
@@ -574,9 +670,10 @@ func (r *Router) send(now sim.Tick, p *Packet, at sim.Tick, from Port, vc int, o
 	q.inPort = uint8(o.opposite())
 	q.Hops++
 	op.link.Send(q)
-	r.startStream(now, &op.s, p, at, from, vc, r.chunkPS)
+	r.startStream(now, int(o), p, at, from, vc, r.chunkPS)
 	op.s.curVC = uint8(nvc)
 	op.s.busyUntil = now + sim.Tick(r.spec.PacketCycles(n))*r.period
+	r.busy |= 1 << o
 	op.packets.Inc()
 	op.payload.Add(uint64(len(p.Payload)))
 	op.wireBytes.Add(uint64(r.spec.WireBytes(n)))
@@ -590,6 +687,7 @@ func (r *Router) send(now sim.Tick, p *Packet, at sim.Tick, from Port, vc int, o
 // into reception FIFO ri. The message layer sees it once its last byte
 // and the link's check bytes are in.
 func (r *Router) deliver(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, ri int, copyOnly bool) {
+	i := int(NumLinkPorts) + ri
 	s := &r.rec[ri]
 	q := new(Packet)
 	*q = *p
@@ -597,6 +695,7 @@ func (r *Router) deliver(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, ri
 	if from != Local {
 		vis = at + sim.Tick(r.spec.PacketCycles(int(p.chunks)))*r.period
 	}
+	r.busy |= 1 << i
 	if copyOnly {
 		r.deposited.Inc()
 		r.Rec[ri].push(q, now, vis)
@@ -605,20 +704,24 @@ func (r *Router) deliver(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, ri
 		s.busyUntil = max(now+sim.Tick(p.chunks)*r.localPS, at+sim.Tick(p.chunks)*r.chunkPS)
 		return
 	}
-	r.startStream(now, s, p, at, from, vc, r.localPS)
+	r.startStream(now, i, p, at, from, vc, r.localPS)
 	vis = max(vis, s.end())
 	s.busyUntil = s.end()
 	r.Rec[ri].push(q, now, vis)
 	r.delivered.Inc()
 }
 
-func (r *Router) startStream(now sim.Tick, s *stream, p *Packet, at sim.Tick, from Port, vc int, outPS sim.Tick) {
+// startStream starts stream i reading p out of its input.
+func (r *Router) startStream(now sim.Tick, i int, p *Packet, at sim.Tick, from Port, vc int, outPS sim.Tick) {
+	s := r.stream(i)
 	*s = stream{active: true, from: from, vc: vc, n: int(p.chunks), head: at, start: now, outPS: outPS, cur: *p}
 	if from != Local {
 		s.inPS = r.chunkPS
 		// The channel's read side is busy until this packet has left.
 		r.in[from].free[vc] = s.end()
 	}
+	s.due = s.nextFree()
+	r.streaming |= 1 << i
 }
 
 // release takes the granted head off its input channel or injection FIFO.
@@ -641,41 +744,29 @@ func (r *Router) release(now sim.Tick, src int) {
 // an arrival: a stream's next chunk, an output or reception path freeing,
 // a head's pipeline delay passing, a token message waiting for its link.
 func (r *Router) schedule(now sim.Tick) bool {
-	next := sim.Never
-	see := func(t sim.Tick) {
-		if t > now && t < next {
-			next = t
-		}
-	}
-	busy := false
-	for _, op := range r.out {
-		if op == nil {
-			continue
-		}
-		if op.s.active {
-			see(op.s.nextFree())
-		}
-		see(op.s.busyUntil)
-	}
-	for i := range r.rec {
-		if r.rec[i].active {
-			see(r.rec[i].nextFree())
-		}
-		see(r.rec[i].busyUntil)
-	}
-	for _, ip := range r.in {
-		if ip != nil && ip.npend > 0 {
-			busy = true
-		}
+	if r.pending != 0 {
+		return true
 	}
 	// The next head to become eligible (eligAt is kept exact by the
 	// allocation, which runs whenever now reaches it, and by arrivals).
-	see(r.eligAt)
-	if busy {
-		return true
+	next := r.eligAt
+	if next <= now {
+		next = sim.Never
 	}
-	if next != sim.Never {
+	for m := r.streaming; m != 0; m &= m - 1 {
+		// After the drain every due is ahead.
+		next = min(next, r.stream(bits.TrailingZeros32(m)).due)
+	}
+	for m := r.busy; m != 0; m &= m - 1 {
+		if t := r.stream(bits.TrailingZeros32(m)).busyUntil; t > now {
+			next = min(next, t)
+		}
+	}
+	// A wake asked for before and still ahead is pending: the kernel
+	// does not cancel wakes.
+	if next != sim.Never && next != r.wakeAt {
 		r.u.WakeAt(next)
+		r.wakeAt = next
 	}
 	return false
 }

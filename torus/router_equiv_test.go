@@ -98,13 +98,17 @@ func TestRouterMatchesReference(t *testing.T) {
 		partitions int
 		load       func(r *rig) int
 		slow       int
+		// reverse evaluates each edge's blocks in reverse order: the
+		// message layer reads its reception FIFOs before the router runs.
+		reverse bool
 	}{
-		{"4x4x4 adaptive small buffers", smallBuffers(DefaultSpec(4, 4, 4)), 1, func(r *rig) int { return r.allToAll(12, true) }, 0},
-		{"4x4x4 deterministic small buffers", smallBuffers(DefaultSpec(4, 4, 4)), 2, func(r *rig) int { return r.allToAll(12, false) }, 0},
-		{"4x4x2 mesh adaptive", mesh(smallBuffers(DefaultSpec(4, 4, 2))), 1, func(r *rig) int { return r.allToAll(20, true) }, 0},
-		{"4x4x4 every kind, slow receivers", DefaultSpec(4, 4, 4), 2, func(r *rig) int { return r.mixed(12) }, 300},
-		{"4x2x2 every kind, small buffers", smallBuffers(DefaultSpec(4, 2, 2)), 1, func(r *rig) int { return r.mixed(40) }, 0},
-		{"8x2x1 no router delay, fast links, slow receivers", fast(smallBuffers(DefaultSpec(8, 2, 1))), 1, func(r *rig) int { return r.mixed(60) }, 40},
+		{"4x4x4 adaptive small buffers", smallBuffers(DefaultSpec(4, 4, 4)), 1, func(r *rig) int { return r.allToAll(12, true) }, 0, false},
+		{"4x4x4 deterministic small buffers", smallBuffers(DefaultSpec(4, 4, 4)), 2, func(r *rig) int { return r.allToAll(12, false) }, 0, false},
+		{"4x4x2 mesh adaptive", mesh(smallBuffers(DefaultSpec(4, 4, 2))), 1, func(r *rig) int { return r.allToAll(20, true) }, 0, false},
+		{"4x4x4 every kind, slow receivers", DefaultSpec(4, 4, 4), 2, func(r *rig) int { return r.mixed(12) }, 300, false},
+		{"4x2x2 every kind, small buffers", smallBuffers(DefaultSpec(4, 2, 2)), 1, func(r *rig) int { return r.mixed(40) }, 0, false},
+		{"8x2x1 no router delay, fast links, slow receivers", fast(smallBuffers(DefaultSpec(8, 2, 1))), 1, func(r *rig) int { return r.mixed(60) }, 40, false},
+		{"4x2x2 every kind, slow receivers first", smallBuffers(DefaultSpec(4, 2, 2)), 1, func(r *rig) int { return r.mixed(40) }, 1, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,7 +118,11 @@ func TestRouterMatchesReference(t *testing.T) {
 				if ref {
 					dp = func(r *Router) sim.Block { return (*refRouter)(r) }
 				}
-				r := newRigWith(t, tc.spec, 3, tc.partitions, dp)
+				var opts []sim.Option
+				if tc.reverse {
+					opts = append(opts, sim.ReverseOrder())
+				}
+				r := newRigWith(t, tc.spec, 3, tc.partitions, dp, opts...)
 				total := tc.load(r)
 				for _, g := range r.gen {
 					g.slow = tc.slow

@@ -85,13 +85,25 @@ func checkDelivery(t *testing.T, r *rig, total int, ordered bool) {
 }
 
 // checkDrained checks that nothing is left in the routers and every output
-// holds all its tokens again, and that no output ever had fewer than zero.
+// holds all its tokens again, and that no output ever had fewer than zero;
+// and that the router's bookkeeping is empty with it: no source holding
+// or blocked, no head waiting for a stream, no stream sending, no tokens
+// left to return.
 func checkDrained(t *testing.T, r *rig) {
 	t.Helper()
 	for _, nd := range r.net.Nodes {
 		rt := nd.Router
 		if rt.minTokens < 0 {
 			t.Fatalf("node %d: tokens went down to %d", nd.Index, rt.minTokens)
+		}
+		var none srcSet
+		if rt.occ != none || rt.blocked != none || rt.streaming != 0 || rt.pending != 0 {
+			t.Fatalf("node %d: at the end sources %v, blocked %v, streams %b, tokens to return %b", nd.Index, rt.occ, rt.blocked, rt.streaming, rt.pending)
+		}
+		for i, w := range rt.wait {
+			if w != none {
+				t.Fatalf("node %d: heads %v still wait for stream %d", nd.Index, w, i)
+			}
 		}
 		for o, op := range rt.out {
 			if op == nil {
