@@ -86,6 +86,10 @@ type AlltoallOptions struct {
 	// Deterministic routes the Spread order's packets in dimension order
 	// (eager) instead of adaptively.
 	Deterministic bool
+	// Unwindowed leaves the Spread order's writes unclocked by the
+	// node's reception (its window is otherwise AlltoallWindow's,
+	// unless Params.Window sets one).
+	Unwindowed bool
 }
 
 // Alltoall runs an alltoall of size bytes between every pair of nodes
@@ -111,6 +115,9 @@ func AlltoallWith(spec bgl.Spec, params Params, costs Costs, size int, order All
 		params.Interleave, params.Adaptive = true, !opt.Deterministic
 		if params.Pace == 0 && !opt.Unpaced {
 			params.Pace = AlltoallPace(spec, size)
+		}
+		if params.Window == 0 && !opt.Unwindowed {
+			params.Window = AlltoallWindow(spec)
 		}
 	}
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
@@ -318,4 +325,14 @@ func AlltoallPace(spec bgl.Spec, size int) sim.Tick {
 	n := d[0] * d[1] * d[2]
 	pk := 1 + max(0, (size-(torus.MaxPayload-firstHdr)+torus.MaxPayload-1)/torus.MaxPayload)
 	return BisectionTime(spec, size) / sim.Tick((n-1)*pk)
+}
+
+// AlltoallWindow is the optimised alltoall's reception window
+// (Params.Window): the full packets a node's injection FIFOs hold. A
+// node then has no more packets unmatched by what it has read than it
+// could have waiting in its own FIFOs; the network as a whole holds
+// that many a node beyond what it delivers, not the 50 or more a node at
+// which it fills and its adaptive packets fall onto the escape channel.
+func AlltoallWindow(spec bgl.Spec) int {
+	return spec.Torus.InjFIFOs * spec.Torus.InjChunks / torus.MaxChunks
 }
