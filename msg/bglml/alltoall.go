@@ -29,7 +29,8 @@ const (
 	// Spread is the optimised alltoall (L156, L203): every send posted
 	// at once, the destinations in a random order of each node's, one
 	// packet of each message in turn (Params.Interleave), every packet
-	// adaptively routed and paced to the bisection bound (AlltoallPace).
+	// adaptively routed, paced to the bisection bound (AlltoallPace) and
+	// clocked by the node's own reception (AlltoallWindow).
 	// Its messages are Unordered (one a pair, into a buffer known from
 	// the start): one packet, or adaptive eager at any size without
 	// confirmations or rendezvous.

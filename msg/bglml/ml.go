@@ -116,7 +116,9 @@ type Params struct {
 	// writes, and the window holds the writes back to what is delivered
 	// instead of filling the network (the optimised alltoall,
 	// AlltoallWindow). A pass held by the window writes nothing more and
-	// waits for a packet to read.
+	// waits for a packet to read. Only for such exchanges: a node that
+	// reads fewer message packets than it writes stops once it is
+	// Window ahead.
 	Window int
 	// Coprocessor has the node's second core receive rendezvous (and
 	// get) data into buffers of whole L1 lines (L135–L137): the grant
