@@ -2,6 +2,7 @@ package bglml
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 
 	"github.com/aaemu/aaemu/bgl"
@@ -118,7 +119,7 @@ func AlltoallWith(spec bgl.Spec, params Params, costs Costs, size int, order All
 			params.Pace = AlltoallPace(spec, size)
 		}
 		if params.Window == 0 && !opt.Unwindowed {
-			params.Window = AlltoallWindow(spec)
+			params.Window = AlltoallWindow(spec, size)
 		}
 	}
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
@@ -329,11 +330,20 @@ func AlltoallPace(spec bgl.Spec, size int) sim.Tick {
 }
 
 // AlltoallWindow is the optimised alltoall's reception window
-// (Params.Window): the full packets a node's injection FIFOs hold. A
-// node then has no more packets unmatched by what it has read than it
-// could have waiting in its own FIFOs; the network as a whole holds
-// that many a node beyond what it delivers, not the 50 or more a node at
-// which it fills and its adaptive packets fall onto the escape channel.
-func AlltoallWindow(spec bgl.Spec) int {
-	return spec.Torus.InjFIFOs * spec.Torus.InjChunks / torus.MaxChunks
+// (Params.Window) for messages of size bytes: what a node's injection
+// FIFOs hold, in paces. Full, its FIFOs (InjFIFOs × InjChunks, in full
+// packets) take so long to drain onto a link at the link's rate; the
+// window is the packets the node's share of the bisection
+// (AlltoallPace) delivers in that time, and never more than the FIFOs
+// hold. A node whose share is a link's rate (a 4×4×4 mesh: 24 packets)
+// may then have its FIFOs' worth unmatched by what it has read; one
+// whose share is half a link's (8×8×8: 12) half of it. The network as
+// a whole then holds that many a node beyond what it delivers, not the
+// 50 or more at which it fills and its adaptive packets fall onto the
+// escape channel.
+func AlltoallWindow(spec bgl.Spec, size int) int {
+	fifos := spec.Torus.InjFIFOs * spec.Torus.InjChunks / torus.MaxChunks
+	drain := float64(fifos) * float64(spec.Torus.PacketCycles(torus.MaxChunks)) * float64(spec.Torus.Period())
+	w := int(math.Round(drain / float64(AlltoallPace(spec, size))))
+	return max(1, min(w, fifos))
 }

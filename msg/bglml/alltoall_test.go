@@ -101,6 +101,35 @@ func TestAlltoallWindow(t *testing.T) {
 	t.Logf("windowed %v (%.1f %%), unwindowed %v (%.1f %%)", res[0].Time, 100*float64(b)/float64(res[0].Time), res[1].Time, 100*float64(b)/float64(res[1].Time))
 }
 
+// TestAlltoallWindowSize: the window is the injection FIFOs' 24 full
+// packets in paces: 24 on the 4×4×4 mesh at every size (a node's share
+// of the bisection is about a link's rate: 1,080 cycles a packet against
+// a pace of 1,060 to 1,095), 12 on 8×8×8 (a pace of 2,146 cycles), never
+// more than the FIFOs hold (a 2×2×2 mesh's pace is under a link's
+// packet time), and smaller FIFOs make it smaller.
+func TestAlltoallWindowSize(t *testing.T) {
+	for _, c := range []struct {
+		dims     [3]int
+		size     int
+		inj, win int
+	}{
+		{[3]int{4, 4, 4}, 232, 32, 24},
+		{[3]int{4, 4, 4}, 952, 32, 24},
+		{[3]int{4, 4, 4}, 1912, 32, 24},
+		{[3]int{4, 4, 4}, 4792, 32, 24},
+		{[3]int{8, 8, 8}, 952, 32, 12},
+		{[3]int{2, 2, 2}, 952, 32, 24},
+		{[3]int{8, 8, 8}, 952, 16, 6},
+	} {
+		spec := bgl.DefaultSpec(c.dims[0], c.dims[1], c.dims[2])
+		spec.Torus.Mesh = true
+		spec.Torus.InjChunks = c.inj
+		if got := AlltoallWindow(spec, c.size); got != c.win {
+			t.Errorf("%v, %d B, FIFOs of %d chunks: window %d, want %d (pace %v)", c.dims, c.size, c.inj, got, c.win, AlltoallPace(spec, c.size))
+		}
+	}
+}
+
 // TestWindow: a node with a reception window of 2 writes two packets of
 // a five-packet message, then waits (dozing, or polling) for packets to
 // read: its last packet is written only after its peer's message, sent
@@ -249,7 +278,7 @@ func TestPace(t *testing.T) {
 func BenchmarkAlltoallFull(b *testing.B) {
 	spec := bgl.DefaultSpec(8, 8, 8)
 	spec.Torus.Mesh = true
-	w := AlltoallWindow(spec)
+	w := AlltoallWindow(spec, 952)
 	for _, c := range []struct {
 		name       string
 		window     int
@@ -257,8 +286,8 @@ func BenchmarkAlltoallFull(b *testing.B) {
 		strict     bool
 	}{
 		{"paced", 0, false, false},
-		{fmt.Sprintf("window=%d", w*4/5), w * 4 / 5, false, false},
-		{fmt.Sprintf("window=%d", w*6/5), w * 6 / 5, false, false},
+		{fmt.Sprintf("window=%d", (4*w+2)/5), (4*w + 2) / 5, false, false},
+		{fmt.Sprintf("window=%d", (6*w+2)/5), (6*w + 2) / 5, false, false},
 		{"unwindowed", 0, true, false},
 		{"strict", 0, true, true},
 	} {
