@@ -2,6 +2,7 @@ package bglml
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 
 	"github.com/aaemu/aaemu/bgl"
@@ -29,7 +30,8 @@ const (
 	// Spread is the optimised alltoall (L156, L203): every send posted
 	// at once, the destinations in a random order of each node's, one
 	// packet of each message in turn (Params.Interleave), every packet
-	// adaptively routed and paced to the bisection bound (AlltoallPace).
+	// adaptively routed, paced to the bisection bound (AlltoallPace) and
+	// clocked by the node's own reception (AlltoallWindow).
 	// Its messages are Unordered (one a pair, into a buffer known from
 	// the start): one packet, or adaptive eager at any size without
 	// confirmations or rendezvous.
@@ -86,6 +88,10 @@ type AlltoallOptions struct {
 	// Deterministic routes the Spread order's packets in dimension order
 	// (eager) instead of adaptively.
 	Deterministic bool
+	// Unwindowed leaves the Spread order's writes unclocked by the
+	// node's reception (its window is otherwise AlltoallWindow's,
+	// unless Params.Window sets one).
+	Unwindowed bool
 }
 
 // Alltoall runs an alltoall of size bytes between every pair of nodes
@@ -111,6 +117,9 @@ func AlltoallWith(spec bgl.Spec, params Params, costs Costs, size int, order All
 		params.Interleave, params.Adaptive = true, !opt.Deterministic
 		if params.Pace == 0 && !opt.Unpaced {
 			params.Pace = AlltoallPace(spec, size)
+		}
+		if params.Window == 0 && !opt.Unwindowed {
+			params.Window = AlltoallWindow(spec, size)
 		}
 	}
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
@@ -318,4 +327,23 @@ func AlltoallPace(spec bgl.Spec, size int) sim.Tick {
 	n := d[0] * d[1] * d[2]
 	pk := 1 + max(0, (size-(torus.MaxPayload-firstHdr)+torus.MaxPayload-1)/torus.MaxPayload)
 	return BisectionTime(spec, size) / sim.Tick((n-1)*pk)
+}
+
+// AlltoallWindow is the optimised alltoall's reception window
+// (Params.Window) for messages of size bytes: what a node's injection
+// FIFOs hold, in paces. Full, its FIFOs (InjFIFOs × InjChunks, in full
+// packets) take so long to drain onto a link at the link's rate; the
+// window is the packets the node's share of the bisection
+// (AlltoallPace) delivers in that time, and never more than the FIFOs
+// hold. A node whose share is a link's rate (a 4×4×4 mesh: 24 packets)
+// may then have its FIFOs' worth unmatched by what it has read; one
+// whose share is half a link's (8×8×8: 12) half of it. The network as
+// a whole then holds that many a node beyond what it delivers, not the
+// 50 or more at which it fills and its adaptive packets fall onto the
+// escape channel.
+func AlltoallWindow(spec bgl.Spec, size int) int {
+	fifos := spec.Torus.InjFIFOs * spec.Torus.InjChunks / torus.MaxChunks
+	drain := float64(fifos) * float64(spec.Torus.PacketCycles(torus.MaxChunks)) * float64(spec.Torus.Period())
+	w := int(math.Round(drain / float64(AlltoallPace(spec, size))))
+	return max(1, min(w, fifos))
 }

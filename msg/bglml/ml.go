@@ -107,6 +107,19 @@ type Params struct {
 	// one before: a node held back (its FIFOs full, its core reading)
 	// does not catch up.
 	PaceStrict bool
+	// Window, if not 0, clocks the paced packets (as Pace counts them) by
+	// the node's own reception: the node writes one only while it has
+	// written fewer than Window more than the message packets it has
+	// read. In an exchange where every node sends as many packets as it
+	// receives (an alltoall), a network that delivers slower than the
+	// nodes inject shows at each node as reception falling behind its
+	// writes, and the window holds the writes back to what is delivered
+	// instead of filling the network (the optimised alltoall,
+	// AlltoallWindow). A pass held by the window writes nothing more and
+	// waits for a packet to read. Only for such exchanges: a node that
+	// reads fewer message packets than it writes stops once it is
+	// Window ahead.
+	Window int
 	// Coprocessor has the node's second core receive rendezvous (and
 	// get) data into buffers of whole L1 lines (L135–L137): the grant
 	// asks for the data in the second FIFO set, which the coprocessor's
@@ -159,6 +172,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("bglml.batch: %d out of range (1 to 1024)", p.Batch)
 	case p.Pace > sim.S:
 		return fmt.Errorf("bglml.pace: %d ps out of range (0 to 1 s)", p.Pace)
+	case p.Window < 0 || p.Window > 1<<20:
+		return fmt.Errorf("bglml.window: %d out of range (0 to 2^20 packets)", p.Window)
 	}
 	return nil
 }
@@ -301,6 +316,11 @@ type Layer struct {
 	paceFrom  sim.Tick
 	paceN     uint64
 	paceFound bool
+	// The reception window (Params.Window): the paced packets written,
+	// the message packets read, and whether this pass met the window
+	// (its send half then stops until a packet is read).
+	winOut, winIn uint64
+	winFound      bool
 	// notified: the torus wakes the core Until runs on when a packet
 	// arrives (so that it can doze).
 	notified bool
@@ -918,6 +938,7 @@ func (l *Layer) startable(o *out) bool {
 func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 	n := 0
 	paced := l.params.Pace > 0 && (o.message || o.adaptive)
+	windowed := l.params.Window > 0 && (o.message || o.adaptive)
 	for o.next < o.n && n < budget {
 		fifo := l.pinned(o.dst)
 		if l.params.Interleave && o.adaptive {
@@ -930,6 +951,10 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 		// that could write, whether it goes entry by entry or jumps.)
 		if paced && l.paceN > 0 && p.Now() < l.paceAt() {
 			l.paceFound = true
+			break
+		}
+		if windowed && l.winOut >= l.winIn+uint64(l.params.Window) {
+			l.winFound = true
 			break
 		}
 		// A packet built for a look that found no room is kept for the
@@ -964,6 +989,9 @@ func (l *Layer) pushN(p *cpu.Proc, o *out, budget int) int {
 				l.paceFrom, l.paceN = p.Now(), 0
 			}
 			l.paceN++
+		}
+		if windowed {
+			l.winOut++
 		}
 		o.pk = nil
 		if o.in != 0 {
@@ -1113,7 +1141,7 @@ func (l *Layer) afterLook(p *cpu.Proc, f int) bool {
 		return l.interleave(p) || did
 	}
 	budget := l.params.Batch
-	for i := 0; i < len(l.sendq) && budget > 0 && !l.paceFound; i++ {
+	for i := 0; i < len(l.sendq) && budget > 0 && !l.paceFound && !l.winFound; i++ {
 		if l.nfull >= l.nqueued && !scanAll {
 			l.Stats.ScanStops++
 			break
@@ -1165,7 +1193,7 @@ func (l *Layer) interleave(p *cpu.Proc) bool {
 		l.rr = 0
 	}
 	i := l.rr
-	for left := n; left > 0 && budget > 0 && len(l.sendq) > 0 && l.nfull < len(l.full) && !l.paceFound; left-- {
+	for left := n; left > 0 && budget > 0 && len(l.sendq) > 0 && l.nfull < len(l.full) && !l.paceFound && !l.winFound; left-- {
 		if l.nfull >= l.nqueuedAny && !scanAll {
 			// Every FIFO an entry could write is full: the rest of the
 			// round would only step past the entries, to where it ends.
@@ -1198,8 +1226,8 @@ func (l *Layer) interleave(p *cpu.Proc) bool {
 				l.remove(i)
 				l.finish(p, o)
 			}
-		} else if l.paceFound {
-			i-- // the entry that met the pace goes first in the next round
+		} else if l.paceFound || l.winFound {
+			i-- // the entry that met the pace (or window) goes first in the next round
 		}
 		if i >= len(l.sendq) {
 			i = 0
@@ -1219,6 +1247,10 @@ func (l *Layer) receive(p *cpu.Proc, f int) {
 	l.Stats.Read++
 	p.Compute(l.costs.Dispatch)
 	t, src, id, idx := unsoft(&hd.Soft)
+	switch t {
+	case tOne, tEagerFirst, tEagerData, tAdaptive, tScout, tData:
+		l.winIn++ // a packet its sender paced (Params.Window)
+	}
 	switch t {
 	case tEagerData:
 		p.Compute(l.costs.Lookup)
@@ -1476,5 +1508,5 @@ func (l *Layer) complete(p *cpu.Proc, r *rx) {
 func (l *Layer) clearFull() {
 	clear(l.full)
 	l.nfull = 0
-	l.paceFound = false
+	l.paceFound, l.winFound = false, false
 }

@@ -295,6 +295,9 @@ func TestBadInput(t *testing.T) {
 	if _, err := New(m, 0, Params{Batch: 8, Pace: 2 * sim.S}, DefaultCosts(), nil); err == nil || !strings.Contains(err.Error(), "bglml.pace: 2000000000000 ps out of range") {
 		t.Errorf("pace 2 s: %v", err)
 	}
+	if _, err := New(m, 0, Params{Batch: 8, Window: -1}, DefaultCosts(), nil); err == nil || !strings.Contains(err.Error(), "bglml.window: -1 out of range") {
+		t.Errorf("window -1: %v", err)
+	}
 	c := DefaultCosts()
 	c.Upcall = -3
 	if _, err := New(m, 0, DefaultParams(), c, nil); err == nil || !strings.Contains(err.Error(), "bglml.costs.upcall: -3") {
