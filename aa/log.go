@@ -33,7 +33,7 @@ type Log struct {
 	entry     uint64 // the descriptor in memory
 	stopped   bool
 	keepData  bool
-	notify    *cpu.Notify // SP: wakes the polling hyperthread (scratchpad writes, Stop)
+	notify    *cpu.Notify // SP, Poll: wakes the polling core (scratchpad writes, Stop)
 	// Int: a handler is draining the log, and an MSI came meanwhile. A
 	// handler that takes time lets the core take the log's next MSI; that
 	// one must not drain from the same head again (it would hand the
@@ -131,10 +131,13 @@ func (n *Node) CreateLogWith(iuid uint16, size uint64, mode iommu.Notify, opt Lo
 			}
 		})
 	case iommu.Poll:
+		// The IOMMU's write of the tail, and Stop, are all that can
+		// change what the loop looks at: its core may sleep until one.
+		l.notify = &cpu.Notify{}
 		n.Cores[opt.Core].SpawnDaemon(fmt.Sprintf("log%d_poll", iuid), func(p *cpu.Proc) {
 			c := n.Ctx(p, 0)
 			for !l.stopped {
-				p.Poll(func() bool { return l.stopped || n.Mem.Load64(l.entry+24) > l.head })
+				p.PollWordNotified(l.entry+24, l.notify, func(tail uint64) bool { return l.stopped || tail > l.head })
 				l.drain(c)
 			}
 		})

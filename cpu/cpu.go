@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/aaemu/aaemu/memory"
 	"github.com/aaemu/aaemu/pcie"
@@ -64,16 +65,20 @@ type Core struct {
 	generalOnly bool            // no fast path for a lone polling process (tests)
 	noSleep     bool            // check a lone PollWord loop on every edge (SetPollSleep)
 
-	// A lone polling loop the core sleeps through (sleepPoll): the
-	// process, the edge of the first check not made yet, the time
-	// between two checks' edges (the loop's interval rounded up to whole
-	// clock periods) and what a check costs (the interval itself).
-	// settled: the OnRunEnd hook is registered.
+	// The polling loops the core sleeps through (sleepPoll): the process
+	// whose check was made last (nil: awake), the indices in procs of the
+	// polling processes in the order of their checks from the first not
+	// made yet (round-robin), that check's edge, the time between two
+	// checks' edges (the loops' interval rounded up to whole clock
+	// periods) and what a check costs (the interval itself). settled: the
+	// OnRunEnd hook is registered. lastRun: the process the core ran last.
 	sleeper    *Proc
+	sleepRing  []int
 	sleepNext  sim.Tick
 	sleepEvery sim.Tick
 	sleepCost  sim.Tick
 	settled    bool
+	lastRun    *Proc
 	// sameEdgeWakes counts writes that woke the sleeping core on their own
 	// step (tests check that they happen).
 	sameEdgeWakes int
@@ -261,7 +266,7 @@ func (c *Core) Tick(now sim.Tick) bool {
 	if len(c.procs) == 1 && c.reading == nil && !c.generalOnly {
 		if p := c.procs[0]; p.poll != nil && !p.done && !p.handler && p.wakeAt <= now && !c.checkPoll(p) {
 			d := max(p.pollEvery, c.spec.PeriodPS)
-			c.rr = 0
+			c.rr, c.lastRun = 0, p
 			c.stOps.Inc()
 			p.ops++
 			p.wakeAt, c.busyUntil = now+d, now+d
@@ -302,6 +307,7 @@ func (c *Core) Tick(now sim.Tick) bool {
 		}
 	}
 	if run != nil {
+		c.lastRun = run
 		var d sim.Tick
 		ok := true
 		switch {
@@ -363,7 +369,7 @@ func (c *Core) Tick(now sim.Tick) bool {
 			next = min(next, max(p.wakeAt, c.busyUntil))
 		}
 	}
-	if next != sim.Never {
+	if next != sim.Never && (next <= now || !c.sleepPoll(next)) {
 		c.u.WakeAt(max(next, now+1))
 	}
 	return false
@@ -637,11 +643,18 @@ func (p *Proc) Poll(cond func() bool) { p.spin(cond, p.core.spec.PollIntervalPS)
 // (memory.Watch), so a check that finds the word unchanged costs no page
 // lookup; what each check sees, and when, is what Poll's would.
 func (p *Proc) PollWord(addr uint64, cond func(v uint64) bool) {
-	c := p.core
-	v := c.mem.Load64(addr)
+	v := p.core.mem.Load64(addr)
 	if cond(v) {
 		return
 	}
+	p.pollOnWord(addr, v, nil, cond)
+}
+
+// pollOnWord runs a PollWord loop whose first check (at the call) found
+// cond false of v, the word's value; n, if not nil, is the Notify of the
+// condition's other state.
+func (p *Proc) pollOnWord(addr, v uint64, n *Notify, cond func(v uint64) bool) {
+	c := p.core
 	if p.watch == nil {
 		p.watch = c.mem.Watch(addr)
 	} else {
@@ -649,7 +662,7 @@ func (p *Proc) PollWord(addr uint64, cond func(v uint64) bool) {
 	}
 	p.watch.Written = false
 	p.word, p.wordVal = addr, v
-	p.pollWord, p.notify = true, nil
+	p.pollWord, p.notify = true, n
 	p.poll = func() bool {
 		if p.watch.Written || c.loadEvery {
 			p.watch.Written = false
@@ -659,6 +672,22 @@ func (p *Proc) PollWord(addr uint64, cond func(v uint64) bool) {
 	}
 	p.pollEvery = c.spec.PollIntervalPS
 	p.wait(p.pollEvery)
+}
+
+// PollWordNotified is PollWord for a condition that also reads Go state
+// that others change (a flag set when a run stops): whoever changes it
+// calls n.Changed at the time of the change, so that a core sleeping
+// through the loop's checks runs the one that sees it.
+func (p *Proc) PollWordNotified(addr uint64, n *Notify, cond func(v uint64) bool) {
+	v := p.core.mem.Load64(addr)
+	if cond(v) {
+		return
+	}
+	n.changed = false
+	p.pollOnWord(addr, v, n, func(v uint64) bool {
+		n.changed = false
+		return cond(v)
+	})
 }
 
 // SetPollWatch chooses whether the core's PollWord loops load their word
@@ -672,49 +701,95 @@ func (c *Core) SetPollWatch(on bool) { c.loadEvery = !on }
 // evaluations differ; tests compare the two.
 func (c *Core) SetPollSleep(on bool) { c.noSleep = !on }
 
-// sleepPoll lets the core sleep through its lone process's polling loop,
-// due again at next (its next check is the first edge at or after), when nothing else can need the core: no
-// timer for the checks, the checks that find the word unchanged counted
-// when the core next runs (rouse) or the run ends, and a write to the
-// word's line, an MSI (the Irq channel) or a new process waking it on the
-// check its loop would have made. It reports whether the core sleeps.
+// sleepPoll lets the core sleep through the checks of its processes'
+// polling loops, the next due at next (its check is the first edge at or
+// after), when nothing else can need the core: no timer for the checks,
+// the checks that find nothing counted when the core next runs (rouse) or
+// the run ends, and a write to a watched word's line, a Notify, an MSI
+// (the Irq channel) or a new process waking it on the check the loops
+// would have made. It reports whether the core sleeps.
 //
-// What the loop's condition reads besides the word is the process's own
-// Go state (the verbs' completion counts), which only the core's
-// processes change: with one process, none while it polls.
+// The core may sleep when the process it ran last has just checked (or
+// begun) a loop that only a known event can end (PollWord,
+// ScratchpadPollNotified, PollWordNotified), and each of its other
+// processes waits in such a loop of the same interval or sleeps (Sleep)
+// past the next check: the checks then go round-robin over the polling
+// processes, one a period of the loops, each finding nothing, until a
+// write or the first of the sleeping processes' wakes (a timer on the
+// first check at or after it). What a loop's condition reads besides its
+// word is its process's own Go state (the verbs' completion counts, a
+// log's head), which only the core's processes change: none while they
+// all wait.
 func (c *Core) sleepPoll(next sim.Tick) bool {
-	if c.noSleep || len(c.procs) != 1 || c.reading != nil || c.dozing != nil {
+	if c.noSleep || c.reading != nil || c.dozing != nil || c.sleeper != nil {
 		return false
 	}
-	p := c.procs[0]
-	if p.done || p.handler || p.poll == nil || !p.pollWord && p.notify == nil || p.wakeAt != next {
+	n := len(c.procs)
+	if c.rr >= n || c.procs[c.rr] != c.lastRun {
 		return false
 	}
+	last := c.lastRun
+	if !sleepable(last) || last.wakeAt != next || c.busyUntil != next {
+		return false
+	}
+	d := max(last.pollEvery, c.spec.PeriodPS)
+	period := c.u.Clock().Period()
+	first, every := c.u.Clock().EdgeAtOrAfter(next), (d+period-1)/period*period
+	// The processes in the order the round-robin checks them, from the
+	// one after the last that ran.
+	ring, limit := c.sleepRing[:0], sim.Never
+	for i := 1; i <= n; i++ {
+		j := (c.rr + i) % n
+		p := c.procs[j]
+		switch {
+		case p.done:
+		case p.handler || p.lspin != nil || p.doze != nil || p.cplWait:
+			return false
+		case p.poll == nil:
+			// Sleeping (Sleep) past the first check: the core checks up
+			// to its wake, then runs as before.
+			if p.wakeAt <= first {
+				return false
+			}
+			limit = min(limit, p.wakeAt)
+		case !sleepable(p) || max(p.pollEvery, c.spec.PeriodPS) != d:
+			return false
+		case p.pollWord && p.watch.Written, p.notify != nil && p.notify.changed:
+			return false // changed since its check: the next one sees it
+		default:
+			ring = append(ring, j)
+		}
+	}
+	c.sleepRing = ring
 	if !c.settled {
 		c.settled = true
 		c.u.Engine().OnRunEnd(c.settle)
 	}
-	if p.pollWord {
-		if p.watch.OnWrite == nil {
+	for _, j := range ring {
+		p := c.procs[j]
+		if p.pollWord && p.watch.OnWrite == nil {
 			p.watch.OnWrite = c.pollWritten
 		}
-		if p.watch.Written {
-			c.u.WakeAt(next) // written since the check: the next one loads it
+		if p.notify != nil {
+			p.notify.wake = c.pollWritten
 		}
-	} else {
-		p.notify.wake = c.pollWritten
 	}
-	// A check at an edge sets the next at the first edge the interval
-	// reaches: checks are a whole number of periods apart.
-	d := max(p.pollEvery, c.spec.PeriodPS)
-	period := c.u.Clock().Period()
-	c.sleeper, c.sleepCost = p, d
-	c.sleepNext, c.sleepEvery = c.u.Clock().EdgeAtOrAfter(next), (d+period-1)/period*period
+	c.sleeper, c.sleepCost, c.sleepNext, c.sleepEvery = last, d, first, every
+	if limit != sim.Never {
+		c.u.WakeAt(first + (limit-first+every-1)/every*every)
+	}
 	return true
 }
 
+// sleepable reports whether p waits in a polling loop that only a known
+// event can end: a write to its watched word's line or its Notify.
+func sleepable(p *Proc) bool {
+	return !p.done && !p.handler && p.poll != nil && (p.pollWord || p.notify != nil) &&
+		p.lspin == nil && p.doze == nil && !p.cplWait
+}
+
 // pollWritten is the watch's OnWrite (and a Notify's): the sleeping core runs the first
-// check its loop makes at or after now, or the next one when that check's
+// check its loops make at or after now, or the next one when that check's
 // turn in the current time step has passed.
 func (c *Core) pollWritten() {
 	if c.sleeper == nil {
@@ -735,8 +810,10 @@ func (c *Core) pollWritten() {
 	c.u.WakeAt(at)
 }
 
-// skip counts the checks of the sleeping loop before t, as the loop would
-// have counted them, and returns the time of the last (0 if none).
+// skip counts the checks of the sleeping loops before t, as the loops
+// would have counted them (round-robin over the ring), leaves each
+// process as its last check left it, and returns the time of the last
+// check (0 if none).
 func (c *Core) skip(t sim.Tick) sim.Tick {
 	if t <= c.sleepNext {
 		return 0
@@ -744,32 +821,48 @@ func (c *Core) skip(t sim.Tick) sim.Tick {
 	k := (t - c.sleepNext + c.sleepEvery - 1) / c.sleepEvery
 	c.stOps.Add(uint64(k))
 	c.stBusy.Add(uint64(k * c.sleepCost))
-	c.sleeper.ops += uint64(k)
+	m := sim.Tick(len(c.sleepRing))
+	for i := sim.Tick(0); i < m && i < k; i++ {
+		// The ring's i-th process makes checks i, i+m, i+2m… of the k.
+		p := c.procs[c.sleepRing[i]]
+		checks := (k-1-i)/m + 1
+		p.ops += uint64(checks)
+		p.wakeAt = c.sleepNext + (i+(checks-1)*m)*c.sleepEvery + c.sleepCost
+	}
+	lastIdx := int((k - 1) % m)
+	c.rr = c.sleepRing[lastIdx]
+	c.sleeper, c.lastRun = c.procs[c.rr], c.procs[c.rr]
+	// The ring from the process after the last checked.
+	if r := int(k % m); r != 0 {
+		slices.Reverse(c.sleepRing[:r])
+		slices.Reverse(c.sleepRing[r:])
+		slices.Reverse(c.sleepRing)
+	}
 	c.sleepNext += k * c.sleepEvery
 	return c.sleepNext - c.sleepEvery
 }
 
 // rouse ends the sleep at now: the checks before now are counted, and the
-// loop's next check is the first at or after now.
+// loops' next check is the first at or after now.
 func (c *Core) rouse(now sim.Tick) {
 	c.skip(now)
-	c.sleeper.wakeAt, c.busyUntil = c.sleepDue(), c.sleepDue()
+	c.busyUntil = c.sleepDue()
 	c.sleeper = nil
 }
 
-// sleepDue is when the loop is due again, as its last check set it: that
+// sleepDue is when the core is free again, as the last check set it: that
 // check's edge plus the interval (the next check is the first edge at or
 // after it, sleepNext).
 func (c *Core) sleepDue() sim.Tick { return c.sleepNext - c.sleepEvery + c.sleepCost }
 
-// settle is the core's OnRunEnd hook: the checks a sleeping loop skipped
-// before the run's end are counted, the loop sleeping on.
+// settle is the core's OnRunEnd hook: the checks a sleeping core skipped
+// before the run's end are counted, the core sleeping on.
 func (c *Core) settle(end sim.Tick) sim.Tick {
 	if c.sleeper == nil || end == sim.Never {
 		return 0 // (a run without a limit would check for ever)
 	}
 	last := c.skip(end)
-	c.sleeper.wakeAt, c.busyUntil = c.sleepDue(), c.sleepDue()
+	c.busyUntil = c.sleepDue()
 	return last
 }
 
@@ -790,12 +883,17 @@ func (p *Proc) spin(cond func() bool, d sim.Tick) {
 }
 
 // A Notify is how what a polling loop looks at tells the loop's core that
-// it may have changed (ScratchpadPollNotified): a core sleeping through
-// the loop's checks then runs the check that would have seen it.
-type Notify struct{ wake func() }
+// it may have changed (ScratchpadPollNotified, PollWordNotified): a core
+// sleeping through the loop's checks then runs the check that would have
+// seen it, and one that is not does not sleep before that check.
+type Notify struct {
+	wake    func()
+	changed bool // since the loop's last check
+}
 
 // Changed says that what the loop looks at may have changed now.
 func (n *Notify) Changed() {
+	n.changed = true
 	if n.wake != nil {
 		n.wake()
 	}
@@ -809,7 +907,12 @@ func (p *Proc) ScratchpadPollNotified(n *Notify, cond func() bool) {
 	if cond() {
 		return
 	}
-	p.poll, p.pollEvery, p.pollWord, p.notify = cond, p.core.spec.ScratchpadPS, false, n
+	n.changed = false
+	p.poll = func() bool {
+		n.changed = false
+		return cond()
+	}
+	p.pollEvery, p.pollWord, p.notify = p.core.spec.ScratchpadPS, false, n
 	p.wait(p.pollEvery)
 }
 

@@ -754,7 +754,9 @@ func (d *DHT) waitDone(x *aa.Ctx, s *source, sent []bool, phase uint64) {
 		case !ok:
 		case d.cfg.Scheme.activeMessages():
 			flag := d.flagAddr(s.node, s.core, owner)
-			x.P.Poll(func() bool { return x.N.Mem.Load64(flag) >= phase })
+			// The flag is written only by the owner's put: a watched
+			// word, so a core with nothing else to do sleeps until it.
+			x.P.PollWord(flag, func(v uint64) bool { return v >= phase })
 		default:
 			x.Flush(owner)
 			for k, iuid := range d.iuids {

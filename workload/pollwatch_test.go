@@ -26,16 +26,28 @@ func TestPollWatchMatchesEveryCheck(t *testing.T) {
 		transport string
 		nodes     int
 		procs     int
+		logs      bool   // a log a process (ProcessLogs)
+		onload    int    // AM-Onload's server cores
 		polling   string // machine.Spec.PollingHyperthreads, with a log a process
 	}{
-		{"AA-SP, srd, 4×8", AASP, machine.TransportSRD, 4, 8, ""},
-		{"AA-SP, rc, 3×2", AASP, "", 3, 2, ""},
-		{"AA-SP, a hyperthread a core, srd, 4×8", AASP, machine.TransportSRD, 4, 8, machine.PollingPerCore},
-		{"AA-SP, a hyperthread a node, rc, 3×4", AASP, "", 3, 4, machine.PollingPerNode},
-		{"AA-Poll, rc, 3×4", AAPoll, "", 3, 4, ""},
-		{"AA-Poll, srd, 2×4", AAPoll, machine.TransportSRD, 2, 4, ""},
-		{"RMA, rc, 2×2", RMA, "", 2, 2, ""},
-		{"RMA, srd, 4×4", RMA, machine.TransportSRD, 4, 4, ""},
+		{"AA-SP, srd, 4×8", AASP, machine.TransportSRD, 4, 8, false, 0, ""},
+		{"AA-SP, rc, 3×2", AASP, "", 3, 2, false, 0, ""},
+		{"AA-SP, a hyperthread a core, srd, 4×8", AASP, machine.TransportSRD, 4, 8, true, 0, machine.PollingPerCore},
+		{"AA-SP, a hyperthread a node, rc, 3×4", AASP, "", 3, 4, true, 0, machine.PollingPerNode},
+		{"AA-Poll, rc, 3×4", AAPoll, "", 3, 4, false, 0, ""},
+		{"AA-Poll, srd, 2×4", AAPoll, machine.TransportSRD, 2, 4, false, 0, ""},
+		{"RMA, rc, 2×2", RMA, "", 2, 2, false, 0, ""},
+		{"RMA, srd, 4×4", RMA, machine.TransportSRD, 4, 4, false, 0, ""},
+		// A log a process: AA-Poll's cores hold an inserting process and
+		// its log's poller, AA-SP's hyperthread a poller a log.
+		{"AA-Poll, a log a process, srd, 3×4", AAPoll, machine.TransportSRD, 3, 4, true, 0, ""},
+		{"AA-SP, a log a process, srd, 2×4", AASP, machine.TransportSRD, 2, 4, true, 0, ""},
+		// The active-message schemes: each inserting process waits for its
+		// owners' done flags, beside a server that sleeps between polls.
+		{"AM, srd, 3×4", AM, machine.TransportSRD, 3, 4, false, 0, ""},
+		{"AM-Exp, rc, 2×4", AMExp, "", 2, 4, false, 0, ""},
+		{"AM-Int, srd, 2×4", AMInt, machine.TransportSRD, 2, 4, false, 0, ""},
+		{"AM-Onload, srd, 2×4", AMOnload, machine.TransportSRD, 2, 4, false, 2, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,7 +69,7 @@ func TestPollWatchMatchesEveryCheck(t *testing.T) {
 				}
 				c.SetPollSleep(sleep) // the polling hyperthreads too
 				c.Eng.World().EnableTxnLog()
-				d, err := SetupDHT(c, DHTConfig{Scheme: tc.scheme, Inserts: 60, Cells: 1 << 12, Collisions: 0.1, Procs: tc.procs, Seed: 1, ProcessLogs: tc.polling != ""})
+				d, err := SetupDHT(c, DHTConfig{Scheme: tc.scheme, Inserts: 60, Cells: 1 << 12, Collisions: 0.1, Procs: tc.procs, Seed: 1, ProcessLogs: tc.logs, OnloadCores: tc.onload})
 				if err != nil {
 					t.Fatal(err)
 				}
