@@ -86,6 +86,11 @@ func (n *Node) CreateLogWith(iuid uint16, size uint64, mode iommu.Notify, opt Lo
 	if n.IOMMU.Spec().Bypass {
 		return nil, fmt.Errorf("node %d, log of IUID %d: %w", n.ID, iuid, iommu.ErrBypassed)
 	}
+	// An SP log's slot is checked before its memory is taken: a refused
+	// log leaves the node's heap as it was.
+	if mode == iommu.SP && len(n.logs) >= n.SP.Slots() {
+		return nil, fmt.Errorf("node %d, log of IUID %d: the scratchpad's %d slots are taken (a slot a log)", n.ID, iuid, n.SP.Slots())
+	}
 	l := &Log{n: n, IUID: iuid, Base: n.Alloc(size), Size: size, Mode: mode, handler: h, entry: n.Driver.LogEntryAddr(iuid)}
 	cfg := iommu.LogConfig{Base: l.Base, Size: size, Mode: mode, Threshold: threshold}
 	switch mode {
@@ -104,10 +109,7 @@ func (n *Node) CreateLogWith(iuid uint16, size uint64, mode iommu.Notify, opt Lo
 			l.draining = false
 		})
 	case iommu.SP:
-		cfg.SPSlot = uint32(len(n.logs))
-		if int(cfg.SPSlot) >= n.SP.Slots() {
-			return nil, fmt.Errorf("node %d, log of IUID %d: the scratchpad's %d slots are taken (a slot a log)", n.ID, iuid, n.SP.Slots())
-		}
+		cfg.SPSlot = uint32(len(n.logs)) // free: checked above
 		// The scratchpad's writes of the log's slot, and Stop, are all
 		// that can change what the loop looks at: its core may sleep
 		// until one comes. The log's hyperthread is the node's, or the

@@ -59,12 +59,16 @@ func TestSPLogOnItsCoresSibling(t *testing.T) {
 }
 
 // A node's scratchpad has a slot a log: an SP log beyond its slots is
-// refused rather than never notified.
+// refused rather than never notified, before it takes the node's memory.
 func TestSPLogsBeyondTheScratchpad(t *testing.T) {
 	c := newCluster(t, nil)
 	n := c.Nodes[1]
 	for i := 0; i <= machine.ScratchpadSlots; i++ {
+		heap := n.Alloc(0)
 		_, err := n.CreateLog(uint16(100+i), 4096, iommu.SP, func(*Ctx, Record) {})
+		if i == machine.ScratchpadSlots && n.Alloc(0) != heap {
+			t.Errorf("the refused log took memory: the heap moved from %#x to %#x", heap, n.Alloc(0))
+		}
 		switch {
 		case i < machine.ScratchpadSlots && err != nil:
 			t.Fatalf("log %d: %v", i, err)

@@ -592,3 +592,29 @@ func TestFlushWaiters(t *testing.T) {
 		})
 	}
 }
+
+// A head poll's look at the flushes a page holds makes no garbage while
+// they wait for the consumer (it runs every HeadPollPS on every IOMMU).
+func TestReleaseFlushesAllocates(t *testing.T) {
+	spec := DefaultSpec()
+	spec.FlushWaiters = 2
+	s := newSystem(t, spec, 1)
+	s.drv.RegisterLog(testIUID, LogConfig{Base: testLog, Size: 1 << 16})
+	s.drv.Map(1, testIOVA, testPA, 4096, 4096, Perm{Bits: pte.WL | pte.WLD | pte.E, IUID: testIUID})
+	flushIOVA := uint64(testIOVA + 0x1000)
+	s.drv.Map(1, flushIOVA, testPA+0x1000, 4096, 4096, Perm{Bits: pte.R})
+	if err := s.drv.RegisterFlushPage(testIUID, flushIOVA); err != nil {
+		t.Fatal(err)
+	}
+	id := s.devs[0].id
+	s.send(0, tlp.NewMemWrite(id, 0, testIOVA, fill(64, 1)))
+	s.send(0, tlp.NewMemRead(id, 9, flushIOVA, 4), tlp.NewMemRead(id, 10, flushIOVA, 4))
+	s.e.Run(5 * sim.US) // no consumer: both flushes stay held
+	if n := s.m.activeFlushes(); n != 2 {
+		t.Fatalf("%d flushes held, want 2", n)
+	}
+	now := s.e.Now()
+	if a := testing.AllocsPerRun(100, func() { s.m.releaseFlushes(now) }); a != 0 {
+		t.Errorf("releaseFlushes made %v allocations a call", a)
+	}
+}

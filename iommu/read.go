@@ -216,23 +216,31 @@ func (m *IOMMU) releaseFlushes(now sim.Tick) {
 		if lv == nil {
 			return // a log with an active flush stays in the table
 		}
-		// In arrival order; a wait done here leaves the slice, so walk a
-		// copy of it.
-		for _, w := range slices.Clone(fe.waits) {
+		// In arrival order; a wait done here leaves the slice, and the
+		// next one takes its index (no copy: this runs at every head
+		// poll).
+		for i := 0; i < len(fe.waits); {
+			w := fe.waits[i]
 			if w.released || (*lv).head < w.target {
+				i++
 				continue
 			}
 			w.released = true
 			p := m.ports[w.port]
+			done := false
 			for _, pkt := range w.held {
 				p.queue.Push(pkt)
 				c := &pkt.TLP
 				if int(c.ByteCount) <= len(c.Data)-int(c.LowerAddr&3) || c.Status != tlp.SC {
 					fe.done(w)
 					m.stFlushes.Inc()
+					done = true
 				}
 			}
 			w.held = w.held[:0]
+			if !done {
+				i++
+			}
 		}
 	})
 }

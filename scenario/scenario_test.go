@@ -11,6 +11,7 @@ import (
 
 	"github.com/aaemu/aaemu/machine"
 	"github.com/aaemu/aaemu/sim"
+	"go.yaml.in/yaml/v3"
 )
 
 // Every error of a scenario file is "file:line: dotted.key: what is wrong
@@ -303,28 +304,83 @@ func TestFabricMHzRounds(t *testing.T) {
 	}
 }
 
+// fuzzSeeds is FuzzScenario's seed corpus: the example scenarios, the
+// machine presets and scenarios of the keys no example sets.
+func fuzzSeeds() [][]byte {
+	var out [][]byte
+	for _, glob := range []string{"../examples/*.yaml", "../examples/machines/*.yaml"} {
+		files, _ := filepath.Glob(glob)
+		for _, name := range files {
+			if b, err := os.ReadFile(name); err == nil && !strings.HasPrefix(filepath.Base(name), "sweep-") {
+				out = append(out, b)
+			}
+		}
+	}
+	return append(out,
+		[]byte("machine: {nodes: 3, cores: 2}\nworkload: {dht: {procs_per_node: 2, aa_logs: process, schemes: [AA-Poll, AM-Int], collisions: [0.5]}}\n"),
+		[]byte("workload: {kind: sort, sort: {keys: 64}}\nmachine: {fabric_mhz: 300}\n"),
+		[]byte("workload: {kind: stream, stream: {op: send, messages: 4, msg_bytes: 100}}\n"),
+		[]byte("seed: 0x10\nmachine:\n  nodes: 4.0\n  wire: {rate_mbps: -1}\n"),
+		[]byte("a: &x [1]\nb: *x\n"),
+		[]byte("machine:\n  nodes: 6\n  network: {topology: torus, torus: {dims: [3, 2, 1], bytes_per_cycle: 8, wire_cycles: 3}}\n"),
+		[]byte("machine:\n  startx: {tx_depth: 2, rdma_packet_bytes: 80, access_bytes: 8, line: {rate_mbps: 800}}\n"),
+		[]byte("machine:\n  nodes: 4\n  cores: 8\n  startx: {nius: 3, network: crossbar, dma_mbps: 38, rdma_frame_bytes: 8256, rdma_commands: 64}\n"+
+			"workload:\n  kind: splitc\n  splitc: {app: con-comm, nodes: 1, con_comm_side: 4, schemes: [shm-only, adaptive, 1/32], slots: 4, blocks: 1, net_blocks: 1, staging: 1, pending: 1, poll_gap: 1}\n"),
+		[]byte("machine:\n  nodes: 8\n  cores: 1\n  startx: {network: crossbar}\nworkload:\n  kind: splitc\n  splitc: {app: em3d-naive, em3d_nodes: 2, em3d_steps: 1, schemes: [net-only, 1/1]}\n"),
+		[]byte("machine:\n  startx: {nius: 2, network: arctic, rdma_frame_bytes: 64}\nworkload: {kind: splitc, splitc: {app: fft, fft_n: 8}}\n"),
+		// The IOMMU's pipeline at its edges, the NIC's receive rate and
+		// the polling hyperthreads a core.
+		[]byte("machine:\n  nodes: 2\n  cores: 2\n  cpu: {polling_hyperthreads: core}\n  nic: {process_ns: 1}\n  iommu: {slots: 1, walkers: 1, flush_waiters: 1024}\n"+
+			"workload: {dht: {procs_per_node: 2, aa_logs: process, schemes: [AA-SP], collisions: [0.5]}}\n"),
+		[]byte("machine: {iommu: {slots: 1024, walkers: 1024, flush_waiters: 0}, nic: {process_ns: 1000000}, cpu: {polling_hyperthreads: node}}\n"),
+	)
+}
+
+// The fuzz seeds set every key of today's options (the IOMMU's pipeline,
+// the NIC's receive rate, the polling hyperthreads' placement), so that
+// the fuzzer starts from scenarios that reach their checks and their
+// machines.
+func TestFuzzSeedsSetNewKeys(t *testing.T) {
+	set := map[string]bool{}
+	for _, b := range fuzzSeeds() {
+		var root yaml.Node
+		if yaml.Unmarshal(b, &root) != nil || len(root.Content) == 0 {
+			continue
+		}
+		var walk func(n *yaml.Node, key string)
+		walk = func(n *yaml.Node, key string) {
+			if key != "" {
+				set[key] = true
+			}
+			if n.Kind != yaml.MappingNode {
+				return
+			}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i].Value
+				if key != "" {
+					k = key + "." + k
+				}
+				walk(n.Content[i+1], k)
+			}
+		}
+		walk(root.Content[0], "")
+	}
+	for _, key := range []string{"machine.iommu.slots", "machine.iommu.walkers", "machine.iommu.flush_waiters",
+		"machine.nic.process_ns", "machine.cpu.polling_hyperthreads"} {
+		if !set[key] {
+			t.Errorf("no fuzz seed sets %s", key)
+		}
+	}
+}
+
 // FuzzScenario: no scenario file makes the reader panic or allocate
 // beyond its estimate. What it accepts is within its memory limit, has
 // experiments whose configurations the models accept, and — when it is
 // small — builds every experiment's machine and workload (not run).
 func FuzzScenario(f *testing.F) {
-	files, _ := filepath.Glob("../examples/*.yaml")
-	for _, name := range files {
-		if b, err := os.ReadFile(name); err == nil && !strings.HasPrefix(filepath.Base(name), "sweep-") {
-			f.Add(b)
-		}
+	for _, b := range fuzzSeeds() {
+		f.Add(b)
 	}
-	f.Add([]byte("machine: {nodes: 3, cores: 2}\nworkload: {dht: {procs_per_node: 2, aa_logs: process, schemes: [AA-Poll, AM-Int], collisions: [0.5]}}\n"))
-	f.Add([]byte("workload: {kind: sort, sort: {keys: 64}}\nmachine: {fabric_mhz: 300}\n"))
-	f.Add([]byte("workload: {kind: stream, stream: {op: send, messages: 4, msg_bytes: 100}}\n"))
-	f.Add([]byte("seed: 0x10\nmachine:\n  nodes: 4.0\n  wire: {rate_mbps: -1}\n"))
-	f.Add([]byte("a: &x [1]\nb: *x\n"))
-	f.Add([]byte("machine:\n  nodes: 6\n  network: {topology: torus, torus: {dims: [3, 2, 1], bytes_per_cycle: 8, wire_cycles: 3}}\n"))
-	f.Add([]byte("machine:\n  startx: {tx_depth: 2, rdma_packet_bytes: 80, access_bytes: 8, line: {rate_mbps: 800}}\n"))
-	f.Add([]byte("machine:\n  nodes: 4\n  cores: 8\n  startx: {nius: 3, network: crossbar, dma_mbps: 38, rdma_frame_bytes: 8256, rdma_commands: 64}\n" +
-		"workload:\n  kind: splitc\n  splitc: {app: con-comm, nodes: 1, con_comm_side: 4, schemes: [shm-only, adaptive, 1/32], slots: 4, blocks: 1, net_blocks: 1, staging: 1, pending: 1, poll_gap: 1}\n"))
-	f.Add([]byte("machine:\n  nodes: 8\n  cores: 1\n  startx: {network: crossbar}\nworkload:\n  kind: splitc\n  splitc: {app: em3d-naive, em3d_nodes: 2, em3d_steps: 1, schemes: [net-only, 1/1]}\n"))
-	f.Add([]byte("machine:\n  startx: {nius: 2, network: arctic, rdma_frame_bytes: 64}\nworkload: {kind: splitc, splitc: {app: fft, fft_n: 8}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseScenario("f.yaml", data)
 		if err != nil {
