@@ -201,6 +201,15 @@ func (s *stream) end() sim.Tick {
 // per reception FIFO.
 const numStreams = int(NumLinkPorts) + maxRec
 
+// The bit sets hold every stream (streaming, busy, waits: 32 bits), input
+// port (pending: 8) and reception FIFO (popped: 16); an array of negative
+// length stops the build if a constant outgrows its set.
+var (
+	_ [32 - numStreams]struct{}
+	_ [8 - int(NumLinkPorts)]struct{}
+	_ [16 - maxRec]struct{}
+)
+
 // stream is stream i: output i, or the path into reception FIFO
 // i-NumLinkPorts.
 func (r *Router) stream(i int) *stream { return r.strm[i] }
