@@ -41,7 +41,7 @@ const (
 func qpTerm(m *MachineSpec, n, cores float64) MemTerm {
 	nics := float64(max(m.NICs, 1))
 	if m.Transport == machine.TransportSRD {
-		return MemTerm{"the srd queues and peer contexts (nodes × NICs × (cores + nodes−1))", []string{"machine.nodes", "machine.cores", "machine.transport", "machine.nics"},
+		return MemTerm{"the srd queues and peer contexts (nodes × NICs × (cores + nodes−1))", []string{"machine.nodes", "machine.cores", "machine.nics"},
 			nics * n * (cores*memQP + (n-1)*memSRDPeer)}
 	}
 	return MemTerm{"the connected QPs (nodes × NICs × (nodes−1) × cores)", []string{"machine.nodes", "machine.cores", "machine.nics"}, nics * n * (n - 1) * cores * memQP}
@@ -192,8 +192,32 @@ func (s *Scenario) checkMemory() (string, error) {
 		return "", nil
 	}
 	t := terms[0]
-	return t.Keys[0], input.Errorf(fmt.Sprintf("at most max_memory_mib, %d MiB: make %s smaller, or raise max_memory_mib", s.MaxMemoryMiB, strings.Join(t.Keys, " or ")),
+	return t.Keys[0], input.Errorf(fmt.Sprintf("at most max_memory_mib, %d MiB: %s, or raise max_memory_mib", s.MaxMemoryMiB, lessen(t.Keys)),
 		"the scenario needs about %s of memory, %s for %s", size(float64(total)), size(t.Bytes), t.What)
+}
+
+// smallerChoice is the value that makes a term smaller, for the keys that
+// are choices rather than numbers.
+var smallerChoice = map[string]string{
+	"machine.cpu.polling_hyperthreads": "node",
+}
+
+// lessen says how the keys make a term smaller: the numbers smaller, a
+// choice set to its smaller value.
+func lessen(keys []string) string {
+	var nums, choices []string
+	for _, k := range keys {
+		if v, ok := smallerChoice[k]; ok {
+			choices = append(choices, k+": "+v)
+		} else {
+			nums = append(nums, k)
+		}
+	}
+	parts := choices
+	if len(nums) > 0 {
+		parts = append([]string{"make " + strings.Join(nums, " or ") + " smaller"}, choices...)
+	}
+	return strings.Join(parts, ", or ")
 }
 
 // size writes a byte count for people.

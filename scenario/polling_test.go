@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aaemu/aaemu/sim"
@@ -89,5 +90,18 @@ func TestPollingHyperthreadsInTheEstimate(t *testing.T) {
 	node, core := est("node"), est("core")
 	if want := uint64(64 * 32 * memCore); core-node != want {
 		t.Errorf("estimate with a sibling a core %d, with a thread a node %d: %d more, want %d", core, node, core-node, want)
+	}
+}
+
+// A memory refusal whose largest term is the nodes' says to make the
+// numbers smaller and the choice of siblings "node", not "smaller".
+func TestMemoryRefusalNamesTheSmallerChoice(t *testing.T) {
+	_, err := ParseScenario("s.yaml", []byte("machine:\n  nodes: 512\n  cores: 64\n  transport: srd\n  cpu: {polling_hyperthreads: core}\nmax_memory_mib: 1024\n"))
+	if err == nil {
+		t.Fatal("a machine over max_memory_mib was accepted")
+	}
+	want := "make machine.nodes or machine.cores smaller, or machine.cpu.polling_hyperthreads: node, or raise max_memory_mib"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q\ndoes not say %q", err, want)
 	}
 }
