@@ -758,9 +758,8 @@ func (d *DHT) waitDone(x *aa.Ctx, s *source, sent []bool, phase uint64) {
 			// word, so a core with nothing else to do sleeps until it.
 			x.P.PollWord(flag, func(v uint64) bool { return v >= phase })
 		default:
-			// The puts are in owner's logs (their completions say so), then
-			// one flush(owner) over every log of owner's this process put
-			// to: the flushing pages' gets go out together and are waited
+			// The puts' completions (an RMA flush), then one flush(owner)
+			// over every log of owner's this process put to: the flushing pages' gets go out together and are waited
 			// for together, not one round trip after another (DESIGN.md
 			// §2.6 asks that flush(target) return once the target's
 			// handlers have taken the caller's accesses, nothing more).
