@@ -109,11 +109,33 @@ func (n *Node) Log(iuid uint16) *Log { return n.logs[iuid] }
 // log's flushing page, whose completion dst's IOMMU withholds until the log
 // is consumed (DESIGN.md §2.6).
 func (c *Ctx) ActiveFlush(dst int, iuid uint16) error {
-	page, ok := c.N.sys.Nodes[dst].flush[iuid]
-	if !ok {
-		return fmt.Errorf("node %d's log %d has no flushing page", dst, iuid)
+	return c.ActiveFlushLogs(dst, []uint16{iuid})
+}
+
+// ActiveFlushLogs is one flush(dst) over several of dst's logs (a log a
+// process there): it returns when every active access this process issued
+// to those logs has been processed. A flushing page serves one log, so the
+// flush is a get of each log's page; they are posted together and then
+// waited for, as one flush's reads, not one round trip after another.
+func (c *Ctx) ActiveFlushLogs(dst int, iuids []uint16) error {
+	pages := make([]uint64, len(iuids))
+	for i, iuid := range iuids {
+		page, ok := c.N.sys.Nodes[dst].flush[iuid]
+		if !ok {
+			return fmt.Errorf("node %d's log %d has no flushing page", dst, iuid)
+		}
+		pages[i] = page
 	}
 	buf := c.N.Scratch()
-	_, err := c.Wait(c.Get(dst, buf, page, 8))
-	return err
+	wrs := make([]verbs.WR, len(pages))
+	for i, page := range pages {
+		wrs[i] = c.Get(dst, buf, page, 8)
+	}
+	var first error
+	for _, w := range wrs {
+		if _, err := c.Wait(w); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -389,3 +389,82 @@ func TestSwitchSharesAnOutputFairly(t *testing.T) {
 		t.Fatalf("the senders finished at %v: the output was not shared fairly", done[1:])
 	}
 }
+
+// One flush of a node over several of its logs returns only once every
+// log's handler has taken the puts to it, its gets out together: sooner
+// than a flush of each log in turn. A log without a flushing page is
+// refused before anything is posted.
+func TestActiveFlushLogs(t *testing.T) {
+	const logs, puts = 4, 6
+	// run puts to each of node 1's logs, flushes them all (together, or
+	// one after another), and returns how long the flushes took and the
+	// records each log's handler took before they returned.
+	run := func(together bool) (sim.Tick, []int) {
+		c := newCluster(t, nil)
+		src, dst := c.Nodes[0], c.Nodes[1]
+		buf := src.Alloc(4096)
+		src.Register(buf, 4096, iommu.Perm{Bits: pte.R | pte.W})
+		handled := make([]int, logs)
+		var iuids []uint16
+		var pages []uint64
+		for k := range logs {
+			iuid := uint16(10 + k)
+			if _, err := dst.CreateLog(iuid, 8192, iommu.Poll, func(x *Ctx, r Record) {
+				x.P.Compute(400)
+				handled[k]++
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dst.CreateFlushPage(iuid); err != nil {
+				t.Fatal(err)
+			}
+			page := dst.Alloc(4096)
+			if err := dst.Register(page, 4096, iommu.Perm{Bits: pte.WL | pte.WLD | pte.E, IUID: iuid}); err != nil {
+				t.Fatal(err)
+			}
+			iuids, pages = append(iuids, iuid), append(pages, page)
+		}
+		var took sim.Tick
+		var atReturn []int
+		src.Spawn(0, "app", func(x *Ctx) {
+			if err := x.ActiveFlushLogs(1, []uint16{iuids[0], 999}); err == nil {
+				t.Error("a flush of a log with no flushing page was taken")
+			}
+			for i := range puts {
+				for k := range logs {
+					x.Put(1, buf, pages[k]+uint64(i)*16, 16)
+				}
+			}
+			if err := x.Flush(1); err != nil {
+				t.Error(err)
+			}
+			start := x.Now()
+			if together {
+				if err := x.ActiveFlushLogs(1, iuids); err != nil {
+					t.Error(err)
+				}
+			} else {
+				for _, iuid := range iuids {
+					if err := x.ActiveFlush(1, iuid); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			took = x.Now() - start
+			atReturn = append([]int(nil), handled...)
+		})
+		c.Run(50*sim.MS, c.AppsDone)
+		return took, atReturn
+	}
+	together, handled := run(true)
+	oneByOne, _ := run(false)
+	for k, n := range handled {
+		if n != puts {
+			t.Errorf("log %d's handler had taken %d of %d puts when the flush returned", k, n, puts)
+		}
+	}
+	if together*2 > oneByOne {
+		t.Errorf("the flush of %d logs together took %v, one after another %v: not overlapped", logs, together, oneByOne)
+	}
+	t.Logf("%d logs flushed together in %v, one after another in %v", logs, together, oneByOne)
+}

@@ -41,8 +41,11 @@ func TestPipelineAndNICProcessKeys(t *testing.T) {
 // (docs/paper.md, "What bounds an AA put on the preset"): the NIC's
 // receive side, one frame per 50 ns by default, and the IOMMU's page
 // walks, one TLP at a time by default. On a node of 16 processes with a
-// log each, each option alone shortens the run, both together more; the
-// target's IOMMU logs the same records whichever way its TLPs were timed.
+// log each, the pipeline alone shortens the run by more than 3 %, the NIC
+// alone shortens it (here, with one flush an owner, the IOMMU walking one
+// TLP at a time is the bound the NIC's rate meets first), and each option
+// on top of the other by more than 3 %; the target's IOMMU logs the same
+// records whichever way its TLPs were timed.
 func TestAAInsertBoundStages(t *testing.T) {
 	const src = `machine:
   nodes: 2
@@ -98,12 +101,13 @@ workload:
 		}
 	}
 	base := rate["built-in"]
-	for _, v := range variants[1:] {
-		if rate[v.name] <= base*1.03 {
-			t.Errorf("%s: %.4g inserts/s, not 3 %% more than the built-in machine's %.4g", v.name, rate[v.name], base)
-		}
+	if r := rate["IOMMU pipeline"]; r <= base*1.03 {
+		t.Errorf("IOMMU pipeline: %.4g inserts/s, not 3 %% more than the built-in machine's %.4g", r, base)
 	}
-	if both := rate["both"]; both <= rate["NIC 8 ns a frame"] || both <= rate["IOMMU pipeline"] {
-		t.Errorf("both options: %.4g inserts/s, not more than either alone (%.4g, %.4g)", both, rate["NIC 8 ns a frame"], rate["IOMMU pipeline"])
+	if r := rate["NIC 8 ns a frame"]; r <= base {
+		t.Errorf("NIC 8 ns a frame: %.4g inserts/s, not more than the built-in machine's %.4g", r, base)
+	}
+	if both := rate["both"]; both <= rate["NIC 8 ns a frame"]*1.03 || both <= rate["IOMMU pipeline"]*1.03 {
+		t.Errorf("both options: %.4g inserts/s, not 3 %% more than either alone (%.4g, %.4g)", both, rate["NIC 8 ns a frame"], rate["IOMMU pipeline"])
 	}
 }

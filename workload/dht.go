@@ -758,12 +758,19 @@ func (d *DHT) waitDone(x *aa.Ctx, s *source, sent []bool, phase uint64) {
 			// word, so a core with nothing else to do sleeps until it.
 			x.P.PollWord(flag, func(v uint64) bool { return v >= phase })
 		default:
+			// The puts' completions (an RMA flush), then one flush(owner)
+			// over every log of owner's this process put to: the flushing pages' gets go out together and are waited
+			// for together, not one round trip after another (DESIGN.md
+			// §2.6 asks that flush(target) return once the target's
+			// handlers have taken the caller's accesses, nothing more).
 			x.Flush(owner)
+			var logs []uint16
 			for k, iuid := range d.iuids {
 				if s.hasTouched(owner, k, len(d.iuids)) {
-					x.ActiveFlush(owner, iuid)
+					logs = append(logs, iuid)
 				}
 			}
+			x.ActiveFlushLogs(owner, logs)
 		}
 	}
 }

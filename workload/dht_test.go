@@ -420,3 +420,65 @@ func TestDHTPageZipf(t *testing.T) {
 		}
 	}
 }
+
+// A process that put to several of an owner's logs (a log a process) ends
+// with one flush of that owner: the gets of every log's flushing page go
+// out together, the second posted before the first one's response is made,
+// not one round trip after another (each flush used to wait for the last).
+func TestDHTFlushTakesAnOwnersLogsTogether(t *testing.T) {
+	spec := machine.DefaultSpec()
+	spec.Nodes, spec.Cores, spec.Transport = 2, 4, machine.TransportSRD
+	spec.IOMMU.FlushBufferEntries = 4
+	c, err := aa.New(sim.NewEngine(1), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Eng.World().EnableTxnLog()
+	runChecked(t, c, DHTConfig{Scheme: AAPoll, Inserts: 12, Cells: 1024, Collisions: 0.05, Procs: 4,
+		ProcessLogs: true, Seed: 1}, "AA-Poll, 4 logs a node")
+	txns := c.Eng.World().TxnLog()
+	kids := map[sim.TxnID][]sim.TxnRecord{}
+	for _, r := range txns {
+		kids[r.Cause] = append(kids[r.Cause], r)
+	}
+	// child is the first transaction of kind that r caused.
+	child := func(r sim.TxnRecord, kind string) (sim.TxnRecord, bool) {
+		for _, k := range kids[r.ID] {
+			if k.Kind == kind {
+				return k, true
+			}
+		}
+		return sim.TxnRecord{}, false
+	}
+	several := 0
+	for _, op := range txns {
+		if op.Kind != "dht.flush" {
+			continue
+		}
+		var bells []sim.TxnRecord
+		for _, k := range kids[op.ID] {
+			if k.Kind == "tlp.MWr.doorbell" {
+				bells = append(bells, k)
+			}
+		}
+		if len(bells) < 2 {
+			continue
+		}
+		several++
+		// The first get's response: doorbell → the NIC's fetch of the work
+		// request → the work request → the READ → its response.
+		r, ok := bells[0], true
+		for _, kind := range []string{"tlp.MRd", "wqe", "frame.READ", "frame.READ_RESPONSE"} {
+			if r, ok = child(r, kind); !ok {
+				t.Fatalf("%s's first flush get: no %s in its lineage", op.By, kind)
+			}
+		}
+		if bells[1].At >= r.At {
+			t.Errorf("%s flushed %d logs of one owner one after another: its second get was posted at %v, after the first one's response (%v)",
+				op.By, len(bells), bells[1].At, r.At)
+		}
+	}
+	if several == 0 {
+		t.Fatal("no process put to two logs of its owner: the test checks nothing")
+	}
+}
