@@ -6,7 +6,6 @@ import (
 
 	"github.com/aaemu/aaemu/bgl"
 	"github.com/aaemu/aaemu/msg/bglml"
-	"github.com/aaemu/aaemu/msg/mpi"
 	"github.com/aaemu/aaemu/torus"
 )
 
@@ -88,7 +87,7 @@ func Calibrate(t Table1) (Calibration, error) {
 			}
 			if level == 1 {
 				// The model's MPI over the estimated layer, for the record.
-				tc := mpiConfig(p)
+				tc := mpiConfig(p).WithProfile(bglml.Estimated)
 				e, err := MPIPingPong(spec, tc, a, b, 1, t.Iters)
 				if err != nil {
 					return c, err
@@ -199,10 +198,4 @@ func fit(want, h0 float64, measure func(send, recv int) (float64, error)) (fitPo
 		}
 	}
 	return best, rounds, nil
-}
-
-// profileCosts are the message layer's costs and the MPI transport's
-// configuration of proto in profile cp.
-func profileMPI(cp bglml.CostProfile, proto bglml.Protocol) mpi.TorusConfig {
-	return mpiConfig(proto).WithProfile(cp)
 }

@@ -62,7 +62,7 @@ func MPIBcast(spec bgl.Spec, coll mpi.Collectives, size, reps int) (float64, err
 	}
 	var start, end sim.Tick
 	var failed error
-	_, err = mpi.RunTorus(m, mpi.Config{Collectives: coll}, mpi.TorusConfig{}, nil, func(c *mpi.Comm) {
+	_, err = mpi.RunTorus(m, mpi.Config{Collectives: coll}, mpi.TorusConfig{}.WithProfile(Costs), nil, func(c *mpi.Comm) {
 		b := c.Alloc(size)
 		if err := c.Barrier(); err != nil {
 			failed = err
@@ -126,7 +126,7 @@ func Fig5b(bc Broadcast) *paper.Figure {
 			if s == deposit1 {
 				routes = 1
 			}
-			t, err := bglml.BcastTime(spec, bglml.DefaultParams(), bglml.DefaultCosts(), routes, x, nil)
+			t, err := bglml.BcastTime(spec, bglml.DefaultParams(), Costs.Costs(), routes, x, nil)
 			return float64(x) / (float64(t) / float64(sim.S)) / 1e6, err
 		})
 	link := 700e6 / float64(spec.Torus.CyclesPerByte) * float64(torus.MaxPayload) / float64(torus.MaxPacketBytes+spec.Torus.WireOverheadBytes) / 1e6

@@ -68,7 +68,7 @@ func MPIAlltoall(spec bgl.Spec, size int) (bglml.AlltoallResult, error) {
 	block := func(src, dst, k int) byte { return byte(src*131 + dst*17 + k) }
 	start, end := sim.Never, sim.Tick(0)
 	var failed error
-	_, err = mpi.RunTorus(m, mpi.Config{Collectives: mpi.MPICH2{}}, mpi.TorusConfig{}, nil, func(c *mpi.Comm) {
+	_, err = mpi.RunTorus(m, mpi.Config{Collectives: mpi.MPICH2{}}, mpi.TorusConfig{}.WithProfile(Costs), nil, func(c *mpi.Comm) {
 		me := c.Rank()
 		send, recv := c.Alloc(n*size), c.Alloc(n*size)
 		b := make([]byte, n*size)
@@ -129,7 +129,7 @@ func Fig6(a Alltoall) *paper.Figure {
 			var r bglml.AlltoallResult
 			var err error
 			if s == a2aOptimised {
-				r, err = bglml.Alltoall(spec, bglml.DefaultParams(), bglml.DefaultCosts(), x, bglml.Spread, a.Seed)
+				r, err = bglml.Alltoall(spec, bglml.DefaultParams(), Costs.Costs(), x, bglml.Spread, a.Seed)
 			} else {
 				r, err = MPIAlltoall(spec, x)
 			}

@@ -69,7 +69,7 @@ func Fig4cde(l Links) *paper.Figure {
 			if err != nil {
 				return 0, err
 			}
-			v, err := bglml.Links(spec, params, bglml.DefaultCosts(), torus.Coord{1, 1, 1}, k, proto, l.Size, l.Msgs)
+			v, err := bglml.Links(spec, params, Costs.Costs(), torus.Coord{1, 1, 1}, k, proto, l.Size, l.Msgs)
 			return v / 1e6, err
 		})
 	claim := func(p bglml.Protocol, paperText, tol string, ok func(n int) bool, why string) paper.PointClaim {
@@ -131,7 +131,7 @@ func Fig4f(l Links) *paper.Figure {
 				sp = spec.WithMode(bgl.CoprocessorMode)
 				params.Coprocessor = true
 			}
-			v, err := bglml.Links(sp, params, bglml.DefaultCosts(), torus.Coord{1, 1, 1}, k, bglml.Rendezvous, l.Size, l.Msgs)
+			v, err := bglml.Links(sp, params, Costs.Costs(), torus.Coord{1, 1, 1}, k, bglml.Rendezvous, l.Size, l.Msgs)
 			return v / 1e6, err
 		})
 	top := func(pts []paper.Point, s workload.Scheme) float64 {
