@@ -87,7 +87,8 @@ func Fig4cde(l Links) *paper.Figure {
 				return m, ok(n)
 			}}
 	}
-	const cpuBound = "aaemu's core limit is two links' worth for every protocol (its per-packet costs)"
+	cpuBound := why("aaemu's core limit is two links' worth for every protocol (its per-packet costs)",
+		fmt.Sprintf("the core pays Table 1's per-message remainder as software for each message it sends and receives (%d B messages), on top of its per-packet costs", l.Size))
 	return &paper.Figure{
 		Name:   "4cde",
 		Title:  fmt.Sprintf("aggregate bandwidth vs active bidirectional links, %d×%d×%d torus, %d messages of %d B each way, message layer, no coprocessor", l.Dims[0], l.Dims[1], l.Dims[2], l.Msgs, l.Size),
@@ -151,7 +152,8 @@ func Fig4f(l Links) *paper.Figure {
 					v := top(pts, coprocessor) / link
 					m := fmt.Sprintf("%.2f links' worth (%.0f MB/s; %d sustained at 90 %% each)", v, top(pts, coprocessor), sustained(pts, coprocessor, link))
 					if v <= 3 {
-						m += ": aaemu's coprocessor reads a packet in about 340 cycles (look, peek, dispatch, scratchpad record, read, count, its share of the line write-backs), 3.2 links' worth at most"
+						m += ": " + why("aaemu's coprocessor reads a packet in about 340 cycles (look, peek, dispatch, scratchpad record, read, count, its share of the line write-backs), 3.2 links' worth at most",
+							"the main core still pays the rendezvous's per-message remainder of Table 1 (at the send and at the scout) for every message; the coprocessor takes only the data packets")
 					}
 					return m, v > 3
 				}},
