@@ -25,6 +25,10 @@ type Calibration struct {
 	// layer, 1 MPI (with the message layer already calibrated in the
 	// first, the model's MPI over the estimated layer in Estimated).
 	Estimated, Calibrated [2][4]float64
+	// Start[level][k] is the half round trip the difference is taken
+	// from: the estimated costs at the layer; at MPI, MPI's estimated
+	// costs over the calibrated layer.
+	Start [2][4]float64
 	// Rounds is how many corrections each level took (at most
 	// calibrationRounds).
 	Rounds [2]int
@@ -96,6 +100,7 @@ func Calibrate(t Table1) (Calibration, error) {
 			} else {
 				c.Estimated[level][k] = h
 			}
+			c.Start[level][k] = h
 			best, rounds, err := fit(want, h, func(send, recv int) (float64, error) {
 				mc.Send[k], mc.Recv[k] = send, recv
 				return measure(mc, k)

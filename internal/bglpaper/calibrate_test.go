@@ -19,7 +19,7 @@ func TestCalibration(t *testing.T) {
 	t.Logf("message layer: %+v; MPI: %+v; rounds %v", c.ML, c.MPI, c.Rounds)
 	for level := range 2 {
 		for k, p := range bglml.Protocols {
-			t.Logf("%d %s: estimated %.1f, calibrated %.1f, paper %.0f", level, p, c.Estimated[level][k], c.Calibrated[level][k], paperTable1[p][level])
+			t.Logf("%d %s: estimated %.1f, start %.1f, calibrated %.1f, paper %.0f", level, p, c.Estimated[level][k], c.Start[level][k], c.Calibrated[level][k], paperTable1[p][level])
 		}
 	}
 	for level := range 2 {
