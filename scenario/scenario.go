@@ -14,6 +14,7 @@ import (
 	"github.com/aaemu/aaemu/internal/input"
 	"github.com/aaemu/aaemu/iommu/record"
 	"github.com/aaemu/aaemu/machine"
+	"github.com/aaemu/aaemu/msg/bglml"
 	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/workload"
 )
@@ -26,6 +27,12 @@ type Scenario struct {
 	Machine  MachineSpec  `yaml:"machine" json:"machine"`
 	Workload WorkloadSpec `yaml:"workload" json:"workload"`
 	Outputs  OutputSpec   `yaml:"outputs" json:"outputs"`
+	// BGLML is Blue Gene/L's message layer as `aaemu paper bgl --scenario`
+	// runs it: Costs, the profile of its and MPI's software costs,
+	// estimated (the default) or table1 (bglml.CostProfile).
+	BGLML struct {
+		Costs string `yaml:"costs" json:"costs,omitempty"`
+	} `yaml:"bglml" json:"-"`
 	// MaxMemoryMiB bounds the memory one experiment may need, as
 	// MemoryEstimate reckons it (64..1048576 MiB, default 4096): a larger
 	// scenario is refused, naming the keys that make it large, unless
@@ -341,6 +348,18 @@ func (s *Scenario) Validate() (string, error) {
 	m := &s.Machine
 	checks := []func() (string, error){
 		s.checkRanges,
+		func() (string, error) {
+			if v := s.BGLML.Costs; v != "" {
+				if _, err := bglml.ParseCostProfile(v); err != nil {
+					var known []string
+					for _, c := range bglml.CostProfiles {
+						known = append(known, c.String())
+					}
+					return "bglml.costs", notOneOf(v, "a cost profile", known, "estimated: the message layer's per-step estimates; table1: those and the per-message remainder of Table 1")
+				}
+			}
+			return "", nil
+		},
 		func() (string, error) {
 			if _, err := sim.NearestPeriodOfMHz(m.FabricMHz); err != nil {
 				return "machine.fabric_mhz", outOfRange(rangeOf["machine.fabric_mhz"], m.FabricMHz)

@@ -126,3 +126,54 @@ func TestPaperBGLNetwork(t *testing.T) {
 		}
 	}
 }
+
+// TestPaperBGLCosts runs `aaemu paper bgl table1 4a --reduced --costs
+// table1`: Table 1's numbers and 4a's intercept are the calibration's
+// inputs and printed "calibrated", 4a's slope still a check; the
+// scenario's bglml.costs does the same, and a bad profile, or the flag on
+// another paper, is refused.
+func TestPaperBGLCosts(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "bgl", "table1", "4a", "--reduced", "--costs", "table1", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		switch {
+		case f[0] == "B1" || f[0] == "B2" || f[0] == "B3" || strings.Contains(line, "B4 half round trip at one hop"):
+			if f[len(f)-1] != "calibrated" {
+				t.Errorf("an input printed as a check: %s", line)
+			}
+		case strings.Contains(line, "B4 slope"):
+			if v := f[len(f)-1]; v != "yes" && v != "NO" {
+				t.Errorf("4a's slope: %s", line)
+			}
+		}
+	}
+	if !strings.Contains(out, "costs: table1") {
+		t.Errorf("the titles do not name the profile:\n%s", out)
+	}
+	scen := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scen, []byte("bglml:\n  costs: table1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = aaemu(t, "paper", "bgl", "table1", "--reduced", "--scenario", scen, "--out", dir)
+	if err != nil || !strings.Contains(out, "calibrated") {
+		t.Errorf("bglml.costs: table1 in the scenario: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"paper", "bgl", "table1", "--reduced", "--costs", "fitted"}, `--costs "fitted": want estimated or table1`},
+		{[]string{"paper", "am2", "--reduced", "--costs", "table1"}, "applies to the Blue Gene/L paper"},
+	} {
+		if out, err := aaemu(t, append(c.args, "--out", dir)...); err == nil || !strings.Contains(out+err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q\n%s", c.args, err, c.want, out)
+		}
+	}
+}

@@ -24,7 +24,7 @@ func MPIAllreduce(spec bgl.Spec, coll mpi.Collectives, size, reps int, planes bo
 	plane := spec.Torus.Dims[0] * spec.Torus.Dims[1]
 	var start, end sim.Tick
 	var failed error
-	res, err := mpi.RunTorus(m, mpi.Config{Collectives: coll}, mpi.TorusConfig{}, nil, func(w *mpi.Comm) {
+	res, err := mpi.RunTorus(m, mpi.Config{Collectives: coll}, mpi.TorusConfig{}.WithProfile(Costs), nil, func(w *mpi.Comm) {
 		c := w
 		if planes {
 			if c, failed = w.Split(w.Rank()/plane, w.Rank()); failed != nil {

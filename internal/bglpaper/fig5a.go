@@ -134,9 +134,9 @@ func StandIn(dims [3]int, mode bgl.Mode, k Kernel, steps int) (StandInResult, er
 		}
 		var l *bglml.Layer
 		if tasks > 1 {
-			l, err = bglml.NewTask(m, me, params, bglml.DefaultCosts(), up)
+			l, err = bglml.NewTask(m, me, params, Costs.Costs(), up)
 		} else {
-			l, err = bglml.New(m, me, params, bglml.DefaultCosts(), up)
+			l, err = bglml.New(m, me, params, Costs.Costs(), up)
 		}
 		if err != nil {
 			return res, err

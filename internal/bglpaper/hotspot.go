@@ -48,7 +48,7 @@ func FigHotSpot(h HotSpot) *paper.Figure {
 			if s == rdvAdaptive {
 				proto = bglml.Rendezvous
 			}
-			v, err := bglml.HotSpot(spec, params, bglml.DefaultCosts(), torus.Coord{}, proto, x, h.Msgs)
+			v, err := bglml.HotSpot(spec, params, Costs.Costs(), torus.Coord{}, proto, x, h.Msgs)
 			return v / 1e6, err
 		})
 	return &paper.Figure{

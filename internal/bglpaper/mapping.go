@@ -65,7 +65,7 @@ func Halo(spec bgl.Spec, nodeOf []int, size, iters int) (sim.Tick, error) {
 	}
 	var start, end sim.Tick
 	var failed error
-	_, err = mpi.RunTorus(m, mpi.Config{}, mpi.TorusConfig{}, nodeOf, func(c *mpi.Comm) {
+	_, err = mpi.RunTorus(m, mpi.Config{}, mpi.TorusConfig{}.WithProfile(Costs), nodeOf, func(c *mpi.Comm) {
 		me := c.Rank()
 		i, j := me%8, me/8
 		nb := []int{(i+1)%8 + 8*j, (i+7)%8 + 8*j, i + 8*((j+1)%8), i + 8*((j+7)%8)}

@@ -16,12 +16,12 @@ import (
 func mpiConfig(proto bglml.Protocol) mpi.TorusConfig {
 	switch proto {
 	case bglml.Rendezvous:
-		return mpi.TorusConfig{Params: mpi.Params{EagerLimit: -1}}
+		return mpi.TorusConfig{Params: mpi.Params{EagerLimit: -1}}.WithProfile(Costs)
 	case bglml.OnePacket:
 		// MPI's eager limit at what one packet holds beside the headers.
-		return mpi.TorusConfig{Force: proto, Params: mpi.Params{EagerLimit: torus.MaxPayload - bglml.FirstHeaderBytes - 8*mpi.EagerWords}}
+		return mpi.TorusConfig{Force: proto, Params: mpi.Params{EagerLimit: torus.MaxPayload - bglml.FirstHeaderBytes - 8*mpi.EagerWords}}.WithProfile(Costs)
 	}
-	return mpi.TorusConfig{Force: proto}
+	return mpi.TorusConfig{Force: proto}.WithProfile(Costs)
 }
 
 // MPIPingPong is MPI's half round trip of size-byte messages between the

@@ -78,7 +78,7 @@ func FigOverlap(o Overlap) *paper.Figure {
 			if err != nil {
 				return 0, err
 			}
-			d, err := bglml.Overlap(spec, bglml.DefaultParams(), bglml.DefaultCosts(), torus.Coord{}, torus.Coord{1, 0, 0}, g, n, x, o.Steps)
+			d, err := bglml.Overlap(spec, bglml.DefaultParams(), Costs.Costs(), torus.Coord{}, torus.Coord{1, 0, 0}, g, n, x, o.Steps)
 			return float64(d) / period, err
 		})
 	at := func(pts []paper.Point, s workload.Scheme, x int) float64 {

@@ -512,6 +512,11 @@ func getLogFigure(nodes []int) *Figure {
 type PointClaim struct {
 	Text, Paper, Tolerance string
 	Measure                func(pts []Point) (string, bool)
+	// Calibrated marks a claim whose paper's value was an input of the
+	// model (a calibration), not a prediction: its verdict is
+	// "calibrated" (Measure's bool then says whether the calibration
+	// reproduces it), never "yes".
+	Calibrated bool
 }
 
 // CheckPoints measures every claim of a custom figure.
@@ -519,7 +524,7 @@ func (f *Figure) CheckPoints(pts []Point) []Result {
 	out := make([]Result, len(f.PointClaims))
 	for i, c := range f.PointClaims {
 		m, ok := c.Measure(pts)
-		out[i] = Result{Claim: Claim{Text: c.Text, Paper: c.Paper, Tolerance: c.Tolerance}, Measured: m, Holds: ok}
+		out[i] = Result{Claim: Claim{Text: c.Text, Paper: c.Paper, Tolerance: c.Tolerance}, Measured: m, Holds: ok, Calibrated: c.Calibrated}
 	}
 	return out
 }

@@ -73,6 +73,24 @@ type Result struct {
 	Claim    Claim
 	Measured string
 	Holds    bool
+	// Calibrated: the claim's value was an input of the model, so Holds
+	// checks the calibration, not a prediction (PointClaim.Calibrated).
+	Calibrated bool
+}
+
+// Verdict is how a result is printed: yes, NO, or for a calibrated claim
+// "calibrated" (or "NO (calibration)" if the model does not reproduce
+// its input).
+func (r Result) Verdict() string {
+	switch {
+	case r.Calibrated && r.Holds:
+		return "calibrated"
+	case r.Calibrated:
+		return "NO (calibration)"
+	case r.Holds:
+		return "yes"
+	}
+	return "NO"
 }
 
 // Check measures every claim of f on its rows.

@@ -153,6 +153,110 @@ type Costs struct {
 	Upcall int
 	// Callback: call a done() callback (15).
 	Callback int
+	// Message is the software a message pays once, by its protocol, on
+	// top of the steps above: zero in the estimated profile, Table 1's
+	// remainder in the table1 profile (CostProfile).
+	Message MessageCosts
+}
+
+// MessageCosts are per-message software costs by protocol, indexed by
+// Protocol − 1 (one-packet, eager, adaptive eager, rendezvous): Send on
+// the sending core when the message is posted, Recv on the receiving core
+// when its first packet (a rendezvous's scout) is matched, before the
+// upcall.
+type MessageCosts struct {
+	Send, Recv [4]int
+}
+
+// SendCost is what posting a message of protocol p costs.
+func (m MessageCosts) SendCost(p Protocol) int {
+	if p < OnePacket || p > Rendezvous {
+		return 0
+	}
+	return m.Send[p-1]
+}
+
+// RecvCost is what matching a message of protocol p costs.
+func (m MessageCosts) RecvCost(p Protocol) int {
+	if p < OnePacket || p > Rendezvous {
+		return 0
+	}
+	return m.Recv[p-1]
+}
+
+// Validate names the first cost out of range; prefix is the key of the
+// costs (bglml.costs.message).
+func (m MessageCosts) Validate(prefix string) error {
+	for _, side := range []struct {
+		k string
+		v [4]int
+	}{{"send", m.Send}, {"recv", m.Recv}} {
+		for i, v := range side.v {
+			if v < 0 || v > 1<<20 {
+				return fmt.Errorf("%s.%s.%s: %d out of range (0 to 2^20 cycles)", prefix, side.k, Protocols[i], v)
+			}
+		}
+	}
+	return nil
+}
+
+// CostProfile is where the layer's (and MPI's) per-message software
+// costs come from: Estimated, our per-step estimates alone (the
+// default); Table1, those plus the per-message remainder that makes the
+// model's half round trips Table 1's (L171–L179), derived from the model
+// itself (internal/bglpaper's calibration; its test recomputes them).
+type CostProfile uint8
+
+// The cost profiles.
+const (
+	Estimated CostProfile = iota
+	Table1
+)
+
+// CostProfiles is every profile, the default first.
+var CostProfiles = []CostProfile{Estimated, Table1}
+
+func (c CostProfile) String() string {
+	switch c {
+	case Estimated:
+		return "estimated"
+	case Table1:
+		return "table1"
+	}
+	return fmt.Sprintf("profile%d", uint8(c))
+}
+
+// ParseCostProfile reads a profile's name.
+func ParseCostProfile(s string) (CostProfile, error) {
+	for _, c := range CostProfiles {
+		if c.String() == s {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("cost profile %q (estimated or table1)", s)
+}
+
+// Costs are the message layer's costs in profile c.
+func (c CostProfile) Costs() Costs {
+	d := DefaultCosts()
+	if c == Table1 {
+		d.Message = Table1Message
+	}
+	return d
+}
+
+// Table1Message is the message layer's per-message remainder of Table 1
+// (the table1 profile): for each protocol, Table 1's message-layer half
+// round trip less the model's with the estimated costs, on Table 1's
+// set-up (bglml.PingPong, two neighbours), split half to the sender,
+// half to the receiver, then moved by a few tens of cycles where the poll
+// loops' passes leave the paper's number between two reachable ones.
+// Derived by
+// internal/bglpaper's Calibrate; TestCalibration there fails if the
+// model's half round trips move and these do not.
+var Table1Message = MessageCosts{
+	Send: [4]int{571, 1095, 1354, 5305},
+	Recv: [4]int{583, 1095, 1397, 5363},
 }
 
 // DefaultCosts are the estimates above.
@@ -189,7 +293,7 @@ func (c Costs) Validate() error {
 			return fmt.Errorf("bglml.costs.%s: %d out of range (0 to 2^20 cycles)", f.k, f.v)
 		}
 	}
-	return nil
+	return c.Message.Validate("bglml.costs.message")
 }
 
 // InfoMax is the most bytes of upper-layer information (MPI's envelope)
@@ -634,6 +738,9 @@ func (l *Layer) Send(p *cpu.Proc, m *Message) error {
 		return l.sendCopy(p, m) // the virtual node mode protocol (L144)
 	}
 	l.Stats.Messages[proto]++
+	if c := l.costs.Message.SendCost(proto); c > 0 {
+		p.Compute(c)
+	}
 	from := bgl.FromCache
 	if m.Len > torus.MaxPayload {
 		from = bgl.FromMemory // assumed: a one-packet-sized message was just written, a longer one is in memory
@@ -1368,6 +1475,21 @@ func (l *Layer) firstIn(p *cpu.Proc, t byte, src int, id uint16, pk *torus.Packe
 	}
 }
 
+// protocolOf is the protocol of a message whose first packet has type t.
+func protocolOf(t byte) Protocol {
+	switch t {
+	case tOne:
+		return OnePacket
+	case tEagerFirst:
+		return Eager
+	case tAdaptive:
+		return AdaptiveEager
+	case tScout:
+		return Rendezvous
+	}
+	return Auto
+}
+
 // nextPlace is the place after seq (nextSeq's).
 func nextPlace(seq uint16) uint16 {
 	if seq++; seq == 0 {
@@ -1379,6 +1501,9 @@ func nextPlace(seq uint16) uint16 {
 // match starts receiving the message whose first packet is pk (its turn
 // come): the upcall, and what its protocol does then.
 func (l *Layer) match(p *cpu.Proc, t byte, src int, id uint16, pk *torus.Packet) {
+	if c := l.costs.Message.RecvCost(protocolOf(t)); c > 0 {
+		p.Compute(c)
+	}
 	switch t {
 	case tAdaptive:
 		key := uint32(src)<<16 | uint32(id)

@@ -303,6 +303,31 @@ func TestBadInput(t *testing.T) {
 	if _, err := New(m, 0, DefaultParams(), c, nil); err == nil || !strings.Contains(err.Error(), "bglml.costs.upcall: -3") {
 		t.Errorf("negative cost: %v", err)
 	}
+	for _, tc := range []struct {
+		set  func(*MessageCosts)
+		want string
+	}{
+		{func(m *MessageCosts) { m.Send[1] = -1 }, "bglml.costs.message.send.eager: -1 out of range (0 to 2^20 cycles)"},
+		{func(m *MessageCosts) { m.Recv[3] = 1<<20 + 1 }, "bglml.costs.message.recv.rendezvous: 1048577 out of range (0 to 2^20 cycles)"},
+	} {
+		c := DefaultCosts()
+		tc.set(&c.Message)
+		if _, err := New(m, 0, DefaultParams(), c, nil); err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %s", err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		want CostProfile
+		err  bool
+	}{{"estimated", Estimated, false}, {"table1", Table1, false}, {"table2", 0, true}, {"", 0, true}} {
+		if got, err := ParseCostProfile(tc.name); (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseCostProfile(%q) = %v, %v", tc.name, got, err)
+		}
+	}
+	if Estimated.Costs() != DefaultCosts() || Table1.Costs().Message != Table1Message || Table1.Costs().Post != DefaultCosts().Post {
+		t.Error("the profiles' costs: estimated is DefaultCosts, table1 DefaultCosts with Table1Message")
+	}
 	if _, err := New(m, 4, DefaultParams(), DefaultCosts(), nil); err == nil {
 		t.Error("node 4 of 4: no error")
 	}

@@ -145,6 +145,17 @@ func TestTorusBadInput(t *testing.T) {
 	if _, err := RunTorus(m, Config{}, TorusConfig{Force: bglml.OnePacket, Params: Params{EagerLimit: 300}}, nil, func(*Comm) {}); err == nil || !strings.Contains(err.Error(), "eager limit 300 with every message in one packet (at most 216)") {
 		t.Errorf("one-packet limit: %v", err)
 	}
+	bad := TorusConfig{}
+	bad.MPI.Recv[2] = -5
+	if _, err := RunTorus(m, Config{}, bad, nil, func(*Comm) {}); err == nil || !strings.Contains(err.Error(), "mpi.costs.message.recv.adaptive-eager: -5 out of range (0 to 2^20 cycles)") {
+		t.Errorf("a negative MPI cost: %v", err)
+	}
+	if c := (TorusConfig{Force: bglml.Eager}).WithProfile(bglml.Table1); c.MPI != Table1MPI || c.Costs != bglml.Table1.Costs() || c.Force != bglml.Eager {
+		t.Errorf("WithProfile(table1): %+v", c)
+	}
+	if c := (TorusConfig{MPI: Table1MPI}).WithProfile(bglml.Estimated); c.MPI != (bglml.MessageCosts{}) || c.Costs != bglml.DefaultCosts() {
+		t.Errorf("WithProfile(estimated): %+v", c)
+	}
 	if _, err := RunTorus(m, Config{}, TorusConfig{}, []int{0, 0}, func(*Comm) {}); err == nil || !strings.Contains(err.Error(), "both on node 0") {
 		t.Errorf("two ranks on a node: %v", err)
 	}
