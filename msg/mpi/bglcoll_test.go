@@ -258,6 +258,94 @@ func TestBGLReduce(t *testing.T) {
 	}
 }
 
+// TestBGLReduceChoice checks BGL's choice of a reduction by communicator,
+// operation and size on a 4×2×2 mesh: the collective network on the world
+// for what its ALU does; otherwise MPICH2's point-to-point algorithms up
+// to MeshReduceAbove bytes and the mesh-aware reduction beyond (the
+// default's 9 KB, a smaller one, −1 for never). MPI_Allreduce and
+// MPI_Reduce each, every element at every rank that gets the result
+// against the serial reduction (integer sums, and products of powers of
+// two, which no order rounds).
+func TestBGLReduceChoice(t *testing.T) {
+	const X, Y, Z = 4, 2, 2
+	for _, c := range []struct {
+		name   string
+		planes bool
+		op     Op
+		count  int
+		above  int
+		impl   string
+	}{
+		{"world sum: tree", false, SumInt64, 1500, 0, ImplTree},
+		{"world prod 320 B: torus", false, ProdFloat64, 40, 0, ImplTorus},
+		{"world prod 12,000 B: mesh", false, ProdFloat64, 1500, 0, ImplMesh},
+		{"world prod 12,000 B, never: torus", false, ProdFloat64, 1500, -1, ImplTorus},
+		{"planes 9,216 B: torus", true, SumInt64, 1152, 0, ImplTorus},
+		{"planes 9,224 B: mesh", true, SumInt64, 1153, 0, ImplMesh},
+		{"planes 320 B above 256: mesh", true, SumInt64, 40, 256, ImplMesh},
+		{"planes 256 B above 256: torus", true, ProdFloat64, 32, 256, ImplTorus},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			value := func(rank, i int) uint64 {
+				rng := rand.New(rand.NewPCG(uint64(rank), uint64(i)))
+				if c.op.Name == "prod_float64" {
+					return math.Float64bits(math.Ldexp(1, rng.IntN(9)-4))
+				}
+				return rng.Uint64()
+			}
+			res, failed := bglRun(t, X, Y, Z, true, BGL{MeshReduceAbove: c.above}, func(w *Comm, fail func(string, ...any)) {
+				cm := w
+				if c.planes {
+					cm = commOf(w, X, Y, func(x, y, z int) int { return z })
+				}
+				n := c.count
+				mine, want := make([]byte, 8*n), make([]byte, 8*n)
+				for i := 0; i < n; i++ {
+					binary.LittleEndian.PutUint64(mine[8*i:], value(cm.WorldRank(cm.Rank()), i))
+					binary.LittleEndian.PutUint64(want[8*i:], value(cm.WorldRank(0), i))
+				}
+				for r := 1; r < cm.Size(); r++ {
+					in := make([]byte, 8*n)
+					for i := 0; i < n; i++ {
+						binary.LittleEndian.PutUint64(in[8*i:], value(cm.WorldRank(r), i))
+					}
+					c.op.Apply(want, in)
+				}
+				send, recv := cm.Alloc(8*n), cm.Alloc(8*n)
+				cm.Write(send, mine)
+				if err := cm.Allreduce(send, recv, c.op); err != nil {
+					fail("%v", err)
+					return
+				}
+				if !bytes.Equal(cm.Read(recv), want) {
+					fail("Allreduce: differs from the serial reduction")
+				}
+				cm.Write(recv, make([]byte, 8*n))
+				root := 5 % cm.Size()
+				if err := cm.Reduce(send, recv, c.op, root); err != nil {
+					fail("%v", err)
+					return
+				}
+				if cm.Rank() == root && !bytes.Equal(cm.Read(recv), want) {
+					fail("Reduce: differs from the serial reduction")
+				}
+			})
+			for _, f := range failed {
+				t.Error(f)
+			}
+			got := map[string]string{}
+			for _, s := range res.Collectives {
+				if s.Call == "Allreduce" || s.Call == "Reduce" {
+					got[s.Call] += s.Impl
+				}
+			}
+			if got["Allreduce"] != c.impl || got["Reduce"] != c.impl {
+				t.Errorf("took %v, want %s for both", got, c.impl)
+			}
+		})
+	}
+}
+
 // TestBGLBadInput: a broadcast root outside the communicator, a reduction
 // the collective network cannot do forced onto it, the tree or the deposit
 // broadcast forced onto a communicator that cannot take it.
@@ -285,6 +373,9 @@ func TestBGLBadInput(t *testing.T) {
 			return commOf(c, 2, 2, func(x, y, z int) int { return (x + y + z) % 2 }).Bcast(c.Alloc(8), 0)
 		}, "make a box"},
 		{"unknown", BGL{BcastWith: "fast"}, func(c *Comm) error { return c.Bcast(c.Alloc(8), 0) }, `implementation "fast"`},
+		{"mesh reduction's threshold", BGL{MeshReduceAbove: -2}, func(c *Comm) error {
+			return c.Allreduce(c.Alloc(8), c.Alloc(8), ProdFloat64)
+		}, "BGL.MeshReduceAbove -2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			errs := make([]error, 8)
