@@ -258,6 +258,81 @@ func TestBGLReduce(t *testing.T) {
 	}
 }
 
+// TestBGLBcastInterior broadcasts by the deposit broadcast from roots
+// inside a mesh's boxes (the world's duplicate, a plane, a row; a root on
+// either task in virtual node mode) straight from the root's node and,
+// for comparison, through the nearest corner (DepositViaCorner): every
+// byte at every rank both ways, and the direct one faster by more than a
+// quarter of the time (it saves the whole message's hop to the corner).
+func TestBGLBcastInterior(t *testing.T) {
+	const X, Y, Z = 4, 4, 2
+	const N = X * Y * Z
+	for _, c := range []struct {
+		name string
+		vn   bool
+		comm func(c *Comm) *Comm
+		root int
+	}{
+		{"dup (1,1,0)", false, func(c *Comm) *Comm { d, _ := c.Dup(); return d }, 5},
+		{"dup (2,2,1)", false, func(c *Comm) *Comm { d, _ := c.Dup(); return d }, 26},
+		{"plane z=1 (1,2,1)", false, func(c *Comm) *Comm { return commOf(c, X, Y, func(x, y, z int) int { return z }) }, 9},
+		{"row y=1 z=0 (2,1,0)", false, func(c *Comm) *Comm { return commOf(c, X, Y, func(x, y, z int) int { return y + Y*z }) }, 2},
+		{"vn dup (1,2,1) task 1", true, func(c *Comm) *Comm { d, _ := c.Dup(); return d }, N + 25},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const size = 6000
+			var took [2]sim.Tick
+			for i, corner := range []bool{false, true} {
+				spec := bgl.DefaultSpec(X, Y, Z)
+				spec.Torus.Mesh = true
+				if c.vn {
+					spec = spec.WithMode(bgl.VirtualNodeMode)
+				}
+				var start, end sim.Tick
+				res, failed := bglRunSpec(t, spec, BGL{DepositViaCorner: corner}, func(w *Comm, fail func(string, ...any)) {
+					cm := c.comm(w)
+					b := cm.Alloc(size)
+					want := make([]byte, size)
+					for k := range want {
+						want[k] = byte(k*7 + c.root)
+					}
+					if cm.Rank() == c.root {
+						cm.Write(b, want)
+					}
+					if err := w.Barrier(); err != nil {
+						fail("%v", err)
+						return
+					}
+					if w.Rank() == 0 {
+						start = w.Now()
+					}
+					if err := cm.Bcast(b, c.root); err != nil {
+						fail("%v", err)
+						return
+					}
+					end = max(end, w.Now())
+					if !bytes.Equal(cm.Read(b), want) {
+						fail("corner=%v: the data differs", corner)
+					}
+				})
+				for _, f := range failed {
+					t.Error(f)
+				}
+				for _, s := range res.Collectives {
+					if s.Call == "Bcast" && s.Impl != ImplDeposit {
+						t.Errorf("corner=%v: took %s, want the deposit broadcast", corner, s.Impl)
+					}
+				}
+				took[i] = end - start
+			}
+			if 4*took[0] > 3*took[1] {
+				t.Errorf("%d B from rank %d: direct %v, through the corner %v: want the direct one under three quarters of it", size, c.root, took[0], took[1])
+			}
+			t.Logf("%d B from rank %d: direct %v, through the corner %v", size, c.root, took[0], took[1])
+		})
+	}
+}
+
 // TestBGLReduceChoice checks BGL's choice of a reduction by communicator,
 // operation and size on a 4×2×2 mesh: the collective network on the world
 // for what its ALU does; otherwise MPICH2's point-to-point algorithms up
