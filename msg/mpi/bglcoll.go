@@ -56,7 +56,7 @@ const (
 // (bglml.Layer.BcastBox), on others the mesh-aware broadcast; the
 // reductions on MPI_COMM_WORLD take the tree, task 1 handing its
 // contribution to task 0 first (treeReduce); MPI_Barrier there takes the
-// barrier network, task 1 arriving at task 0 first (Barrier). Result.Collectives counts what
+// barrier network, task 1 arriving at task 0 by a lockbox word (Barrier). Result.Collectives counts what
 // each operation took.
 type BGL struct {
 	MPICH2
@@ -648,11 +648,10 @@ func (g BGL) Reduce(c *Comm, send, recv Buf, op Op, root int) error {
 // releases them all), by the MPI core's algorithm otherwise.
 //
 // In virtual node mode both tasks of a node arrive before its task 0
-// arms the barrier network: task 1 sends task 0 an empty message through
-// the node's virtual FIFO (scratchpad, under the lockbox: the one-packet
-// path of the virtual torus device, L115), task 0 arms once it has it,
-// and when task 0 sees the release it sends task 1 an empty message back,
-// on which task 1 leaves.
+// arms the barrier network: task 1 writes its arrival into a lockbox word
+// that task 0 polls, task 0 arms once it sees it, and when task 0 sees
+// the release it writes that into another word, which task 1 polls
+// (bglml.Layer.GlobalBarrier).
 func (g BGL) Barrier(c *Comm) error {
 	ep, m := bglEnv(c)
 	world := treeWorld(c, ep, m)
@@ -673,29 +672,11 @@ func (g BGL) Barrier(c *Comm) error {
 		if !world {
 			return fmt.Errorf("mpi: the barrier network serves MPI_COMM_WORLD (every task of every node, L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
 		}
-		peer := nodePeer(c, ep)
-		cc := c.Collective()
-		if peer >= 0 && c.Place(c.Rank()).Core != 0 {
-			// Task 1: arrive at task 0, leave on its word of the release.
-			if err := cc.Send(Buf{}, peer, tagBarrier); err != nil {
-				return err
-			}
-			_, err := cc.Recv(Buf{}, peer, tagBarrier)
-			return err
-		}
-		if peer >= 0 {
-			if _, err := cc.Recv(Buf{}, peer, tagBarrier); err != nil {
-				return err
-			}
-		}
 		done := false
 		if err := ep.ml.GlobalBarrier(c.r.p, func() { done = true }); err != nil {
 			return err
 		}
 		c.r.waitUntil(func() bool { return done })
-		if peer >= 0 {
-			return cc.Send(Buf{}, peer, tagBarrier)
-		}
 		return nil
 	}
 	return fmt.Errorf("mpi: barrier implementation %q (%s, %s)", impl, ImplBarrier, ImplTorus)
