@@ -315,11 +315,44 @@ func (l *Layer) TreeBcast(p *cpu.Proc, root bool, addr uint64, size int, done fu
 // node's task 0 calls it with the node's contribution (the two tasks'
 // combined: the caller's part).
 func (l *Layer) TreeAllreduce(p *cpu.Proc, red TreeReduction, src, dst uint64, count int, done func()) error {
+	return l.TreeAllreduceShared(p, red, src, dst, count, false, done)
+}
+
+// TreeAllreduceShared is TreeAllreduce in virtual node mode with the
+// result shared by the node's two tasks (share): task 0 takes part in the
+// tree as TreeAllreduce's, and task 1, which calls it too (src unused),
+// copies the result from task 0's dst into its own as it comes from the
+// tree, a chunk (VNBcastChunk) at a time, as the broadcasts' task 1 does
+// (tellPeer). done is called at task 1 when it has copied all, at task 0
+// when task 1 has (task 0's dst is what it copies from).
+func (l *Layer) TreeAllreduceShared(p *cpu.Proc, red TreeReduction, src, dst uint64, count int, share bool, done func()) error {
 	if red < TreeSumInt || red > TreeSumFloat {
 		return fmt.Errorf("bglml: collective-network reduction %v", red)
 	}
 	if count < 1 || count > MaxMessage/8 {
 		return fmt.Errorf("bglml: collective-network reduction of %d elements (1 to %d)", count, MaxMessage/8)
+	}
+	var bc *bcast
+	if share {
+		if l.tasks < 2 {
+			return fmt.Errorf("bglml: %s: a reduction's result shared between tasks needs virtual node mode", l.name())
+		}
+		if l.bc != nil || l.tree != nil {
+			return fmt.Errorf("bglml: %s: a shared reduction while a broadcast or a collective-network operation is under way", l.name())
+		}
+		bc = &bcast{addr: dst, size: 8 * count, done: done, unit: collective.PacketBytes}
+		if l.self%l.tasks != 0 {
+			p.Compute(l.costs.Post)
+			bc.peerDone = true
+			l.bc = bc
+			l.Stats.TreeOps++ // its part: the copies
+			for _, pk := range l.vnEarly {
+				l.onBcastCopy(p, pk)
+			}
+			l.vnEarly = nil
+			return nil
+		}
+		done = func() { l.torusDone(p) }
 	}
 	P := (count + collective.Words - 1) / collective.Words
 	words := func(k int) int { return min(collective.Words, count-k*collective.Words) }
@@ -338,10 +371,23 @@ func (l *Layer) TreeAllreduce(p *cpu.Proc, red TreeReduction, src, dst uint64, c
 			binary.LittleEndian.PutUint64(b[8*i:], x)
 		}
 		l.nd.Mem.Write(dst+uint64(8*k*collective.Words), b)
+		if bc != nil {
+			bc.prefix = k + 1 // the results come in order
+			l.tellPeer(p)
+		}
+	}
+	start := func(op *treeOp) error {
+		if err := l.startTree(p, op); err != nil {
+			return err
+		}
+		if bc != nil {
+			l.bc = bc
+		}
+		return nil
 	}
 	nodes := len(l.nodes)
 	if red != TreeSumFloat {
-		return l.startTree(p, &treeOp{n: P, done: done,
+		return start(&treeOp{n: P, done: done,
 			build: func(p *cpu.Proc, k int) (collective.Packet, bgl.Source, bool) {
 				pkt := collective.Packet{Op: red.alu()}
 				for i, v := range load(k) {
@@ -374,7 +420,7 @@ func (l *Layer) TreeAllreduce(p *cpu.Proc, red TreeReduction, src, dst uint64, c
 		}
 		return f
 	}
-	return l.startTree(p, &treeOp{n: 2 * P, done: done,
+	return start(&treeOp{n: 2 * P, done: done,
 		build: func(p *cpu.Proc, k int) (collective.Packet, bgl.Source, bool) {
 			if k < P {
 				p.Compute(TreeExponentCycles * words(k))

@@ -496,8 +496,10 @@ func nodePeer(c *Comm, ep *torusEP) int {
 // contribution to its node's task 0 (a message to the other task of the
 // node: the virtual FIFO for an eager message, the L144 copy beyond);
 // task 0 combines the two on its core, the lower rank's on the left (acc
-// = acc ⊕ in, Op.Apply), takes part in the tree for the node, and hands
-// the result back to task 1 when task 1 wants it.
+// = acc ⊕ in, Op.Apply), and takes part in the tree for the node; task 1,
+// when it wants the result, copies it from task 0's buffer a chunk at a
+// time as it comes from the tree (bglml.Layer.TreeAllreduceShared, the
+// broadcasts' hand-over).
 func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op, root int) error {
 	r := c.r
 	me, peer := c.Rank(), nodePeer(c, ep)
@@ -510,8 +512,13 @@ func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op, root int) error {
 		if !wants(me) {
 			return nil
 		}
-		_, err := cc.Recv(recv, peer, tagReduce)
-		return err
+		// The result: copied from task 0's as it comes from the tree.
+		done := false
+		if err := ep.ml.TreeAllreduceShared(r.p, op.Tree, 0, recv.Addr, send.Len/8, true, func() { done = true }); err != nil {
+			return err
+		}
+		r.waitUntil(func() bool { return done })
+		return nil
 	}
 	src := send
 	if peer >= 0 {
@@ -534,14 +541,13 @@ func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op, root int) error {
 		dst = r.tmp(send.Len)
 		defer r.release(dst)
 	}
+	// Task 0's done comes once task 1 (if it wants the result) has copied
+	// it from dst.
 	done := false
-	if err := ep.ml.TreeAllreduce(r.p, op.Tree, src.Addr, dst.Addr, send.Len/8, func() { done = true }); err != nil {
+	if err := ep.ml.TreeAllreduceShared(r.p, op.Tree, src.Addr, dst.Addr, send.Len/8, peer >= 0 && wants(peer), func() { done = true }); err != nil {
 		return err
 	}
 	r.waitUntil(func() bool { return done })
-	if peer >= 0 && wants(peer) {
-		return cc.Send(dst, peer, tagReduce)
-	}
 	return nil
 }
 
