@@ -100,6 +100,19 @@ const DefaultMeshReduceAbove = 9 << 10
 // MaxMeshReduceAbove is the largest MeshReduceAbove (2 GB).
 const MaxMeshReduceAbove = 1<<31 - 1
 
+// check refuses BGL's numeric parameters out of their ranges.
+func (g BGL) check() error {
+	switch {
+	case g.MeshReduceAbove < -1 || g.MeshReduceAbove > MaxMeshReduceAbove:
+		return fmt.Errorf("mpi: BGL.MeshReduceAbove %d: the size in bytes above which reductions take the mesh-aware algorithm (0: %d, measured; -1: never; 1 to %d)", g.MeshReduceAbove, DefaultMeshReduceAbove, MaxMeshReduceAbove)
+	case g.MeshPiece < 0 || g.MeshPiece > MaxMeshReduceAbove:
+		return fmt.Errorf("mpi: BGL.MeshPiece %d: the mesh-aware algorithms' piece in bytes (0: 8192; 1 to %d)", g.MeshPiece, MaxMeshReduceAbove)
+	case g.Routes < 0 || g.Routes > 3:
+		return fmt.Errorf("mpi: BGL.Routes %d: the deposit broadcast's routes (0: 3; 1 to 3)", g.Routes)
+	}
+	return nil
+}
+
 // bglEnv is what BGL's collectives need of a rank: its message layer and
 // the machine.
 func bglEnv(c *Comm) (*torusEP, *bgl.Machine) {
@@ -191,6 +204,9 @@ func nextBcastKey(c *Comm) uint32 {
 // Bcast broadcasts b from root by the implementation the communicator
 // takes (or BcastWith).
 func (g BGL) Bcast(c *Comm, b Buf, root int) error {
+	if err := g.check(); err != nil {
+		return err
+	}
 	ep, m := bglEnv(c)
 	impl := g.BcastWith
 	box, isBox := commBox(c, ep, m)
@@ -554,16 +570,16 @@ func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op, root int) error {
 // reduceImpl is the implementation a reduction of op on c takes (or
 // ReduceWith), or why a forced one cannot.
 func (g BGL) reduceImpl(c *Comm, send Buf, op Op) (string, *torusEP, error) {
+	if err := g.check(); err != nil {
+		return "", nil, err
+	}
 	ep, m := bglEnv(c)
 	world := treeWorld(c, ep, m)
 	fits := op.Tree != 0 && op.Size == 8
 	switch g.ReduceWith {
 	case "":
 		above := g.MeshReduceAbove
-		switch {
-		case above < -1 || above > MaxMeshReduceAbove:
-			return "", nil, fmt.Errorf("mpi: BGL.MeshReduceAbove %d: the size in bytes above which reductions take the mesh-aware algorithm (0: %d, measured; -1: never; 1 to %d)", above, DefaultMeshReduceAbove, MaxMeshReduceAbove)
-		case above == 0:
+		if above == 0 {
 			above = DefaultMeshReduceAbove
 		}
 		switch {

@@ -451,6 +451,10 @@ func TestBGLBadInput(t *testing.T) {
 		{"mesh reduction's threshold", BGL{MeshReduceAbove: -2}, func(c *Comm) error {
 			return c.Allreduce(c.Alloc(8), c.Alloc(8), ProdFloat64)
 		}, "BGL.MeshReduceAbove -2"},
+		{"mesh piece", BGL{MeshPiece: -8}, func(c *Comm) error {
+			return commOf(c, 2, 2, func(x, y, z int) int { return (x + y + z) % 2 }).Bcast(c.Alloc(8), 0)
+		}, "BGL.MeshPiece -8"},
+		{"routes", BGL{Routes: 4}, func(c *Comm) error { return c.Reduce(c.Alloc(8), c.Alloc(8), SumInt64, 0) }, "BGL.Routes 4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			errs := make([]error, 8)
