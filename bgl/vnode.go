@@ -24,6 +24,7 @@ type Lockbox struct {
 	nd    *Node
 	spec  *Spec
 	owner []int8 // per lock: the core holding it, −1 free
+	words [Words]lockWord
 
 	Stats LockboxStats
 }
@@ -36,6 +37,57 @@ type LockboxStats struct {
 
 // Locks is the number of locks the model's lockbox has.
 const Locks = 8
+
+// Words is the number of words the model's lockbox has for the cores to
+// signal each other (a flag one core sets and the other polls, one
+// uncached access each, as a lock is taken; the message layer's barrier
+// arrival and release in virtual node mode).
+const Words = 2
+
+// lockWord is a lockbox word: its value, and the one before it until the
+// other core can see the new one (the edge after the write).
+type lockWord struct {
+	v, prev uint32
+	at      sim.Tick
+}
+
+// SetWord writes v into word w (one access); the other core sees it from
+// the next edge.
+func (lb *Lockbox) SetWord(p *cpu.Proc, w int, v uint32) error {
+	if err := lb.checkWord(p, w); err != nil {
+		return err
+	}
+	p.Compute(lb.spec.ScratchpadCycles)
+	x := &lb.words[w]
+	if x.at <= p.Now() {
+		x.prev = x.v
+	}
+	x.v, x.at = v, p.Now()+1
+	return nil
+}
+
+// Word reads word w (one access).
+func (lb *Lockbox) Word(p *cpu.Proc, w int) (uint32, error) {
+	if err := lb.checkWord(p, w); err != nil {
+		return 0, err
+	}
+	p.Compute(lb.spec.ScratchpadCycles)
+	x := lb.words[w]
+	if x.at > p.Now() {
+		return x.prev, nil
+	}
+	return x.v, nil
+}
+
+func (lb *Lockbox) checkWord(p *cpu.Proc, w int) error {
+	if w < 0 || w >= Words {
+		return fmt.Errorf("bgl: node %d: lockbox word %d of %d", lb.nd.Index, w, Words)
+	}
+	if lb.core(p) < 0 {
+		return fmt.Errorf("bgl: node %d: lockbox used by %s, not one of the node's cores", lb.nd.Index, p.Name())
+	}
+	return nil
+}
 
 func newLockbox(nd *Node, spec *Spec) *Lockbox {
 	lb := &Lockbox{nd: nd, spec: spec, owner: make([]int8, Locks)}

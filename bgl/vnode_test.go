@@ -91,6 +91,70 @@ func TestLockboxRefusals(t *testing.T) {
 	}
 }
 
+// TestLockboxWords: core 0 sets a word after a while, core 1 polls it;
+// core 1 sees the new value from the edge after the write (its looks
+// before see the old one), and a set and a read cost one access each;
+// out of range words and another node's core are refused.
+func TestLockboxWords(t *testing.T) {
+	for _, c := range []struct {
+		word, delay int
+		v           uint32
+	}{{0, 0, 1}, {1, 37, 7}, {0, 200, 0xffffffff}} {
+		m := vnMachine(t)
+		nd := m.Nodes[0]
+		lb := nd.VN.Lockbox
+		spec := m.Spec
+		var setAt, seenAt, lastOld sim.Tick
+		var setCost sim.Tick
+		var failed error
+		nd.Cores[0].Spawn("setter", func(p *cpu.Proc) {
+			p.Compute(c.delay)
+			t0 := p.Now()
+			failed = lb.SetWord(p, c.word, c.v)
+			setAt, setCost = p.Now(), p.Now()-t0
+		})
+		nd.Cores[1].Spawn("poller", func(p *cpu.Proc) {
+			for {
+				v, err := lb.Word(p, c.word)
+				if err != nil {
+					failed = err
+					return
+				}
+				if v == c.v {
+					seenAt = p.Now()
+					return
+				}
+				lastOld = p.Now()
+			}
+		})
+		m.World.Run(sim.MS)
+		if failed != nil {
+			t.Fatal(failed)
+		}
+		cycle := nd.Cores[0].Spec().PeriodPS
+		if setCost != sim.Tick(spec.ScratchpadCycles)*cycle {
+			t.Errorf("%+v: a set took %v, want %d cycles", c, setCost, spec.ScratchpadCycles)
+		}
+		if seenAt <= setAt || seenAt > setAt+sim.Tick(spec.ScratchpadCycles+1)*cycle || lastOld > setAt {
+			t.Errorf("%+v: set at %v, seen at %v (last old value at %v)", c, setAt, seenAt, lastOld)
+		}
+	}
+	m := vnMachine(t)
+	lb := m.Nodes[0].VN.Lockbox
+	var errs []error
+	m.Nodes[0].Cores[0].Spawn("bad", func(p *cpu.Proc) {
+		_, err := lb.Word(p, Words)
+		errs = append(errs, err, lb.SetWord(p, -1, 0))
+	})
+	m.Nodes[1].Cores[0].Spawn("other", func(p *cpu.Proc) { errs = append(errs, lb.SetWord(p, 0, 1)) })
+	m.World.Run(sim.MS)
+	for i, w := range []string{"word 2 of 2", "word -1 of 2", "not one of the node's cores"} {
+		if i >= len(errs) || errs[i] == nil || !strings.Contains(errs[i].Error(), w) {
+			t.Errorf("case %d: %v, want %q", i, errs, w)
+		}
+	}
+}
+
 // TestVirtualFIFO: core 0 writes 200 packets of random sizes into the
 // virtual FIFO to core 1 as its room allows; core 1 reads every one
 // exactly once, in order, with its payload; a full packet's store costs

@@ -14,6 +14,11 @@ import (
 // barrier, the time until the last rank has the last over reps. It also
 // returns what the collectives counted (mpi.Result.Collectives).
 func MPIAllreduce(spec bgl.Spec, coll mpi.Collectives, size, reps int, planes bool) (sim.Tick, []mpi.CollStat, error) {
+	return MPIAllreduceOp(spec, coll, mpi.SumFloat64, size, reps, planes)
+}
+
+// MPIAllreduceOp is MPIAllreduce of op (whole elements of op.Size bytes).
+func MPIAllreduceOp(spec bgl.Spec, coll mpi.Collectives, op mpi.Op, size, reps int, planes bool) (sim.Tick, []mpi.CollStat, error) {
 	if size < 8 || size%8 != 0 || reps < 1 {
 		return 0, nil, fmt.Errorf("bglpaper: %d allreduces of %d bytes (whole float64s)", reps, size)
 	}
@@ -40,7 +45,7 @@ func MPIAllreduce(spec bgl.Spec, coll mpi.Collectives, size, reps int, planes bo
 			start = w.Now()
 		}
 		for k := 0; k < reps; k++ {
-			if err := c.Allreduce(s, r, mpi.SumFloat64); err != nil {
+			if err := c.Allreduce(s, r, op); err != nil {
 				failed = err
 			}
 		}

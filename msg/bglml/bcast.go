@@ -12,53 +12,72 @@ import (
 // The torus broadcast (L153–L155): van de Geijn's mesh broadcast with the
 // deposit bit, pipelined packet by packet over up to three routes that
 // share no directed link. The paper's figure of a route is missing; these
-// routes are ours. From the root at node (0,0,0), route r takes the
+// routes are ours. In offsets u from the root (u = 0 at the root, each
+// u[d] between the box's ends lo[d] ≤ 0 ≤ hi[d]), route r takes the
 // dimensions in the order d0, d1, d2 = r, r+1, r+2 (mod 3):
 //
-//  1. the root deposits the packet along d0+ (the line c[d1] = c[d2] = 0);
-//  2. every node of that line but the root deposits it along d1+;
-//  3. every node with c[d0] ≥ 1 and c[d2] = 0 deposits it along d2+;
-//  4. every node with c[d0] = 1 off the first line sends it one hop d0−,
-//     to the node with c[d0] = 0 (which steps 1–3 never reach).
+//  1. the root deposits the packet along d0 both ways, to the box's ends
+//     (the line u[d1] = u[d2] = 0);
+//  2. every node of that line but the root deposits it along d1 both ways;
+//  3. every node with u[d0] ≠ 0 and u[d2] = 0 deposits it along d2 both
+//     ways;
+//  4. every node with u[d0] = b off the first line sends it one hop
+//     towards the root's plane u[d0] = 0 (which steps 1–3 never reach),
+//     b being 1, or −1 when the root is at the box's high end along d0.
 //
-// Route r uses d0+ links on its first line, d1+ links where c[d0] ≥ 1 and
-// c[d2] = 0, d2+ links where c[d0] ≥ 1, and d0− links; the three routes'
-// + links of each dimension are then on disjoint sets of lines (for x:
-// y = z = 0, y = 0 < z, and y ≥ 1) and each uses the − links of its own
-// first dimension only, so no link carries two routes (TestBcastRoutes
-// checks it link by link). Every node gets each packet once.
+// Route r uses d0 links away from the root on its first line, d1 links
+// away from u[d1] = 0 where u[d0] ≠ 0 and u[d2] = 0, d2 links away from
+// u[d2] = 0 where u[d0] ≠ 0, and d0 links towards u[d0] = 0 (one hop);
+// the three routes' links of each dimension leading away from the root's
+// plane are then on disjoint sets of lines (for x: y = z = 0, y = 0 ≠ z,
+// and y ≠ 0) and each uses the links towards it of its own first
+// dimension only, so no link carries two routes (TestBcastRoutes checks
+// it link by link, from corners and from interior roots). Every node gets
+// each packet once. From a corner (lo = 0) the lines go one way: the
+// root writes each packet once a route; from a mesh's interior node,
+// twice (once each way along d0).
 
-// bcastNext is what node c forwards of a route-r packet: the destinations
-// of its deposit lines and one-hop sends, with the hints that make them go
-// the route's way.
-func bcastNext(dims torus.Coord, r int, c torus.Coord) (out []bcastHop) {
+// bcastNext is what the node at offset u from the root forwards of a
+// route-r packet in a box whose offsets run from lo to hi: the
+// destinations (offsets) of its deposit lines and one-hop sends, with the
+// hints that make them go the route's way.
+func bcastNext(lo, hi torus.Coord, r int, u torus.Coord) (out []bcastHop) {
 	d0, d1, d2 := r%3, (r+1)%3, (r+2)%3
-	line := func(d int, dir int8) {
-		to := c
-		if dir > 0 {
-			to[d] = dims[d] - 1
-		} else {
-			to[d] = c[d] - 1
-		}
-		if to != c {
-			var h [3]int8
-			h[d] = dir
-			out = append(out, bcastHop{to: to, hint: h, deposit: dir > 0})
+	lines := func(d int) {
+		for _, dir := range [2]int8{1, -1} {
+			to := u
+			if dir > 0 {
+				to[d] = hi[d]
+			} else {
+				to[d] = lo[d]
+			}
+			if to != u {
+				var h [3]int8
+				h[d] = dir
+				out = append(out, bcastHop{to: to, hint: h, deposit: true})
+			}
 		}
 	}
-	root := c == torus.Coord{}
-	switch {
-	case root:
-		line(d0, 1)
+	if u == (torus.Coord{}) {
+		lines(d0)
 		return out
-	case c[d1] == 0 && c[d2] == 0: // on the first line
-		line(d1, 1)
 	}
-	if c[d0] >= 1 && c[d2] == 0 {
-		line(d2, 1)
+	if u[d1] == 0 && u[d2] == 0 { // on the first line
+		lines(d1)
 	}
-	if c[d0] == 1 && (c[d1] != 0 || c[d2] != 0) {
-		line(d0, -1)
+	if u[d0] != 0 && u[d2] == 0 {
+		lines(d2)
+	}
+	back := 1
+	if hi[d0] == 0 {
+		back = -1
+	}
+	if u[d0] == back && (u[d1] != 0 || u[d2] != 0) {
+		to := u
+		to[d0] = 0
+		var h [3]int8
+		h[d0] = int8(-back)
+		out = append(out, bcastHop{to: to, hint: h})
 	}
 	return out
 }
@@ -101,52 +120,55 @@ const VNBcastChunk = 16 * torus.MaxPayload
 // torus's size along a dimension that wraps) for 0 ≤ c < Ext.
 type Box struct{ Lo, Ext torus.Coord }
 
-// frame maps the routes, built from the origin of a box of extent ext,
-// onto a broadcast from root in the box at lo: along a dimension the box
-// covers whole and that wraps around, which looks the same from every
-// node, by translation; along one that does not (a mesh's, a torus's of
-// two nodes, or a part of a ring), where the root must then be at an end
-// of the box, by reflection if it is at the far end.
+// frame maps the routes, built in offsets from the root, onto a
+// broadcast from root in the box at lo of extent ext: along a dimension
+// the box covers whole and that wraps around, which looks the same from
+// every node, the offsets run round the ring from 0 to its size − 1 (one
+// way); along one that does not (a mesh's, a torus's of two nodes, or a
+// part of a ring) from the box's low end to its high end, a root inside
+// the box having nodes on both sides.
 type frame struct {
 	dims, root, lo, ext torus.Coord
 	mesh                bool
 }
 
 // wraps reports whether dimension d is a ring the box covers whole (of
-// more than two nodes); the others are reflected.
+// more than two nodes).
 func (f frame) wraps(d int) bool { return !f.mesh && f.dims[d] > 2 && f.ext[d] == f.dims[d] }
 
 // off is c's offset from the box's low corner along d.
 func (f frame) off(c torus.Coord, d int) int { return (c[d] - f.lo[d] + f.dims[d]) % f.dims[d] }
 
-// rel is node c's coordinates as the routes from the origin see them.
-func (f frame) rel(c torus.Coord) (r torus.Coord) {
+// bounds is the lowest and highest offsets from the root in the box.
+func (f frame) bounds() (lo, hi torus.Coord) {
 	for d := 0; d < 3; d++ {
-		switch {
-		case f.wraps(d):
-			r[d] = (c[d] - f.root[d] + f.dims[d]) % f.dims[d]
-		case f.off(f.root, d) == 0:
-			r[d] = f.off(c, d)
-		default:
-			r[d] = f.ext[d] - 1 - f.off(c, d)
+		if f.wraps(d) {
+			hi[d] = f.dims[d] - 1
+			continue
 		}
+		lo[d] = -f.off(f.root, d)
+		hi[d] = f.ext[d] - 1 - f.off(f.root, d)
 	}
-	return r
+	return lo, hi
 }
 
-// abs is the inverse of rel, and a hop's hint turned with it.
+// rel is node c's offset from the root.
+func (f frame) rel(c torus.Coord) (u torus.Coord) {
+	for d := 0; d < 3; d++ {
+		if f.wraps(d) {
+			u[d] = (c[d] - f.root[d] + f.dims[d]) % f.dims[d]
+		} else {
+			u[d] = f.off(c, d) - f.off(f.root, d)
+		}
+	}
+	return u
+}
+
+// abs is the inverse of rel, for a hop.
 func (f frame) abs(h bcastHop) bcastHop {
 	out := h
 	for d := 0; d < 3; d++ {
-		switch {
-		case f.wraps(d):
-			out.to[d] = (h.to[d] + f.root[d]) % f.dims[d]
-		case f.off(f.root, d) == 0:
-			out.to[d] = (f.lo[d] + h.to[d]) % f.dims[d]
-		default:
-			out.to[d] = (f.lo[d] + f.ext[d] - 1 - h.to[d]) % f.dims[d]
-			out.hint[d] = -h.hint[d]
-		}
+		out.to[d] = ((f.root[d]+h.to[d])%f.dims[d] + f.dims[d]) % f.dims[d]
 	}
 	return out
 }
@@ -165,8 +187,8 @@ func (l *Layer) Bcast(p *cpu.Proc, addr uint64, size, routes int, done func()) e
 	return l.BcastFrom(p, torus.Coord{}, addr, size, routes, done)
 }
 
-// BcastFrom is Bcast from the node at root: any node of a torus, a
-// corner of a mesh (the routes turned to start there). A machine with a
+// BcastFrom is Bcast from the node at root: any node (in a mesh, from an
+// interior node the lines go both ways). A machine with a
 // dimension of one node has fewer routes (BcastBox). In virtual node
 // mode every task calls it; the data is the root node's task 0's, each
 // node's task 0 takes the node's part of the routes and its task 1 copies
@@ -177,8 +199,9 @@ func (l *Layer) BcastFrom(p *cpu.Proc, root torus.Coord, addr uint64, size, rout
 
 // BcastBox is a torus broadcast among the nodes of box only (an MPI
 // sub-communicator's): the routes are built in the box, along a
-// dimension the box covers whole and that wraps around from any root,
-// along the others from a root at an end of the box; a dimension of one
+// dimension the box covers whole and that wraps around one way round the
+// ring, along the others both ways from the root (one way from an end of
+// the box); a dimension of one
 // node has no route of its own, so a plane has two routes at most and a
 // line one. key names the broadcast (every node of the box gives the
 // same, and no two broadcasts under way at a node share one): a packet
@@ -202,8 +225,8 @@ func (l *Layer) BcastBox(p *cpu.Proc, box Box, root torus.Coord, addr uint64, si
 		}
 	}
 	for d := 0; d < 3; d++ {
-		if o := fr.off(root, d); root[d] < 0 || root[d] >= dims[d] || o >= box.Ext[d] || !fr.wraps(d) && o != 0 && o != box.Ext[d]-1 {
-			return fmt.Errorf("bglml: broadcast from %v in the box at %v of %v on a %d×%d×%d %s (a corner of the box, or anywhere along a ring it covers whole)", root, box.Lo, box.Ext, dims[0], dims[1], dims[2], meshName)
+		if root[d] < 0 || root[d] >= dims[d] || fr.off(root, d) >= box.Ext[d] {
+			return fmt.Errorf("bglml: broadcast from %v, outside the box at %v of %v on a %d×%d×%d %s", root, box.Lo, box.Ext, dims[0], dims[1], dims[2], meshName)
 		}
 	}
 	me := l.nd.Torus.At
@@ -256,24 +279,38 @@ func (l *Layer) BcastBox(p *cpu.Proc, box Box, root torus.Coord, addr uint64, si
 		return nil
 	}
 	n := (size + torus.MaxPayload - 1) / torus.MaxPayload
+	lo, hi := fr.bounds()
+	// One send queue entry for each of the root's lines (two a route from
+	// an interior node of a mesh); the root's part is done when the last
+	// route's are written (or at once if that route has no packet).
+	left := 0
 	for i, r := range use {
 		r, k0 := r, i
-		hops := bcastNext(box.Ext, r, torus.Coord{})
-		hops[0] = fr.abs(hops[0])
-		o := &out{dst: l.nodeAt(hops[0].to) * l.tasks, n: (n - k0 + len(use) - 1) / len(use), from: bgl.FromMemory, ready: true,
-			build: func(j int) *torus.Packet {
-				k := k0 + j*len(use)
-				off := k * torus.MaxPayload
-				return l.bcastPacket(hops[0], key, r, k, l.data(addr+uint64(off), min(torus.MaxPayload, size-off)))
-			}}
-		if i == len(use)-1 {
-			o.sent = func() { l.torusDone(p) }
+		cnt := (n - k0 + len(use) - 1) / len(use)
+		if cnt == 0 {
+			continue
 		}
-		if o.n > 0 {
+		for _, h := range bcastNext(lo, hi, r, torus.Coord{}) {
+			h := fr.abs(h)
+			o := &out{dst: l.nodeAt(h.to) * l.tasks, n: cnt, from: bgl.FromMemory, ready: true,
+				build: func(j int) *torus.Packet {
+					k := k0 + j*len(use)
+					off := k * torus.MaxPayload
+					return l.bcastPacket(h, key, r, k, l.data(addr+uint64(off), min(torus.MaxPayload, size-off)))
+				}}
+			if i == len(use)-1 {
+				left++
+				o.sent = func() {
+					if left--; left == 0 {
+						l.torusDone(p)
+					}
+				}
+			}
 			l.queue(o)
-		} else if i == len(use)-1 {
-			l.torusDone(p)
 		}
+	}
+	if left == 0 {
+		l.torusDone(p)
 	}
 	return nil
 }
@@ -348,7 +385,8 @@ func (l *Layer) deliverBcast(p *cpu.Proc, r, k int, data []byte) {
 	l.nd.Mem.Write(bc.addr+uint64(k*torus.MaxPayload), data)
 	bc.got += len(data)
 	fr := bc.fr
-	for _, h := range bcastNext(fr.ext, r, fr.rel(l.nd.Torus.At)) {
+	lo, hi := fr.bounds()
+	for _, h := range bcastNext(lo, hi, r, fr.rel(l.nd.Torus.At)) {
 		h := fr.abs(h)
 		// The forward is written from the data just read (in the cache),
 		// on the route's FIFO, so that its packets stay in order.

@@ -17,8 +17,24 @@ import (
 // shapes: each node but the root gets a route's packet exactly once, and
 // no directed link carries packets of two routes.
 func TestBcastRoutes(t *testing.T) {
-	for _, dims := range []torus.Coord{{4, 4, 2}, {4, 4, 4}, {2, 2, 2}, {3, 5, 2}, {8, 8, 8}, {4, 4, 1}, {4, 1, 3}, {1, 5, 2}, {6, 1, 1}, {1, 1, 4}} {
-		t.Run(fmt.Sprint(dims), func(t *testing.T) {
+	for _, c := range []struct{ dims, root torus.Coord }{
+		{torus.Coord{4, 4, 2}, torus.Coord{}}, {torus.Coord{4, 4, 4}, torus.Coord{}}, {torus.Coord{2, 2, 2}, torus.Coord{}},
+		{torus.Coord{3, 5, 2}, torus.Coord{}}, {torus.Coord{8, 8, 8}, torus.Coord{}}, {torus.Coord{4, 4, 1}, torus.Coord{}},
+		{torus.Coord{4, 1, 3}, torus.Coord{}}, {torus.Coord{1, 5, 2}, torus.Coord{}}, {torus.Coord{6, 1, 1}, torus.Coord{}},
+		{torus.Coord{1, 1, 4}, torus.Coord{}},
+		// Interior roots of a mesh, and roots at the high end.
+		{torus.Coord{4, 4, 2}, torus.Coord{1, 2, 0}}, {torus.Coord{4, 4, 2}, torus.Coord{3, 3, 1}},
+		{torus.Coord{4, 4, 4}, torus.Coord{1, 2, 3}}, {torus.Coord{3, 5, 3}, torus.Coord{1, 1, 1}},
+		{torus.Coord{8, 8, 8}, torus.Coord{3, 4, 5}}, {torus.Coord{4, 4, 1}, torus.Coord{2, 1, 0}},
+		{torus.Coord{5, 1, 3}, torus.Coord{2, 0, 1}}, {torus.Coord{6, 1, 1}, torus.Coord{4, 0, 0}},
+		{torus.Coord{1, 3, 4}, torus.Coord{0, 2, 1}},
+	} {
+		dims := c.dims
+		var lo, hi torus.Coord
+		for d := 0; d < 3; d++ {
+			lo[d], hi[d] = -c.root[d], dims[d]-1-c.root[d]
+		}
+		t.Run(fmt.Sprint(dims, c.root), func(t *testing.T) {
 			type arc struct {
 				from torus.Coord
 				dim  int
@@ -34,7 +50,7 @@ func TestBcastRoutes(t *testing.T) {
 				for len(queue) > 0 {
 					c := queue[0]
 					queue = queue[1:]
-					for _, h := range bcastNext(dims, r, c) {
+					for _, h := range bcastNext(lo, hi, r, c) {
 						d := -1
 						for k := 0; k < 3; k++ {
 							if h.to[k] != c[k] {
@@ -44,6 +60,9 @@ func TestBcastRoutes(t *testing.T) {
 								d = k
 							}
 						}
+						if h.to[d] < lo[d] || h.to[d] > hi[d] {
+							t.Fatalf("route %d: %v → %v leaves the box", r, c, h.to)
+						}
 						dir := h.hint[d]
 						for at := c; at != h.to; {
 							a := arc{at, d, dir}
@@ -51,16 +70,19 @@ func TestBcastRoutes(t *testing.T) {
 								t.Errorf("route %d and route %d both use the link from %v along %c%+d", o, r, at, "xyz"[d], dir)
 							}
 							owner[a] = r
-							at[d] += int(dir)
+							if at[d] += int(dir); at[d] < lo[d] || at[d] > hi[d] {
+								t.Fatalf("route %d: %v → %v along %c%+d leaves the box", r, c, h.to, "xyz"[d], dir)
+							}
 							if h.deposit || at == h.to {
-								got[at]++
-								queue = append(queue, at)
+								if got[at]++; got[at] == 1 { // forwarded once
+									queue = append(queue, at)
+								}
 							}
 						}
 					}
 				}
 				for i := 0; i < dims[0]*dims[1]*dims[2]; i++ {
-					c := torus.Coord{i % dims[0], i / dims[0] % dims[1], i / (dims[0] * dims[1])}
+					c := torus.Coord{i%dims[0] + lo[0], i/dims[0]%dims[1] + lo[1], i/(dims[0]*dims[1]) + lo[2]}
 					if want := map[bool]int{true: 0, false: 1}[c == torus.Coord{}]; got[c] != want {
 						t.Errorf("route %d: node %v gets the packet %d times, want %d", r, c, got[c], want)
 					}
@@ -129,11 +151,11 @@ func TestBcastBadInput(t *testing.T) {
 			root torus.Coord
 			want string
 		}{
-			{Box{torus.Coord{1, 1, 0}, torus.Coord{3, 2, 1}}, torus.Coord{2, 1, 0}, "a corner of the box"},
 			{Box{torus.Coord{1, 1, 0}, torus.Coord{3, 2, 1}}, torus.Coord{1, 1, 0}, "outside the broadcast box"},
 			{Box{torus.Coord{0, 0, 0}, torus.Coord{5, 1, 1}}, torus.Coord{0, 0, 0}, "broadcast box at (0,0,0) of (5,1,1)"},
 			{Box{torus.Coord{0, 0, 0}, torus.Coord{4, 0, 1}}, torus.Coord{0, 0, 0}, "broadcast box"},
-			{Box{torus.Coord{0, 0, 0}, torus.Coord{4, 4, 1}}, torus.Coord{0, 4, 0}, "a corner of the box"},
+			{Box{torus.Coord{0, 0, 0}, torus.Coord{4, 4, 1}}, torus.Coord{0, 4, 0}, "outside the box"},
+			{Box{torus.Coord{1, 1, 0}, torus.Coord{2, 2, 1}}, torus.Coord{0, 1, 0}, "outside the box"},
 		} {
 			if err := l.BcastBox(p, c.box, c.root, 0, 100, 3, 1, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%v from %v: %v, want %q", c.box, c.root, err, c.want)
@@ -144,9 +166,9 @@ func TestBcastBadInput(t *testing.T) {
 }
 
 // TestBcastFrom broadcasts from roots other than the origin: every node
-// of a torus (by translation of the routes) and every corner of a mesh
-// (by reflection), over three routes, every byte at every node; an
-// interior root of a mesh is refused.
+// of a torus (by translation of the routes), every corner of a mesh (by
+// reflection) and interior nodes of a mesh (lines both ways), over one
+// route and three, every byte at every node.
 func TestBcastFrom(t *testing.T) {
 	for _, c := range []struct {
 		dims  torus.Coord
@@ -155,7 +177,8 @@ func TestBcastFrom(t *testing.T) {
 	}{
 		{torus.Coord{4, 4, 2}, false, []torus.Coord{{1, 2, 1}, {3, 3, 1}, {2, 0, 0}}},
 		{torus.Coord{3, 5, 2}, false, []torus.Coord{{2, 4, 1}, {1, 3, 0}}},
-		{torus.Coord{4, 4, 2}, true, []torus.Coord{{3, 0, 0}, {0, 3, 1}, {3, 3, 1}}},
+		{torus.Coord{4, 4, 2}, true, []torus.Coord{{3, 0, 0}, {0, 3, 1}, {3, 3, 1}, {1, 2, 0}, {2, 0, 1}}},
+		{torus.Coord{3, 3, 3}, true, []torus.Coord{{1, 1, 1}}},
 	} {
 		spec := bgl.DefaultSpec(c.dims[0], c.dims[1], c.dims[2])
 		spec.Torus.Mesh = c.mesh
@@ -172,11 +195,6 @@ func TestBcastFrom(t *testing.T) {
 				}
 			}
 		}
-	}
-	spec := bgl.DefaultSpec(4, 4, 2)
-	spec.Torus.Mesh = true
-	if _, err := BcastTimeFrom(spec, DefaultParams(), DefaultCosts(), torus.Coord{1, 0, 0}, 3, 100, nil); err == nil || !strings.Contains(err.Error(), "a corner of the box") {
-		t.Errorf("interior root of a mesh: %v", err)
 	}
 }
 

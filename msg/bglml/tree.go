@@ -315,11 +315,44 @@ func (l *Layer) TreeBcast(p *cpu.Proc, root bool, addr uint64, size int, done fu
 // node's task 0 calls it with the node's contribution (the two tasks'
 // combined: the caller's part).
 func (l *Layer) TreeAllreduce(p *cpu.Proc, red TreeReduction, src, dst uint64, count int, done func()) error {
+	return l.TreeAllreduceShared(p, red, src, dst, count, false, done)
+}
+
+// TreeAllreduceShared is TreeAllreduce in virtual node mode with the
+// result shared by the node's two tasks (share): task 0 takes part in the
+// tree as TreeAllreduce's, and task 1, which calls it too (src unused),
+// copies the result from task 0's dst into its own as it comes from the
+// tree, a chunk (VNBcastChunk) at a time, as the broadcasts' task 1 does
+// (tellPeer). done is called at task 1 when it has copied all, at task 0
+// when task 1 has (task 0's dst is what it copies from).
+func (l *Layer) TreeAllreduceShared(p *cpu.Proc, red TreeReduction, src, dst uint64, count int, share bool, done func()) error {
 	if red < TreeSumInt || red > TreeSumFloat {
 		return fmt.Errorf("bglml: collective-network reduction %v", red)
 	}
 	if count < 1 || count > MaxMessage/8 {
 		return fmt.Errorf("bglml: collective-network reduction of %d elements (1 to %d)", count, MaxMessage/8)
+	}
+	var bc *bcast
+	if share {
+		if l.tasks < 2 {
+			return fmt.Errorf("bglml: %s: a reduction's result shared between tasks needs virtual node mode", l.name())
+		}
+		if l.bc != nil || l.tree != nil {
+			return fmt.Errorf("bglml: %s: a shared reduction while a broadcast or a collective-network operation is under way", l.name())
+		}
+		bc = &bcast{addr: dst, size: 8 * count, done: done, unit: collective.PacketBytes}
+		if l.self%l.tasks != 0 {
+			p.Compute(l.costs.Post)
+			bc.peerDone = true
+			l.bc = bc
+			l.Stats.TreeOps++ // its part: the copies
+			for _, pk := range l.vnEarly {
+				l.onBcastCopy(p, pk)
+			}
+			l.vnEarly = nil
+			return nil
+		}
+		done = func() { l.torusDone(p) }
 	}
 	P := (count + collective.Words - 1) / collective.Words
 	words := func(k int) int { return min(collective.Words, count-k*collective.Words) }
@@ -338,10 +371,23 @@ func (l *Layer) TreeAllreduce(p *cpu.Proc, red TreeReduction, src, dst uint64, c
 			binary.LittleEndian.PutUint64(b[8*i:], x)
 		}
 		l.nd.Mem.Write(dst+uint64(8*k*collective.Words), b)
+		if bc != nil {
+			bc.prefix = k + 1 // the results come in order
+			l.tellPeer(p)
+		}
+	}
+	start := func(op *treeOp) error {
+		if err := l.startTree(p, op); err != nil {
+			return err
+		}
+		if bc != nil {
+			l.bc = bc
+		}
+		return nil
 	}
 	nodes := len(l.nodes)
 	if red != TreeSumFloat {
-		return l.startTree(p, &treeOp{n: P, done: done,
+		return start(&treeOp{n: P, done: done,
 			build: func(p *cpu.Proc, k int) (collective.Packet, bgl.Source, bool) {
 				pkt := collective.Packet{Op: red.alu()}
 				for i, v := range load(k) {
@@ -374,7 +420,7 @@ func (l *Layer) TreeAllreduce(p *cpu.Proc, red TreeReduction, src, dst uint64, c
 		}
 		return f
 	}
-	return l.startTree(p, &treeOp{n: 2 * P, done: done,
+	return start(&treeOp{n: 2 * P, done: done,
 		build: func(p *cpu.Proc, k int) (collective.Packet, bgl.Source, bool) {
 			if k < P {
 				p.Compute(TreeExponentCycles * words(k))
@@ -404,45 +450,85 @@ func (l *Layer) TreeAllreduce(p *cpu.Proc, red TreeReduction, src, dst uint64, c
 		}})
 }
 
-// gbarrier is a node's part of a global barrier under way.
+// gbarrier is a node's part of a global barrier under way (in virtual
+// node mode, a task's).
 type gbarrier struct {
 	armed bool
 	done  func()
+	// Virtual node mode: the barrier's number; on task 0, whether task 1
+	// has arrived (its lockbox word says so); on task 1, that it waits
+	// for task 0's word of the release.
+	gen            uint32
+	peerIn, second bool
 }
+
+// The lockbox words of the barrier in virtual node mode: task 1 writes
+// the number of the barrier it has arrived at into one, task 0 the number
+// of the barrier released into the other.
+const (
+	wordArrived  = 0
+	wordReleased = 1
+)
 
 // GlobalBarrier takes part in a barrier on the global barrier network
 // (L38): the advance loop arms it, then looks at it every pass (a status
 // look; such a pass does not doze, as the tree's do not) until the
-// release comes, and calls done. Every node of the machine takes part;
-// in virtual node mode through its task 0 alone.
+// release comes, and calls done. Every node of the machine takes part.
+// In virtual node mode both tasks call it and task 0 alone arms the
+// network: task 1 writes its arrival into a lockbox word (one uncached
+// access, L115's lockbox), which task 0 looks at every pass before it
+// arms; when the release comes task 0 writes it into another word, which
+// task 1 looks at every pass meanwhile (no packet through the virtual
+// FIFO either way).
 func (l *Layer) GlobalBarrier(p *cpu.Proc, done func()) error {
 	defer l.mask()()
 	if l.nd.Tree == nil {
 		return fmt.Errorf("bglml: node %d: no barrier network (bgl.Machine.Collective before the run)", l.nd.Index)
 	}
-	if l.self%l.tasks != 0 {
-		// In virtual node mode the node's task 0 arms it for both tasks,
-		// once task 1 has told it that it arrived.
-		return fmt.Errorf("bglml: %s: the barrier network in virtual node mode is task 0's (task 1 hands its arrival to it)", l.name())
-	}
 	if l.gbar != nil {
-		return fmt.Errorf("bglml: node %d: a barrier while one is under way", l.nd.Index)
+		return fmt.Errorf("bglml: %s: a barrier while one is under way", l.name())
 	}
 	p.Compute(l.costs.Post)
-	l.gbar = &gbarrier{done: done}
 	l.Stats.Barriers++
+	b := &gbarrier{done: done, gen: uint32(l.Stats.Barriers), peerIn: l.tasks == 1, second: l.self%l.tasks != 0}
+	l.gbar = b
+	if b.second {
+		if err := l.nd.VN.Lockbox.SetWord(p, wordArrived, b.gen); err != nil {
+			return err
+		}
+	}
 	l.barrierStep(p)
 	return nil
 }
 
-// barrierStep is the advance loop's work on the barrier: arm it, or look
-// for its release.
+// barrierStep is the advance loop's work on the barrier: on the node (its
+// task 0) wait for task 1's arrival, arm the network, look for its
+// release; on task 1 look for task 0's word of the release.
 func (l *Layer) barrierStep(p *cpu.Proc) bool {
 	b := l.gbar
 	if b == nil {
 		return false
 	}
 	l.looks++ // a pass that looks at the barrier does not doze
+	lb := func(w int) uint32 {
+		v, err := l.nd.VN.Lockbox.Word(p, w)
+		if err != nil {
+			panic(fmt.Sprintf("bglml: %v", err))
+		}
+		return v
+	}
+	if b.second {
+		if lb(wordReleased) != b.gen {
+			return false
+		}
+		l.endBarrier(p)
+		return true
+	}
+	if !b.peerIn {
+		if b.peerIn = lb(wordArrived) == b.gen; !b.peerIn {
+			return false
+		}
+	}
 	if !b.armed {
 		ok, err := l.nd.TryBarrierArm(p)
 		if err != nil {
@@ -458,10 +544,20 @@ func (l *Layer) barrierStep(p *cpu.Proc) bool {
 	if !ok {
 		return false
 	}
+	if l.tasks > 1 {
+		if err := l.nd.VN.Lockbox.SetWord(p, wordReleased, b.gen); err != nil {
+			panic(fmt.Sprintf("bglml: %v", err))
+		}
+	}
+	l.endBarrier(p)
+	return true
+}
+
+func (l *Layer) endBarrier(p *cpu.Proc) {
+	b := l.gbar
 	l.gbar = nil
 	if b.done != nil {
 		p.Compute(l.costs.Callback)
 		b.done()
 	}
-	return true
 }

@@ -222,6 +222,95 @@ func TestTreeBadInput(t *testing.T) {
 	}
 }
 
+// TestTreeAllreduceShared reduces over the collective network in virtual
+// node mode with the result shared: each node's task 0 takes part with
+// the node's contribution, and the task 1 of every other node copies the
+// result from task 0's buffer in chunks of VNBcastChunk as it comes from
+// the tree (the others do not call it); every element at every task that
+// takes it, against the serial reduction.
+func TestTreeAllreduceShared(t *testing.T) {
+	for _, c := range []struct {
+		red   TreeReduction
+		count int
+	}{{TreeSumInt, 1}, {TreeSumFloat, 40}, {TreeMaxInt, 1000}, {TreeSumFloat, 2000}} {
+		t.Run(fmt.Sprintf("%v/%d", c.red, c.count), func(t *testing.T) {
+			m, err := bgl.New(sim.NewWorld(1), "bgl", bgl.DefaultSpec(4, 2, 2).WithMode(bgl.VirtualNodeMode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Collective(); err != nil {
+				t.Fatal(err)
+			}
+			nodes := len(m.Nodes)
+			rng := rand.New(rand.NewPCG(uint64(c.count), 3))
+			in := make([][]uint64, nodes)
+			want := make([]uint64, c.count)
+			for n := range in {
+				in[n] = make([]uint64, c.count)
+				for i := range in[n] {
+					if c.red == TreeSumFloat {
+						in[n][i] = math.Float64bits(float64(rng.IntN(1<<30)-1<<29) / 1024)
+					} else {
+						in[n][i] = rng.Uint64()
+					}
+					if n == 0 {
+						want[i] = in[n][i]
+					} else {
+						want[i] = serial(c.red, want[i], in[n][i])
+					}
+				}
+			}
+			size := 8 * c.count
+			ls := make([]*Layer, 2*nodes)
+			dst := make([]uint64, len(ls))
+			for i := range ls {
+				if ls[i], err = NewTask(m, i, DefaultParams(), DefaultCosts(), nil); err != nil {
+					t.Fatal(err)
+				}
+				nd := m.Nodes[i/2]
+				share := i/2%2 == 0
+				if i%2 == 1 && !share {
+					continue
+				}
+				src := nd.Alloc(size)
+				dst[i] = nd.Alloc(size)
+				b := make([]byte, size)
+				for k, v := range in[i/2] {
+					binary.LittleEndian.PutUint64(b[8*k:], v)
+				}
+				nd.Mem.Write(src, b)
+				nd.Cores[i%2].Spawn("reduce", func(p *cpu.Proc) {
+					have := false
+					if err := ls[i].TreeAllreduceShared(p, c.red, src, dst[i], c.count, share, func() { have = true }); err != nil {
+						t.Error(err)
+						return
+					}
+					ls[i].Until(p, func() bool { return have })
+					ls[i].Until(p, ls[i].Idle)
+				})
+			}
+			m.World.Run(sim.S)
+			chunks := uint64((size + VNBcastChunk - 1) / VNBcastChunk)
+			for i := range ls {
+				if dst[i] == 0 {
+					continue
+				}
+				got := make([]byte, size)
+				m.Nodes[i/2].Mem.Read(dst[i], got)
+				for k := range want {
+					if g := binary.LittleEndian.Uint64(got[8*k:]); g != want[k] {
+						t.Errorf("task %d element %d: %#x, want %#x", i, k, g, want[k])
+						break
+					}
+				}
+				if i%2 == 1 && ls[i].Stats.Copied != chunks {
+					t.Errorf("task %d copied %d times, want %d", i, ls[i].Stats.Copied, chunks)
+				}
+			}
+		})
+	}
+}
+
 // TestTreeBcastVirtualNode broadcasts over the collective network in
 // virtual node mode: every task calls TreeBcast, the root node's task 0
 // has the data, each node's task 0 takes part in the tree and its task 1

@@ -45,8 +45,9 @@ const (
 // MPI_Barrier takes the global barrier network on MPI_COMM_WORLD and the
 // MPI core's point-to-point algorithm elsewhere. MPI_Allreduce and
 // MPI_Reduce take the collective network on
-// MPI_COMM_WORLD for the operations its ALU can do (Op.Tree), and the
-// torus's point-to-point algorithms otherwise. The collective network
+// MPI_COMM_WORLD for the operations its ALU can do (Op.Tree); otherwise
+// MPICH2's point-to-point algorithms over the torus up to MeshReduceAbove
+// bytes and the mesh-aware reduction beyond. The collective network
 // needs the machine's tree built before the run (RunTorus builds it when
 // Config.Collectives is a BGL). In virtual node mode each node's task 0
 // takes the node's part and task 1 copies the data from it: MPI_Bcast on
@@ -55,7 +56,7 @@ const (
 // (bglml.Layer.BcastBox), on others the mesh-aware broadcast; the
 // reductions on MPI_COMM_WORLD take the tree, task 1 handing its
 // contribution to task 0 first (treeReduce); MPI_Barrier there takes the
-// barrier network, task 1 arriving at task 0 first (Barrier). Result.Collectives counts what
+// barrier network, task 1 arriving at task 0 by a lockbox word (Barrier). Result.Collectives counts what
 // each operation took.
 type BGL struct {
 	MPICH2
@@ -74,6 +75,42 @@ type BGL struct {
 	// MeshPiece is the mesh-aware broadcast's pipeline unit in bytes (0:
 	// 8,192): a rank forwards a piece as soon as it has it.
 	MeshPiece int
+	// MeshReduceAbove is the size in bytes above which a reduction the
+	// collective network does not take (another communicator than
+	// MPI_COMM_WORLD, or an operation its ALU cannot do) takes the
+	// mesh-aware reduction rather than MPICH2's point-to-point algorithms
+	// (0: DefaultMeshReduceAbove; −1: never; at most MaxMeshReduceAbove).
+	MeshReduceAbove int
+	// DepositViaCorner starts the deposit broadcast at the box's corner
+	// nearest the root, the root first sending the message there (one
+	// MPI message), instead of at the root's node.
+	DepositViaCorner bool
+}
+
+// DefaultMeshReduceAbove is where the mesh-aware reduction starts to beat
+// MPICH2's by our measurement (docs/bgl.md): float64 vectors on the
+// 4×4×2 mesh, MPI_Allreduce on its planes and (a product, which the tree
+// cannot do) on its world, MPI_Reduce on its planes. MPICH2's is faster
+// up to 9 KB for both; the mesh-aware one from 10 KB for MPI_Reduce and
+// from 11 KB for MPI_Allreduce (at 10 KB it is within 1.3 % of recursive
+// doubling), once the vector is more than one MeshPiece of 8 KB and its
+// pieces pipeline up the tree.
+const DefaultMeshReduceAbove = 9 << 10
+
+// MaxMeshReduceAbove is the largest MeshReduceAbove (2 GB).
+const MaxMeshReduceAbove = 1<<31 - 1
+
+// check refuses BGL's numeric parameters out of their ranges.
+func (g BGL) check() error {
+	switch {
+	case g.MeshReduceAbove < -1 || g.MeshReduceAbove > MaxMeshReduceAbove:
+		return fmt.Errorf("mpi: BGL.MeshReduceAbove %d: the size in bytes above which reductions take the mesh-aware algorithm (0: %d, measured; -1: never; 1 to %d)", g.MeshReduceAbove, DefaultMeshReduceAbove, MaxMeshReduceAbove)
+	case g.MeshPiece < 0 || g.MeshPiece > MaxMeshReduceAbove:
+		return fmt.Errorf("mpi: BGL.MeshPiece %d: the mesh-aware algorithms' piece in bytes (0: 8192; 1 to %d)", g.MeshPiece, MaxMeshReduceAbove)
+	case g.Routes < 0 || g.Routes > 3:
+		return fmt.Errorf("mpi: BGL.Routes %d: the deposit broadcast's routes (0: 3; 1 to 3)", g.Routes)
+	}
+	return nil
 }
 
 // bglEnv is what BGL's collectives need of a rank: its message layer and
@@ -167,6 +204,9 @@ func nextBcastKey(c *Comm) uint32 {
 // Bcast broadcasts b from root by the implementation the communicator
 // takes (or BcastWith).
 func (g BGL) Bcast(c *Comm, b Buf, root int) error {
+	if err := g.check(); err != nil {
+		return err
+	}
 	ep, m := bglEnv(c)
 	impl := g.BcastWith
 	box, isBox := commBox(c, ep, m)
@@ -245,16 +285,16 @@ func handOver(c *Comm, b Buf, root, from int) error {
 	return nil
 }
 
-// depositBcast is the message layer's torus broadcast in the box. Its
-// routes start at a corner of the box (anywhere along a ring it covers
-// whole), from the task 0 there (virtual node mode): a root elsewhere
-// first sends the message to the nearest such node's task 0, which
-// broadcasts it.
+// depositBcast is the message layer's torus broadcast in the box, from
+// the root's node (its task 0 in virtual node mode: a root on task 1
+// first hands the message to it). With DepositViaCorner the routes start
+// at the box's corner nearest the root instead (anywhere along a ring it
+// covers whole), the root first sending the message there.
 func (g BGL) depositBcast(c *Comm, ep *torusEP, m *bgl.Machine, box bglml.Box, b Buf, root int) error {
 	dims := m.Torus.Spec.Dims
 	at := func(r int) torus.Coord { return m.Nodes[c.Place(r).Node].Torus.At }
 	src := at(root)
-	for d := 0; d < 3; d++ {
+	for d := 0; d < 3 && g.DepositViaCorner; d++ {
 		wraps := !m.Torus.Spec.Mesh && dims[d] > 2 && box.Ext[d] == dims[d]
 		off := (src[d] - box.Lo[d] + dims[d]) % dims[d]
 		if !wraps && off != 0 && off != box.Ext[d]-1 {
@@ -472,8 +512,10 @@ func nodePeer(c *Comm, ep *torusEP) int {
 // contribution to its node's task 0 (a message to the other task of the
 // node: the virtual FIFO for an eager message, the L144 copy beyond);
 // task 0 combines the two on its core, the lower rank's on the left (acc
-// = acc ⊕ in, Op.Apply), takes part in the tree for the node, and hands
-// the result back to task 1 when task 1 wants it.
+// = acc ⊕ in, Op.Apply), and takes part in the tree for the node; task 1,
+// when it wants the result, copies it from task 0's buffer a chunk at a
+// time as it comes from the tree (bglml.Layer.TreeAllreduceShared, the
+// broadcasts' hand-over).
 func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op, root int) error {
 	r := c.r
 	me, peer := c.Rank(), nodePeer(c, ep)
@@ -486,8 +528,13 @@ func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op, root int) error {
 		if !wants(me) {
 			return nil
 		}
-		_, err := cc.Recv(recv, peer, tagReduce)
-		return err
+		// The result: copied from task 0's as it comes from the tree.
+		done := false
+		if err := ep.ml.TreeAllreduceShared(r.p, op.Tree, 0, recv.Addr, send.Len/8, true, func() { done = true }); err != nil {
+			return err
+		}
+		r.waitUntil(func() bool { return done })
+		return nil
 	}
 	src := send
 	if peer >= 0 {
@@ -510,27 +557,36 @@ func treeReduce(c *Comm, ep *torusEP, send, recv Buf, op Op, root int) error {
 		dst = r.tmp(send.Len)
 		defer r.release(dst)
 	}
+	// Task 0's done comes once task 1 (if it wants the result) has copied
+	// it from dst.
 	done := false
-	if err := ep.ml.TreeAllreduce(r.p, op.Tree, src.Addr, dst.Addr, send.Len/8, func() { done = true }); err != nil {
+	if err := ep.ml.TreeAllreduceShared(r.p, op.Tree, src.Addr, dst.Addr, send.Len/8, peer >= 0 && wants(peer), func() { done = true }); err != nil {
 		return err
 	}
 	r.waitUntil(func() bool { return done })
-	if peer >= 0 && wants(peer) {
-		return cc.Send(dst, peer, tagReduce)
-	}
 	return nil
 }
 
 // reduceImpl is the implementation a reduction of op on c takes (or
 // ReduceWith), or why a forced one cannot.
 func (g BGL) reduceImpl(c *Comm, send Buf, op Op) (string, *torusEP, error) {
+	if err := g.check(); err != nil {
+		return "", nil, err
+	}
 	ep, m := bglEnv(c)
 	world := treeWorld(c, ep, m)
 	fits := op.Tree != 0 && op.Size == 8
 	switch g.ReduceWith {
 	case "":
-		if world && fits && send.Len > 0 {
+		above := g.MeshReduceAbove
+		if above == 0 {
+			above = DefaultMeshReduceAbove
+		}
+		switch {
+		case world && fits && send.Len > 0:
 			return ImplTree, ep, nil
+		case ep != nil && above >= 0 && send.Len > above:
+			return ImplMesh, ep, nil
 		}
 		return ImplTorus, ep, nil
 	case ImplTorus:
@@ -614,11 +670,10 @@ func (g BGL) Reduce(c *Comm, send, recv Buf, op Op, root int) error {
 // releases them all), by the MPI core's algorithm otherwise.
 //
 // In virtual node mode both tasks of a node arrive before its task 0
-// arms the barrier network: task 1 sends task 0 an empty message through
-// the node's virtual FIFO (scratchpad, under the lockbox: the one-packet
-// path of the virtual torus device, L115), task 0 arms once it has it,
-// and when task 0 sees the release it sends task 1 an empty message back,
-// on which task 1 leaves.
+// arms the barrier network: task 1 writes its arrival into a lockbox word
+// that task 0 polls, task 0 arms once it sees it, and when task 0 sees
+// the release it writes that into another word, which task 1 polls
+// (bglml.Layer.GlobalBarrier).
 func (g BGL) Barrier(c *Comm) error {
 	ep, m := bglEnv(c)
 	world := treeWorld(c, ep, m)
@@ -639,29 +694,11 @@ func (g BGL) Barrier(c *Comm) error {
 		if !world {
 			return fmt.Errorf("mpi: the barrier network serves MPI_COMM_WORLD (every task of every node, L61), not a communicator of %d ranks (context %d)", c.Size(), c.ctx)
 		}
-		peer := nodePeer(c, ep)
-		cc := c.Collective()
-		if peer >= 0 && c.Place(c.Rank()).Core != 0 {
-			// Task 1: arrive at task 0, leave on its word of the release.
-			if err := cc.Send(Buf{}, peer, tagBarrier); err != nil {
-				return err
-			}
-			_, err := cc.Recv(Buf{}, peer, tagBarrier)
-			return err
-		}
-		if peer >= 0 {
-			if _, err := cc.Recv(Buf{}, peer, tagBarrier); err != nil {
-				return err
-			}
-		}
 		done := false
 		if err := ep.ml.GlobalBarrier(c.r.p, func() { done = true }); err != nil {
 			return err
 		}
 		c.r.waitUntil(func() bool { return done })
-		if peer >= 0 {
-			return cc.Send(Buf{}, peer, tagBarrier)
-		}
 		return nil
 	}
 	return fmt.Errorf("mpi: barrier implementation %q (%s, %s)", impl, ImplBarrier, ImplTorus)

@@ -258,6 +258,169 @@ func TestBGLReduce(t *testing.T) {
 	}
 }
 
+// TestBGLBcastInterior broadcasts by the deposit broadcast from roots
+// inside a mesh's boxes (the world's duplicate, a plane, a row; a root on
+// either task in virtual node mode) straight from the root's node and,
+// for comparison, through the nearest corner (DepositViaCorner): every
+// byte at every rank both ways, and the direct one faster by more than a
+// quarter of the time (it saves the whole message's hop to the corner).
+func TestBGLBcastInterior(t *testing.T) {
+	const X, Y, Z = 4, 4, 2
+	const N = X * Y * Z
+	for _, c := range []struct {
+		name string
+		vn   bool
+		comm func(c *Comm) *Comm
+		root int
+	}{
+		{"dup (1,1,0)", false, func(c *Comm) *Comm { d, _ := c.Dup(); return d }, 5},
+		{"dup (2,2,1)", false, func(c *Comm) *Comm { d, _ := c.Dup(); return d }, 26},
+		{"plane z=1 (1,2,1)", false, func(c *Comm) *Comm { return commOf(c, X, Y, func(x, y, z int) int { return z }) }, 9},
+		{"row y=1 z=0 (2,1,0)", false, func(c *Comm) *Comm { return commOf(c, X, Y, func(x, y, z int) int { return y + Y*z }) }, 2},
+		{"vn dup (1,2,1) task 1", true, func(c *Comm) *Comm { d, _ := c.Dup(); return d }, N + 25},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const size = 6000
+			var took [2]sim.Tick
+			for i, corner := range []bool{false, true} {
+				spec := bgl.DefaultSpec(X, Y, Z)
+				spec.Torus.Mesh = true
+				if c.vn {
+					spec = spec.WithMode(bgl.VirtualNodeMode)
+				}
+				var start, end sim.Tick
+				res, failed := bglRunSpec(t, spec, BGL{DepositViaCorner: corner}, func(w *Comm, fail func(string, ...any)) {
+					cm := c.comm(w)
+					b := cm.Alloc(size)
+					want := make([]byte, size)
+					for k := range want {
+						want[k] = byte(k*7 + c.root)
+					}
+					if cm.Rank() == c.root {
+						cm.Write(b, want)
+					}
+					if err := w.Barrier(); err != nil {
+						fail("%v", err)
+						return
+					}
+					if w.Rank() == 0 {
+						start = w.Now()
+					}
+					if err := cm.Bcast(b, c.root); err != nil {
+						fail("%v", err)
+						return
+					}
+					end = max(end, w.Now())
+					if !bytes.Equal(cm.Read(b), want) {
+						fail("corner=%v: the data differs", corner)
+					}
+				})
+				for _, f := range failed {
+					t.Error(f)
+				}
+				for _, s := range res.Collectives {
+					if s.Call == "Bcast" && s.Impl != ImplDeposit {
+						t.Errorf("corner=%v: took %s, want the deposit broadcast", corner, s.Impl)
+					}
+				}
+				took[i] = end - start
+			}
+			if 4*took[0] > 3*took[1] {
+				t.Errorf("%d B from rank %d: direct %v, through the corner %v: want the direct one under three quarters of it", size, c.root, took[0], took[1])
+			}
+			t.Logf("%d B from rank %d: direct %v, through the corner %v", size, c.root, took[0], took[1])
+		})
+	}
+}
+
+// TestBGLReduceChoice checks BGL's choice of a reduction by communicator,
+// operation and size on a 4×2×2 mesh: the collective network on the world
+// for what its ALU does; otherwise MPICH2's point-to-point algorithms up
+// to MeshReduceAbove bytes and the mesh-aware reduction beyond (the
+// default's 9 KB, a smaller one, −1 for never). MPI_Allreduce and
+// MPI_Reduce each, every element at every rank that gets the result
+// against the serial reduction (integer sums, and products of powers of
+// two, which no order rounds).
+func TestBGLReduceChoice(t *testing.T) {
+	const X, Y, Z = 4, 2, 2
+	for _, c := range []struct {
+		name   string
+		planes bool
+		op     Op
+		count  int
+		above  int
+		impl   string
+	}{
+		{"world sum: tree", false, SumInt64, 1500, 0, ImplTree},
+		{"world prod 320 B: torus", false, ProdFloat64, 40, 0, ImplTorus},
+		{"world prod 12,000 B: mesh", false, ProdFloat64, 1500, 0, ImplMesh},
+		{"world prod 12,000 B, never: torus", false, ProdFloat64, 1500, -1, ImplTorus},
+		{"planes 9,216 B: torus", true, SumInt64, 1152, 0, ImplTorus},
+		{"planes 9,224 B: mesh", true, SumInt64, 1153, 0, ImplMesh},
+		{"planes 320 B above 256: mesh", true, SumInt64, 40, 256, ImplMesh},
+		{"planes 256 B above 256: torus", true, ProdFloat64, 32, 256, ImplTorus},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			value := func(rank, i int) uint64 {
+				rng := rand.New(rand.NewPCG(uint64(rank), uint64(i)))
+				if c.op.Name == "prod_float64" {
+					return math.Float64bits(math.Ldexp(1, rng.IntN(9)-4))
+				}
+				return rng.Uint64()
+			}
+			res, failed := bglRun(t, X, Y, Z, true, BGL{MeshReduceAbove: c.above}, func(w *Comm, fail func(string, ...any)) {
+				cm := w
+				if c.planes {
+					cm = commOf(w, X, Y, func(x, y, z int) int { return z })
+				}
+				n := c.count
+				mine, want := make([]byte, 8*n), make([]byte, 8*n)
+				for i := 0; i < n; i++ {
+					binary.LittleEndian.PutUint64(mine[8*i:], value(cm.WorldRank(cm.Rank()), i))
+					binary.LittleEndian.PutUint64(want[8*i:], value(cm.WorldRank(0), i))
+				}
+				for r := 1; r < cm.Size(); r++ {
+					in := make([]byte, 8*n)
+					for i := 0; i < n; i++ {
+						binary.LittleEndian.PutUint64(in[8*i:], value(cm.WorldRank(r), i))
+					}
+					c.op.Apply(want, in)
+				}
+				send, recv := cm.Alloc(8*n), cm.Alloc(8*n)
+				cm.Write(send, mine)
+				if err := cm.Allreduce(send, recv, c.op); err != nil {
+					fail("%v", err)
+					return
+				}
+				if !bytes.Equal(cm.Read(recv), want) {
+					fail("Allreduce: differs from the serial reduction")
+				}
+				cm.Write(recv, make([]byte, 8*n))
+				root := 5 % cm.Size()
+				if err := cm.Reduce(send, recv, c.op, root); err != nil {
+					fail("%v", err)
+					return
+				}
+				if cm.Rank() == root && !bytes.Equal(cm.Read(recv), want) {
+					fail("Reduce: differs from the serial reduction")
+				}
+			})
+			for _, f := range failed {
+				t.Error(f)
+			}
+			got := map[string]string{}
+			for _, s := range res.Collectives {
+				if s.Call == "Allreduce" || s.Call == "Reduce" {
+					got[s.Call] += s.Impl
+				}
+			}
+			if got["Allreduce"] != c.impl || got["Reduce"] != c.impl {
+				t.Errorf("took %v, want %s for both", got, c.impl)
+			}
+		})
+	}
+}
+
 // TestBGLBadInput: a broadcast root outside the communicator, a reduction
 // the collective network cannot do forced onto it, the tree or the deposit
 // broadcast forced onto a communicator that cannot take it.
@@ -285,6 +448,13 @@ func TestBGLBadInput(t *testing.T) {
 			return commOf(c, 2, 2, func(x, y, z int) int { return (x + y + z) % 2 }).Bcast(c.Alloc(8), 0)
 		}, "make a box"},
 		{"unknown", BGL{BcastWith: "fast"}, func(c *Comm) error { return c.Bcast(c.Alloc(8), 0) }, `implementation "fast"`},
+		{"mesh reduction's threshold", BGL{MeshReduceAbove: -2}, func(c *Comm) error {
+			return c.Allreduce(c.Alloc(8), c.Alloc(8), ProdFloat64)
+		}, "BGL.MeshReduceAbove -2"},
+		{"mesh piece", BGL{MeshPiece: -8}, func(c *Comm) error {
+			return commOf(c, 2, 2, func(x, y, z int) int { return (x + y + z) % 2 }).Bcast(c.Alloc(8), 0)
+		}, "BGL.MeshPiece -8"},
+		{"routes", BGL{Routes: 4}, func(c *Comm) error { return c.Reduce(c.Alloc(8), c.Alloc(8), SumInt64, 0) }, "BGL.Routes 4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			errs := make([]error, 8)
@@ -322,7 +492,10 @@ func TestBGLBarrier(t *testing.T) {
 		{"world-torus", ImplTorus, false, false, false, false, ImplTorus},
 		{"dup", "", false, true, false, false, ImplTorus},
 		{"planes", "", true, false, false, false, ImplTorus},
-		// Virtual node mode: task 1 arrives at task 0, which arms.
+		// Virtual node mode: task 1 arrives at task 0, which arms, and
+		// leaves on task 0's word of the release (lockbox words: at most
+		// 0.3 µs over a node's barrier; messages through the virtual FIFO
+		// took about 1.1).
 		{"vn-world", "", false, false, true, false, ImplBarrier},
 		{"vn-world-mesh", "", false, false, true, true, ImplBarrier},
 		{"vn-dup", "", false, true, true, false, ImplTorus},
@@ -377,7 +550,11 @@ func TestBGLBarrier(t *testing.T) {
 						t.Errorf("round %d, communicator %d: a rank left at %v, before the last entered at %v", k, g, first[g], last[g])
 					}
 				}
-				t.Logf("round %d: last entered to last left %.2f µs", k, float64(end[0]-last[0])/float64(sim.US))
+				took := float64(end[0]-last[0]) / float64(sim.US)
+				if tc.impl == ImplBarrier && took > 1.1 {
+					t.Errorf("round %d: last entered to last left %.2f µs, want at most 1.1 (the barrier network's 0.5 µs at depth 5, the looks and, in virtual node mode, the lockbox words)", k, took)
+				}
+				t.Logf("round %d: last entered to last left %.2f µs", k, took)
 			}
 			comms := uint64(1) // every communicator counts its own
 			if tc.planes {
