@@ -173,3 +173,148 @@ func TestTorusProgressDeliver(t *testing.T) {
 		})
 	}
 }
+
+// coreStat is the counter name (ending with suffix) of node's main core.
+func coreStat(m *bgl.Machine, node int, suffix string) uint64 {
+	name := m.Nodes[node].Cores[0].Unit().Name() + "." + suffix
+	st, ok := m.World.Stats().Get(name)
+	if !ok {
+		return 0
+	}
+	return st.(*sim.Counter).Value()
+}
+
+// progressCosts runs, on two neighbours, rank 1 waiting in a Recv while
+// rank 0 computes wait cycles and then sends a byte, then (after a
+// barrier) rank 0 sending msgs eager messages of size bytes while rank 1
+// computes work cycles before receiving them. It returns rank 1's core's
+// busy cycles during the wait, how much longer than work its computation
+// took, and the cycles from its end until every message was received.
+func progressCosts(t *testing.T, how bglml.Progress, wait, work, msgs, size int) (busy, stretch, after int64, st bglml.IrqStats) {
+	t.Helper()
+	m := progressMachine(t, how)
+	period := int64(m.Nodes[0].Cores[0].Spec().PeriodPS)
+	var failed []string
+	var ep *torusEP
+	_, err := RunTorus(m, Config{}, TorusConfig{Progress: how}, []int{0, 1}, func(c *Comm) {
+		b := c.Alloc(max(size, 1) * msgs)
+		if c.Rank() == 0 {
+			c.Compute(wait)
+			if err := c.Send(Buf{Addr: b.Addr, Len: 1}, 1, 0); err != nil {
+				failed = append(failed, err.Error())
+			}
+		} else {
+			ep = c.r.eps[0].(*torusEP)
+			b0 := coreStat(m, 1, "busy_ps")
+			if _, err := c.Recv(Buf{Addr: b.Addr, Len: 1}, 0, 0); err != nil {
+				failed = append(failed, err.Error())
+			}
+			busy = int64(coreStat(m, 1, "busy_ps")-b0) / period
+		}
+		if err := c.Barrier(); err != nil {
+			failed = append(failed, err.Error())
+		}
+		if c.Rank() == 0 {
+			for k := 0; k < msgs; k++ {
+				mb := Buf{Addr: b.Addr + uint64(k*size), Len: size}
+				c.Write(mb, torusPattern(0, k, size))
+				if err := c.Send(mb, 1, 1+k); err != nil {
+					failed = append(failed, err.Error())
+				}
+			}
+			return
+		}
+		t0 := c.Now()
+		c.Compute(work)
+		t1 := c.Now()
+		for k := 0; k < msgs; k++ {
+			mb := Buf{Addr: b.Addr + uint64(k*size), Len: size}
+			if _, err := c.Recv(mb, 0, 1+k); err != nil {
+				failed = append(failed, err.Error())
+			}
+			if !bytes.Equal(c.Read(mb), torusPattern(0, k, size)) {
+				failed = append(failed, fmt.Sprintf("message %d differs", k))
+			}
+		}
+		stretch = int64(t1-t0)/period - int64(work)
+		after = int64(c.Now()-t1) / period
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range failed {
+		t.Error(f)
+	}
+	return busy, stretch, after, ep.ml.IrqStats
+}
+
+// TestTorusProgressCosts: what each mode costs shows where it must, and
+// a mode that is not followed fails it. A rank waiting 200,000 cycles
+// in MPI is busy polling the layer (passes) or the scratchpad (the
+// thread), and halted under interrupts (a few handlers' cycles); eight
+// 1,000-byte messages that arrive while the receiver computes are read
+// by the thread (the computation as long as it was, the receives after
+// it short), by the handlers (the computation longer by at least their
+// context switches, the receives after it short), or by the rank's
+// passes after the computation (polling: the longest).
+func TestTorusProgressCosts(t *testing.T) {
+	const wait, work, msgs, size = 200000, 100000, 8, 1000
+	type res struct {
+		busy, stretch, after int64
+		st                   bglml.IrqStats
+	}
+	r := map[bglml.Progress]res{}
+	for _, how := range bglml.Progresses {
+		b, s, a, st := progressCosts(t, how, wait, work, msgs, size)
+		r[how] = res{b, s, a, st}
+		t.Logf("%-10v wait: %6d busy cycles; computation +%d cycles, receives after it %d cycles; %d interrupts (%d dismissed)", how, b, s, a, st.Raised, st.Dismissed)
+	}
+	p, th, in := r[bglml.Polling], r[bglml.Thread], r[bglml.Interrupts]
+	if p.busy < wait/2 || th.busy < wait/4 {
+		t.Errorf("the polling and the thread's waits busy %d and %d cycles of %d", p.busy, th.busy, wait)
+	}
+	if in.busy > 2000 {
+		t.Errorf("interrupts: a halted wait busy %d cycles of %d", in.busy, wait)
+	}
+	if p.stretch != 0 || th.stretch != 0 {
+		t.Errorf("the computation stretched by %d (polling) and %d (thread) cycles", p.stretch, th.stretch)
+	}
+	if min := int64(in.st.Raised-in.st.Dismissed) * 103; in.st.Raised == 0 || in.stretch < int64(msgs)*103 {
+		t.Errorf("interrupts: the computation stretched by %d cycles with %d interrupts (at least %d)", in.stretch, in.st.Raised, min)
+	}
+	if th.after*2 > p.after || in.after*2 > p.after {
+		t.Errorf("receives after the computation: thread %d, interrupts %d cycles, not under half polling's %d", th.after, in.after, p.after)
+	}
+}
+
+// TestTorusProgressBadInput: the modes' refusals.
+func TestTorusProgressBadInput(t *testing.T) {
+	heater := bgl.DefaultSpec(2, 2, 1)
+	co := heater.WithMode(bgl.CoprocessorMode)
+	vn := heater.WithMode(bgl.VirtualNodeMode)
+	withHelper := TorusConfig{Progress: bglml.Thread, ML: bglml.DefaultParams()}
+	withHelper.ML.Coprocessor = true
+	for _, c := range []struct {
+		name string
+		spec bgl.Spec
+		tc   TorusConfig
+		coll Collectives
+		want string
+	}{
+		{"thread in heater mode", heater, TorusConfig{Progress: bglml.Thread}, nil, "needs coprocessor mode"},
+		{"interrupts in virtual node mode", vn, TorusConfig{Progress: bglml.Interrupts}, nil, "virtual node mode"},
+		{"no such mode", heater, TorusConfig{Progress: 7}, nil, "polling, thread, interrupts"},
+		{"the thread and the helper", co, withHelper, nil, "rendezvous helper"},
+		{"BGL's collectives with the thread", co, TorusConfig{Progress: bglml.Thread}, BGL{}, "polling only"},
+		{"BGL's collectives with interrupts", heater, TorusConfig{Progress: bglml.Interrupts}, BGL{}, "polling only"},
+	} {
+		m, err := bgl.New(sim.NewWorld(1), "bgl", c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = RunTorus(m, Config{Collectives: c.coll}, c.tc, nil, func(c *Comm) {})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+}
