@@ -384,7 +384,7 @@ func (e *torusEP) SleepPoll(pause sim.Tick, deliver func(h *Header, p Payload)) 
 	case e.ct != nil:
 		return e.polled(e.ct.SleepReap(e.proc(), pause), deliver)
 	case e.ml.Interrupts():
-		e.ml.WaitInterrupts(e.proc(), func() bool { return e.changed || e.ml.IrqStats.Worked != e.seen })
+		e.ml.WaitInterrupts(e.proc(), func() bool { return e.changed || e.ml.IrqStats.Worked != e.seen || len(e.ready) > 0 })
 		return e.Poll(deliver)
 	}
 	return e.polled(e.ml.SleepAdvance(e.proc(), pause), deliver)
