@@ -318,3 +318,51 @@ func TestTorusProgressBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestTorusThreadDozeMatchesPolling: with the communication thread, a
+// rank waiting in MPI dozes through the looks at the scratchpad that
+// would find no completion (bglml.CommThread.SleepReap), and the run is
+// the looking loop's to the picosecond: every rank's finish and every
+// statistic, the cores' operations and busy time among them.
+func TestTorusThreadDozeMatchesPolling(t *testing.T) {
+	run := func(off bool) (string, uint64) {
+		dozeOff = off
+		defer func() { dozeOff = false }()
+		m := progressMachine(t, bglml.Thread)
+		var failed, got []string
+		res, err := RunTorus(m, Config{Collectives: MPICH2{}}, TorusConfig{Progress: bglml.Thread}, nil, func(c *Comm) {
+			progressTraffic(c, func(s string) { failed = append(failed, s) }, &got)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range failed {
+			t.Error(f)
+		}
+		var log strings.Builder
+		fmt.Fprintf(&log, "finish %v\n", res.Finish)
+		for _, st := range m.World.Stats().All() {
+			switch v := st.(type) {
+			case *sim.Counter:
+				fmt.Fprintf(&log, "%s %d\n", st.Name(), v.Value())
+			case *sim.Histogram:
+				fmt.Fprintf(&log, "%s %d %d\n", st.Name(), v.Count(), v.Sum())
+			}
+		}
+		return log.String(), m.World.UnitTicks()
+	}
+	look, lookTicks := run(true)
+	doze, dozeTicks := run(false)
+	if look != doze {
+		a, b := strings.Split(look, "\n"), strings.Split(doze, "\n")
+		for i := range a {
+			if i < len(b) && a[i] != b[i] {
+				t.Fatalf("looking %q, dozing %q", a[i], b[i])
+			}
+		}
+	}
+	t.Logf("unit evaluations: %d looking, %d dozing", lookTicks, dozeTicks)
+	if dozeTicks >= lookTicks {
+		t.Errorf("dozing took %d unit evaluations, looking %d", dozeTicks, lookTicks)
+	}
+}
