@@ -128,6 +128,9 @@ type Proc struct {
 	// operations it has run.
 	doze *doze
 	ops  uint64
+	// halted: the process waits for an interrupt (Halt) and runs again
+	// only once a handler's Notify says so.
+	halted bool
 
 	// An uncached read the process waits for: issued at since; the
 	// completion's data or error.
@@ -335,6 +338,12 @@ func (c *Core) Tick(now sim.Tick) bool {
 			c.stOps.Inc()
 			run.wakeAt, c.busyUntil, run.cplSince = sim.Never, sim.Never, now
 			c.reading = run
+		case run.halted:
+			// The wait instruction: one operation, not busy; the process
+			// runs again when a handler calls its Notify's Changed.
+			c.stOps.Inc()
+			run.ops++
+			run.wakeAt, run.idle = sim.Never, false
 		case run.doze != nil:
 			// Doze: the core stays the process's until the pass that
 			// sees a change ends (wake).
@@ -914,6 +923,31 @@ func (p *Proc) ScratchpadPollNotified(n *Notify, cond func() bool) {
 	}
 	p.pollEvery, p.pollWord, p.notify = p.core.spec.ScratchpadPS, false, n
 	p.wait(p.pollEvery)
+}
+
+// Halt waits for an interrupt (a wait-for-interrupt state): until cond
+// holds, the process executes a wait instruction (one operation, a cycle
+// of the core not counted busy) and runs again only after a handler of its
+// core has called n.Changed, then looks at cond again. The core is free
+// meanwhile: its handlers run, and a process that halts costs no
+// evaluation of the simulation until one does. cond may depend only on
+// what the core's handlers change (and announce with n.Changed), and
+// n.Changed must be called from a handler (or process) of the same core.
+func (p *Proc) Halt(n *Notify, cond func() bool) {
+	for !cond() {
+		n.changed = false
+		n.wake = func() {
+			if p.halted {
+				p.halted = false
+				p.wakeAt = p.Now()
+			}
+		}
+		p.halted = true
+		p.wait(p.core.spec.PeriodPS)
+		if p.halted {
+			panic(fmt.Sprintf("cpu: process %s: ran while halted", p.name))
+		}
+	}
 }
 
 // doze is a polling loop whose passes the process does not run: each

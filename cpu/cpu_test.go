@@ -260,3 +260,57 @@ func TestLocalAtomicsReturnTheOldWord(t *testing.T) {
 		}
 	}
 }
+
+// A halted process (Halt) waits without using the core until a handler
+// announces a change: it runs again from the edge after the one the
+// handler ends on (that edge is the handler's, as in TestRaise),
+// looks at its condition, and halts again while it is false; the core is
+// busy only for the handlers and the process's own operations.
+func TestHalt(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		raises  []int // cycles of the raises; each handler computes 30 and announces
+		setAt   int   // the raise (index) whose handler makes the condition true
+		wantEnd int   // cycle the process goes on
+	}{
+		{"one interrupt", []int{200}, 0, 232},
+		{"a change that does not end the wait", []int{200, 500}, 1, 532},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := sim.NewEngine(1)
+			clk := e.NewClock("clk", 1000, 0)
+			spec := DefaultSpec()
+			spec.PeriodPS = 1000
+			core := NewCore(clk, "cpu0", spec, memory.NewStore())
+			var n Notify
+			flag, looks := false, 0
+			for i, at := range c.raises {
+				i := i
+				r := &raiser{c: core, at: sim.Tick(at) * 1000, h: func(p *Proc) {
+					p.Compute(30)
+					if i == c.setAt {
+						flag = true
+					}
+					n.Changed()
+				}}
+				r.u = clk.Add(fmt.Sprintf("dev%d", i), r)
+			}
+			var end sim.Tick
+			core.Spawn("app", func(p *Proc) {
+				p.Halt(&n, func() bool { looks++; return flag })
+				end = p.Now()
+			})
+			e.Run(sim.MS)
+			if end != sim.Tick(c.wantEnd)*1000 {
+				t.Errorf("the process went on at cycle %d, want %d", end/1000, c.wantEnd)
+			}
+			if looks != len(c.raises)+1 {
+				t.Errorf("%d looks at the condition, want %d", looks, len(c.raises)+1)
+			}
+			busy, _ := e.Stats().Get("cpu0.busy_ps")
+			if b := busy.(*sim.Counter).Value(); b != uint64(30*len(c.raises))*1000 {
+				t.Errorf("core busy %d cycles, want the handlers' %d", b/1000, 30*len(c.raises))
+			}
+		})
+	}
+}

@@ -177,3 +177,44 @@ func TestPaperBGLCosts(t *testing.T) {
 		}
 	}
 }
+
+// TestPaperBGLProgress runs `aaemu paper bgl table1 --reduced` polling
+// and with --progress thread and interrupts: the message layer's own
+// column is the same, MPI's differs in each mode (the flag is followed),
+// and a mode that does not exist, or the flag on another paper, is
+// refused.
+func TestPaperBGLProgress(t *testing.T) {
+	csv := map[string][]string{}
+	for _, g := range []string{"polling", "thread", "interrupts"} {
+		dir := t.TempDir()
+		out, err := aaemu(t, "paper", "bgl", "table1", "--reduced", "--progress", g, "-j", "1", "--out", dir)
+		if err != nil {
+			t.Fatalf("--progress %s: %v\n%s", g, err, out)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "bgl", "figtable1", "points.csv"))
+		csv[g] = strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	for _, g := range []string{"thread", "interrupts"} {
+		if len(csv[g]) != len(csv["polling"]) {
+			t.Fatalf("%s: %d lines, polling %d", g, len(csv[g]), len(csv["polling"]))
+		}
+		same := 0
+		for i, line := range csv[g] {
+			mpi := strings.Contains(line, "mpi")
+			if (line == csv["polling"][i]) == mpi {
+				t.Errorf("%s: %q, polling %q", g, line, csv["polling"][i])
+			}
+			if line == csv["polling"][i] {
+				same++
+			}
+		}
+		if same == 0 {
+			t.Errorf("%s: no message-layer line", g)
+		}
+	}
+	for _, c := range [][]string{{"paper", "bgl", "table1", "--progress", "fast"}, {"paper", "6c", "--progress", "thread"}} {
+		if out, err := aaemu(t, c...); err == nil || !strings.Contains(out+err.Error(), "--progress") {
+			t.Errorf("%v: %v\n%s", c, err, out)
+		}
+	}
+}

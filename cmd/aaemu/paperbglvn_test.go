@@ -8,15 +8,15 @@ import (
 )
 
 // TestPaperBGLVirtualNode runs `aaemu paper bgl 5a --reduced`: Figure 5a's
-// stand-in, coprocessor against virtual node mode, with B15's claims, its
-// CSV and plots.
+// stand-in, coprocessor against virtual node mode and interrupts, with
+// B15's claims and L94's, its CSV and plots.
 func TestPaperBGLVirtualNode(t *testing.T) {
 	dir := t.TempDir()
 	out, err := aaemu(t, "paper", "bgl", "5a", "--reduced", "--out", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"Figure 5a", "B15 per-task slowdown in virtual node mode", "B15 total throughput", "BT-like", "MG-like"} {
+	for _, want := range []string{"Figure 5a", "B15 per-task slowdown in virtual node mode", "B15 total throughput", "L94 interrupts", "BT-like", "MG-like"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -27,7 +27,7 @@ func TestPaperBGLVirtualNode(t *testing.T) {
 		}
 	}
 	csv, _ := os.ReadFile(filepath.Join(dir, "bgl", "fig5a", "points.csv"))
-	if lines := strings.Count(string(csv), "\n"); lines != 1+4 || !strings.Contains(string(csv), "virtual node (two tasks a node)") {
+	if lines := strings.Count(string(csv), "\n"); lines != 1+6 || !strings.Contains(string(csv), "virtual node (two tasks a node)") || !strings.Contains(string(csv), "interrupts (a task a node, heater)") {
 		t.Errorf("points.csv:\n%s", csv)
 	}
 }

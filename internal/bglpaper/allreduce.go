@@ -22,6 +22,7 @@ func MPIAllreduceOp(spec bgl.Spec, coll mpi.Collectives, op mpi.Op, size, reps i
 	if size < 8 || size%8 != 0 || reps < 1 {
 		return 0, nil, fmt.Errorf("bglpaper: %d allreduces of %d bytes (whole float64s)", reps, size)
 	}
+	spec, tc := mpiOn(spec, mpi.TorusConfig{}.WithProfile(Costs), coll)
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		return 0, nil, err
@@ -29,7 +30,7 @@ func MPIAllreduceOp(spec bgl.Spec, coll mpi.Collectives, op mpi.Op, size, reps i
 	plane := spec.Torus.Dims[0] * spec.Torus.Dims[1]
 	var start, end sim.Tick
 	var failed error
-	res, err := mpi.RunTorus(m, mpi.Config{Collectives: coll}, mpi.TorusConfig{}.WithProfile(Costs), nil, func(w *mpi.Comm) {
+	res, err := mpi.RunTorus(m, mpi.Config{Collectives: coll}, tc, nil, func(w *mpi.Comm) {
 		c := w
 		if planes {
 			if c, failed = w.Split(w.Rank()/plane, w.Rank()); failed != nil {

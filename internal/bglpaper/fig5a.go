@@ -18,6 +18,9 @@ import (
 const (
 	coMode workload.Scheme = "coprocessor (a task a node)"
 	vnMode workload.Scheme = "virtual node (two tasks a node)"
+	// irqMode is a task a node in heater mode, its layer interrupt-driven
+	// (L94): the halos read by the main core's handlers.
+	irqMode workload.Scheme = "interrupts (a task a node, heater)"
 )
 
 // Kernel is a compute-bound stand-in for a NAS benchmark (the reference's
@@ -76,6 +79,8 @@ type StandInResult struct {
 	Tasks           int
 	Memory          bgl.MemoryStats
 	Copied, Virtual uint64
+	// Interrupts is the interrupts the layers took (StandInInterrupts).
+	Interrupts uint64
 }
 
 // StandIn runs kernel k on a dims machine in mode (coprocessor: a task a
@@ -83,10 +88,23 @@ type StandInResult struct {
 // virtual node: a task a core, L114) for 1 + steps steps, through the
 // message layer, and times the last steps.
 func StandIn(dims [3]int, mode bgl.Mode, k Kernel, steps int) (StandInResult, error) {
-	var res StandInResult
 	if mode != bgl.CoprocessorMode && mode != bgl.VirtualNodeMode {
-		return res, fmt.Errorf("stand-in: mode %v (coprocessor or virtual-node)", mode)
+		return StandInResult{}, fmt.Errorf("stand-in: mode %v (coprocessor or virtual-node)", mode)
 	}
+	return standIn(dims, mode, bglml.Polling, k, steps)
+}
+
+// StandInInterrupts is the stand-in with a task a node in heater mode,
+// each node's layer interrupt-driven (L94): the handlers read the halos
+// and answer the rendezvous's scouts while the tasks sweep (between two
+// of the sweep's blocks: the model's cores take an interrupt between
+// operations), and a task waiting for its halos halts.
+func StandInInterrupts(dims [3]int, k Kernel, steps int) (StandInResult, error) {
+	return standIn(dims, bgl.HeaterMode, bglml.Interrupts, k, steps)
+}
+
+func standIn(dims [3]int, mode bgl.Mode, how bglml.Progress, k Kernel, steps int) (StandInResult, error) {
+	var res StandInResult
 	if k.N < 1 || k.N > 256 || k.BytesPerPoint < 8 || k.BytesPerPoint > 1024 || k.FlopsPerPoint < 0 || k.FlopsPerPoint > 1<<20 || steps < 1 || steps > 255 {
 		return res, fmt.Errorf("stand-in: kernel %q of %d³ points, %d bytes and %d flops a point, %d steps", k.Name, k.N, k.BytesPerPoint, k.FlopsPerPoint, steps)
 	}
@@ -142,6 +160,11 @@ func StandIn(dims [3]int, mode bgl.Mode, k Kernel, steps int) (StandInResult, er
 			return res, err
 		}
 		layers[gi] = l
+		if how == bglml.Interrupts {
+			if err := l.StartInterrupts(); err != nil {
+				return res, err
+			}
+		}
 		l.Core().Spawn("task", func(p *cpu.Proc) {
 			var start sim.Tick
 			for s := 0; s <= steps; s++ {
@@ -164,11 +187,21 @@ func StandIn(dims [3]int, mode bgl.Mode, k Kernel, steps int) (StandInResult, er
 						return
 					}
 				}
-				l.Until(p, func() bool { return got[s] == 6 && sent == 6 })
+				if how == bglml.Interrupts {
+					for l.Advance(p) {
+					}
+					l.WaitInterrupts(p, func() bool { return got[s] == 6 && sent == 6 })
+				} else {
+					l.Until(p, func() bool { return got[s] == 6 && sent == 6 })
+				}
 			}
 			sum += (p.Now() - start) / sim.Tick(steps)
 			// Serve the neighbours' last halos' protocols to the end.
-			l.Until(p, l.Idle)
+			if how == bglml.Interrupts {
+				l.WaitInterrupts(p, l.Idle)
+			} else {
+				l.Until(p, l.Idle)
+			}
 		})
 	}
 	m.World.Run(10 * sim.S)
@@ -180,6 +213,7 @@ func StandIn(dims [3]int, mode bgl.Mode, k Kernel, steps int) (StandInResult, er
 			return res, fmt.Errorf("stand-in: task %d did not finish in 10 s of simulated time", gi)
 		}
 		res.Copied += l.Stats.Copied
+		res.Interrupts += l.IrqStats.Raised
 	}
 	for _, nd := range m.Nodes {
 		st := nd.MemSys.Stats
@@ -213,13 +247,18 @@ func Fig5a(v VirtualNode) *paper.Figure {
 		return Kernel{Name: name}
 	}
 	c := paper.NewCustom(paper.Custom{X: []int{v.Dims[0] * v.Dims[1] * v.Dims[2]}, Categories: names, CategoryLabel: "kernel",
-		Schemes: []workload.Scheme{coMode, vnMode}, YLabel: "time a step per task", YUnit: "ms"},
+		Schemes: []workload.Scheme{coMode, vnMode, irqMode}, YLabel: "time a step per task", YUnit: "ms"},
 		func(_ context.Context, _ int, cat string, s workload.Scheme) (float64, error) {
-			mode := bgl.CoprocessorMode
-			if s == vnMode {
-				mode = bgl.VirtualNodeMode
+			var r StandInResult
+			var err error
+			switch s {
+			case irqMode:
+				r, err = StandInInterrupts(v.Dims, kernel(cat), v.Steps)
+			case vnMode:
+				r, err = StandIn(v.Dims, bgl.VirtualNodeMode, kernel(cat), v.Steps)
+			default:
+				r, err = StandIn(v.Dims, bgl.CoprocessorMode, kernel(cat), v.Steps)
 			}
-			r, err := StandIn(v.Dims, mode, kernel(cat), v.Steps)
 			return float64(r.Step) / float64(sim.MS), err
 		})
 	pairs := func(pts []paper.Point) (slow, total []float64, text []string) {
@@ -267,6 +306,28 @@ func Fig5a(v VirtualNode) *paper.Figure {
 						lo, hi = min(lo, x), max(hi, x)
 					}
 					return fmt.Sprintf("%.2f× to %.2f×", lo, hi), ok
+				}},
+			{Text: "L94 interrupts: a task a node, interrupt-driven, against the coprocessor's help", Paper: "no number (L94: ~103 cycles a context switch; L135–L137: the coprocessor receives)", Tolerance: "slower a step than coprocessor mode, every kernel",
+				Measure: func(pts []paper.Point) (string, bool) {
+					var text []string
+					ok := len(names) > 0
+					for _, name := range names {
+						var co, irq float64
+						for _, p := range pts {
+							if p.Category == name && p.Scheme == coMode {
+								co = p.Y
+							} else if p.Category == name && p.Scheme == irqMode {
+								irq = p.Y
+							}
+						}
+						if co <= 0 || irq <= 0 {
+							ok = false
+							continue
+						}
+						ok = ok && irq > co
+						text = append(text, fmt.Sprintf("%s %+.1f %%", name, 100*(irq/co-1)))
+					}
+					return strings.Join(text, ", "), ok
 				}},
 		},
 	}

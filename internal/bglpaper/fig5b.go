@@ -56,13 +56,14 @@ func MPIBcast(spec bgl.Spec, coll mpi.Collectives, size, reps int) (float64, err
 	if size < 1 || reps < 1 {
 		return 0, fmt.Errorf("bglpaper: %d broadcasts of %d bytes", reps, size)
 	}
+	spec, tc := mpiOn(spec, mpi.TorusConfig{}.WithProfile(Costs), coll)
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		return 0, err
 	}
 	var start, end sim.Tick
 	var failed error
-	_, err = mpi.RunTorus(m, mpi.Config{Collectives: coll}, mpi.TorusConfig{}.WithProfile(Costs), nil, func(c *mpi.Comm) {
+	_, err = mpi.RunTorus(m, mpi.Config{Collectives: coll}, tc, nil, func(c *mpi.Comm) {
 		b := c.Alloc(size)
 		if err := c.Barrier(); err != nil {
 			failed = err

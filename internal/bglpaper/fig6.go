@@ -60,6 +60,7 @@ func MPIAlltoall(spec bgl.Spec, size int) (bglml.AlltoallResult, error) {
 	if size < 1 || size > 1<<20 {
 		return bglml.AlltoallResult{}, fmt.Errorf("bglpaper: MPI alltoall of %d bytes (1 to 1 MB)", size)
 	}
+	spec, tc := mpiOn(spec, mpi.TorusConfig{}.WithProfile(Costs), mpi.MPICH2{})
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		return bglml.AlltoallResult{}, err
@@ -68,7 +69,7 @@ func MPIAlltoall(spec bgl.Spec, size int) (bglml.AlltoallResult, error) {
 	block := func(src, dst, k int) byte { return byte(src*131 + dst*17 + k) }
 	start, end := sim.Never, sim.Tick(0)
 	var failed error
-	_, err = mpi.RunTorus(m, mpi.Config{Collectives: mpi.MPICH2{}}, mpi.TorusConfig{}.WithProfile(Costs), nil, func(c *mpi.Comm) {
+	_, err = mpi.RunTorus(m, mpi.Config{Collectives: mpi.MPICH2{}}, tc, nil, func(c *mpi.Comm) {
 		me := c.Rank()
 		send, recv := c.Alloc(n*size), c.Alloc(n*size)
 		b := make([]byte, n*size)

@@ -59,13 +59,14 @@ func foldedFile() string {
 // from and sends size bytes to its four grid neighbours and waits for
 // all. It returns the mean time a step takes.
 func Halo(spec bgl.Spec, nodeOf []int, size, iters int) (sim.Tick, error) {
+	spec, tc := mpiOn(spec, mpi.TorusConfig{}.WithProfile(Costs), nil)
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		return 0, err
 	}
 	var start, end sim.Tick
 	var failed error
-	_, err = mpi.RunTorus(m, mpi.Config{}, mpi.TorusConfig{}.WithProfile(Costs), nodeOf, func(c *mpi.Comm) {
+	_, err = mpi.RunTorus(m, mpi.Config{}, tc, nodeOf, func(c *mpi.Comm) {
 		me := c.Rank()
 		i, j := me%8, me/8
 		nb := []int{(i+1)%8 + 8*j, (i+7)%8 + 8*j, i + 8*((j+1)%8), i + 8*((j+7)%8)}

@@ -10,6 +10,26 @@ import (
 	"github.com/aaemu/aaemu/torus"
 )
 
+// MPIProgress is how the message layer makes progress under the figures'
+// MPI series (aaemu paper bgl --progress): Polling, the paper's, by
+// default; Thread runs them in coprocessor mode. Series with Blue
+// Gene/L's own collectives (mpi.BGL), which run the layer on the main
+// core, stay polling.
+var MPIProgress = bglml.Polling
+
+// mpiOn is the machine's spec and the transport of an MPI run under
+// MPIProgress (with collectives coll).
+func mpiOn(spec bgl.Spec, tc mpi.TorusConfig, coll mpi.Collectives) (bgl.Spec, mpi.TorusConfig) {
+	if _, ok := coll.(mpi.BGL); ok || MPIProgress == bglml.Polling {
+		return spec, tc
+	}
+	tc.Progress = MPIProgress
+	if MPIProgress == bglml.Thread && spec.Mode == bgl.HeaterMode {
+		spec = spec.WithMode(bgl.CoprocessorMode)
+	}
+	return spec, tc
+}
+
 // mpiConfig is the torus transport sending MPI's eager messages by proto
 // (Auto: by size), and, for the rendezvous, every message by MPI's
 // rendezvous (a scout, the get, the data).
@@ -31,6 +51,7 @@ func MPIPingPong(spec bgl.Spec, tc mpi.TorusConfig, a, b torus.Coord, size, iter
 	if iters < 1 || size < 0 {
 		return 0, fmt.Errorf("bglpaper: MPI ping-pong of %d round trips of %d bytes", iters, size)
 	}
+	spec, tc = mpiOn(spec, tc, nil)
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		return 0, err
@@ -86,6 +107,7 @@ func MPIExchange(spec bgl.Spec, tc mpi.TorusConfig, a, b torus.Coord, size, msgs
 	if size < 1 || msgs < 1 {
 		return 0, fmt.Errorf("bglpaper: MPI exchange of %d messages of %d bytes", msgs, size)
 	}
+	spec, tc = mpiOn(spec, tc, nil)
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
 		return 0, err

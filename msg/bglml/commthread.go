@@ -39,6 +39,9 @@ type CommThread struct {
 	p     *cpu.Proc // the coprocessor's process, in Run
 	posts []*ctPost // sends posted, in order, each visible from at
 	comps []ctDone  // completions written, in order, each visible from at
+	// main is the main core's, while its process dozes in SleepReap: a
+	// completion wakes it when it becomes visible.
+	main *sim.Unit
 	// busy: the thread's last pass did something or looked at an
 	// injection FIFO, so the next one may too (the loop's pass that finds
 	// nothing is the one Until dozes through).
@@ -56,8 +59,16 @@ type CommStats struct {
 }
 
 type ctPost struct {
-	m  *Message
-	at sim.Tick
+	m   *Message // a send, or
+	get *ctGet   // a get
+	at  sim.Tick
+}
+
+type ctGet struct {
+	src           int
+	remote, local uint64
+	n             int
+	done          func()
 }
 
 type ctDone struct {
@@ -116,25 +127,92 @@ func (ct *CommThread) Post(p *cpu.Proc, m *Message) error {
 	return nil
 }
 
+// PostGet hands a get (Layer.Get: n bytes at remote in node src's memory
+// to local here) to the thread from the main core's process p: a
+// descriptor in the scratchpad. done runs in the main core's Reap (or
+// Wait) once the data is in place, the lines the thread wrote invalidated
+// in the main core's L1. local should be whole L1 lines (the thread's
+// receives are line aligned, L111: a line shared with data the main core
+// writes would be written back over it). Its refusals are Get's, before
+// any cost.
+func (ct *CommThread) PostGet(p *cpu.Proc, src int, remote, local uint64, n int, done func()) error {
+	l := ct.l
+	if src < 0 || src >= l.ends || src == l.self || n < 0 || n > MaxMessage || l.peer(src) {
+		return fmt.Errorf("bglml: %s: get of %d bytes from %s %d by the communication thread", l.name(), n, l.unit(), src)
+	}
+	p.Compute(2 * l.bs.ScratchpadCycles)
+	at := p.Now() + 1
+	ct.posts = append(ct.posts, &ctPost{get: &ctGet{src: src, remote: remote, local: local, n: n, done: done}, at: at})
+	ct.Stats.Posted++
+	ct.co.Core().Unit().WakeAt(at)
+	return nil
+}
+
+// Reap is one look of the main core's process p at the scratchpad's
+// completion words: it takes the completions visible at the end of the
+// look (each, the message's lines invalidated in its L1 and its callback
+// run) and reports whether there were any.
+func (ct *CommThread) Reap(p *cpu.Proc) bool {
+	p.Compute(ct.l.bs.ScratchpadCycles)
+	return ct.take(p)
+}
+
+// SleepReap is the next pass of an upper layer's wait loop whose pass is
+// one Reap and whose pause after a pass that found nothing is a Sleep of
+// pause (the MPI core's over the thread): it sleeps pause, then Reaps.
+// Passes that would find nothing are dozed through as Layer.SleepAdvance
+// does: the core sleeps until a completion becomes visible and the
+// process comes back at the end of the look of the first pass that sees
+// it, the skipped passes' operations and busy time (not their pauses)
+// counted as if they had run.
+func (ct *CommThread) SleepReap(p *cpu.Proc, pause sim.Tick) bool {
+	t0, ops := p.Now(), p.Ops()
+	p.Sleep(pause)
+	t1 := p.Now()
+	if did := ct.Reap(p); did || ct.l.params.Spin {
+		return did
+	}
+	ct.main = p.Core().Unit()
+	p.DozeBusy(p.Now()-t0, p.Now()-t1, int(p.Ops()-ops), ct.nextComp)
+	ct.main = nil
+	return ct.take(p)
+}
+
+// nextComp is when the next completion becomes visible to the main core.
+func (ct *CommThread) nextComp() sim.Tick {
+	if len(ct.comps) == 0 {
+		return sim.Never
+	}
+	return ct.comps[0].at
+}
+
+// take takes the completions visible now.
+func (ct *CommThread) take(p *cpu.Proc) bool {
+	bs := ct.l.bs
+	did := false
+	for len(ct.comps) > 0 && ct.comps[0].at <= p.Now() {
+		c := ct.comps[0]
+		ct.comps = ct.comps[1:]
+		p.Compute(c.lines*bs.InvalidateLineCycles + bs.ScratchpadCycles)
+		ct.Stats.Completions++
+		ct.Stats.Invalidated += uint64(c.lines)
+		if c.done != nil {
+			p.Compute(ct.l.costs.Callback)
+			c.done()
+		}
+		did = true
+	}
+	return did
+}
+
 // Wait runs in the main core's process p until cond holds: it polls the
 // scratchpad for the thread's completions and, for each, invalidates the
 // message's lines in its L1 and calls its callback. cond may depend only
 // on what those callbacks change.
 func (ct *CommThread) Wait(p *cpu.Proc, cond func() bool) {
-	bs := ct.l.bs
 	for !cond() {
 		p.ScratchpadPoll(func() bool { return len(ct.comps) > 0 && ct.comps[0].at <= p.Now() })
-		for len(ct.comps) > 0 && ct.comps[0].at <= p.Now() {
-			c := ct.comps[0]
-			ct.comps = ct.comps[1:]
-			p.Compute(c.lines*bs.InvalidateLineCycles + bs.ScratchpadCycles)
-			ct.Stats.Completions++
-			ct.Stats.Invalidated += uint64(c.lines)
-			if c.done != nil {
-				p.Compute(ct.l.costs.Callback)
-				c.done()
-			}
-		}
+		ct.take(p)
 	}
 }
 
@@ -145,7 +223,11 @@ func (ct *CommThread) complete(lines int, done func()) {
 	p := ct.p
 	ct.co.Flush(p, lines)
 	p.Compute(ct.l.bs.ScratchpadCycles)
-	ct.comps = append(ct.comps, ctDone{at: p.Now() + 1, lines: lines, done: done})
+	at := p.Now() + 1
+	ct.comps = append(ct.comps, ctDone{at: at, lines: lines, done: done})
+	if ct.main != nil {
+		ct.main.WakeAt(at) // the main core dozes in SleepReap
+	}
 }
 
 // ready is what the coprocessor's look sees: a descriptor posted, a
@@ -170,9 +252,17 @@ func (ct *CommThread) run(p *cpu.Proc) {
 	ct.p = p
 	l := ct.l
 	for len(ct.posts) > 0 && ct.posts[0].at <= p.Now() {
-		m := ct.posts[0].m
+		m, g := ct.posts[0].m, ct.posts[0].get
 		ct.posts = ct.posts[1:]
 		p.Compute(2 * l.bs.ScratchpadCycles)
+		if g != nil {
+			done := g.done
+			lines := bgl.Lines(g.local, g.n)
+			if err := l.Get(p, g.src, g.remote, g.local, g.n, func() { ct.complete(lines, done) }); err != nil {
+				panic(fmt.Sprintf("bglml: %s: a get the main core's check passed: %v", l.name(), err))
+			}
+			continue
+		}
 		if err := l.Send(p, m); err != nil {
 			panic(fmt.Sprintf("bglml: %s: a send the main core's check passed: %v", l.name(), err))
 		}

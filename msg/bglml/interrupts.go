@@ -2,6 +2,7 @@ package bglml
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/aaemu/aaemu/cpu"
 	"github.com/aaemu/aaemu/sim"
@@ -41,6 +42,9 @@ type irqLine struct {
 	// says the torus hardware "support[s] interrupt-driven operation",
 	// L94, not which events: this one is our assumption).
 	blocked []int
+	// halt is what a process halted in WaitInterrupts is woken by: a
+	// handler whose passes did something.
+	halt cpu.Notify
 }
 
 // IrqStats counts the interrupt-driven layer's work.
@@ -48,6 +52,10 @@ type IrqStats struct {
 	Raised    uint64 // interrupts taken
 	Dismissed uint64 // taken while the process ran the layer
 	Passes    uint64 // advance-loop passes run in handlers
+	// Worked counts the handlers whose passes did something (read a
+	// packet, wrote one): what a process halted in WaitInterrupts
+	// compares.
+	Worked uint64
 }
 
 // StartInterrupts makes the layer's reception interrupt-driven on its
@@ -99,23 +107,59 @@ func (q *irqLine) handle(p *cpu.Proc) {
 		l.IrqStats.Dismissed++
 	} else {
 		l.masked++
+		did := false
 		for l.Advance(p) {
 			l.IrqStats.Passes++
+			did = true
 		}
 		l.IrqStats.Passes++
 		q.blocked = q.blocked[:0]
-		if len(l.sendq) > 0 {
-			for f, full := range l.full {
-				if full {
-					q.blocked = append(q.blocked, f)
-				}
-			}
-		}
+		q.noteFull()
 		l.masked--
+		if did {
+			l.IrqStats.Worked++
+			q.halt.Changed() // a process halted in WaitInterrupts looks again
+		}
 	}
 	q.on = true
 	q.u.WakeAt(p.Now() + 1) // level-triggered: raised again if packets are there
 }
+
+// noteFull adds the injection FIFOs the last pass (or send) found full,
+// with packets left to write, to those whose room raises the line.
+func (q *irqLine) noteFull() {
+	l := q.l
+	if len(l.sendq) == 0 {
+		return
+	}
+	for f, full := range l.full {
+		if full && !slices.Contains(q.blocked, f) {
+			q.blocked = append(q.blocked, f)
+		}
+	}
+}
+
+// WaitInterrupts waits in the layer's core's process p, halted (the core
+// idle, cpu.Proc.Halt), until cond holds: cond is looked at again after
+// each interrupt whose handler's passes did something, so it may depend
+// only on what the handlers change (the callbacks they run, the layer's
+// state). The process must not be inside the layer. Before its first
+// wait the process should have run passes of its own until one did
+// nothing (after a send: what the FIFOs took is written, the rest waits
+// for room, which raises the line).
+func (l *Layer) WaitInterrupts(p *cpu.Proc, cond func() bool) {
+	if l.irq == nil {
+		panic(fmt.Sprintf("bglml: %s: WaitInterrupts without StartInterrupts", l.name()))
+	}
+	if l.masked > 0 {
+		panic(fmt.Sprintf("bglml: %s: WaitInterrupts inside the layer", l.name()))
+	}
+	p.Halt(&l.irq.halt, cond)
+}
+
+// Interrupts reports whether the layer is interrupt-driven
+// (StartInterrupts).
+func (l *Layer) Interrupts() bool { return l.irq != nil }
 
 // room reports whether a FIFO the handler found full has room for a
 // whole packet again.
@@ -138,6 +182,10 @@ func (l *Layer) mask() func() {
 	return func() {
 		l.masked--
 		if l.masked == 0 {
+			// What the process's call found full is watched too: its
+			// room raises the line (the process does not come back to
+			// write the rest).
+			l.irq.noteFull()
 			l.irq.u.WakeAt(l.irq.u.Engine().Now() + 1)
 		}
 	}

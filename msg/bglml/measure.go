@@ -185,8 +185,23 @@ func HotSpot(spec bgl.Spec, params Params, costs Costs, hot torus.Coord, proto P
 // proto. It returns the payload the centre sent and received per second,
 // from the start until it has received everything and its sends are done.
 func Links(spec bgl.Spec, params Params, costs Costs, centre torus.Coord, k int, proto Protocol, size, msgs int) (float64, error) {
+	return LinksProgress(spec, params, costs, centre, k, proto, size, msgs, Polling)
+}
+
+// LinksProgress is Links with every node's layer making progress as how
+// says: Thread, the communication thread on the coprocessor (the machine
+// in coprocessor mode) sends and receives everything, the main core
+// posting the sends and reaping the completions; Interrupts, the handlers
+// run the advance loop, the main core halted between them.
+func LinksProgress(spec bgl.Spec, params Params, costs Costs, centre torus.Coord, k int, proto Protocol, size, msgs int, how Progress) (float64, error) {
 	if k < 1 || k > 6 || size < 1 || msgs < 1 {
 		return 0, fmt.Errorf("bglml: %d links, %d messages of %d bytes (1 to 6 links)", k, msgs, size)
+	}
+	if how > Interrupts {
+		return 0, fmt.Errorf("bglml: progress mode %v (polling, thread, interrupts)", how)
+	}
+	if how == Thread {
+		spec = spec.WithMode(bgl.CoprocessorMode)
 	}
 	m, err := bgl.New(sim.NewWorld(1), "bgl", spec)
 	if err != nil {
@@ -220,18 +235,51 @@ func Links(spec bgl.Spec, params Params, costs Costs, centre torus.Coord, k int,
 			failed = err
 			return
 		}
+		var ct *CommThread
+		switch how {
+		case Thread:
+			ct, err = l.StartCommThread()
+		case Interrupts:
+			err = l.StartInterrupts()
+		}
+		if err != nil {
+			failed = err
+			return
+		}
 		nd.Cores[0].Spawn("links", func(p *cpu.Proc) {
 			buf := nd.Alloc(size)
+			sent := 0
 			// Round-robin over the peers, so that every link starts at once.
 			for j := 0; j < msgs; j++ {
 				for _, dst := range to {
-					if err := l.Send(p, &Message{Dst: dst, Addr: buf, Len: size, Proto: proto}); err != nil {
+					m := &Message{Dst: dst, Addr: buf, Len: size, Proto: proto}
+					if how == Polling {
+						err = l.Send(p, m)
+					} else {
+						m.Done = func() { sent++ }
+						if ct != nil {
+							err = ct.Post(p, m)
+						} else {
+							err = l.Send(p, m)
+						}
+					}
+					if err != nil {
 						failed = err
 						return
 					}
 				}
 			}
-			l.Until(p, func() bool { return got[i] == expect && l.Idle() })
+			switch how {
+			case Polling:
+				l.Until(p, func() bool { return got[i] == expect && l.Idle() })
+			case Thread:
+				ct.Wait(p, func() bool { return got[i] == expect && sent == len(to)*msgs })
+			case Interrupts:
+				// The sends' first passes, then the handlers.
+				for l.Advance(p) {
+				}
+				l.WaitInterrupts(p, func() bool { return got[i] == expect && sent == len(to)*msgs })
+			}
 			if i == c {
 				end = p.Now()
 			}

@@ -183,9 +183,21 @@ func (r *rank) moved() {
 }
 
 func (r *rank) compute(cycles int) {
-	if cycles > 0 {
-		r.p.Compute(cycles)
+	if cycles <= 0 {
+		return
 	}
+	// The model's cores take an interrupt between two operations: where
+	// an endpoint's layer is interrupt-driven, the program's work is
+	// sliced so that its handlers can run during it.
+	for _, ep := range r.eps {
+		if sl, ok := ep.(interface{ ComputeSlice() int }); ok && sl.ComputeSlice() > 0 {
+			for c := cycles; c > 0; c -= sl.ComputeSlice() {
+				r.p.Compute(min(c, sl.ComputeSlice()))
+			}
+			return
+		}
+	}
+	r.p.Compute(cycles)
 }
 
 // --- the progress engine ---
@@ -275,7 +287,7 @@ type sleepPoller interface {
 // send and no rendezvous data moving (so that pushAll and pushXfers, which
 // may poll again, cost nothing and change nothing).
 func (r *rank) sleepPoller() (int, sleepPoller) {
-	if dozeOff || len(r.active) > 0 || len(r.xfers) > 0 {
+	if dozeOff || len(r.active) > 0 {
 		return -1, nil
 	}
 	if _, ok := r.policy.(PollAll); !ok {
@@ -295,6 +307,12 @@ func (r *rank) sleepPoller() (int, sleepPoller) {
 	}
 	sp, ok := r.eps[t].(sleepPoller)
 	if !ok {
+		return -1, nil
+	}
+	// A get that is moving: pushXfers asks the endpoint whether it is
+	// done, which (polling) is a pass of its own, unless the endpoint is
+	// passive (its thread or its handlers end the get).
+	if pe, ok := sp.(interface{ Passive() bool }); len(r.xfers) > 0 && !(ok && pe.Passive()) {
 		return -1, nil
 	}
 	return t, sp

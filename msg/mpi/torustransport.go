@@ -32,6 +32,14 @@ type TorusConfig struct {
 	// Force sends every packet of the MPI core by this protocol (Table 1
 	// measures each); Auto: the message layer chooses by size.
 	Force bglml.Protocol
+	// Progress is how each node's message layer makes progress (L94,
+	// L111): Polling (the default), the rank's wait loop running the
+	// advance loop; Thread, the communication thread on the coprocessor
+	// (the machine in coprocessor mode), the rank posting to it and
+	// reaping its completions in the scratchpad; Interrupts, the advance
+	// loop in the reception interrupt's handler, a waiting rank halted
+	// until an interrupt's handler did something.
+	Progress bglml.Progress
 	// Params: EagerLimit is MPI's eager limit (default: the message
 	// layer's EagerMax); longer messages go by MPI's rendezvous, get mode
 	// (the RTS is the scout, the get the grant and the adaptively routed
@@ -129,7 +137,11 @@ func Torus(cfg TorusConfig) TransportMaker {
 				return nil, fmt.Errorf("torus: two ranks on core %d of node %d (one a core: virtual node mode)", p.Core, p.Node)
 			}
 		}
-		return &torusTransport{cfg: cfg, places: s.Places, tasks: tasks}, nil
+		t := &torusTransport{cfg: cfg, places: s.Places, tasks: tasks}
+		if err := t.start(); err != nil {
+			return nil, err
+		}
+		return t, nil
 	}
 }
 
@@ -137,6 +149,60 @@ type torusTransport struct {
 	cfg    TorusConfig
 	places []Place
 	tasks  int // a node
+	// eps are the endpoints made before the run (a communication thread
+	// or an interrupt line is a block of the machine, added before it
+	// runs); nil when polling, whose endpoints make their layer in Open.
+	eps []*torusEP
+}
+
+// start makes, for the thread and interrupts, each rank's layer and
+// starts its progress before the run.
+func (t *torusTransport) start() error {
+	how := t.cfg.Progress
+	switch {
+	case how == bglml.Polling:
+		return nil
+	case how > bglml.Interrupts:
+		return fmt.Errorf("torus: progress %v (polling, thread, interrupts)", how)
+	case how == bglml.Thread && t.cfg.Machine.Spec.Mode != bgl.CoprocessorMode:
+		return fmt.Errorf("torus: progress thread on a machine in %v mode (the communication thread needs coprocessor mode)", t.cfg.Machine.Spec.Mode)
+	case how == bglml.Interrupts && t.tasks > 1:
+		return fmt.Errorf("torus: progress interrupts in virtual node mode (the virtual FIFOs raise no interrupt: polling)")
+	case t.cfg.ML.Coprocessor:
+		return fmt.Errorf("torus: progress %v with the rendezvous helper (bglml.Params.Coprocessor: polling only)", how)
+	}
+	for r := range t.places {
+		ep, err := t.open(r, t.places[r])
+		if err != nil {
+			return err
+		}
+		if how == bglml.Thread {
+			if ep.ct, err = ep.ml.StartCommThread(); err != nil {
+				return err
+			}
+		} else if err := ep.ml.StartInterrupts(); err != nil {
+			return err
+		}
+		t.eps = append(t.eps, ep)
+	}
+	return nil
+}
+
+// open makes rank r's endpoint and its layer.
+func (t *torusTransport) open(r int, at Place) (*torusEP, error) {
+	ep := &torusEP{t: t, nd: t.cfg.Machine.Nodes[at.Node], pool: map[int][]uint64{}}
+	var ml *bglml.Layer
+	var err error
+	if t.tasks > 1 {
+		ml, err = bglml.NewTask(t.cfg.Machine, t.task(r), t.cfg.ML, t.cfg.Costs, ep.upcall)
+	} else {
+		ml, err = bglml.New(t.cfg.Machine, at.Node, t.cfg.ML, t.cfg.Costs, ep.upcall)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ep.ml = ml
+	return ep, nil
 }
 
 // task is rank r's address in the message layer: its node, or in virtual
@@ -148,18 +214,16 @@ func (t *torusTransport) Params() Params              { return t.cfg.Params }
 func (t *torusTransport) Reaches(from, to Place) bool { return true }
 
 func (t *torusTransport) Open(e Env) (Endpoint, error) {
-	ep := &torusEP{t: t, env: e, nd: t.cfg.Machine.Nodes[e.Place.Node], pool: map[int][]uint64{}}
-	var ml *bglml.Layer
-	var err error
-	if t.tasks > 1 {
-		ml, err = bglml.NewTask(t.cfg.Machine, t.task(e.Rank), t.cfg.ML, t.cfg.Costs, ep.upcall)
-	} else {
-		ml, err = bglml.New(t.cfg.Machine, e.Place.Node, t.cfg.ML, t.cfg.Costs, ep.upcall)
+	if t.eps != nil {
+		ep := t.eps[e.Rank]
+		ep.env = e
+		return ep, nil
 	}
+	ep, err := t.open(e.Rank, e.Place)
 	if err != nil {
 		return nil, err
 	}
-	ep.ml = ml
+	ep.env = e
 	return ep, nil
 }
 
@@ -168,9 +232,19 @@ type torusEP struct {
 	env   Env
 	nd    *bgl.Node
 	ml    *bglml.Layer
-	ready []torusMsg // completed messages, in completion order
+	ct    *bglml.CommThread // Progress Thread: the layer runs on it
+	ready []torusMsg        // completed messages, in completion order
 	pool  map[int][]uint64
 	gets  []bool // by handle: done
+
+	// changed: a callback of the layer's ran since the last poll (a
+	// message whole, a send's buffer free, a get's data in place); seen
+	// is the layer's IrqStats.Worked then (Progress Interrupts).
+	changed bool
+	seen    uint64
+	// owed counts the sends and gets posted to the thread whose
+	// completion the rank has not reaped.
+	owed int
 }
 
 // torusMsg is a received message: the MPI header and its data in a buffer
@@ -192,7 +266,10 @@ func (e *torusEP) upcall(src int, info []byte, size int) (uint64, func()) {
 	}
 	h := Unpack(&w)
 	a := e.buf(size)
-	return a, func() { e.ready = append(e.ready, torusMsg{h: h, addr: a, n: size}) }
+	return a, func() {
+		e.ready = append(e.ready, torusMsg{h: h, addr: a, n: size})
+		e.changed = true
+	}
 }
 
 func (e *torusEP) buf(n int) uint64 {
@@ -232,6 +309,10 @@ func (e *torusEP) Send(dst int, h *Header, src uint64, n int) bool {
 	if c := e.t.cfg.MPI.SendCost(e.protocol(h)); c > 0 {
 		e.proc().Compute(c)
 	}
+	if e.ct != nil {
+		e.postSend(dst, h, info, src, n)
+		return true
+	}
 	sent := false
 	m := &bglml.Message{Dst: e.t.task(dst), Info: info, Addr: src, Len: n, Proto: e.t.cfg.Force}
 	var copyBuf uint64
@@ -245,6 +326,7 @@ func (e *torusEP) Send(dst int, h *Header, src uint64, n int) bool {
 	if err := e.ml.Send(e.proc(), m); err != nil {
 		panic(fmt.Sprintf("mpi: torus: %v", err))
 	}
+	e.kick()
 	if !sent && n > 0 {
 		copyBuf = e.buf(n)
 		e.copy(copyBuf, src, n)
@@ -270,6 +352,47 @@ func (e *torusEP) protocol(h *Header) bglml.Protocol {
 	return bglml.Auto
 }
 
+// postSend hands the packet to the communication thread. The thread
+// sends it after Send has returned, so its data goes from a buffer of the
+// endpoint's (a copy, whose lines Post writes back for the coprocessor);
+// an RTS's send buffer, which this node's thread streams to the
+// receiver's get, is written back from the main core's L1 first (the
+// thread's core reads memory: the L1s are not coherent, L34).
+func (e *torusEP) postSend(dst int, h *Header, info []byte, src uint64, n int) {
+	p := e.proc()
+	var a uint64
+	if n > 0 {
+		a = e.buf(n)
+		e.copy(a, src, n)
+	}
+	if h.Kind == RTS && h.Size > 0 {
+		p.Compute(bgl.Lines(h.Addr, h.Size) * e.t.cfg.Machine.Spec.FlushLineCycles)
+	}
+	m := &bglml.Message{Dst: e.t.task(dst), Info: info, Addr: a, Len: n, Proto: e.t.cfg.Force, Done: func() {
+		if n > 0 {
+			c := sizeClass(n)
+			e.pool[c] = append(e.pool[c], a)
+		}
+		e.owed--
+		e.changed = true
+	}}
+	if err := e.ct.Post(p, m); err != nil {
+		panic(fmt.Sprintf("mpi: torus: %v", err))
+	}
+	e.owed++
+}
+
+// kick, with the interrupt-driven layer, runs passes of the advance loop
+// after a send or a get until one does nothing, as the handler does:
+// what the FIFOs take is written, and what they do not waits for their
+// room, which raises the line (the rank does not come back to write it).
+func (e *torusEP) kick() {
+	if e.ml.Interrupts() {
+		for e.ml.Advance(e.proc()) {
+		}
+	}
+}
+
 // copy copies n bytes of the node's memory at the paper's rate.
 func (e *torusEP) copy(dst, src uint64, n int) {
 	if n == 0 {
@@ -283,15 +406,60 @@ func (e *torusEP) copy(dst, src uint64, n int) {
 
 // Poll runs one pass of the message layer's advance loop and hands the
 // messages it completed to deliver.
+// With the thread, the pass is a look at the scratchpad's completion
+// words (CommThread.Reap); with interrupts, a look at what the handlers
+// completed (a pass's software, Costs.Pass: the handlers run the advance
+// loop).
 func (e *torusEP) Poll(deliver func(h *Header, p Payload)) (int, bool) {
+	switch {
+	case e.ct != nil:
+		return e.polled(e.ct.Reap(e.proc()), deliver)
+	case e.ml.Interrupts():
+		e.proc().Compute(e.t.cfg.Costs.Pass)
+		return e.polled(e.handled(), deliver)
+	}
 	return e.polled(e.ml.Advance(e.proc()), deliver)
 }
 
+// handled reports whether the handlers (or the rank's own passes) did
+// something since the last poll.
+func (e *torusEP) handled() bool {
+	w := e.ml.IrqStats.Worked
+	did := e.changed || w != e.seen
+	e.changed, e.seen = false, w
+	return did
+}
+
 // SleepPoll is the wait loop's pause and Poll, dozing through the passes
-// that would find nothing (bglml.Layer.SleepAdvance).
+// that would find nothing (bglml.Layer.SleepAdvance; with the thread,
+// CommThread.SleepReap). With interrupts the rank halts instead of
+// pausing, until a handler has done something (Layer.WaitInterrupts),
+// then polls.
 func (e *torusEP) SleepPoll(pause sim.Tick, deliver func(h *Header, p Payload)) (int, bool) {
+	switch {
+	case e.ct != nil:
+		return e.polled(e.ct.SleepReap(e.proc(), pause), deliver)
+	case e.ml.Interrupts():
+		e.ml.WaitInterrupts(e.proc(), func() bool { return e.changed || e.ml.IrqStats.Worked != e.seen || len(e.ready) > 0 })
+		return e.Poll(deliver)
+	}
 	return e.polled(e.ml.SleepAdvance(e.proc(), pause), deliver)
 }
+
+// ComputeSlice is, with interrupts, the cycles of the rank's computation
+// between two points where an interrupt can be taken
+// (bglml.ComputeSlice); 0 otherwise.
+func (e *torusEP) ComputeSlice() int {
+	if e.ml.Interrupts() {
+		return bglml.ComputeSlice
+	}
+	return 0
+}
+
+// Passive reports whether the endpoint's Done and Poll change nothing
+// until the thread or the handlers have done something, so that the
+// rank's wait loop may doze (or halt) while a get of its is moving.
+func (e *torusEP) Passive() bool { return e.ct != nil || e.ml.Interrupts() }
 
 // polled hands the messages a pass completed to deliver.
 func (e *torusEP) polled(worked bool, deliver func(h *Header, p Payload)) (int, bool) {
@@ -327,22 +495,63 @@ func (e *torusEP) Get(src int, local, remote uint64, n int) (int, bool) {
 		e.gets[id] = true
 		return id, true
 	}
-	if err := e.ml.Get(e.proc(), e.t.task(src), remote, local, n, func() { e.gets[id] = true }); err != nil {
+	if e.ct != nil {
+		e.postGet(id, src, local, remote, n)
+		return id, true
+	}
+	if err := e.ml.Get(e.proc(), e.t.task(src), remote, local, n, func() { e.gets[id] = true; e.changed = true }); err != nil {
 		panic(fmt.Sprintf("mpi: torus: %v", err))
 	}
+	e.kick()
 	return id, true
 }
 
+// postGet hands a get to the communication thread. The thread writes
+// whole L1 lines (it writes back what it received, the main core
+// invalidates it: a line shared with the rank's other data would be
+// written back over it), so a buffer that is not whole lines is received
+// into one of the endpoint's and copied to its place by the main core.
+func (e *torusEP) postGet(id, src int, local, remote uint64, n int) {
+	p := e.proc()
+	to, bounce := local, uint64(0)
+	if n > 0 && (local%bgl.LineBytes != 0 || n%bgl.LineBytes != 0) {
+		bounce = e.buf(n)
+		to = bounce
+	}
+	done := func() {
+		if bounce != 0 {
+			e.copy(local, bounce, n)
+			c := sizeClass(n)
+			e.pool[c] = append(e.pool[c], bounce)
+		}
+		e.gets[id] = true
+		e.owed--
+		e.changed = true
+	}
+	if err := e.ct.PostGet(p, e.t.task(src), remote, to, n, done); err != nil {
+		panic(fmt.Sprintf("mpi: torus: %v", err))
+	}
+	e.owed++
+}
+
 // Done runs a pass of the advance loop if the get has not ended (what it
-// completes waits for the next Poll).
+// completes waits for the next Poll); with the thread or interrupts it
+// only looks (the get ends in their callbacks).
 func (e *torusEP) Done(op int) (bool, error) {
-	if !e.gets[op] && e.ml.Advance(e.proc()) {
+	if !e.gets[op] && !e.Passive() && e.ml.Advance(e.proc()) {
 		e.env.Moved()
 	}
 	return e.gets[op], nil
 }
 
-func (e *torusEP) Busy() bool { return !e.ml.Idle() || len(e.ready) > 0 }
+// Busy: with the thread, what the rank posted and has not reaped (the
+// thread's layer runs on by itself).
+func (e *torusEP) Busy() bool {
+	if e.ct != nil {
+		return e.owed > 0 || len(e.ready) > 0
+	}
+	return !e.ml.Idle() || len(e.ready) > 0
+}
 
 // RunTorus runs body as the program of one rank on each node of machine
 // m, rank r on node nodeOf[r] (nil: rank r on node r, the XYZT order),
@@ -356,6 +565,11 @@ func RunTorus(m *bgl.Machine, cfg Config, tc TorusConfig, nodeOf []int, body fun
 	tasks := m.Spec.Mode.Tasks()
 	if nodeOf == nil && tasks > 1 {
 		nodeOf = bgl.XYZTTasks(m.Torus.Spec.Dims, tasks)
+	}
+	if _, ok := cfg.Collectives.(BGL); ok && tc.Progress != bglml.Polling {
+		// The tree, the deposit broadcast and the global barrier are run
+		// by the rank's own passes of the layer.
+		return nil, fmt.Errorf("mpi: Blue Gene/L's collectives (mpi.BGL) with progress %v: they run the layer on the main core (polling only; the collective network raises no interrupt)", tc.Progress)
 	}
 	if _, ok := cfg.Collectives.(BGL); ok {
 		// BGL's collectives on MPI_COMM_WORLD use the collective network.
