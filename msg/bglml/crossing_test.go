@@ -142,11 +142,21 @@ func TestAdaptiveCutModel(t *testing.T) {
 // TestAlltoallCrossings measures, on the 4×4×4 mesh at 952 B, where the
 // optimised alltoall's packets cross the middle of x under each router
 // selection, and requires the crossings to account for every packet
-// that must cross: (N/2)² pairs each way, four packets each.
+// that must cross ((N/2)² pairs each way, four packets each), x first
+// to cross at the source's (y, z) and x last at the destination's more
+// often than the most tokens does, and x first to load the cut's links
+// more evenly.
 func TestAlltoallCrossings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four alltoalls")
 	}
+	atSrc, atDst, even := map[torus.Selection]float64{}, map[torus.Selection]float64{}, map[torus.Selection]float64{}
+	defer func() {
+		tk := torus.SelectTokens
+		if !(atSrc[torus.SelectXFirst] > atSrc[tk] && atDst[torus.SelectXLast] > atDst[tk] && even[torus.SelectXFirst] > even[tk]) {
+			t.Errorf("at the source: %v; at the destination: %v; mean/most: %v", atSrc, atDst, even)
+		}
+	}()
 	for _, sel := range []torus.Selection{torus.SelectTokens, torus.SelectXFirst, torus.SelectXLast, torus.SelectHops} {
 		spec := bgl.DefaultSpec(4, 4, 4)
 		spec.Torus.Mesh = true
@@ -161,6 +171,9 @@ func TestAlltoallCrossings(t *testing.T) {
 			t.Errorf("%v: %d crossings, want %d", sel, n, want)
 		}
 		l := loadOf(c, spec, 952)
+		atSrc[sel] = float64(c.AtSrc) / float64(n)
+		atDst[sel] = float64(c.AtDst) / float64(n)
+		even[sel] = float64(l.mean) / float64(l.hi)
 		eff := 100 * float64(BisectionTime(spec, 952)) / float64(r.Time)
 		t.Logf("%-6v %.1f %% of the bound, %d escapes; crossed at the source's (y,z) %s %%, the destination's %s %%, both %s %%, elsewhere %s %%; offsets from the source %v; cut link cycles %d..%d mean %d (mean/most %.3f), the busiest link allows %.1f %%",
 			sel, eff, r.Escaped, pc(c.AtSrc, n), pc(c.AtDst, n), pc(c.AtBoth, n), pc(c.Elsewhere, n), c.Offset,
