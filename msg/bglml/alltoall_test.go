@@ -321,6 +321,7 @@ func BenchmarkAlltoallFull(b *testing.B) {
 				l := loadOf(cr, spec, 952)
 				b.Logf("crossed at the source's (y,z) %s %%, the destination's %s %%, both %s %%, elsewhere %s %%; offsets from the source %v; cut link cycles %d..%d mean %d (mean/most %.3f), the busiest link allows %.1f %%",
 					pc(cr.AtSrc, n), pc(cr.AtDst, n), pc(cr.AtBoth, n), pc(cr.Elsewhere, n), cr.Offset, l.lo, l.hi, l.mean, float64(l.mean)/float64(l.hi), 100*l.ceiling)
+				b.Logf("the cut's links busy, both ways' mean, %% of the run (a row per z, y across):\n%s", cutMap(cr, spec, r.Time))
 			}
 		})
 	}

@@ -3,9 +3,11 @@ package bglml
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aaemu/aaemu/bgl"
+	"github.com/aaemu/aaemu/sim"
 	"github.com/aaemu/aaemu/torus"
 )
 
@@ -178,7 +180,23 @@ func TestAlltoallCrossings(t *testing.T) {
 		t.Logf("%-6v %.1f %% of the bound, %d escapes; crossed at the source's (y,z) %s %%, the destination's %s %%, both %s %%, elsewhere %s %%; offsets from the source %v; cut link cycles %d..%d mean %d (mean/most %.3f), the busiest link allows %.1f %%",
 			sel, eff, r.Escaped, pc(c.AtSrc, n), pc(c.AtDst, n), pc(c.AtBoth, n), pc(c.Elsewhere, n), c.Offset,
 			l.lo, l.hi, l.mean, float64(l.mean)/float64(l.hi), 100*l.ceiling)
+		t.Logf("%v: the cut's links busy, both ways' mean, %% of the run (a row per z, y across):\n%s", sel, cutMap(c, spec, r.Time))
 	}
+}
+
+// cutMap is the cut's links' busy time, both ways' mean, in % of a run
+// of time t: a row per z, y across.
+func cutMap(c *CutCrossings, spec bgl.Spec, t sim.Tick) string {
+	var b strings.Builder
+	Y, Z := spec.Torus.Dims[1], spec.Torus.Dims[2]
+	for z := 0; z < Z; z++ {
+		for y := 0; y < Y; y++ {
+			v := float64(c.Cycles[0][y+Y*z]+c.Cycles[1][y+Y*z]) / 2 * float64(spec.Torus.Period()) / float64(t)
+			fmt.Fprintf(&b, " %5.1f", 100*v)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 func pc(a, n int64) string { return fmt.Sprintf("%.1f", 100*float64(a)/float64(n)) }
