@@ -270,11 +270,13 @@ func TestPace(t *testing.T) {
 }
 
 // BenchmarkAlltoallFull runs the optimised alltoall on the 8×8×8 mesh
-// (952 B, Figure 6's) with the cut sampled every 250 µs: as by default
-// (paced, windowed), with the window 20 % smaller and larger, without the
-// window, and strictly paced without it; a measurement of several minutes
-// of CPU each, so a benchmark, not a test: `go test ./msg/bglml -run '^$'
-// -bench AlltoallFull/paced -benchtime 1x -timeout 0 -v`.
+// (952 B, Figure 6's) with the cut sampled every 250 µs and its
+// crossings noted: as by default (paced, windowed), under the routers'
+// other selections (xfirst, xlast, hops), with the window 20 % smaller
+// and larger, without the window, and strictly paced without it; a
+// measurement of several minutes of CPU each, so a benchmark, not a
+// test: `go test ./msg/bglml -run '^$' -bench AlltoallFull/paced
+// -benchtime 1x -timeout 0 -v`.
 func BenchmarkAlltoallFull(b *testing.B) {
 	spec := bgl.DefaultSpec(8, 8, 8)
 	spec.Torus.Mesh = true
