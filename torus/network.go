@@ -24,6 +24,12 @@ type Network struct {
 	Spec  Spec
 	Name  string
 	Nodes []*Node
+	// Watch, if set before the run, is told of every packet as it starts
+	// on a link: the node it leaves and the output. A measurement only
+	// (where packets go); it must not change the packet. It is called in
+	// the sending node's domain, so with several goroutines it must keep
+	// what it notes per node.
+	Watch func(node int, o Port, p *Packet)
 }
 
 // Node is one node's side of the torus: its router and FIFOs, in its own

@@ -594,12 +594,17 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 	}
 	det := portOf(dd, p.dir[dd])
 	w := uint32(1) << det
-	bestPort, bestVC, bestAvail := Port(0), -1, -1
+	bestPort, bestVC, bestKey := Port(0), -1, -1
 	if p.Dynamic {
-		// Minimal adaptive: any dimension with hops left, on the dynamic
-		// channel with the most tokens; the packet must fit whole.
+		// Minimal adaptive: any dimension with hops left, on a dynamic
+		// channel the packet fits in whole, chosen by the selection
+		// (the most tokens by default); ties to the lowest dimension.
+		// An ordered selection takes only its preferred dimension with
+		// room, waiting while that output is busy.
+		pd := r.preferred(p, n)
 		for d := 0; d < 3; d++ {
-			if r.remaining(p, d) == 0 {
+			h := r.remaining(p, d)
+			if h == 0 {
 				continue
 			}
 			o := portOf(d, p.dir[d])
@@ -610,10 +615,15 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 			for v := VCDynamic0; v <= VCDynamic1; v++ {
 				if a := r.out[o].avail[v]; a < n {
 					r.waitTokens(o, v, n)
-				} else if a > bestAvail {
-					bestPort, bestVC, bestAvail = o, v, a
+				} else if k := r.selectKey(d, h, a); k > bestKey && (pd < 0 || d == pd) {
+					bestPort, bestVC, bestKey = o, v, k
 				}
 			}
+		}
+		if pd >= 0 && bestVC < 0 {
+			// Its output is busy or taken: wait for it, not the escape
+			// channel (which is for a packet with no room anywhere).
+			return w, false
 		}
 	}
 	if bestVC < 0 {
@@ -655,6 +665,44 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 	return 0, true
 }
 
+// selectKey ranks a dynamic channel with room, a tokens, in dimension d
+// with h hops left: the highest key is taken (Spec.Selection). Tokens
+// are at most 4096 (Validate), so a dimension's rank above them
+// dominates.
+func (r *Router) selectKey(d, h, a int) int {
+	if r.spec.Selection == SelectHops {
+		const over = 1 << 13
+		return h*over + a
+	}
+	return a
+}
+
+// preferred is, under an ordered selection (SelectXFirst, SelectXLast),
+// the dimension the packet of n chunks must take: the first in the
+// selection's order with hops left and a dynamic channel with room,
+// whether or not its output is free now; -1 under the others, or when
+// no dimension has room (the escape channel).
+func (r *Router) preferred(p *Packet, n int) int {
+	sel := r.spec.Selection
+	if sel != SelectXFirst && sel != SelectXLast {
+		return -1
+	}
+	for i := 0; i < 3; i++ {
+		d := i
+		if sel == SelectXLast {
+			d = 2 - i
+		}
+		if r.remaining(p, d) == 0 {
+			continue
+		}
+		o := r.out[portOf(d, p.dir[d])]
+		if o.avail[VCDynamic0] >= n || o.avail[VCDynamic1] >= n {
+			return d
+		}
+	}
+	return -1
+}
+
 // linkFree reports whether output o can start a packet now.
 func (r *Router) linkFree(now sim.Tick, o Port) bool {
 	op := r.out[o]
@@ -679,6 +727,9 @@ func (r *Router) send(now sim.Tick, p *Packet, at sim.Tick, from Port, vc int, o
 	q.inPort = uint8(o.opposite())
 	q.Hops++
 	op.link.Send(q)
+	if w := r.net.Watch; w != nil {
+		w(r.node, o, p)
+	}
 	r.startStream(now, int(o), p, at, from, vc, r.chunkPS)
 	op.s.curVC = uint8(nvc)
 	op.s.busyUntil = now + sim.Tick(r.spec.PacketCycles(n))*r.period

@@ -92,6 +92,7 @@ func (r *rig) record(t *testing.T) (log, stats, vcd []byte) {
 func TestRouterMatchesReference(t *testing.T) {
 	mesh := func(s Spec) Spec { s.Mesh = true; return s }
 	fast := func(s Spec) Spec { s.RouterCycles, s.WireCycles, s.CyclesPerByte = 0, 1, 1; return s }
+	sel := func(s Spec, k Selection) Spec { s.Selection = k; return s }
 	cases := []struct {
 		name       string
 		spec       Spec
@@ -109,6 +110,10 @@ func TestRouterMatchesReference(t *testing.T) {
 		{"4x2x2 every kind, small buffers", smallBuffers(DefaultSpec(4, 2, 2)), 1, func(r *rig) int { return r.mixed(40) }, 0, false},
 		{"8x2x1 no router delay, fast links, slow receivers", fast(smallBuffers(DefaultSpec(8, 2, 1))), 1, func(r *rig) int { return r.mixed(60) }, 40, false},
 		{"4x2x2 every kind, slow receivers first", smallBuffers(DefaultSpec(4, 2, 2)), 1, func(r *rig) int { return r.mixed(40) }, 1, true},
+
+		{"4x4x4 mesh adaptive xfirst", sel(mesh(smallBuffers(DefaultSpec(4, 4, 4))), SelectXFirst), 1, func(r *rig) int { return r.allToAll(12, true) }, 0, false},
+		{"4x4x4 adaptive xlast, slow receivers", sel(smallBuffers(DefaultSpec(4, 4, 4)), SelectXLast), 2, func(r *rig) int { return r.allToAll(12, true) }, 40, false},
+		{"4x4x4 mesh adaptive hops", sel(mesh(smallBuffers(DefaultSpec(4, 4, 4))), SelectHops), 1, func(r *rig) int { return r.allToAll(12, true) }, 0, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -171,9 +171,29 @@ func (r *refRouter) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, s
 	bestPort, bestVC, bestAvail := Port(0), -1, -1
 	if p.Dynamic {
 		// Minimal adaptive: any dimension with hops left, on the dynamic
-		// channel with the most tokens; the packet must fit whole.
+		// channel with the most tokens; the packet must fit whole. Under
+		// an ordered selection only the first dimension in its order
+		// with room (waiting while its output is busy); under SelectHops
+		// the most hops left first.
+		sel := r.spec.Selection
+		order := []int{0, 1, 2}
+		if sel == SelectXLast {
+			order = []int{2, 1, 0}
+		}
+		pd := -1
+		for _, d := range order {
+			if sel != SelectXFirst && sel != SelectXLast || r.remaining(p, d) == 0 {
+				continue
+			}
+			if o := r.out[portOf(d, p.dir[d])]; o.avail[VCDynamic0] >= n || o.avail[VCDynamic1] >= n {
+				pd = d
+				break
+			}
+		}
+		bestHops := -1
 		for d := 0; d < 3; d++ {
-			if r.remaining(p, d) == 0 {
+			h := r.remaining(p, d)
+			if h == 0 || pd >= 0 && d != pd {
 				continue
 			}
 			o := portOf(d, p.dir[d])
@@ -181,10 +201,23 @@ func (r *refRouter) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, s
 				continue
 			}
 			for v := VCDynamic0; v <= VCDynamic1; v++ {
-				if a := r.out[o].avail[v]; a >= n && a > bestAvail {
+				a := r.out[o].avail[v]
+				if a < n {
+					continue
+				}
+				if sel == SelectHops && h != bestHops {
+					if h > bestHops {
+						bestPort, bestVC, bestAvail, bestHops = o, v, a, h
+					}
+					continue
+				}
+				if a > bestAvail {
 					bestPort, bestVC, bestAvail = o, v, a
 				}
 			}
+		}
+		if pd >= 0 && bestVC < 0 {
+			return false
 		}
 	}
 	if bestVC < 0 {

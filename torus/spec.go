@@ -84,7 +84,61 @@ type Spec struct {
 	// InjFIFOs + InjPriorityFIFOs injection FIFOs and its own reception
 	// FIFOs, and a packet's Group names the set it is received into.
 	Groups int
+	// Selection is how a minimal adaptive packet chooses among the
+	// dynamic channels that have room for it (SelectTokens by default).
+	// The paper does not say how the hardware chooses; each is an
+	// assumption.
+	Selection Selection
 }
+
+// Selection is a minimal adaptive packet's choice, at a hop, among the
+// dynamic channels of the dimensions it has hops left in that are free
+// and have room for it. The escape channel, taken when none has, and the
+// bubble rule are the same under every selection, so none can deadlock.
+type Selection uint8
+
+const (
+	// SelectTokens takes the channel with the most tokens, ties to the
+	// lowest dimension: the router as modelled.
+	SelectTokens Selection = iota
+	// SelectXFirst takes the lowest dimension with hops left that has a
+	// channel with room (the one with more tokens): a packet goes along x
+	// while it can, as dimension order does, and turns only when x is busy
+	// or full. In a mesh it tends to cross the middle of x at its source's
+	// (y, z).
+	SelectXFirst
+	// SelectXLast takes the highest dimension with hops left that has a
+	// channel with room: z, then y, then x, so a packet tends to cross the
+	// middle of x at its destination's (y, z).
+	SelectXLast
+	// SelectHops takes the dimension with the most hops left (ties: the
+	// most tokens, then the lowest dimension): a packet keeps its
+	// remaining box square.
+	SelectHops
+	numSelections
+)
+
+var selectionNames = [...]string{"tokens", "xfirst", "xlast", "hops"}
+
+func (s Selection) String() string {
+	if s < numSelections {
+		return selectionNames[s]
+	}
+	return fmt.Sprintf("selection%d", uint8(s))
+}
+
+// ParseSelection is the selection called name.
+func ParseSelection(name string) (Selection, error) {
+	for i, n := range selectionNames {
+		if n == name {
+			return Selection(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a selection (%s)", name, SelectionNames)
+}
+
+// SelectionNames lists the selections, as ParseSelection takes them.
+const SelectionNames = "tokens, xfirst, xlast or hops"
 
 // DefaultSpec is a Blue Gene/L torus of the given size.
 func DefaultSpec(x, y, z int) Spec {
@@ -143,6 +197,9 @@ func (s Spec) Validate() error {
 		if c.v < c.min || c.v > c.mx {
 			return fmt.Errorf("torus.%s: %d out of range (%d to %d)", c.key, c.v, c.min, c.mx)
 		}
+	}
+	if s.Selection >= numSelections {
+		return fmt.Errorf("torus.selection: %d out of range (0 to %d: %s)", s.Selection, numSelections-1, SelectionNames)
 	}
 	if n := s.Groups * s.GroupInj(); n > 128 {
 		return fmt.Errorf("torus.groups: %d sets of %d injection FIFOs make %d (at most 128)", s.Groups, s.GroupInj(), n)

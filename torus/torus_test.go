@@ -29,6 +29,27 @@ func TestAllToAll(t *testing.T) {
 		{"4x4x2 mesh adaptive", func() Spec { s := smallBuffers(DefaultSpec(4, 4, 2)); s.Mesh = true; return s }(), 100, true},
 		{"8x2x1 deterministic", smallBuffers(DefaultSpec(8, 2, 1)), 100, false},
 	}
+	// Every selection on the same traffic with the smallest buffers,
+	// torus and mesh: the escape channel and the bubble rule are the
+	// same under each, so none may deadlock.
+	for sel := SelectXFirst; sel < numSelections; sel++ {
+		s := smallBuffers(DefaultSpec(4, 4, 4))
+		s.Selection = sel
+		m := smallBuffers(DefaultSpec(4, 4, 4))
+		m.Selection, m.Mesh = sel, true
+		cases = append(cases, struct {
+			name    string
+			spec    Spec
+			count   int
+			dynamic bool
+		}{"4x4x4 adaptive small buffers " + sel.String(), s, 150, true},
+			struct {
+				name    string
+				spec    Spec
+				count   int
+				dynamic bool
+			}{"4x4x4 mesh adaptive small buffers " + sel.String(), m, 150, true})
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, tc.spec, 1, 1)

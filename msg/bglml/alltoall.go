@@ -76,6 +76,27 @@ type AlltoallResult struct {
 	// Escaped is the times an adaptive packet found no dynamic channel
 	// with room and took the escape channel, over all routers.
 	Escaped uint64
+	// Crossings is, with AlltoallOptions.Crossings, where the packets
+	// crossed the middle of x.
+	Crossings *CutCrossings
+}
+
+// CutCrossings is where a run's packets crossed the middle of x (from
+// x = X/2−1 to X/2 or back), against their source's and destination's
+// (y, z).
+type CutCrossings struct {
+	// Cycles is, per direction (0: towards x+, 1: towards x−) and cut
+	// link (index y + Y·z), the link cycles of the packets that crossed
+	// on it.
+	Cycles [2][]int64
+	// AtSrc, AtDst, AtBoth and Elsewhere count the crossings at the
+	// source's (y, z) only, at the destination's only, at both (they are
+	// the same) and at neither.
+	AtSrc, AtDst, AtBoth, Elsewhere int64
+	// Offset counts the crossings by their distance in y and z (hops,
+	// |Δy| + |Δz|) from the source's (y, z), and Span the crossing
+	// packets by the distance between their source's and destination's.
+	Offset, Span []int64
 }
 
 // AlltoallOptions are an alltoall's measurements.
@@ -92,6 +113,9 @@ type AlltoallOptions struct {
 	// node's reception (its window is otherwise AlltoallWindow's,
 	// unless Params.Window sets one).
 	Unwindowed bool
+	// Crossings notes where every packet crosses the middle of x
+	// (AlltoallResult.Crossings).
+	Crossings bool
 }
 
 // Alltoall runs an alltoall of size bytes between every pair of nodes
@@ -196,6 +220,10 @@ func AlltoallWith(spec bgl.Spec, params Params, costs Costs, size int, order All
 			l.Until(p, l.Idle)
 		})
 	}
+	var cross *CutCrossings
+	if opt.Crossings {
+		cross = watchCut(m)
+	}
 	var cut []float64
 	var innet, inInj, inRec []int
 	if opt.Sample > 0 {
@@ -255,7 +283,56 @@ func AlltoallWith(spec bgl.Spec, params Params, costs Costs, size int, order All
 			esc += c.(*sim.Counter).Value()
 		}
 	}
-	return AlltoallResult{Time: end, Links: LinkLoads(m), Cut: cut, InNet: innet, InInj: inInj, InRec: inRec, Escaped: esc}, nil
+	return AlltoallResult{Time: end, Links: LinkLoads(m), Cut: cut, InNet: innet, InInj: inInj, InRec: inRec, Escaped: esc, Crossings: cross}, nil
+}
+
+// watchCut notes, as the run goes, where packets cross the middle of x.
+// The machine runs on one goroutine (AlltoallWith's world).
+func watchCut(m *bgl.Machine) *CutCrossings {
+	ts := m.Spec.Torus
+	d := ts.Dims
+	mid := d[0]/2 - 1
+	c := &CutCrossings{Offset: make([]int64, d[1]+d[2]), Span: make([]int64, d[1]+d[2])}
+	for k := range c.Cycles {
+		c.Cycles[k] = make([]int64, d[1]*d[2])
+	}
+	abs := func(v int) int { return max(v, -v) }
+	// The header carries no source: a packet that will cross is noted
+	// at its first hop, and forgotten as it crosses (once: its route is
+	// minimal).
+	from := map[sim.TxnID]torus.Coord{}
+	m.Torus.Watch = func(node int, o torus.Port, p *torus.Packet) {
+		at := m.Torus.Nodes[node].At
+		if p.Hops == 0 && (at[0] <= mid) != (p.Dst[0] <= mid) {
+			from[p.ID] = at
+		}
+		k := 0
+		switch {
+		case o == torus.XPlus && at[0] == mid:
+		case o == torus.XMinus && at[0] == mid+1:
+			k = 1
+		default:
+			return
+		}
+		c.Cycles[k][at[1]+d[1]*at[2]] += int64(ts.PacketCycles(p.Chunks()))
+		sc := from[p.ID]
+		delete(from, p.ID)
+		src := at[1] == sc[1] && at[2] == sc[2]
+		dst := at[1] == p.Dst[1] && at[2] == p.Dst[2]
+		switch {
+		case src && dst:
+			c.AtBoth++
+		case src:
+			c.AtSrc++
+		case dst:
+			c.AtDst++
+		default:
+			c.Elsewhere++
+		}
+		c.Offset[abs(at[1]-sc[1])+abs(at[2]-sc[2])]++
+		c.Span[abs(p.Dst[1]-sc[1])+abs(p.Dst[2]-sc[2])]++
+	}
+	return c
 }
 
 // LinkLoads is every link's load in machine m's run so far.

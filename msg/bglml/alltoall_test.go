@@ -270,11 +270,13 @@ func TestPace(t *testing.T) {
 }
 
 // BenchmarkAlltoallFull runs the optimised alltoall on the 8×8×8 mesh
-// (952 B, Figure 6's) with the cut sampled every 250 µs: as by default
-// (paced, windowed), with the window 20 % smaller and larger, without the
-// window, and strictly paced without it; a measurement of several minutes
-// of CPU each, so a benchmark, not a test: `go test ./msg/bglml -run '^$'
-// -bench AlltoallFull/paced -benchtime 1x -timeout 0 -v`.
+// (952 B, Figure 6's) with the cut sampled every 250 µs and its
+// crossings noted: as by default (paced, windowed), under the routers'
+// other selections (xfirst, xlast, hops), with the window 20 % smaller
+// and larger, without the window, and strictly paced without it; a
+// measurement of several minutes of CPU each, so a benchmark, not a
+// test: `go test ./msg/bglml -run '^$' -bench AlltoallFull/paced
+// -benchtime 1x -timeout 0 -v`.
 func BenchmarkAlltoallFull(b *testing.B) {
 	spec := bgl.DefaultSpec(8, 8, 8)
 	spec.Torus.Mesh = true
@@ -284,18 +286,24 @@ func BenchmarkAlltoallFull(b *testing.B) {
 		window     int
 		unwindowed bool
 		strict     bool
+		sel        torus.Selection
 	}{
-		{"paced", 0, false, false},
-		{fmt.Sprintf("window=%d", (4*w+2)/5), (4*w + 2) / 5, false, false},
-		{fmt.Sprintf("window=%d", (6*w+2)/5), (6*w + 2) / 5, false, false},
-		{"unwindowed", 0, true, false},
-		{"strict", 0, true, true},
+		{"paced", 0, false, false, torus.SelectTokens},
+		{"xfirst", 0, false, false, torus.SelectXFirst},
+		{"xlast", 0, false, false, torus.SelectXLast},
+		{"hops", 0, false, false, torus.SelectHops},
+		{fmt.Sprintf("window=%d", (4*w+2)/5), (4*w + 2) / 5, false, false, torus.SelectTokens},
+		{fmt.Sprintf("window=%d", (6*w+2)/5), (6*w + 2) / 5, false, false, torus.SelectTokens},
+		{"unwindowed", 0, true, false, torus.SelectTokens},
+		{"strict", 0, true, true, torus.SelectTokens},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			params := DefaultParams()
 			params.PaceStrict, params.Window = c.strict, c.window
+			spec := spec
+			spec.Torus.Selection = c.sel
 			for i := 0; i < b.N; i++ {
-				r, err := AlltoallWith(spec, params, DefaultCosts(), 952, Spread, 1, AlltoallOptions{Sample: 250 * sim.US, Unwindowed: c.unwindowed})
+				r, err := AlltoallWith(spec, params, DefaultCosts(), 952, Spread, 1, AlltoallOptions{Sample: 250 * sim.US, Unwindowed: c.unwindowed, Crossings: true})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -310,6 +318,12 @@ func BenchmarkAlltoallFull(b *testing.B) {
 				}
 				lo, mean, hi, top := cutSpread(r, spec)
 				b.Logf("%v (bound %v); cut links busy %.0f to %.0f %% of the run (mean %.0f %%), the busiest link %.0f %%", r.Time, bound, 100*lo, 100*hi, 100*mean, 100*top)
+				cr := r.Crossings
+				n := cr.AtSrc + cr.AtDst + cr.AtBoth + cr.Elsewhere
+				l := loadOf(cr, spec, 952)
+				b.Logf("crossed at the source's (y,z) %s %%, the destination's %s %%, both %s %%, elsewhere %s %%; offsets from the source %v; cut link cycles %d..%d mean %d (mean/most %.3f), the busiest link allows %.1f %%",
+					pc(cr.AtSrc, n), pc(cr.AtDst, n), pc(cr.AtBoth, n), pc(cr.Elsewhere, n), cr.Offset, l.lo, l.hi, l.mean, float64(l.mean)/float64(l.hi), 100*l.ceiling)
+				b.Logf("the cut's links busy, both ways' mean, %% of the run (a row per z, y across):\n%s", cutMap(cr, spec, r.Time))
 			}
 		})
 	}
