@@ -253,14 +253,7 @@ func (l *Layer) TreeBcast(p *cpu.Proc, root bool, addr uint64, size int, done fu
 		bc = &bcast{addr: addr, size: size, done: done, unit: collective.PacketBytes}
 		if l.self%l.tasks != 0 {
 			// The node's second task: its data comes from task 0 by copies.
-			p.Compute(l.costs.Post)
-			bc.peerDone = true
-			l.bc = bc
-			l.Stats.TreeOps++ // its part: the copies
-			for _, pk := range l.vnEarly {
-				l.onBcastCopy(p, pk)
-			}
-			l.vnEarly = nil
+			l.awaitCopies(p, bc)
 			return nil
 		}
 		bc.have = make([]bool, n)
@@ -342,14 +335,7 @@ func (l *Layer) TreeAllreduceShared(p *cpu.Proc, red TreeReduction, src, dst uin
 		}
 		bc = &bcast{addr: dst, size: 8 * count, done: done, unit: collective.PacketBytes}
 		if l.self%l.tasks != 0 {
-			p.Compute(l.costs.Post)
-			bc.peerDone = true
-			l.bc = bc
-			l.Stats.TreeOps++ // its part: the copies
-			for _, pk := range l.vnEarly {
-				l.onBcastCopy(p, pk)
-			}
-			l.vnEarly = nil
+			l.awaitCopies(p, bc)
 			return nil
 		}
 		done = func() { l.torusDone(p) }
@@ -560,4 +546,17 @@ func (l *Layer) endBarrier(p *cpu.Proc) {
 		p.Compute(l.costs.Callback)
 		b.done()
 	}
+}
+
+// awaitCopies makes bc the second task's part of a node's operation: its
+// data comes from task 0 by copies, those that came early first.
+func (l *Layer) awaitCopies(p *cpu.Proc, bc *bcast) {
+	p.Compute(l.costs.Post)
+	bc.peerDone = true
+	l.bc = bc
+	l.Stats.TreeOps++ // its part: the copies
+	for _, pk := range l.vnEarly {
+		l.onBcastCopy(p, pk)
+	}
+	l.vnEarly = nil
 }
