@@ -141,6 +141,14 @@ gets and atomics done by the target's CPU.`,
 				}
 				bglpaper.Costs = cp // before the figures are built: their claims depend on it
 			}
+			bglpaper.MPIProgress = bglml.Polling
+			if cmd.Flags().Changed("progress") {
+				g, err := bglml.ParseProgress(progress)
+				if err != nil {
+					return fmt.Errorf("--progress %s: not a progress mode (polling, thread, interrupts)", progress)
+				}
+				bglpaper.MPIProgress = g // before the figures are built: under table1, which claims are inputs depends on it
+			}
 			paper.Machine = nil
 			if machineName != "" {
 				m, err := machinePreset(machineName)
@@ -191,16 +199,8 @@ gets and atomics done by the target's CPU.`,
 					return err
 				}
 			}
-			bglpaper.MPIProgress = bglml.Polling
-			if cmd.Flags().Changed("progress") {
-				if pp.Name != bglpaper.Paper.Name {
-					return fmt.Errorf("--progress applies to the bgl paper's MPI series (aaemu paper bgl --progress thread)")
-				}
-				g, err := bglml.ParseProgress(progress)
-				if err != nil {
-					return fmt.Errorf("--progress %s: not a progress mode (polling, thread, interrupts)", progress)
-				}
-				bglpaper.MPIProgress = g
+			if cmd.Flags().Changed("progress") && pp.Name != bglpaper.Paper.Name {
+				return fmt.Errorf("--progress applies to the bgl paper's MPI series (aaemu paper bgl --progress thread)")
 			}
 			mpistart.Machine = nil
 			if pp.Name == "mpi-start" && scenarioFile != "" {
