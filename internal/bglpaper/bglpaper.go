@@ -190,6 +190,15 @@ func series(pts []paper.Point, s workload.Scheme) []paper.Point {
 	return out
 }
 
+// top is the highest point of series s.
+func top(pts []paper.Point, s workload.Scheme) float64 {
+	v := 0.0
+	for _, p := range series(pts, s) {
+		v = max(v, p.Y)
+	}
+	return v
+}
+
 // linearFit is the least-squares line y = a + b·x through the points.
 func linearFit(pts []paper.Point) (a, b float64) {
 	var n, sx, sy, sxx, sxy float64
