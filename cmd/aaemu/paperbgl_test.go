@@ -223,7 +223,8 @@ func TestPaperBGLProgress(t *testing.T) {
 // --costs table1 --progress thread`: the calibration measured MPI
 // polling, so MPI's Table 1 claims and 4a's intercept are predictions
 // (yes or NO), the message layer's still inputs; the flags together
-// work, whatever their order relative to the figures' construction.
+// work, whatever their order relative to the figures' construction, and
+// the titles name both.
 func TestPaperBGLCostsProgress(t *testing.T) {
 	dir := t.TempDir()
 	out, err := aaemu(t, "paper", "bgl", "table1", "4a", "--reduced", "--costs", "table1", "--progress", "thread", "-j", "1", "--out", dir)
@@ -252,5 +253,8 @@ func TestPaperBGLCostsProgress(t *testing.T) {
 	}
 	if seen != 13 {
 		t.Errorf("%d of Table 1's and 4a's intercept's 13 claims\n%s", seen, out)
+	}
+	if strings.Count(out, "costs: table1; MPI's layer: thread") != 2 {
+		t.Errorf("the titles do not name the profile and the progress:\n%s", out)
 	}
 }

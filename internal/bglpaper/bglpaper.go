@@ -32,13 +32,22 @@ var Paper = &paper.Paper{Name: "bgl", Title: "Message-passing services for Blue 
 		return noted([]*paper.Figure{Fig1(ReducedTable1()), Fig4a(ReducedLatency()), Fig4b(ReducedBandwidth()), Fig4cde(ReducedLinks()), Fig4f(ReducedLinks4f()), FigOverlap(ReducedOverlap()), Fig5a(ReducedVirtualNode()), Fig5b(ReducedBroadcast()), FigHotSpot(ReducedHotSpot()), FigMapping(ReducedMapping()), Fig6(ReducedAlltoall()), FigLink(ReducedNetwork()), FigTree(ReducedNetwork())})
 	}}
 
-// noted adds the cost profile to the figures' titles (profileNote).
+// noted adds the cost profile to the figures' titles (profileNote), and
+// to those with MPI series that follow MPIProgress a progress other than
+// polling.
 func noted(figs []*paper.Figure) []*paper.Figure {
 	for _, f := range figs {
 		f.Title += profileNote()
+		if MPIProgress != bglml.Polling && progressFigures[f.Name] {
+			f.Title += fmt.Sprintf("; MPI's layer: %v", MPIProgress)
+		}
 	}
 	return figs
 }
+
+// progressFigures are the figures with MPI series that MPIProgress moves
+// (mpiOn's callers).
+var progressFigures = map[string]bool{"table1": true, "4a": true, "4b": true, "5b": true, "mapping": true, "6": true}
 
 // ReducedTable1, ReducedLatency and ReducedBandwidth are the test suite's
 // sizes.
