@@ -141,6 +141,14 @@ gets and atomics done by the target's CPU.`,
 				}
 				bglpaper.Costs = cp // before the figures are built: their claims depend on it
 			}
+			bglpaper.MPIProgress = bglml.Polling
+			if cmd.Flags().Changed("progress") {
+				g, err := bglml.ParseProgress(progress)
+				if err != nil {
+					return fmt.Errorf("--progress %s: not a progress mode (polling, thread, interrupts)", progress)
+				}
+				bglpaper.MPIProgress = g // before the figures are built: under table1, which claims are inputs depends on it
+			}
 			paper.Machine = nil
 			if machineName != "" {
 				m, err := machinePreset(machineName)
@@ -191,16 +199,8 @@ gets and atomics done by the target's CPU.`,
 					return err
 				}
 			}
-			bglpaper.MPIProgress = bglml.Polling
-			if cmd.Flags().Changed("progress") {
-				if pp.Name != bglpaper.Paper.Name {
-					return fmt.Errorf("--progress applies to the bgl paper's MPI series (aaemu paper bgl --progress thread)")
-				}
-				g, err := bglml.ParseProgress(progress)
-				if err != nil {
-					return fmt.Errorf("--progress %s: not a progress mode (polling, thread, interrupts)", progress)
-				}
-				bglpaper.MPIProgress = g
+			if cmd.Flags().Changed("progress") && pp.Name != bglpaper.Paper.Name {
+				return fmt.Errorf("--progress applies to the bgl paper's MPI series (aaemu paper bgl --progress thread)")
 			}
 			mpistart.Machine = nil
 			if pp.Name == "mpi-start" && scenarioFile != "" {
@@ -238,7 +238,7 @@ gets and atomics done by the target's CPU.`,
 	cmd.Flags().StringVar(&matching, "matching", "on-poll", "multirail: when the NICs' matching units match a message: on-poll (when the rank takes it) or on-arrival (in the NIC as it arrives, eager data delivered in place, as BXI does)")
 	cmd.Flags().StringVar(&bulk, "bulk", "cycle", "multirail: how fragments cross the NICs' host side: cycle (TLP by TLP) or batched (a fragment's work requests but its first and last by the bulk DMA path: one copy, the TLPs counted; frames still per packet)")
 	cmd.Flags().StringVar(&iommuMode, "iommu", "on", "multirail: the nodes' IOMMU: on (every NIC's DMA through it, pipelined) or bypass (off the DMA path)")
-	cmd.Flags().StringVar(&progress, "progress", "polling", "bgl: how the message layer makes progress under the figures' MPI series (Table 1's, 4a, 4b, 5b's and the allreduce's MPICH2, the mapping, 6's MPICH2): polling (the paper's), thread (the communication thread; the machine in coprocessor mode) or interrupts (mpi.BGL's collectives stay polling)")
+	cmd.Flags().StringVar(&progress, "progress", "polling", "bgl: how the message layer makes progress under the figures' MPI series (Table 1's, 4a, 4b, 5b's MPICH2, the mapping, 6's MPICH2): polling (the paper's), thread (the communication thread; the machine in coprocessor mode) or interrupts (mpi.BGL's collectives stay polling)")
 	cmd.Flags().IntVar(&fragments, "fragments", 64, "multirail: the largest message in fragments, a power of two up to 64 (the paper's 4 GB is 64 of 64 MB)")
 	cmd.Flags().StringVar(&machineName, "machine", "", "run 7a, 7b, 7d and 9a at scale (--max-nodes, 8 by default) on a machine preset: gemini (a Cray XE6-like machine on a Gemini-class 3D torus, one access log a process) or a scenario file; gem5 (or gem5-e1000, its e1000 without RDMA, or a file of two nodes): 6a, 6b and 6c on the paper's two-node gem5 set-up")
 	cmd.Flags().StringVar(&costs, "costs", "estimated", "bgl: the message layer's and MPI's software costs: estimated (per-step estimates) or table1 (those and the per-message remainder of Table 1, derived from the model; Table 1 and 4a's intercept are then inputs, printed \"calibrated\"); default: the scenario's bglml.costs, else estimated")

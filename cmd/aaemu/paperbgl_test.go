@@ -218,3 +218,43 @@ func TestPaperBGLProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestPaperBGLCostsProgress runs `aaemu paper bgl table1 4a --reduced
+// --costs table1 --progress thread`: the calibration measured MPI
+// polling, so MPI's Table 1 claims and 4a's intercept are predictions
+// (yes or NO), the message layer's still inputs; the flags together
+// work, whatever their order relative to the figures' construction, and
+// the titles name both.
+func TestPaperBGLCostsProgress(t *testing.T) {
+	dir := t.TempDir()
+	out, err := aaemu(t, "paper", "bgl", "table1", "4a", "--reduced", "--costs", "table1", "--progress", "thread", "-j", "1", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	seen := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		v := f[len(f)-1]
+		switch {
+		case f[0] == "B1":
+			seen++
+			if v != "calibrated" {
+				t.Errorf("the message layer's input printed as a check: %s", line)
+			}
+		case f[0] == "B2" || f[0] == "B3" || strings.Contains(line, "B4 half round trip at one hop"):
+			seen++
+			if v != "yes" && v != "NO" {
+				t.Errorf("MPI under the thread printed as the calibration's input: %s", line)
+			}
+		}
+	}
+	if seen != 13 {
+		t.Errorf("%d of Table 1's and 4a's intercept's 13 claims\n%s", seen, out)
+	}
+	if strings.Count(out, "costs: table1; MPI's layer: thread") != 2 {
+		t.Errorf("the titles do not name the profile and the progress:\n%s", out)
+	}
+}

@@ -61,7 +61,8 @@ func split(e int) (send, recv int) { return e / 2, e - e/2 }
 // costs (bglml.PingPong), and the difference to Table 1 added as
 // per-message software, split by split; measured again, and what the
 // poll loops' phase left corrected, until within calibrationSlack. Then
-// the same for MPI (MPIPingPong) over the calibrated layer.
+// the same for MPI (MPIPingPong, polling whatever MPIProgress is) over
+// the calibrated layer.
 func Calibrate(t Table1) (Calibration, error) {
 	var c Calibration
 	spec := bgl.DefaultSpec(t.Dims[0], t.Dims[1], t.Dims[2])
@@ -78,7 +79,7 @@ func Calibrate(t Table1) (Calibration, error) {
 		tc.Costs = bglml.DefaultCosts()
 		tc.Costs.Message = c.ML
 		tc.MPI = mc
-		h, err := MPIPingPong(spec, tc, a, b, 1, t.Iters)
+		h, err := mpiPingPong(spec, tc, a, b, 1, t.Iters)
 		return float64(h) / period, err
 	}
 	for level, measure := range []func(bglml.MessageCosts, int) (float64, error){ml, mpiAt} {
@@ -92,7 +93,7 @@ func Calibrate(t Table1) (Calibration, error) {
 			if level == 1 {
 				// The model's MPI over the estimated layer, for the record.
 				tc := mpiConfig(p).WithProfile(bglml.Estimated)
-				e, err := MPIPingPong(spec, tc, a, b, 1, t.Iters)
+				e, err := mpiPingPong(spec, tc, a, b, 1, t.Iters)
 				if err != nil {
 					return c, err
 				}

@@ -78,3 +78,33 @@ func TestTable1Profile(t *testing.T) {
 		t.Errorf("4b's half-bandwidth size under table1 %.0f B, estimated %.0f B: the remainder does not reach the stream", halves[bglml.Table1], halves[bglml.Estimated])
 	}
 }
+
+// TestTable1ProfileProgress runs Table 1 and 4a reduced under the table1
+// profile with MPI's layer on the communication thread and interrupt
+// driven: the calibration measured MPI polling, so MPI's claims (B2, B3,
+// 4a's intercept) are predictions there, judged yes or NO, while the
+// message layer's own (B1, its pong polls) stay calibrated inputs.
+func TestTable1ProfileProgress(t *testing.T) {
+	t.Cleanup(func() { Costs, MPIProgress = bglml.Estimated, bglml.Polling })
+	for _, how := range []bglml.Progress{bglml.Thread, bglml.Interrupts} {
+		Costs, MPIProgress = bglml.Table1, how
+		for _, f := range []*paper.Figure{Fig1(ReducedTable1()), Fig4a(ReducedLatency())} {
+			pts, err := f.Custom.Run(2, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range f.CheckPoints(pts) {
+				want := strings.HasPrefix(r.Claim.Text, "B1 ")
+				if r.Calibrated != want {
+					t.Errorf("%v: %s: calibrated %v, want %v", how, r.Claim.Text, r.Calibrated, want)
+				}
+				if r.Calibrated && !r.Holds {
+					t.Errorf("%v: %s: the message layer's calibration does not reproduce its input: %s", how, r.Claim.Text, r.Measured)
+				}
+				if strings.HasPrefix(r.Claim.Text, "B2 ") && strings.Contains(r.Claim.Tolerance, "calibrated") {
+					t.Errorf("%v: %s: tolerance %q, want the prediction's", how, r.Claim.Text, r.Claim.Tolerance)
+				}
+			}
+		}
+	}
+}

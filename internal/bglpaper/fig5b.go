@@ -133,13 +133,6 @@ func Fig5b(bc Broadcast) *paper.Figure {
 	link := 700e6 / float64(spec.Torus.CyclesPerByte) * float64(torus.MaxPayload) / float64(torus.MaxPacketBytes+spec.Torus.WireOverheadBytes) / 1e6
 	// The collective network's payload rate: 0.5 B/cycle × 256/266.
 	treeRate := 700e6 / float64(spec.Collective.CyclesPerByte) * collective.PacketBytes / float64(collective.PacketBytes+spec.Collective.WireOverheadBytes) / 1e6
-	top := func(pts []paper.Point, s workload.Scheme) float64 {
-		v := 0.0
-		for _, p := range series(pts, s) {
-			v = max(v, p.Y)
-		}
-		return v
-	}
 	return &paper.Figure{
 		Name:   "5b",
 		Title:  fmt.Sprintf("broadcast bandwidth vs message size, %d×%d×%d mesh: MPICH2's through MPI, the message layer's deposit-bit broadcast over three routes and one, the collective network's, and MPI_Bcast by each of BGL's three", bc.Dims[0], bc.Dims[1], bc.Dims[2]),

@@ -100,13 +100,6 @@ func Fig4cde(l Links) *paper.Figure {
 		fmt.Sprintf("the core pays Table 1's per-message remainder as software for each message it sends and receives (%d B messages), on top of its per-packet costs", l.Size))
 	// The communication thread (L111): the paper gives no number; what it
 	// is for is the same loop on the other core, the main core free.
-	top := func(pts []paper.Point, s workload.Scheme) float64 {
-		v := 0.0
-		for _, q := range series(pts, s) {
-			v = max(v, q.Y)
-		}
-		return v
-	}
 	threadClaim := paper.PointClaim{Text: "L111 the communication thread: what the coprocessor moves, the main core free",
 		Paper: "no number (L111: a thread that runs constantly on the coprocessor)", Tolerance: "at most links, ≥ 0.8× the main core polling, every protocol",
 		Measure: func(pts []paper.Point) (string, bool) {
@@ -174,13 +167,6 @@ func Fig4f(l Links) *paper.Figure {
 			v, err := bglml.Links(sp, params, Costs.Costs(), torus.Coord{1, 1, 1}, k, bglml.Rendezvous, l.Size, l.Msgs)
 			return v / 1e6, err
 		})
-	top := func(pts []paper.Point, s workload.Scheme) float64 {
-		v := 0.0
-		for _, q := range series(pts, s) {
-			v = max(v, q.Y)
-		}
-		return v
-	}
 	return &paper.Figure{
 		Name:   "4f",
 		Title:  fmt.Sprintf("aggregate bandwidth vs active bidirectional links, %d×%d×%d torus, %d messages of %d B each way, rendezvous, without and with the coprocessor", l.Dims[0], l.Dims[1], l.Dims[2], l.Msgs, l.Size),

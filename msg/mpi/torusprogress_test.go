@@ -366,3 +366,58 @@ func TestTorusThreadDozeMatchesPolling(t *testing.T) {
 		t.Errorf("dozing took %d unit evaluations, looking %d", dozeTicks, lookTicks)
 	}
 }
+
+// TestTorusProgressMPICosts: MPI's per-message software (TorusConfig.MPI,
+// the table1 profile's) is paid in every progress mode, at the send and
+// at the delivery: a one-packet ping-pong's half round trip grows by
+// about the send and receive costs added (a wait loop's look either way)
+// under polling, the thread and interrupts alike.
+func TestTorusProgressMPICosts(t *testing.T) {
+	const send, recv, iters = 600, 900, 4
+	half := func(how bglml.Progress, mc bglml.MessageCosts) int64 {
+		m := progressMachine(t, how)
+		period := int64(m.Nodes[0].Cores[0].Spec().PeriodPS)
+		var start, end sim.Tick
+		var failed []string
+		_, err := RunTorus(m, Config{}, TorusConfig{Progress: how, MPI: mc}, []int{0, 1}, func(c *Comm) {
+			b := c.Alloc(1)
+			mb := Buf{Addr: b.Addr, Len: 1}
+			peer := 1 - c.Rank()
+			for k := 0; k <= iters; k++ {
+				if k == 1 {
+					start = c.Now()
+				}
+				for i := 0; i < 2; i++ {
+					var err error
+					if i == c.Rank() {
+						err = c.Send(mb, peer, k)
+					} else {
+						_, err = c.Recv(mb, peer, k)
+					}
+					if err != nil {
+						failed = append(failed, err.Error())
+					}
+				}
+			}
+			if c.Rank() == 0 {
+				end = c.Now()
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range failed {
+			t.Error(f)
+		}
+		return int64(end-start) / period / (2 * iters)
+	}
+	var mc bglml.MessageCosts // a byte goes by the one-packet protocol
+	mc.Send[bglml.OnePacket-1], mc.Recv[bglml.OnePacket-1] = send, recv
+	for _, how := range bglml.Progresses {
+		base, with := half(how, bglml.MessageCosts{}), half(how, mc)
+		t.Logf("%v: %d cycles, %d with MPI's costs", how, base, with)
+		if d := with - base; d < send+recv-50 || d > send+recv+50 {
+			t.Errorf("%v: half round trip %d cycles, %d with MPI's costs of %d + %d: +%d", how, base, with, send, recv, d)
+		}
+	}
+}

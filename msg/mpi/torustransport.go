@@ -282,6 +282,12 @@ func (e *torusEP) buf(n int) uint64 {
 	return e.nd.Alloc(c)
 }
 
+// free gives buf's buffer a of n bytes back to its size class.
+func (e *torusEP) free(a uint64, n int) {
+	c := sizeClass(n)
+	e.pool[c] = append(e.pool[c], a)
+}
+
 func (e *torusEP) MaxPayload() int { return MaxTorusPayload }
 
 func (e *torusEP) proc() *cpu.Proc { return e.env.Proc }
@@ -319,8 +325,7 @@ func (e *torusEP) Send(dst int, h *Header, src uint64, n int) bool {
 	m.Done = func() {
 		sent = true
 		if copyBuf != 0 {
-			c := sizeClass(n)
-			e.pool[c] = append(e.pool[c], copyBuf)
+			e.free(copyBuf, n)
 		}
 	}
 	if err := e.ml.Send(e.proc(), m); err != nil {
@@ -370,8 +375,7 @@ func (e *torusEP) postSend(dst int, h *Header, info []byte, src uint64, n int) {
 	}
 	m := &bglml.Message{Dst: e.t.task(dst), Info: info, Addr: a, Len: n, Proto: e.t.cfg.Force, Done: func() {
 		if n > 0 {
-			c := sizeClass(n)
-			e.pool[c] = append(e.pool[c], a)
+			e.free(a, n)
 		}
 		e.owed--
 		e.changed = true
@@ -471,8 +475,7 @@ func (e *torusEP) polled(worked bool, deliver func(h *Header, p Payload)) (int, 
 			e.proc().Compute(c)
 		}
 		deliver(&m.h, Payload{Addr: m.addr, Len: m.h.Len})
-		c := sizeClass(m.n)
-		e.pool[c] = append(e.pool[c], m.addr)
+		e.free(m.addr, m.n)
 		n++
 	}
 	if worked {
@@ -521,8 +524,7 @@ func (e *torusEP) postGet(id, src int, local, remote uint64, n int) {
 	done := func() {
 		if bounce != 0 {
 			e.copy(local, bounce, n)
-			c := sizeClass(n)
-			e.pool[c] = append(e.pool[c], bounce)
+			e.free(bounce, n)
 		}
 		e.gets[id] = true
 		e.owed--
