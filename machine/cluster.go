@@ -755,7 +755,7 @@ func (c *Cluster) FaultReport(max int) string {
 		}
 		total += f
 		if len(nodes) < max {
-			nodes = append(nodes, fmt.Sprintf("node %d %d", n.ID, f))
+			nodes = append(nodes, fmt.Sprintf("node %d: %d", n.ID, f))
 		} else if len(nodes) == max {
 			nodes = append(nodes, "…")
 		}

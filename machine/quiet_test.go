@@ -14,8 +14,8 @@ import (
 // A write to memory the target did not register is blocked by its IOMMU
 // and dropped, and a process polling for it waits for ever: Run says the
 // cluster went quiet (nothing left to happen) and FaultReport names the
-// node. The same put into registered memory finishes, quiet but with no
-// fault; a poll that checks every time keeps the run from being quiet.
+// node. The same put into registered memory finishes, with no fault; a
+// poll that checks every time keeps the run from being quiet.
 func TestQuietAndFaultReport(t *testing.T) {
 	cases := []struct {
 		name       string
@@ -26,8 +26,8 @@ func TestQuietAndFaultReport(t *testing.T) {
 		faults     string
 	}{
 		{"registered", true, false, true, false, ""},
-		{"dropped", false, false, false, true, "the IOMMUs blocked 1 DMA requests with a translation fault (a write to memory not registered for it is dropped): node 0 1"},
-		{"dropped, every check", false, true, false, false, "node 0 1"},
+		{"dropped", false, false, false, true, "the IOMMUs blocked 1 DMA requests with a translation fault (a write to memory not registered for it is dropped): node 0: 1"},
+		{"dropped, every check", false, true, false, false, "node 0: 1"},
 	}
 	for _, tc := range cases {
 		s := machine.DefaultSpec()
