@@ -98,6 +98,12 @@ func (m *IOMMU) FaultRecords() []FaultRecord {
 	return append([]FaultRecord(nil), m.faults.recs...)
 }
 
+// Faults is the number of requests the IOMMU blocked with a translation
+// fault, recorded in a fault recording register or not (overflow, FPD): a
+// blocked posted write is dropped with no word to its device, so a run
+// whose process waits for that write learns of it only here.
+func (m *IOMMU) Faults() uint64 { return m.stFaults.Value() + m.stFaultsDropped.Value() }
+
 // ClearFault clears record i's F bit (software writes 1 to F).
 func (m *IOMMU) ClearFault(i int) { m.faults.recs[i].F = false }
 

@@ -228,6 +228,10 @@ type Cluster struct {
 	// then spines).
 	StartXRouters []*startx.Router
 	onStop        []func() // what Run calls when it ends (the systems' consumers)
+	// quiet: the last Run found nothing left to happen from quietAt on
+	// (Quiet).
+	quiet   bool
+	quietAt sim.Tick
 	// partitions asked for (SetPartitions) and why it must be one (Serial).
 	partitions int
 	serial     string
@@ -735,6 +739,32 @@ func (n *Node) Scratch() uint64 {
 		}
 	}
 	return n.scratchBuf
+}
+
+// FaultReport says which nodes' IOMMUs blocked DMA requests with a
+// translation fault, and how many (up to max nodes named): a blocked write
+// is dropped, and a process that waits for it waits for ever. It is empty
+// when none did.
+func (c *Cluster) FaultReport(max int) string {
+	var total uint64
+	var nodes []string
+	for _, n := range c.Nodes {
+		f := n.IOMMU.Faults()
+		if f == 0 {
+			continue
+		}
+		total += f
+		if len(nodes) < max {
+			nodes = append(nodes, fmt.Sprintf("node %d: %d", n.ID, f))
+		} else if len(nodes) == max {
+			nodes = append(nodes, "…")
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the IOMMUs blocked %d DMA requests with a translation fault (a write to memory not registered for it is dropped): %s",
+		total, strings.Join(nodes, "; "))
 }
 
 // TransportReport says what the network and the NICs' reliable transport

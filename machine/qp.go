@@ -174,15 +174,24 @@ func (c *Cluster) rings(a *Node, h *QP) error {
 func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
 	const slice = 5 * sim.US
 	w := c.Eng.World()
+	c.quiet = false
+	from := w.Now() // the first time not yet run
 	for {
 		next := w.Next()
+		if next == sim.Never {
+			// No event and no timer anywhere: nothing will ever happen
+			// again, whatever the limit.
+			c.quiet, c.quietAt = true, from
+		}
 		if next > limit {
 			// Nothing happens before the limit: what sleeps through its
 			// checks would have checked up to it.
 			w.Run(limit)
 			break
 		}
-		w.Run(min(next-next%slice+slice-1, limit))
+		e := min(next-next%slice+slice-1, limit)
+		w.Run(e)
+		from = e + 1
 		// Over ranks, every rank stops at the same slice: when one is done
 		// (interrupted; AppsDone is already agreed).
 		if !w.AllTrue(!done()) {
@@ -198,6 +207,29 @@ func (c *Cluster) Run(limit sim.Tick, done func() bool) sim.Tick {
 		panic(err.Error())
 	}
 	return w.Now()
+}
+
+// Quiet reports whether the last Run ended with nothing left to happen
+// (no event, no timer in any domain) and from when: a process not finished
+// then waits for what never comes (a write that was dropped, a message
+// never sent), a hang rather than a slow run. A core that checks every
+// poll (SetPollSleep off) keeps time going, so such a run is never quiet.
+func (c *Cluster) Quiet() (at sim.Tick, quiet bool) { return c.quietAt, c.quiet }
+
+// NotFinished says why a run that ended at end left processes not
+// finished: a hang (Quiet) or a run out of time, then what the network and
+// the IOMMUs went through (TransportReport, FaultReport), a line each.
+func (c *Cluster) NotFinished(end sim.Tick) string {
+	s := fmt.Sprintf("did not finish by %v", end)
+	if at, quiet := c.Quiet(); quiet {
+		s = fmt.Sprintf("did not finish: nothing was left to happen from %s on, so the processes not finished wait for what never comes", at.Human())
+	}
+	for _, r := range []string{c.TransportReport(4), c.FaultReport(4)} {
+		if r != "" {
+			s += "\n  " + r
+		}
+	}
+	return s
 }
 
 // SetPollSleep chooses whether the nodes' cores sleep through the checks

@@ -412,7 +412,7 @@ func (s *Scenario) prepareRun(e *sim.Engine, x Experiment) (Prepared, error) {
 		what := fmt.Sprintf("%s at %.0f%% collisions", x.Scheme, 100*x.Collisions)
 		return Prepared{Sys: c, Progress: w.Progress, Finish: func(end sim.Tick) (Outcome, error) {
 			if !c.AppsDone() {
-				return Outcome{}, fmt.Errorf("%s did not finish by %v%s", what, end, transport(c))
+				return Outcome{}, fmt.Errorf("%s %s", what, c.NotFinished(end))
 			}
 			r := w.Result()
 			if !r.Verified {
@@ -432,7 +432,7 @@ func (s *Scenario) prepareRun(e *sim.Engine, x Experiment) (Prepared, error) {
 	}
 	return Prepared{Sys: c, Progress: progress, Finish: func(end sim.Tick) (Outcome, error) {
 		if !c.AppsDone() {
-			return Outcome{}, fmt.Errorf("%s did not finish by %v%s", what, end, transport(c))
+			return Outcome{}, fmt.Errorf("%s %s", what, c.NotFinished(end))
 		}
 		r := w.Result()
 		if !r.Verified {
@@ -451,11 +451,14 @@ func (x Experiment) Label(dht bool) string {
 }
 
 // transport is what the network went through, when it explains a run that
-// failed: lost frames, retransmissions, failed work requests and the queue
-// pairs left with work.
+// failed: lost frames, retransmissions, failed work requests, the queue
+// pairs left with work, and DMA requests an IOMMU blocked.
 func transport(c *aa.System) string {
-	if r := c.TransportReport(4); r != "" {
-		return "\n  " + r
+	s := ""
+	for _, r := range []string{c.TransportReport(4), c.FaultReport(4)} {
+		if r != "" {
+			s += "\n  " + r
+		}
 	}
-	return ""
+	return s
 }

@@ -114,8 +114,12 @@ func SetupCounter(c *aa.System, cfg CounterConfig) (*counter, error) {
 		if err := n0.Register(k.inbox, in, rw); err != nil {
 			return nil, err
 		}
-		k.flags = n0.Alloc(4096)
-		if err := n0.Register(k.flags, 4096, rw); err != nil {
+		// A flag word a source: more than 512 sources take more than a page
+		// (a flag past the registered words faults at node 0's IOMMU, its
+		// write is dropped and the reducer waits for ever).
+		fl := (uint64(len(k.srcs))*8 + 4095) &^ 4095
+		k.flags = n0.Alloc(fl)
+		if err := n0.Register(k.flags, fl, rw); err != nil {
 			return nil, err
 		}
 		n0.Spawn(0, "counter_reduce", func(x *aa.Ctx) { k.reduce(x, pages) })
@@ -191,7 +195,9 @@ func (k *counter) access(x *aa.Ctx, s *counterSrc, buf uint64) {
 func (k *counter) reduce(x *aa.Ctx, pages uint64) {
 	for i := range k.srcs {
 		f := k.flags + uint64(i)*8
-		x.P.Poll(func() bool { return x.N.Mem.Load64(f) == 1 })
+		// A word poll: the core sleeps through the checks that cannot see
+		// a change (a run whose flags never come ends at once).
+		x.P.PollWord(f, func(v uint64) bool { return v == 1 })
 	}
 	for e := 0; e < k.cfg.Elements; e++ {
 		sum := uint64(0)

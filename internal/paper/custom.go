@@ -271,11 +271,17 @@ func (c *Custom) ReadCSV(name string, r io.Reader) ([]Point, error) {
 }
 
 // runFor runs c for at most a simulated second, or until ctx is cancelled
-// (runctl.ErrInterrupted); progress is the workload's, for the display.
+// (runctl.ErrInterrupted); progress is the workload's, for the display. It
+// fails, saying why (Cluster.NotFinished), if the processes did not finish:
+// a result read from a run cut short is not a measurement.
 func runFor(ctx context.Context, c *aa.System, progress func() float64) error {
 	name, _ := ctx.Value(nameKey{}).(string)
-	if _, stopped := runctl.Run(ctx, c.Cluster, name, sim.S, progress); stopped {
+	end, stopped := runctl.Run(ctx, c.Cluster, name, sim.S, progress)
+	if stopped {
 		return runctl.ErrInterrupted
+	}
+	if !c.AppsDone() {
+		return errors.New(c.NotFinished(end))
 	}
 	return nil
 }
