@@ -145,9 +145,57 @@ type outPort struct {
 	link   *sim.Chan[Packet]
 	tokens *sim.Chan[Tokens]
 	avail  [NumVCs]int // the downstream buffer's free chunks (tokens)
+	// inRing is, per channel, the chunks of each packet sent into the
+	// downstream buffer whose tokens have not all come back, oldest first
+	// (the buffer is a FIFO, so tokens return in that order), and back the
+	// tokens returned towards the oldest. The bubble rule counts the
+	// escape and high-priority buffers in slots of a full packet: free
+	// chunks scattered over a ring's routers, each too few for the packet
+	// waiting there, would otherwise deadlock it with room in total.
+	inRing [NumVCs][]uint8
+	back   [NumVCs]int
 	s      stream
 
 	packets, payload, wireBytes, busyPS *sim.Counter
+}
+
+// sent notes a packet of n chunks sent on channel vc.
+func (op *outPort) sent(vc, n int) { op.inRing[vc] = append(op.inRing[vc], uint8(n)) }
+
+// returned counts n tokens back on channel vc: the oldest packets whose
+// chunks have all come back have left the downstream buffer.
+func (op *outPort) returned(vc, n int) {
+	op.back[vc] += n
+	q := op.inRing[vc]
+	for len(q) > 0 && op.back[vc] >= int(q[0]) {
+		op.back[vc] -= int(q[0])
+		q = q[1:]
+	}
+	if len(q) == 0 {
+		q = op.inRing[vc][:0] // reuse the array
+	}
+	op.inRing[vc] = q
+}
+
+// freeSlots is the full-packet slots of channel vc's downstream buffer of
+// size chunks that no packet holds.
+func (op *outPort) freeSlots(vc, size int) int { return size/MaxChunks - len(op.inRing[vc]) }
+
+// bubbleRoom reports whether a packet of n chunks may go on bubble
+// channel vc of output op: tokens for itself and, entering a ring, a full
+// packet more; and, on a ring, a free slot for itself and, entering, one
+// more. Slots make the bubble whole: the ring always keeps a slot where
+// any packet fits, so some packet on it can always move.
+func bubbleRoom(op *outPort, vc, n, size int, entering, ring bool) bool {
+	need, slots := n, 1
+	if entering && ring {
+		need += MaxChunks
+		slots = 2
+	}
+	if op.avail[vc] < need {
+		return false
+	}
+	return !ring || op.freeSlots(vc, size) >= slots
 }
 
 // stream is a packet being read out of an input buffer onto an output
@@ -262,7 +310,8 @@ func (r *Router) takeTokens(now sim.Tick, o Port) {
 		t := op.tokens.Recv()
 		for vc, n := range t.Chunks {
 			op.avail[vc] += int(n)
-			if op.avail[vc] >= r.need[o][vc] {
+			op.returned(vc, int(n))
+			if n > 0 && op.avail[vc] >= r.need[o][vc] {
 				r.wakeAlloc(now)
 				r.unblock(int(o))
 			}
@@ -637,13 +686,11 @@ func (r *Router) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, src 
 		if taken[det] || !r.linkFree(now, det) {
 			return w, false
 		}
-		need := n
 		entering := from == Local || vc != esc || from.dim() != dd
-		if entering && r.spec.wraps(dd) {
-			need += MaxChunks
-		}
-		if r.out[det].avail[esc] < need {
-			r.waitTokens(det, esc, need)
+		if !bubbleRoom(r.out[det], esc, n, r.spec.VCChunks[esc], entering, r.spec.wraps(dd)) {
+			// Tokens coming back may free a slot before they reach any
+			// count of chunks: any of them unblocks the head.
+			r.waitTokens(det, esc, 0)
 			return w, false
 		}
 		bestPort, bestVC = det, esc
@@ -721,6 +768,7 @@ func (r *Router) send(now sim.Tick, p *Packet, at sim.Tick, from Port, vc int, o
 	op := r.out[o]
 	n := int(p.chunks)
 	op.avail[nvc] -= n
+	op.sent(nvc, n)
 	r.minTokens = min(r.minTokens, op.avail[nvc])
 	q := *p
 	q.vc = uint8(nvc)

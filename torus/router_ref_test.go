@@ -47,6 +47,7 @@ func (r *refRouter) takeArrivals(now sim.Tick) {
 			t := op.tokens.Recv()
 			for vc, n := range t.Chunks {
 				op.avail[vc] += int(n)
+				op.returned(vc, int(n))
 			}
 		}
 	}
@@ -231,12 +232,8 @@ func (r *refRouter) route(now sim.Tick, p *Packet, at sim.Tick, from Port, vc, s
 		if taken[det] || !r.linkFree(now, det) {
 			return false
 		}
-		need := n
 		entering := from == Local || vc != esc || from.dim() != dd
-		if entering && r.spec.wraps(dd) {
-			need += MaxChunks
-		}
-		if r.out[det].avail[esc] < need {
+		if !bubbleRoom(r.out[det], esc, n, r.spec.VCChunks[esc], entering, r.spec.wraps(dd)) {
 			return false
 		}
 		bestPort, bestVC = det, esc
@@ -270,6 +267,7 @@ func (r *refRouter) send(now sim.Tick, p *Packet, at sim.Tick, from Port, vc int
 	op := r.out[o]
 	n := int(p.chunks)
 	op.avail[nvc] -= n
+	op.sent(nvc, n)
 	r.minTokens = min(r.minTokens, op.avail[nvc])
 	q := *p
 	q.vc = uint8(nvc)
