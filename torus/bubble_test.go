@@ -43,3 +43,44 @@ func TestBubbleFragments(t *testing.T) {
 		})
 	}
 }
+
+// TestBubbleRoom is the rule on one output: tokens for the packet (and a
+// full packet more entering a ring), and on a ring free slots of a full
+// packet (two entering), a packet holding a slot until all its tokens are
+// back.
+func TestBubbleRoom(t *testing.T) {
+	const size = 32 // 4 slots
+	for _, tc := range []struct {
+		name           string
+		sent           []int // chunks of the packets sent, oldest first
+		back           int   // tokens returned since
+		n              int
+		entering, ring bool
+		want           bool
+	}{
+		{"empty, entering", nil, 0, 8, true, true, true},
+		{"3 slots held, entering", []int{3, 3, 3}, 0, 3, true, true, false},
+		{"3 slots held, going on", []int{3, 3, 3}, 0, 3, false, true, true},
+		// 23 chunks free, but no slot: the case chunks alone let through.
+		{"4 slots held by 9 chunks, going on", []int{3, 2, 2, 2}, 0, 3, false, true, false},
+		{"oldest's tokens partly back", []int{3, 2, 2, 2}, 2, 3, false, true, false},
+		{"oldest's tokens all back", []int{3, 2, 2, 2}, 3, 3, false, true, true},
+		{"mesh: chunks only", []int{3, 2, 2, 2}, 0, 3, false, false, true},
+		{"last slot, going on", []int{8, 8, 8}, 0, 8, false, true, true},
+		{"last slot, entering", []int{8, 8, 8}, 0, 1, true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := &outPort{}
+			op.avail[VCEscape] = size
+			for _, n := range tc.sent {
+				op.avail[VCEscape] -= n
+				op.sent(VCEscape, n)
+			}
+			op.avail[VCEscape] += tc.back
+			op.returned(VCEscape, tc.back)
+			if got := bubbleRoom(op, VCEscape, tc.n, size, tc.entering, tc.ring); got != tc.want {
+				t.Fatalf("bubbleRoom = %v, want %v (avail %d, %d slots free)", got, tc.want, op.avail[VCEscape], op.freeSlots(VCEscape, size))
+			}
+		})
+	}
+}
