@@ -99,15 +99,7 @@ func torusDozeRun(t *testing.T, off, co bool, seed int64, coll Collectives) (str
 		t.Error(f)
 	}
 	var log strings.Builder
-	fmt.Fprintf(&log, "finish %v\n", res.Finish)
-	for _, st := range m.World.Stats().All() {
-		switch v := st.(type) {
-		case *sim.Counter:
-			fmt.Fprintf(&log, "%s %d\n", st.Name(), v.Value())
-		case *sim.Histogram:
-			fmt.Fprintf(&log, "%s %d %d\n", st.Name(), v.Count(), v.Sum())
-		}
-	}
+	log.WriteString(statsLog(res.Finish, m.World))
 	fmt.Fprintf(&log, "end %d\n", m.World.Now())
 	return log.String(), m.World.UnitTicks()
 }
@@ -144,4 +136,20 @@ func TestTorusDozeMatchesPolling(t *testing.T) {
 			t.Logf("co %v, seed %d: unit evaluations %d polling, %d dozing", co, seed, pollTicks, dozeTicks)
 		}
 	}
+}
+
+// statsLog writes each rank's finish and every statistic of the world, so
+// that two runs can be compared line by line.
+func statsLog(finish []sim.Tick, w *sim.World) string {
+	var log strings.Builder
+	fmt.Fprintf(&log, "finish %v\n", finish)
+	for _, st := range w.Stats().All() {
+		switch v := st.(type) {
+		case *sim.Counter:
+			fmt.Fprintf(&log, "%s %d\n", st.Name(), v.Value())
+		case *sim.Histogram:
+			fmt.Fprintf(&log, "%s %d %d\n", st.Name(), v.Count(), v.Sum())
+		}
+	}
+	return log.String()
 }

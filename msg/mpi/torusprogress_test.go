@@ -340,15 +340,7 @@ func TestTorusThreadDozeMatchesPolling(t *testing.T) {
 			t.Error(f)
 		}
 		var log strings.Builder
-		fmt.Fprintf(&log, "finish %v\n", res.Finish)
-		for _, st := range m.World.Stats().All() {
-			switch v := st.(type) {
-			case *sim.Counter:
-				fmt.Fprintf(&log, "%s %d\n", st.Name(), v.Value())
-			case *sim.Histogram:
-				fmt.Fprintf(&log, "%s %d %d\n", st.Name(), v.Count(), v.Sum())
-			}
-		}
+		log.WriteString(statsLog(res.Finish, m.World))
 		return log.String(), m.World.UnitTicks()
 	}
 	look, lookTicks := run(true)
