@@ -126,7 +126,7 @@ func (s *Scenario) MemoryEstimate() (uint64, []MemTerm) {
 		elems := float64(c.Elements) * 8
 		inbox := 0.0
 		if len(c.Schemes) == 0 || slices.Contains(c.Schemes, string(workload.Allreduce)) {
-			inbox = 2*srcs*page(elems) + page(8*srcs) // the reduction's inbox, every source's local copy and the flags
+			inbox = (srcs + 1) * (3*page(elems) + 4096) // each Allreduce rank's vector, two receive areas and a page of flags
 		}
 		terms = append(terms,
 			MemTerm{"the counter's accesses", []string{"workload.counter.accesses", "workload.counter.procs_per_node", "machine.nodes"},

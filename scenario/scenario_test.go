@@ -448,7 +448,7 @@ func TestMemoryEstimate(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
 		{big, "s.yaml:5: workload.dht.inserts: the scenario needs about 538 GiB of memory, 525 GiB for the DHT's keys and the frames of their operations (at most max_memory_mib, 4096 MiB: make workload.dht.inserts or workload.dht.procs_per_node or machine.nodes smaller, or raise max_memory_mib)"},
 		{"machine: {nodes: 64, cores: 64}\nworkload:\n  kind: sort\n  sort: {keys: 4096}\n", "s.yaml:4: workload.sort.procs_per_node: the scenario needs about 1.5 TiB of memory, 1.5 TiB for the sort's samples (every process gathers every process's) (at most max_memory_mib, 4096 MiB: make workload.sort.procs_per_node or machine.nodes smaller, or raise max_memory_mib)"},
-		{"machine: {nodes: 64, cores: 64}\nworkload:\n  kind: counter\n  counter: {elements: 1048576}\n", "s.yaml:4: workload.counter.elements: the scenario needs about 64.9 GiB of memory, 64 GiB for the counter's arrays (at most max_memory_mib, 4096 MiB: make workload.counter.elements or workload.counter.procs_per_node or machine.nodes smaller, or raise max_memory_mib)"},
+		{"machine: {nodes: 64, cores: 64}\nworkload:\n  kind: counter\n  counter: {elements: 1048576}\n", "s.yaml:4: workload.counter.elements: the scenario needs about 97 GiB of memory, 96 GiB for the counter's arrays (at most max_memory_mib, 4096 MiB: make workload.counter.elements or workload.counter.procs_per_node or machine.nodes smaller, or raise max_memory_mib)"},
 		{"max_memory_mib: 10\n", "s.yaml:1: max_memory_mib: 10 is out of range (64..1048576 MiB; the most memory an experiment's estimate may reach; default 4096)"},
 	} {
 		if _, err := ParseScenario("s.yaml", []byte(c.yaml)); err == nil || err.Error() != c.want {

@@ -16,7 +16,7 @@ import (
 const (
 	NoCnt     Scheme = "No-Cnt"    // no counting: the baseline
 	AKV       Scheme = "A-KV"      // an application-level message per access to the owner, who counts
-	Allreduce Scheme = "Allreduce" // each source counts locally; the owner sums the vectors at the end
+	Allreduce Scheme = "Allreduce" // each source counts locally; MPI_Allreduce sums the vectors at the end (allreduce.go)
 )
 
 // CounterConfig is the access counter: processes on every node but 0 write
@@ -46,16 +46,15 @@ type counterSrc struct {
 	index      int // in counter.srcs
 	node, core int
 	elems      []int
-	local      uint64 // Allreduce: the process's counts
+	local      uint64 // Allreduce: the process's counts (its rank's vector)
 }
 
 type counter struct {
 	cfg    CounterConfig
 	c      *aa.System
-	array  uint64 // node 0: the counted array
-	counts uint64 // node 0: a 64-bit count per element
-	inbox  uint64 // node 0, Allreduce: a count vector per source
-	flags  uint64 // node 0: a word per source, set when its part is in
+	array  uint64  // node 0: the counted array
+	counts uint64  // node 0: a 64-bit count per element
+	ar     *arPlan // Allreduce: its ranks, the owner first
 	srcs   []*counterSrc
 	truth  []uint64 // the accesses per element, as generated
 	end    lastEnd  // (nodes may run on several goroutines)
@@ -109,20 +108,9 @@ func SetupCounter(c *aa.System, cfg CounterConfig) (*counter, error) {
 		return nil, err
 	}
 	if cfg.Scheme == Allreduce {
-		in := uint64(len(k.srcs)) * pages
-		k.inbox = n0.Alloc(in)
-		if err := n0.Register(k.inbox, in, rw); err != nil {
+		if err := k.setupAllreduce(pages); err != nil {
 			return nil, err
 		}
-		// A flag word a source: more than 512 sources take more than a page
-		// (a flag past the registered words faults at node 0's IOMMU, its
-		// write is dropped and the reducer waits for ever).
-		fl := (uint64(len(k.srcs))*8 + 4095) &^ 4095
-		k.flags = n0.Alloc(fl)
-		if err := n0.Register(k.flags, fl, rw); err != nil {
-			return nil, err
-		}
-		n0.Spawn(0, "counter_reduce", func(x *aa.Ctx) { k.reduce(x, pages) })
 	}
 	if cfg.Scheme == AKV {
 		if err := k.setupAKV(); err != nil {
@@ -134,12 +122,6 @@ func SetupCounter(c *aa.System, cfg CounterConfig) (*counter, error) {
 		buf := n.Alloc(4096)
 		if err := n.Register(buf, 4096, rw); err != nil {
 			return nil, err
-		}
-		if cfg.Scheme == Allreduce {
-			s.local = n.Alloc(pages)
-			if err := n.Register(s.local, pages, rw); err != nil {
-				return nil, err
-			}
 		}
 		s := s
 		n.Spawn(s.core, fmt.Sprintf("counter_src%d", s.core), func(x *aa.Ctx) { k.access(x, s, buf) })
@@ -181,30 +163,8 @@ func (k *counter) access(x *aa.Ctx, s *counterSrc, buf uint64) {
 	case AAPoll:
 		x.ActiveFlush(0, counterIUID)
 	case Allreduce:
-		// The reduction: the whole count vector to the owner, then a flag.
-		idx := s.index
-		pages := (uint64(k.cfg.Elements*8) + 4095) &^ 4095
-		x.Wait(x.Put(0, s.local, k.inbox+uint64(idx)*pages, k.cfg.Elements*8))
-		x.P.Store64(buf+4088, 1)
-		x.Wait(x.Put(0, buf+4088, k.flags+uint64(idx)*8, 8))
-	}
-	k.end.note(x.Now())
-}
-
-// reduce is node 0's side of Allreduce: wait for every vector, sum them.
-func (k *counter) reduce(x *aa.Ctx, pages uint64) {
-	for i := range k.srcs {
-		f := k.flags + uint64(i)*8
-		// A word poll: the core sleeps through the checks that cannot see
-		// a change (a run whose flags never come ends at once).
-		x.P.PollWord(f, func(v uint64) bool { return v == 1 })
-	}
-	for e := 0; e < k.cfg.Elements; e++ {
-		sum := uint64(0)
-		for i := range k.srcs {
-			sum += x.P.Load64(k.inbox + uint64(i)*pages + uint64(e)*8)
-		}
-		x.P.Store64(k.counts+uint64(e)*8, sum)
+		// The sums: MPI_Allreduce among the sources and the owner.
+		k.allreduce(x, s.index+1)
 	}
 	k.end.note(x.Now())
 }
@@ -273,6 +233,11 @@ func (k *counter) Result() CounterResult {
 		}
 		if len(bad) == 3 {
 			break
+		}
+	}
+	if k.ar != nil && len(bad) == 0 {
+		if p := k.arCheck(); p != "" {
+			bad = append(bad, p)
 		}
 	}
 	res.Problem = strings.Join(bad, "; ")
