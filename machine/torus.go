@@ -190,6 +190,28 @@ type reassembly struct {
 	off int    // bytes of it received
 }
 
+// tieHints chooses the direction of each ring a packet crosses halfway
+// round, where both ways are as short: + from an even coordinate, − from
+// an odd one. Left to the router, every tie goes +, and on a ring of 4
+// the + links carry three times the − links' traffic (1 + 2 hops of
+// every 3 a node sends). The choice depends on the pair of nodes only, so
+// a frame's packets, and the frames between two nodes, keep one path and
+// their order. (Blue Gene/L leaves the choice to software, the packet
+// header's hint bits; this is the adapter's.)
+func tieHints(s torus.Spec, src, dst torus.Coord) [3]int8 {
+	var h [3]int8
+	for d := 0; d < 3; d++ {
+		k := s.Dims[d]
+		if k > 2 && k%2 == 0 && (dst[d]-src[d]+k)%k == k/2 && !s.Mesh {
+			h[d] = 1
+			if src[d]%2 == 1 {
+				h[d] = -1
+			}
+		}
+	}
+	return h
+}
+
 // outFrames is the frames the adapter holds for the NIC before it stops
 // taking packets from the router.
 const outFrames = 8
@@ -350,6 +372,7 @@ func (a *torusAdapter) inject() bool {
 	}
 	n := min(a.curLen-a.sent, torus.MaxPayload)
 	p := &torus.Packet{Src: a.nd.At, Dst: a.net.CoordOf(a.cur.DstNode / a.k), Payload: zeros[:n]}
+	p.Hint = tieHints(a.net.Spec, p.Src, p.Dst)
 	binary.LittleEndian.PutUint32(p.Soft[0:4], a.curSeq)
 	binary.LittleEndian.PutUint16(p.Soft[4:6], uint16(a.sent))
 	p.Soft[7] = byte(a.curSlot<<4 | a.cur.DstNode%a.k)

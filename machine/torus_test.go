@@ -239,3 +239,60 @@ func TestTorusBadSpec(t *testing.T) {
 		})
 	}
 }
+
+// TestTorusTiesSplit: on rings of even length, the packets that go
+// halfway round are split between the two directions (by the source's
+// coordinate), so the + and − links carry the same bytes when every node
+// puts the same to every other. Ties all sent + made a ring of 4 carry
+// three times as much on its + links as on its − links.
+func TestTorusTiesSplit(t *testing.T) {
+	for _, dims := range [][3]int{{4, 1, 1}, {6, 1, 1}, {4, 4, 1}, {8, 2, 2}} {
+		t.Run(fmt.Sprintf("%dx%dx%d", dims[0], dims[1], dims[2]), func(t *testing.T) {
+			nodes := dims[0] * dims[1] * dims[2]
+			const size = 2 << 10
+			c := newCluster(t, torusSpec(nodes, 1, dims, machine.TransportSRD))
+			rw := iommu.Perm{Bits: pte.R | pte.W}
+			bufs := make([]uint64, nodes)
+			for _, n := range c.Nodes {
+				bufs[n.ID] = n.Alloc(uint64(nodes * size))
+				if err := n.Register(bufs[n.ID], uint64(nodes*size), rw); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, n := range c.Nodes {
+				n := n
+				verbs.Spawn(n, 0, "putter", func(x *verbs.Ctx) {
+					at := uint64(n.ID * size)
+					var ws []verbs.WR
+					for d := range c.Nodes {
+						if d != n.ID {
+							ws = append(ws, x.Put(d, bufs[n.ID]+at, bufs[d]+at, size))
+						}
+					}
+					for _, w := range ws {
+						if _, err := x.Wait(w); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			c.Run(10*sim.MS, c.AppsDone)
+			if !c.AppsDone() {
+				t.Fatalf("did not finish: %s", c.TransportReport(4))
+			}
+			for d, dim := range "xyz" {
+				if dims[d] <= 2 {
+					continue
+				}
+				var plus, minus uint64
+				for i := range c.Nodes {
+					plus += statValue(c, fmt.Sprintf("net.torus.node[%d].%cp.payload_bytes", i, dim))
+					minus += statValue(c, fmt.Sprintf("net.torus.node[%d].%cm.payload_bytes", i, dim))
+				}
+				if plus == 0 || minus == 0 || float64(max(plus, minus)) > 1.02*float64(min(plus, minus)) {
+					t.Errorf("%c: %d payload bytes on the + links, %d on the − links", dim, plus, minus)
+				}
+			}
+		})
+	}
+}
