@@ -22,16 +22,31 @@ const TopologyTorus = "torus"
 // 4 bytes a cycle of a 1 GHz clock, 4 GB/s a direction (Gemini's X and Z
 // links are about 4.7 GB/s raw; the issue asks for "several GB/s"), and
 // the reception path 16 bytes a cycle, so that a link, not the adapter,
-// limits a stream. Buffers are Blue Gene/L's 1 KB a channel, more than
-// a link's tokens' round trip (4 B × 2 × 40 cycles). docs/scenarios.md
-// gives the sources.
+// limits a stream. The dynamic channels' buffers are Blue Gene/L's 1 KB,
+// more than a link's tokens' round trip (4 B × 2 × 40 cycles). The escape
+// channel's is 2 KB (GeminiEscapeChunks): every frame goes on it, and on a
+// ring it holds a packet, however short, in a full-packet slot until the
+// packet's tokens are back. docs/scenarios.md gives the sources.
 func GeminiTorus(x, y, z int) torus.Spec {
 	s := torus.DefaultSpec(x, y, z)
 	s.ClockMHz, s.CyclesPerByte, s.BytesPerCycle = 1000, 1, 4
 	s.WireCycles, s.RouterCycles = 40, 60
 	s.LocalCyclesPerChunk = 2
+	s.VCChunks[torus.VCEscape] = GeminiEscapeChunks
 	return s
 }
+
+// GeminiEscapeChunks is the escape channel's buffer of a Gemini-class
+// torus, in 32-byte chunks: 8 full-packet slots. A ring's escape buffer
+// must hold, in slots, the short packets a link sends while a slot's
+// tokens go round (a 3-chunk packet every 24 cycles against a slot held
+// about 160: wire, pipeline, wire back) and the bubble's two. Blue
+// Gene/L's 1 KB, 4 slots, held 7a's AM run at 16 nodes (4 × 2 × 2) to
+// 106 µs, with links 35 % busy and the adapters' injection FIFOs full 14
+// times as often as at 8 nodes; 1.5 KB gave 69 µs, 2 KB 69 µs, 4 KB 66 µs
+// (at 8 nodes, whose rings of two are not rings, 62 µs). Gemini's own
+// buffers are not in the sources here: assumed.
+const GeminiEscapeChunks = 64
 
 // TorusDims is the torus the nodes of a Spec of nodes form when its
 // dimensions are not given: the x ≥ y ≥ z with x·y·z = nodes that is the

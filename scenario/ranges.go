@@ -67,6 +67,7 @@ var ranges = []keyRange{
 	{key: "machine.network.torus.wire_cycles", lo: 1, hi: 1 << 20, unit: "cycles"},
 	{key: "machine.network.torus.nodes_per_router", lo: 0, hi: 2, note: "a Gemini ASIC serves two; 0: 1"},
 	{key: "machine.network.torus.router_cycles", lo: 0, hi: 1 << 20, unit: "cycles"},
+	{key: "machine.network.torus.escape_chunks", lo: 16, hi: 4096, unit: "chunks", note: "32 bytes each; two full packets at least, the bubble"},
 	{key: "machine.iommu.iotlb_sets", lo: 1, hi: maxIOTLBEntries, note: "sets × ways at most 65536"},
 	{key: "machine.iommu.iotlb_ways", lo: 0, hi: 256, note: "sets × ways at most 65536; 0: fully associative, with iotlb_entries"},
 	{key: "machine.iommu.iotlb_entries", lo: 0, hi: maxIOTLBEntries, note: "0: iotlb_sets × iotlb_ways; else sets of iotlb_ways ways"},

@@ -23,6 +23,9 @@ type TorusSpec struct {
 	// router's pipeline.
 	WireCycles   int `yaml:"wire_cycles" json:"wire_cycles"`
 	RouterCycles int `yaml:"router_cycles" json:"router_cycles"`
+	// EscapeChunks is the escape channel's buffer of an input port in
+	// 32-byte chunks (16..4096): every frame travels on it.
+	EscapeChunks int `yaml:"escape_chunks" json:"escape_chunks"`
 	// NodesPerRouter is 1 or 2 nodes on each router (0: 1), as a Gemini
 	// ASIC serves two; dims then count routers, machine.nodes / it.
 	NodesPerRouter int `yaml:"nodes_per_router" json:"nodes_per_router,omitempty"`
@@ -31,7 +34,8 @@ type TorusSpec struct {
 // defaultTorus is machine.GeminiTorus's figures.
 func defaultTorus() TorusSpec {
 	g := machine.GeminiTorus(1, 1, 1)
-	return TorusSpec{ClockMHz: g.ClockMHz, BytesPerCycle: g.BytesPerCycle, WireCycles: g.WireCycles, RouterCycles: g.RouterCycles}
+	return TorusSpec{ClockMHz: g.ClockMHz, BytesPerCycle: g.BytesPerCycle, WireCycles: g.WireCycles, RouterCycles: g.RouterCycles,
+		EscapeChunks: g.VCChunks[torus.VCEscape]}
 }
 
 // torusSpec is the torus's spec for the cluster (dimensions zero: chosen).
@@ -41,6 +45,7 @@ func (s *Scenario) torusSpec() torus.Spec {
 	copy(d[:], t.Dims)
 	g := machine.GeminiTorus(d[0], d[1], d[2])
 	g.ClockMHz, g.BytesPerCycle, g.WireCycles, g.RouterCycles = t.ClockMHz, t.BytesPerCycle, t.WireCycles, t.RouterCycles
+	g.VCChunks[torus.VCEscape] = t.EscapeChunks
 	if g.BytesPerCycle == 1 {
 		g.BytesPerCycle = 0 // a byte a cycle: CyclesPerByte's 1
 	}
