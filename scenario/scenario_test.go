@@ -60,6 +60,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"machine:\n  network:\n    torus:\n      bytes_per_cycle: 5\n", "s.yaml:4: machine.network.torus.bytes_per_cycle: 5 does not divide the 32-byte chunk (1, 2, 4, 8, 16 or 32 bytes a cycle (a divisor of the 32-byte chunk))"},
 		{"machine:\n  nics: 2\n  network: {topology: torus}\n", "s.yaml:2: machine.nics: 2 NICs a node on a torus (1 with machine.network.topology torus)"},
 		{"machine:\n  network:\n    topology: torus\n    torus: {wire_cycles: 0}\n", "s.yaml:4: machine.network.torus.wire_cycles: 0 is out of range (1..1048576 cycles)"},
+		{"machine:\n  network:\n    topology: torus\n    torus: {escape_chunks: 15}\n", "s.yaml:4: machine.network.torus.escape_chunks: 15 is out of range (16..4096 chunks; 32 bytes each; two full packets at least, the bubble)"},
 		{"machine:\n  network:\n    topology: leaf-spine\n    spines: 0\n", "s.yaml:4: machine.network.spines: 0 is out of range (1..64)"},
 		{"machine:\n  network:\n    spines: 1000000000\n", "s.yaml:3: machine.network.spines: 1000000000 is out of range (1..64)"},
 		{"machine:\n  iommu: {iotlb_sets: 1048576}\n", "s.yaml:2: machine.iommu.iotlb_sets: 1048576 is out of range (1..65536; sets × ways at most 65536)"},
@@ -324,7 +325,7 @@ func fuzzSeeds() [][]byte {
 		[]byte("workload: {kind: stream, stream: {op: send, messages: 4, msg_bytes: 100}}\n"),
 		[]byte("seed: 0x10\nmachine:\n  nodes: 4.0\n  wire: {rate_mbps: -1}\n"),
 		[]byte("a: &x [1]\nb: *x\n"),
-		[]byte("machine:\n  nodes: 6\n  network: {topology: torus, torus: {dims: [3, 2, 1], bytes_per_cycle: 8, wire_cycles: 3}}\n"),
+		[]byte("machine:\n  nodes: 6\n  network: {topology: torus, torus: {dims: [3, 2, 1], bytes_per_cycle: 8, wire_cycles: 3, escape_chunks: 16}}\n"),
 		[]byte("machine:\n  startx: {tx_depth: 2, rdma_packet_bytes: 80, access_bytes: 8, line: {rate_mbps: 800}}\n"),
 		[]byte("machine:\n  nodes: 4\n  cores: 8\n  startx: {nius: 3, network: crossbar, dma_mbps: 38, rdma_frame_bytes: 8256, rdma_commands: 64}\n"+
 			"workload:\n  kind: splitc\n  splitc: {app: con-comm, nodes: 1, con_comm_side: 4, schemes: [shm-only, adaptive, 1/32], slots: 4, blocks: 1, net_blocks: 1, staging: 1, pending: 1, poll_gap: 1}\n"),
@@ -368,7 +369,7 @@ func TestFuzzSeedsSetNewKeys(t *testing.T) {
 		walk(root.Content[0], "")
 	}
 	for _, key := range []string{"machine.iommu.slots", "machine.iommu.walkers", "machine.iommu.flush_waiters",
-		"machine.nic.process_ns", "machine.cpu.polling_hyperthreads"} {
+		"machine.nic.process_ns", "machine.cpu.polling_hyperthreads", "machine.network.torus.escape_chunks"} {
 		if !set[key] {
 			t.Errorf("no fuzz seed sets %s", key)
 		}
