@@ -77,6 +77,9 @@ type Spec struct {
 	// as a Gemini ASIC serves two nodes): the torus has Nodes /
 	// NodesPerRouter routers, nodes k·r … k·r+k−1 on router r.
 	NodesPerRouter int
+	// TorusTies is how the torus adapter routes a packet halfway round a
+	// ring of even length: TiesSplit ("" too) or TiesPlus.
+	TorusTies string
 	// Power: the NICs' and routers' power figures, for the energy a run
 	// reports (assumptions; see energy.DefaultParams).
 	Power energy.Params

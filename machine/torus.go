@@ -82,6 +82,9 @@ func (c *Cluster) torusNetwork() error {
 	if s.Rails() > 1 {
 		return fmt.Errorf("nics: %d NICs a node on a %s network (one)", s.NICs, TopologyTorus)
 	}
+	if s.TorusTies != "" && s.TorusTies != TiesSplit && s.TorusTies != TiesPlus {
+		return fmt.Errorf("torus: ties %q (%s or %s)", s.TorusTies, TiesSplit, TiesPlus)
+	}
 	k := max(s.NodesPerRouter, 1)
 	if k > MaxNodesPerRouter || s.Nodes%k != 0 {
 		return fmt.Errorf("torus: %d nodes a router for %d nodes (1..%d, dividing the nodes)", k, s.Nodes, MaxNodesPerRouter)
@@ -102,7 +105,7 @@ func (c *Cluster) torusNetwork() error {
 	}
 	c.Torus = net
 	for r, nd := range net.Nodes {
-		a := &torusAdapter{nd: nd, net: net, k: k, seq: map[int]uint32{}, rx: map[int]*reassembly{}}
+		a := &torusAdapter{nd: nd, net: net, k: k, seq: map[int]uint32{}, rx: map[int]*reassembly{}, tiesPlus: s.TorusTies == TiesPlus}
 		name := fmt.Sprintf("net.torus.node[%d].adapter", r)
 		a.u = nd.Clk.Add(name, a)
 		a.ready, a.held = make([]sim.Queue[nic.Frame], k), make([]*nic.Frame, k)
@@ -174,9 +177,11 @@ type torusAdapter struct {
 	u   *sim.Unit
 	nd  *torus.Node
 	net *torus.Network
-	k   int                    // nodes on this router: node k·router + slot
-	in  []*sim.Chan[nic.Frame] // from each node's NIC's wire, by slot
-	out []*sim.Chan[nic.Frame] // into the wire to each node's NIC
+	k   int // nodes on this router: node k·router + slot
+	// tiesPlus leaves every tie to the router (+): TiesPlus.
+	tiesPlus bool
+	in       []*sim.Chan[nic.Frame] // from each node's NIC's wire, by slot
+	out      []*sim.Chan[nic.Frame] // into the wire to each node's NIC
 	// nextIn is the slot whose wire is looked at first for a new frame
 	// (round-robin over the nodes).
 	nextIn int
@@ -206,6 +211,13 @@ type reassembly struct {
 	seq uint32 // the frame's number
 	off int    // bytes of it received
 }
+
+// The torus adapter's choices for a packet halfway round a ring of even
+// length (Spec.TorusTies).
+const (
+	TiesSplit = "split" // + from an even coordinate, − from an odd one (tieHints)
+	TiesPlus  = "plus"  // every tie +, the router's choice without a hint
+)
 
 // tieHints chooses the direction of each ring a packet crosses halfway
 // round, where both ways are as short: + from an even coordinate, − from
@@ -389,7 +401,9 @@ func (a *torusAdapter) inject() bool {
 	}
 	n := min(a.curLen-a.sent, torus.MaxPayload)
 	p := &torus.Packet{Src: a.nd.At, Dst: a.net.CoordOf(a.cur.DstNode / a.k), Payload: zeros[:n]}
-	p.Hint = tieHints(a.net.Spec, p.Src, p.Dst)
+	if !a.tiesPlus {
+		p.Hint = tieHints(a.net.Spec, p.Src, p.Dst)
+	}
 	binary.LittleEndian.PutUint32(p.Soft[0:4], a.curSeq)
 	binary.LittleEndian.PutUint16(p.Soft[4:6], uint16(a.sent))
 	p.Soft[7] = byte(a.curSlot<<4 | a.cur.DstNode%a.k)

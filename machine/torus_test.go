@@ -243,14 +243,24 @@ func TestTorusBadSpec(t *testing.T) {
 // TestTorusTiesSplit: on rings of even length, the packets that go
 // halfway round are split between the two directions (by the source's
 // coordinate), so the + and − links carry the same bytes when every node
-// puts the same to every other. Ties all sent + made a ring of 4 carry
-// three times as much on its + links as on its − links.
+// puts the same to every other. With ties: plus every tie goes +, and a
+// ring of 4 carries three times as much on its + links as on its −
+// links (a ring of 6 twice, of 8 5/3).
 func TestTorusTiesSplit(t *testing.T) {
-	for _, dims := range [][3]int{{4, 1, 1}, {6, 1, 1}, {4, 4, 1}, {8, 2, 2}} {
-		t.Run(fmt.Sprintf("%dx%dx%d", dims[0], dims[1], dims[2]), func(t *testing.T) {
+	for _, tc := range []struct {
+		dims [3]int
+		ties string
+	}{
+		{[3]int{4, 1, 1}, ""}, {[3]int{6, 1, 1}, machine.TiesSplit}, {[3]int{4, 4, 1}, ""}, {[3]int{8, 2, 2}, ""},
+		{[3]int{4, 1, 1}, machine.TiesPlus}, {[3]int{8, 2, 2}, machine.TiesPlus},
+	} {
+		dims := tc.dims
+		t.Run(fmt.Sprintf("%dx%dx%d %s", dims[0], dims[1], dims[2], tc.ties), func(t *testing.T) {
 			nodes := dims[0] * dims[1] * dims[2]
 			const size = 2 << 10
-			c := newCluster(t, torusSpec(nodes, 1, dims, machine.TransportSRD))
+			s := torusSpec(nodes, 1, dims, machine.TransportSRD)
+			s.TorusTies = tc.ties
+			c := newCluster(t, s)
 			rw := iommu.Perm{Bits: pte.R | pte.W}
 			bufs := make([]uint64, nodes)
 			for _, n := range c.Nodes {
@@ -288,6 +298,13 @@ func TestTorusTiesSplit(t *testing.T) {
 				for i := range c.Nodes {
 					plus += statValue(c, fmt.Sprintf("net.torus.node[%d].%cp.payload_bytes", i, dim))
 					minus += statValue(c, fmt.Sprintf("net.torus.node[%d].%cm.payload_bytes", i, dim))
+				}
+				if tc.ties == machine.TiesPlus {
+					// Ties + : the + links carry the ties' hops on top.
+					if d == 0 && float64(plus) < 1.5*float64(minus) {
+						t.Errorf("%c, every tie +: %d payload bytes on the + links, only %d on the − links", dim, plus, minus)
+					}
+					continue
 				}
 				if plus == 0 || minus == 0 || float64(max(plus, minus)) > 1.02*float64(min(plus, minus)) {
 					t.Errorf("%c: %d payload bytes on the + links, %d on the − links", dim, plus, minus)

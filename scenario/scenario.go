@@ -626,6 +626,7 @@ func (s *Scenario) ClusterSpec() machine.Spec {
 	c.SwitchLatencyPS = sim.Tick(m.Network.SwitchLatencyNS) * sim.NS
 	c.Torus = s.torusSpec()
 	c.NodesPerRouter = m.Network.Torus.NodesPerRouter
+	c.TorusTies = m.Network.Torus.Ties
 	c.IOMMU.Bypass = m.IOMMU.Mode == workload.IOMMUNone
 	c.IOMMU.IOTLBSets, c.IOMMU.IOTLBWays = s.IOTLBShape()
 	c.IOMMU.IOTLBEviction, _ = sim.ParseEviction(m.IOMMU.IOTLBEviction)

@@ -61,6 +61,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"machine:\n  nics: 2\n  network: {topology: torus}\n", "s.yaml:2: machine.nics: 2 NICs a node on a torus (1 with machine.network.topology torus)"},
 		{"machine:\n  network:\n    topology: torus\n    torus: {wire_cycles: 0}\n", "s.yaml:4: machine.network.torus.wire_cycles: 0 is out of range (1..1048576 cycles)"},
 		{"machine:\n  network:\n    topology: torus\n    torus: {escape_chunks: 15}\n", "s.yaml:4: machine.network.torus.escape_chunks: 15 is out of range (16..4096 chunks; 32 bytes each; two full packets at least, the bubble)"},
+		{"machine:\n  network:\n    topology: torus\n    torus: {ties: sideways}\n", "s.yaml:4: machine.network.torus.ties: \"sideways\" is not a choice of direction for ties (split: + from an even coordinate, − from an odd one; plus: every tie +)"},
 		{"machine:\n  network:\n    topology: leaf-spine\n    spines: 0\n", "s.yaml:4: machine.network.spines: 0 is out of range (1..64)"},
 		{"machine:\n  network:\n    spines: 1000000000\n", "s.yaml:3: machine.network.spines: 1000000000 is out of range (1..64)"},
 		{"machine:\n  iommu: {iotlb_sets: 1048576}\n", "s.yaml:2: machine.iommu.iotlb_sets: 1048576 is out of range (1..65536; sets × ways at most 65536)"},

@@ -26,6 +26,10 @@ type TorusSpec struct {
 	// EscapeChunks is the escape channel's buffer of an input port in
 	// 32-byte chunks (16..4096): every frame travels on it.
 	EscapeChunks int `yaml:"escape_chunks" json:"escape_chunks"`
+	// Ties is how a packet halfway round a ring of even length goes:
+	// split (+ from an even coordinate, − from an odd one) or plus (every
+	// tie +).
+	Ties string `yaml:"ties" json:"ties,omitempty"`
 	// NodesPerRouter is 1 or 2 nodes on each router (0: 1), as a Gemini
 	// ASIC serves two; dims then count routers, machine.nodes / it.
 	NodesPerRouter int `yaml:"nodes_per_router" json:"nodes_per_router,omitempty"`
@@ -60,6 +64,12 @@ func (s *Scenario) checkTorus() (string, error) {
 	t := &m.Network.Torus
 	if t.BytesPerCycle > 0 && torus.ChunkBytes%t.BytesPerCycle != 0 {
 		return "machine.network.torus.bytes_per_cycle", input.Errorf(rangeOf["machine.network.torus.bytes_per_cycle"].text(), "%d does not divide the 32-byte chunk", t.BytesPerCycle)
+	}
+	switch t.Ties {
+	case "", machine.TiesSplit, machine.TiesPlus:
+	default:
+		return "machine.network.torus.ties", notOneOf(t.Ties, "a choice of direction for ties", []string{machine.TiesSplit, machine.TiesPlus},
+			machine.TiesSplit+": + from an even coordinate, − from an odd one; "+machine.TiesPlus+": every tie +")
 	}
 	if m.Network.Topology != machine.TopologyTorus {
 		return "", nil

@@ -8,6 +8,7 @@ import (
 	"github.com/aaemu/aaemu/aa"
 	"github.com/aaemu/aaemu/iommu"
 	"github.com/aaemu/aaemu/iommu/pte"
+	"github.com/aaemu/aaemu/nic"
 )
 
 // The access counter's Allreduce: the paper sums the sources' counts with
@@ -34,6 +35,7 @@ type arRank struct {
 	word       uint64 // a registered word the flags are put from
 	newrank    int    // in the power-of-two group; −1 for a rank folded into its neighbour
 	recvOff    []int  // reduce-scatter step k's piece: its offset in tmp, in elements
+	err        error  // the first of its puts that failed (written by its own process only)
 }
 
 // arPlan is the Allreduce's shape, shared by every rank.
@@ -250,10 +252,18 @@ func (k *counter) arSend(x *aa.Ctx, me, peer int, src, dst uint64, cnt, flag int
 		return
 	}
 	if cnt > 0 {
-		x.Wait(x.Put(p.node, src, dst, cnt*8))
+		r.failed(x.Wait(x.Put(p.node, src, dst, cnt*8)))
 	}
 	x.P.Store64(r.word, 1)
-	x.Wait(x.Put(p.node, r.word, f, 8))
+	r.failed(x.Wait(x.Put(p.node, r.word, f, 8)))
+}
+
+// failed keeps a rank's first failed put, for Result to report as what
+// it is (the sums it leaves wrong would say only "wrong element").
+func (r *arRank) failed(_ nic.CQE, err error) {
+	if err != nil && r.err == nil {
+		r.err = err
+	}
 }
 
 func (k *counter) arWait(x *aa.Ctx, r *arRank, flag int) {
@@ -287,6 +297,17 @@ func (k *counter) arCheck() string {
 			if got := m.Load64(r.vec + uint64(e)*8); got != want {
 				return fmt.Sprintf("Allreduce rank %d (node %d core %d) ended with element %d = %d, the sum is %d", i, r.node, r.core, e, got, want)
 			}
+		}
+	}
+	return ""
+}
+
+// arFailed is the first rank whose put failed ("" if none): the run's
+// problem is then the transport's, whatever the sums say.
+func (k *counter) arFailed() string {
+	for i, r := range k.ar.ranks {
+		if r.err != nil {
+			return fmt.Sprintf("Allreduce rank %d (node %d core %d): a put failed: %v", i, r.node, r.core, r.err)
 		}
 	}
 	return ""

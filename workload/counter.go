@@ -223,6 +223,11 @@ func (k *counter) Result() CounterResult {
 		AccessesPerSec: float64(total) / (float64(k.end.get()) / 1e12)}
 	m := k.c.Nodes[0].Mem
 	var bad []string
+	if k.ar != nil {
+		if p := k.arFailed(); p != "" {
+			bad = append(bad, p)
+		}
+	}
 	for e, want := range k.truth {
 		if k.cfg.Scheme == NoCnt {
 			if want > 0 && m.Load64(k.array+uint64(e)*8) == 0 {
